@@ -1,0 +1,35 @@
+// The memory domain a process lives in: the tightest cgroup limit above it (cgroup v2
+// or v1), or else the node (MemAvailable). Used by libtrainctl's memory flag and by
+// trainwatch's memory check. Every path is read below `root` so tests can point it at
+// a fixture tree.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "parse.hpp"
+
+namespace trainctl {
+
+struct memory_reading {
+  std::uint64_t limit = 0;      // bytes the domain may use
+  std::uint64_t used = 0;       // working set: usage minus reclaimable inactive file cache
+  std::string source;           // "cgroup v2 /slurm/job_1", "cgroup v1 /...", "node"
+  std::uint64_t available() const { return used < limit ? limit - used : 0; }
+  double used_percent() const { return limit ? 100.0 * static_cast<double>(used) / static_cast<double>(limit) : 0; }
+};
+
+// Reads the memory domain of process `pid` ("self" by default). Returns nullopt when
+// nothing could be read (no /proc); never throws.
+std::optional<memory_reading> read_memory(const std::string& root = "", const std::string& pid = "self");
+
+// True when the reading crosses the threshold: a percentage of the limit used, or less
+// than `bytes` available.
+bool memory_crossed(const memory_reading& r, const threshold& t);
+
+// Pieces exposed for tests and fuzzing.
+std::optional<std::uint64_t> meminfo_field(const std::string& meminfo_text, const std::string& field);
+std::optional<std::uint64_t> memory_stat_field(const std::string& stat_text, const std::string& field);
+
+}  // namespace trainctl

@@ -1,0 +1,114 @@
+// trainctl's C++ API: the flags a training loop polls.
+//
+//   trainctl::controller ctl;                      // configured from the environment
+//   for (long step = 0;; ++step) {
+//     train_step();
+//     auto d = ctl.check(step, all_reduce_max);    // the same answer on every rank
+//     if (d.save) save_checkpoint(step);
+//     if (d.exit) { save_checkpoint(step); break; }  // d.reason says why
+//   }
+//
+// The C ABI in trainctl.h is the stable interface (and what Python binds); this header
+// is for C++ programs built against the same version of the library.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#if defined(TRAINCTL_BUILDING)
+#define TRAINCTL_API __attribute__((visibility("default")))
+#else
+#define TRAINCTL_API
+#endif
+
+namespace trainctl {
+
+// Length of the vote vector that check() reduces with MAX across ranks.
+constexpr std::size_t kVoteLen = 24;
+
+// What to watch and when to ask for an exit. Starts from the environment; every key
+// can be overridden in code with set(), which validates like the environment does.
+//
+//   key               environment               value
+//   kill_switch       KILL_SWITCH               path; its existence asks every rank to exit
+//   save_switch       SAVE_SWITCH               path; each touch asks for one save
+//   exit_switches     TRAINCTL_EXIT_SWITCHES    name=path,...  (user exit switches)
+//   save_switches     TRAINCTL_SAVE_SWITCHES    name=path,...  (user save switches)
+//   deadline          TRAINCTL_DEADLINE         unix seconds; exit once now >= deadline
+//   memory_threshold  TRAINCTL_MEMORY_THRESHOLD 95% (of the limit used) or 2G (left)
+//   gpu_min_free      TRAINCTL_GPU_MIN_FREE     5% or 1G free on the fullest GPU (NVML)
+//   poll_interval     TRAINCTL_POLL_INTERVAL    how often the node's watcher stats (10s)
+//   signals           TRAINCTL_SIGNALS          notice signals to catch (USR1,TERM); none
+//   check_every       TRAINCTL_CHECK_EVERY      steps between agreements across ranks (10)
+//   state_path        TRAINCTL_STATE            node state file (per job step and node)
+//   rank              RANK / SLURM_PROCID       this process's rank; rank 0 removes switches
+class TRAINCTL_API config {
+ public:
+  // Reads the environment. A malformed value is reported as one line on stderr naming
+  // the variable, and its documented fallback is used; this never throws.
+  static config from_env();
+  config();
+  // Throws std::invalid_argument with one line naming the key, the value and what is accepted.
+  void set(std::string_view key, std::string_view value);
+  std::string get(std::string_view key) const;
+  // Lines describing malformed environment values (already printed by from_env()).
+  const std::vector<std::string>& warnings() const;
+
+  struct impl;
+  const impl& get_impl() const { return *impl_; }
+
+ private:
+  std::shared_ptr<impl> impl_;
+};
+
+struct decision {
+  bool exit = false;
+  bool save = false;
+  std::string reason;       // kill-switch, deadline, preempted, memory, signal, or a switch name
+  std::string save_reason;  // save-switch or a user save switch's name
+};
+
+class TRAINCTL_API controller {
+ public:
+  // MAX-reduce `len` integers in place across all ranks (all_reduce with MAX).
+  using reducer = std::function<void(std::int64_t* vote, std::size_t len)>;
+
+  explicit controller(const config& cfg = config::from_env());
+  ~controller();
+  controller(const controller&) = delete;
+  controller& operator=(const controller&) = delete;
+
+  // This process's view, no agreement: a few atomic loads, no system call, no lock.
+  bool should_exit() const noexcept;
+  // True once per touch of a save switch (consumed by this call); no agreement.
+  bool should_save() noexcept;
+
+  // The agreed decision at a step boundary. With a reducer, every check_every steps
+  // (other steps answer "nothing new"); without one, at every step.
+  decision check(std::int64_t step, const reducer& reduce = {});
+  // The two halves of check(), for callers that reduce on their own: vote() fills
+  // `vote` and says whether an agreement is due at this step; decide() takes the
+  // reduced vector. Every rank must call both at the same steps.
+  bool vote(std::int64_t step, std::int64_t* vote, std::size_t len);
+  decision decide(std::int64_t step, const std::int64_t* reduced, std::size_t len);
+
+  void set_deadline(double unix_seconds);  // 0 clears it
+  void add_switch(bool exit, const std::string& name, const std::string& path);
+  void set_rank(int rank);
+  int check_every() const;
+  const std::string& state_path() const;
+  // Metadata requests (stat calls) made by this node's watchers so far.
+  std::uint64_t stat_calls() const;
+
+  struct impl;
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace trainctl

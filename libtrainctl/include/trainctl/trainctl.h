@@ -1,0 +1,117 @@
+/* trainctl's stable C ABI: the flags a training loop polls.
+ *
+ *   trainctl_ctl *ctl;
+ *   if (trainctl_create(NULL, &ctl) != TRAINCTL_OK)        // NULL: configure from the environment
+ *     fprintf(stderr, "%s\n", trainctl_last_error());
+ *   for (int64_t step = 0;; ++step) {
+ *     train_step();
+ *     int d = trainctl_check(ctl, step, my_allreduce_max, comm);  // agreed on every rank
+ *     if (d < 0) ...;                                              // error code
+ *     if (d & TRAINCTL_SAVE) save_checkpoint(step);
+ *     if (d & TRAINCTL_EXIT) { save_checkpoint(step); break; }     // trainctl_exit_reason(ctl)
+ *   }
+ *   trainctl_destroy(ctl);
+ *
+ * Contract: handles are opaque; every *_destroy accepts NULL; no function throws or
+ * aborts on bad input: each returns a negative TRAINCTL_E* code, and
+ * trainctl_last_error() gives the one-line reason for the calling thread. New options
+ * come as new keys for trainctl_config_set, never as a changed struct layout.
+ * Settings and the environment variables behind them: see trainctl/controller.hpp.
+ */
+#ifndef TRAINCTL_H
+#define TRAINCTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(TRAINCTL_BUILDING)
+#define TRAINCTL_EXPORT __attribute__((visibility("default")))
+#else
+#define TRAINCTL_EXPORT
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TRAINCTL_VERSION_MAJOR 0
+#define TRAINCTL_VERSION_MINOR 1
+#define TRAINCTL_VERSION_PATCH 0
+#define TRAINCTL_VERSION_NUMBER \
+  (TRAINCTL_VERSION_MAJOR * 10000 + TRAINCTL_VERSION_MINOR * 100 + TRAINCTL_VERSION_PATCH)
+
+/* Return codes. */
+#define TRAINCTL_OK 0
+#define TRAINCTL_EINVAL (-1)    /* a bad argument or setting: see trainctl_last_error() */
+#define TRAINCTL_ESYSTEM (-2)   /* a system call failed */
+#define TRAINCTL_ENOMEM (-3)
+#define TRAINCTL_EREDUCE (-4)   /* the reduce callback reported failure */
+#define TRAINCTL_EINTERNAL (-5)
+
+/* Decision bits returned by trainctl_check / trainctl_decide. */
+#define TRAINCTL_EXIT 1
+#define TRAINCTL_SAVE 2
+
+/* Elements of the vote vector that trainctl_check reduces with MAX across ranks. */
+#define TRAINCTL_VOTE_LEN 24
+
+/* Switch kinds for trainctl_add_switch. */
+#define TRAINCTL_SWITCH_EXIT 1
+#define TRAINCTL_SWITCH_SAVE 2
+
+typedef struct trainctl_config trainctl_config;
+typedef struct trainctl_ctl trainctl_ctl;
+
+/* The library's TRAINCTL_VERSION_NUMBER, to compare with the header's. */
+TRAINCTL_EXPORT int trainctl_version(void);
+TRAINCTL_EXPORT const char *trainctl_strerror(int code);
+/* The last failure of this thread, one line; "" when none. */
+TRAINCTL_EXPORT const char *trainctl_last_error(void);
+
+/* A configuration read from the environment (malformed values are reported on stderr
+ * and fall back to documented defaults). */
+TRAINCTL_EXPORT int trainctl_config_create(trainctl_config **out);
+TRAINCTL_EXPORT void trainctl_config_destroy(trainctl_config *cfg);
+TRAINCTL_EXPORT int trainctl_config_set(trainctl_config *cfg, const char *key, const char *value);
+/* Copies the value's text into buf (always NUL-terminated); returns its full length. */
+TRAINCTL_EXPORT int trainctl_config_get(const trainctl_config *cfg, const char *key, char *buf, size_t len);
+
+/* cfg may be NULL: configured from the environment. Starts the node's watcher. */
+TRAINCTL_EXPORT int trainctl_create(const trainctl_config *cfg, trainctl_ctl **out);
+TRAINCTL_EXPORT void trainctl_destroy(trainctl_ctl *ctl);
+
+/* This process's view, no agreement: 1 or 0. A few atomic loads. */
+TRAINCTL_EXPORT int trainctl_should_exit(const trainctl_ctl *ctl);
+/* 1 once per touch of a save switch (consumed by the call), else 0. */
+TRAINCTL_EXPORT int trainctl_should_save(trainctl_ctl *ctl);
+
+/* Reduces `vote` (TRAINCTL_VOTE_LEN elements) with MAX across all ranks, in place.
+ * Returns 0 on success, non-zero on failure. */
+typedef int (*trainctl_reduce_fn)(int64_t *vote, size_t len, void *user);
+
+/* The agreed decision at a step boundary: TRAINCTL_EXIT and/or TRAINCTL_SAVE bits, or a
+ * negative code. With reduce == NULL (one process) every step decides; with a reduce
+ * callback every check_every steps do, and the others return only a sticky exit. */
+TRAINCTL_EXPORT int trainctl_check(trainctl_ctl *ctl, int64_t step, trainctl_reduce_fn reduce, void *user);
+/* The halves of trainctl_check for callers that reduce on their own. trainctl_vote
+ * returns 1 when an agreement is due at this step (check_every), 0 when not. */
+TRAINCTL_EXPORT int trainctl_vote(trainctl_ctl *ctl, int64_t step, int64_t *vote, size_t len);
+TRAINCTL_EXPORT int trainctl_decide(trainctl_ctl *ctl, int64_t step, const int64_t *reduced, size_t len);
+/* Why: "kill-switch", "deadline", "preempted", "memory", "signal" or a user switch's name;
+ * "" when no exit (save) was decided. Valid until the next call on ctl. */
+TRAINCTL_EXPORT const char *trainctl_exit_reason(const trainctl_ctl *ctl);
+TRAINCTL_EXPORT const char *trainctl_save_reason(const trainctl_ctl *ctl);
+
+TRAINCTL_EXPORT int trainctl_set_deadline(trainctl_ctl *ctl, double unix_seconds);
+TRAINCTL_EXPORT int trainctl_add_switch(trainctl_ctl *ctl, int kind, const char *name, const char *path);
+TRAINCTL_EXPORT int trainctl_set_rank(trainctl_ctl *ctl, int rank);
+TRAINCTL_EXPORT int trainctl_check_every(const trainctl_ctl *ctl);
+TRAINCTL_EXPORT const char *trainctl_state_path(const trainctl_ctl *ctl);
+/* Metadata requests (stat calls) made by this node's watchers so far. */
+TRAINCTL_EXPORT uint64_t trainctl_stat_calls(const trainctl_ctl *ctl);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TRAINCTL_H */

@@ -1,0 +1,147 @@
+#include <cstdlib>
+#include <cstdio>
+#include <stdexcept>
+
+#include <unistd.h>
+
+#include "config_impl.hpp"
+
+namespace trainctl {
+namespace {
+
+struct env_key {
+  const char* env;
+  const char* key;
+  const char* fallback;  // what a malformed value falls back to, for the warning
+};
+
+// Order matters only for the order of warnings.
+constexpr env_key kEnvKeys[] = {
+    {"KILL_SWITCH", "kill_switch", "no kill switch"},
+    {"SAVE_SWITCH", "save_switch", "no save switch"},
+    {"TRAINCTL_EXIT_SWITCHES", "exit_switches", "no user exit switches"},
+    {"TRAINCTL_SAVE_SWITCHES", "save_switches", "no user save switches"},
+    {"TRAINCTL_DEADLINE", "deadline", "no deadline"},
+    {"TRAINCTL_MEMORY_THRESHOLD", "memory_threshold", "no memory check"},
+    {"TRAINCTL_GPU_MIN_FREE", "gpu_min_free", "no GPU memory check"},
+    {"TRAINCTL_POLL_INTERVAL", "poll_interval", "10s"},
+    {"TRAINCTL_SIGNALS", "signals", "USR1,TERM"},
+    {"TRAINCTL_CHECK_EVERY", "check_every", "10"},
+    {"TRAINCTL_STATE", "state_path", "the default per job step"},
+};
+
+std::string join_signals(const std::vector<int>& sigs) {
+  std::string out;
+  for (int s : sigs) out += (out.empty() ? "" : ",") + signal_name(s);
+  return out.empty() ? "none" : out;
+}
+
+std::string join_paths(const std::vector<named_path>& v) {
+  std::string out;
+  for (const auto& np : v) out += (out.empty() ? "" : ",") + np.name + "=" + np.path;
+  return out;
+}
+
+std::string absolute(std::string_view path) {
+  if (path.empty()) throw parse_error("empty path; accepted: a file path");
+  if (path.front() == '/') return std::string(path);
+  char* cwd = getcwd(nullptr, 0);
+  std::string out = cwd != nullptr ? std::string(cwd) + "/" + std::string(path) : std::string(path);
+  std::free(cwd);
+  return out;
+}
+
+}  // namespace
+
+void config::impl::set(std::string_view key, std::string_view value) {
+  if (key == "kill_switch") kill_switch = value.empty() ? "" : absolute(value);
+  else if (key == "save_switch") save_switch = value.empty() ? "" : absolute(value);
+  else if (key == "exit_switches" || key == "save_switches") {
+    auto list = parse_named_paths(value);
+    for (auto& np : list) np.path = absolute(np.path);
+    (key == "exit_switches" ? exit_switches : save_switches) = std::move(list);
+  } else if (key == "deadline") {
+    deadline = value.empty() || value == "0" ? 0 : parse_unix_time(value);
+  } else if (key == "memory_threshold") {
+    memory = value.empty() || value == "none" ? threshold{} : parse_threshold(value);
+  } else if (key == "gpu_min_free") {
+    gpu = value.empty() || value == "none" ? threshold{} : parse_threshold(value);
+  } else if (key == "poll_interval") {
+    poll_interval = parse_duration(value, 's', false, std::chrono::hours(1));
+    if (poll_interval < std::chrono::milliseconds(100))
+      throw parse_error("'" + std::string(value) + "' is too short; accepted: 100ms to 1h (10s is the default)");
+  } else if (key == "signals") {
+    signals = parse_signal_list(value);
+    for (int s : signals)
+      if (s == SIGKILL || s == SIGSTOP) throw parse_error("KILL and STOP cannot be caught; accepted: e.g. USR1,TERM or none");
+  } else if (key == "check_every") {
+    check_every = static_cast<int>(parse_int(value, 1, 1000000));
+  } else if (key == "state_path") {
+    state_path = value.empty() ? "" : absolute(value);
+  } else if (key == "rank") {
+    rank = static_cast<int>(parse_int(value, 0, 1 << 30));
+  } else {
+    throw std::invalid_argument("trainctl: unknown setting '" + std::string(key) +
+                                "'; accepted: kill_switch, save_switch, exit_switches, save_switches, deadline, "
+                                "memory_threshold, gpu_min_free, poll_interval, signals, check_every, state_path, rank");
+  }
+}
+
+std::string config::impl::get(std::string_view key) const {
+  if (key == "kill_switch") return kill_switch;
+  if (key == "save_switch") return save_switch;
+  if (key == "exit_switches") return join_paths(exit_switches);
+  if (key == "save_switches") return join_paths(save_switches);
+  if (key == "deadline") return deadline > 0 ? std::to_string(deadline) : "";
+  if (key == "memory_threshold") return memory.str();
+  if (key == "gpu_min_free") return gpu.str();
+  if (key == "poll_interval") return format_duration(poll_interval);
+  if (key == "signals") return join_signals(signals);
+  if (key == "check_every") return std::to_string(check_every);
+  if (key == "state_path") return state_path;
+  if (key == "rank") return std::to_string(rank);
+  throw std::invalid_argument("trainctl: unknown setting '" + std::string(key) + "'");
+}
+
+config::config() : impl_(std::make_shared<impl>()) {}
+
+config config::from_env() {
+  config c;
+  impl& m = *c.impl_;
+  for (const auto& e : kEnvKeys) {
+    const char* v = std::getenv(e.env);
+    if (v == nullptr || *v == '\0') continue;
+    try {
+      m.set(e.key, v);
+    } catch (const std::exception& ex) {
+      m.warnings.push_back(std::string("trainctl: ") + e.env + ": " + ex.what() + "; using " + e.fallback);
+    }
+  }
+  for (const char* rank_env : {"RANK", "SLURM_PROCID"}) {
+    const char* v = std::getenv(rank_env);
+    if (v == nullptr || *v == '\0') continue;
+    try {
+      m.set("rank", v);
+    } catch (const std::exception& ex) {
+      m.warnings.push_back(std::string("trainctl: ") + rank_env + ": " + ex.what() + "; using rank 0");
+    }
+    break;
+  }
+  for (const auto& w : m.warnings) std::fprintf(stderr, "%s\n", w.c_str());
+  return c;
+}
+
+void config::set(std::string_view key, std::string_view value) {
+  if (impl_.use_count() > 1) impl_ = std::make_shared<impl>(*impl_);  // copy on write
+  try {
+    impl_->set(key, value);
+  } catch (const parse_error& e) {
+    throw std::invalid_argument("trainctl: " + std::string(key) + ": " + e.what());
+  }
+}
+
+std::string config::get(std::string_view key) const { return impl_->get(key); }
+
+const std::vector<std::string>& config::warnings() const { return impl_->warnings; }
+
+}  // namespace trainctl

@@ -1,0 +1,34 @@
+// The parsed configuration behind trainctl::config.
+#pragma once
+
+#include <chrono>
+#include <csignal>
+#include <string>
+#include <vector>
+
+#include "parse.hpp"
+#include "trainctl/controller.hpp"
+
+namespace trainctl {
+
+struct config::impl {
+  std::string kill_switch;
+  std::string save_switch;
+  std::vector<named_path> exit_switches;
+  std::vector<named_path> save_switches;
+  double deadline = 0;  // unix seconds; 0 = none
+  threshold memory;
+  threshold gpu;
+  std::chrono::milliseconds poll_interval{10000};
+  std::vector<int> signals{SIGUSR1, SIGTERM};
+  int check_every = 10;
+  std::string state_path;  // empty: default_state_path()
+  int rank = 0;
+  std::vector<std::string> warnings;
+
+  // Throws parse_error (without the key) for a bad value, std::invalid_argument for a bad key.
+  void set(std::string_view key, std::string_view value);
+  std::string get(std::string_view key) const;
+};
+
+}  // namespace trainctl

@@ -1,0 +1,335 @@
+#include "trainctl/controller.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+
+#include "config_impl.hpp"
+#include "node_state.hpp"
+#include "publisher.hpp"
+#include "signals.hpp"
+
+namespace trainctl {
+namespace {
+
+// Vote layout: one element per exit reason (0/1), then one token per switch.
+enum vote_index : std::size_t { kVoteDeadline = 0, kVotePreempted = 1, kVoteSignal = 2, kVoteMemory = 3, kVoteSwitch0 = 8 };
+constexpr std::size_t kMaxLocalSwitches = kVoteLen - kVoteSwitch0;
+
+std::int64_t stat_token(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return 0;
+  const std::int64_t t = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return t > 0 ? t : 1;
+}
+
+std::string dir_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
+struct local_switch {
+  bool exit;
+  std::string name;
+  std::string path;
+  int slot = -1;              // index in the node state, -1 when it could not register
+  std::int64_t initial = 0;   // token seen by this process at registration
+  std::int64_t consumed = 0;  // save switches: the newest token already saved for
+};
+
+struct controller::impl {
+  config::impl cfg;
+  std::unique_ptr<node_state_file> file;      // the shared node state, or
+  std::unique_ptr<node_state> private_state;  // a private one when shared memory fails
+  node_state* ns = nullptr;
+  std::atomic<std::uint32_t> local_bits{0};
+  std::atomic<std::int64_t> local_deadline_ms{0};
+  std::uint64_t signal_mask = 0;
+  std::vector<local_switch> switches;
+  std::int64_t save_consumed_max = 0;
+  decision decided;  // sticky exit
+  int wake_fd = -1;
+  std::atomic<bool> stop{false};
+  std::thread watcher;
+
+  explicit impl(const config::impl& c) : cfg(c) {}
+  void open_state();
+  void register_switch(bool exit, const std::string& name, const std::string& path);
+  void watch_loop();
+  std::int64_t token_of(const local_switch& s) const {
+    std::int64_t t = s.initial;
+    if (s.slot >= 0) t = std::max(t, ns->slots[s.slot].token.load(std::memory_order_acquire));
+    return t;
+  }
+  void remove_consumed(const local_switch& s, std::int64_t token) const;
+  void wake() const {
+    const std::uint64_t one = 1;
+    if (wake_fd >= 0 && write(wake_fd, &one, sizeof one) < 0) { /* the watcher wakes on its timeout */ }
+  }
+};
+
+void controller::impl::open_state() {
+  const std::string path = cfg.state_path.empty() ? default_state_path() : cfg.state_path;
+  try {
+    file = std::make_unique<node_state_file>(path);
+    ns = &file->get();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trainctl: %s; this process watches on its own (no sharing with other ranks on the node)\n",
+                 e.what());
+    private_state = std::make_unique<node_state>();
+    ns = private_state.get();
+  }
+}
+
+void controller::impl::register_switch(bool exit, const std::string& name, const std::string& path) {
+  if (switches.size() >= kMaxLocalSwitches)
+    throw std::invalid_argument("trainctl: too many switches (at most " + std::to_string(kMaxLocalSwitches) + ")");
+  local_switch s{exit, name, path};
+  s.slot = file ? file->register_switch(exit ? switch_kind::exit : switch_kind::save, name, path)
+                : -1;
+  if (!file) {
+    // Private state: claim slots directly (no other process can see them).
+    for (int i = 0; i < kMaxSlots && s.slot < 0; ++i) {
+      auto& slot = ns->slots[i];
+      if (slot.state.load() != 0) continue;
+      slot.kind = static_cast<std::uint32_t>(exit ? switch_kind::exit : switch_kind::save);
+      std::snprintf(slot.name, sizeof slot.name, "%s", name.c_str());
+      std::snprintf(slot.path, sizeof slot.path, "%s", path.c_str());
+      slot.state.store(2);
+      s.slot = i;
+    }
+  }
+  if (s.slot < 0)
+    std::fprintf(stderr, "trainctl: %s=%s: the node state has no free slot; only this process's first look counts\n",
+                 name.c_str(), path.c_str());
+  // One stat at start, so a switch present before the job makes the first check exit,
+  // whether or not the node's watcher has looked yet.
+  s.initial = stat_token(path);
+  if (exit && s.initial != 0) local_bits.fetch_or(kFlagExitSwitch, std::memory_order_release);
+  const std::string dir = dir_of(path);
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0) {
+    std::fprintf(stderr, "trainctl: %s=%s: directory %s: %s; checking for it every %s\n", name.c_str(), path.c_str(),
+                 dir.c_str(), std::strerror(errno), format_duration(cfg.poll_interval).c_str());
+  } else if (access(dir.c_str(), X_OK) != 0) {
+    std::fprintf(stderr, "trainctl: %s=%s: directory %s cannot be searched (%s); the switch cannot be seen\n",
+                 name.c_str(), path.c_str(), dir.c_str(), std::strerror(errno));
+  }
+  // A save switch that existed before this process started counts as one request.
+  switches.push_back(std::move(s));
+  ns->seq.fetch_add(1, std::memory_order_release);
+  wake();
+}
+
+void controller::impl::watch_loop() {
+  std::unique_ptr<publisher> pub;
+  publisher_options popts;
+  popts.poll_interval = cfg.poll_interval;
+  popts.memory = cfg.memory;
+  popts.gpu_memory = cfg.gpu;
+  while (!stop.load(std::memory_order_acquire)) {
+    if (!pub && (!file || file->try_become_publisher())) {
+      pub = std::make_unique<publisher>(*ns, popts);
+      pub->refresh();
+    }
+    std::chrono::milliseconds wait = cfg.poll_interval;
+    const std::int64_t deadline = local_deadline_ms.load(std::memory_order_acquire);
+    if (deadline > 0) {
+      const std::int64_t left = deadline - unix_now_ms();
+      if (left <= 0) local_bits.fetch_or(kFlagDeadline, std::memory_order_release);
+      else wait = std::min(wait, std::chrono::milliseconds(left));
+    }
+    if (pub) {
+      pub->wait_and_refresh(wake_fd, wait);
+    } else {
+      pollfd fd{wake_fd, POLLIN, 0};
+      poll(&fd, 1, static_cast<int>(wait.count()));
+    }
+    std::uint64_t drained;
+    while (read(wake_fd, &drained, sizeof drained) > 0) {
+    }
+  }
+}
+
+void controller::impl::remove_consumed(const local_switch& s, std::int64_t token) const {
+  // Only the file that was agreed on: a newer touch after the decision is kept for the
+  // next save (its mtime is newer than the token).
+  const std::int64_t now_token = stat_token(s.path);
+  if (now_token != 0 && now_token <= token && unlink(s.path.c_str()) != 0 && errno != ENOENT)
+    std::fprintf(stderr, "trainctl: cannot remove %s %s after the save (%s); it will not trigger another save\n",
+                 s.name.c_str(), s.path.c_str(), std::strerror(errno));
+}
+
+controller::controller(const config& cfg) : impl_(std::make_unique<impl>(cfg.get_impl())) {
+  impl& m = *impl_;
+  m.open_state();
+  m.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (m.wake_fd < 0) throw std::system_error(errno, std::generic_category(), "trainctl: eventfd");
+  if (!m.cfg.kill_switch.empty()) m.register_switch(true, "kill-switch", m.cfg.kill_switch);
+  if (!m.cfg.save_switch.empty()) m.register_switch(false, "save-switch", m.cfg.save_switch);
+  for (const auto& np : m.cfg.exit_switches) m.register_switch(true, np.name, np.path);
+  for (const auto& np : m.cfg.save_switches) m.register_switch(false, np.name, np.path);
+  m.local_deadline_ms.store(static_cast<std::int64_t>(m.cfg.deadline * 1000));
+  if (m.cfg.deadline > 0 && unix_now_ms() >= static_cast<std::int64_t>(m.cfg.deadline * 1000))
+    m.local_bits.fetch_or(kFlagDeadline);
+  for (int sig : install_notice_handlers(m.cfg.signals))
+    std::fprintf(stderr, "trainctl: cannot catch signal %s; it is ignored\n", signal_name(sig).c_str());
+  for (int sig : m.cfg.signals) m.signal_mask |= 1ull << (sig - 1);
+  m.watcher = std::thread([&m] { m.watch_loop(); });
+}
+
+controller::~controller() {
+  impl& m = *impl_;
+  m.stop.store(true, std::memory_order_release);
+  m.wake();
+  if (m.watcher.joinable()) m.watcher.join();
+  remove_notice_handlers(m.cfg.signals);
+  if (m.file) {
+    m.file->release_publisher();
+    m.file->unlink_if_last();
+  }
+  if (m.wake_fd >= 0) close(m.wake_fd);
+}
+
+bool controller::should_exit() const noexcept {
+  const impl& m = *impl_;
+  return ((m.local_bits.load(std::memory_order_relaxed) | m.ns->flags.load(std::memory_order_relaxed)) & kExitMask) !=
+             0 ||
+         (g_signals_seen.load(std::memory_order_relaxed) & m.signal_mask) != 0;
+}
+
+bool controller::should_save() noexcept {
+  impl& m = *impl_;
+  std::int64_t newest = m.ns->save_max.load(std::memory_order_relaxed);
+  if (newest <= m.save_consumed_max) {
+    // The node's watcher has not looked yet: only this process's own first look remains.
+    bool pending = false;
+    for (const auto& s : m.switches) pending |= !s.exit && s.initial > s.consumed;
+    if (!pending) return false;
+  }
+  std::int64_t local[kVoteLen] = {};
+  vote(0, local, kVoteLen);
+  const decision d = decide(0, local, kVoteLen);
+  return d.save;
+}
+
+bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
+  if (len < kVoteLen) throw std::invalid_argument("trainctl: vote vector needs " + std::to_string(kVoteLen) + " elements");
+  impl& m = *impl_;
+  std::fill(v, v + len, 0);
+  const std::uint32_t bits = m.local_bits.load(std::memory_order_acquire) | m.ns->flags.load(std::memory_order_acquire);
+  v[kVoteDeadline] = (bits & kFlagDeadline) != 0;
+  v[kVotePreempted] = (bits & kFlagPreempted) != 0;
+  v[kVoteMemory] = (bits & kFlagMemory) != 0;
+  v[kVoteSignal] = (g_signals_seen.load(std::memory_order_acquire) & m.signal_mask) != 0;
+  for (std::size_t i = 0; i < m.switches.size(); ++i) v[kVoteSwitch0 + i] = m.token_of(m.switches[i]);
+  return step % m.cfg.check_every == 0;
+}
+
+decision controller::decide(std::int64_t step, const std::int64_t* r, std::size_t len) {
+  if (len < kVoteLen) throw std::invalid_argument("trainctl: vote vector needs " + std::to_string(kVoteLen) + " elements");
+  impl& m = *impl_;
+  decision d;
+  if (!m.decided.exit) {
+    std::string reason;
+    auto first_switch = [&](bool kill) -> std::string {
+      for (std::size_t i = 0; i < m.switches.size(); ++i) {
+        const auto& s = m.switches[i];
+        if (s.exit && r[kVoteSwitch0 + i] > 0 && (s.name == "kill-switch") == kill) return s.name;
+      }
+      return "";
+    };
+    reason = first_switch(true);
+    if (reason.empty() && r[kVotePreempted]) reason = "preempted";
+    if (reason.empty() && r[kVoteDeadline]) reason = "deadline";
+    if (reason.empty() && r[kVoteMemory]) reason = "memory";
+    if (reason.empty() && r[kVoteSignal]) reason = "signal";
+    if (reason.empty()) reason = first_switch(false);
+    if (!reason.empty()) {
+      m.decided.exit = true;
+      m.decided.reason = reason;
+      m.local_bits.fetch_or(kFlagDecided, std::memory_order_release);
+      if (m.cfg.rank == 0) std::fprintf(stderr, "trainctl: exit at step %lld: %s\n", static_cast<long long>(step), reason.c_str());
+    }
+  }
+  d.exit = m.decided.exit;
+  d.reason = m.decided.reason;
+  for (std::size_t i = 0; i < m.switches.size(); ++i) {
+    auto& s = m.switches[i];
+    const std::int64_t token = r[kVoteSwitch0 + i];
+    if (s.exit || token <= s.consumed) continue;
+    s.consumed = token;
+    m.save_consumed_max = std::max(m.save_consumed_max, token);
+    if (!d.save) d.save_reason = s.name;
+    d.save = true;
+    if (m.cfg.rank == 0) {
+      std::fprintf(stderr, "trainctl: save at step %lld: %s\n", static_cast<long long>(step), s.name.c_str());
+      m.remove_consumed(s, token);
+    }
+  }
+  return d;
+}
+
+decision controller::check(std::int64_t step, const reducer& reduce) {
+  std::int64_t v[kVoteLen];
+  const bool due = vote(step, v, kVoteLen);
+  if (reduce) {
+    if (!due) {
+      decision d;
+      d.exit = impl_->decided.exit;
+      d.reason = impl_->decided.reason;
+      return d;
+    }
+    reduce(v, kVoteLen);
+  }
+  return decide(step, v, kVoteLen);
+}
+
+void controller::set_deadline(double unix_seconds) {
+  if (unix_seconds < 0) throw std::invalid_argument("trainctl: deadline: negative; accepted: unix seconds, or 0 for none");
+  impl_->local_deadline_ms.store(static_cast<std::int64_t>(unix_seconds * 1000), std::memory_order_release);
+  impl_->local_bits.fetch_and(~static_cast<std::uint32_t>(kFlagDeadline), std::memory_order_release);
+  if (unix_seconds > 0 && unix_now_ms() >= static_cast<std::int64_t>(unix_seconds * 1000))
+    impl_->local_bits.fetch_or(kFlagDeadline, std::memory_order_release);
+  impl_->wake();
+}
+
+void controller::add_switch(bool exit, const std::string& name, const std::string& path) {
+  config::impl probe;
+  try {
+    auto parsed = parse_named_paths(name + "=" + path);
+    probe.set(exit ? "exit_switches" : "save_switches", parsed[0].name + "=" + parsed[0].path);
+  } catch (const parse_error& e) {
+    throw std::invalid_argument(std::string("trainctl: add_switch: ") + e.what());
+  }
+  const auto& np = exit ? probe.exit_switches[0] : probe.save_switches[0];
+  impl_->register_switch(exit, np.name, np.path);
+}
+
+void controller::set_rank(int rank) {
+  if (rank < 0) throw std::invalid_argument("trainctl: rank: negative; accepted: 0 or more");
+  impl_->cfg.rank = rank;
+}
+
+int controller::check_every() const { return impl_->cfg.check_every; }
+
+const std::string& controller::state_path() const {
+  static const std::string none = "(private)";
+  return impl_->file ? impl_->file->path() : none;
+}
+
+std::uint64_t controller::stat_calls() const { return impl_->ns->stat_calls.load(std::memory_order_relaxed); }
+
+}  // namespace trainctl

@@ -1,0 +1,102 @@
+// The node state: one small shared-memory file per job step and node, written by one
+// publisher (the supervisor, or else the first rank process that takes the publisher
+// lock) and read by every rank process on the node with plain atomic loads.
+//
+// Layout is versioned (kVersion); readers refuse a file with another magic, version or
+// size rather than misread it. All fields are lock-free atomics; the layout is the same
+// for every process of one build because it only holds fixed-size types.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace trainctl {
+
+// Bits of node_state::flags and of a controller's local flags.
+enum flag_bits : std::uint32_t {
+  kFlagDeadline = 1u << 0,    // now >= the published deadline
+  kFlagPreempted = 1u << 1,   // the supervisor saw preemption
+  kFlagSignal = 1u << 2,      // a notice signal arrived (local only)
+  kFlagMemory = 1u << 3,      // memory threshold crossed
+  kFlagExitSwitch = 1u << 4,  // some exit switch (kill switch or user exit switch) exists
+  kFlagDecided = 1u << 5,     // local only: an agreed exit was already decided
+};
+constexpr std::uint32_t kExitMask =
+    kFlagDeadline | kFlagPreempted | kFlagSignal | kFlagMemory | kFlagExitSwitch | kFlagDecided;
+
+enum class switch_kind : std::uint32_t { exit = 1, save = 2 };
+
+constexpr int kMaxSlots = 16;
+constexpr int kMaxPath = 1024;
+constexpr int kMaxName = 32;
+
+struct switch_slot {
+  // 0 free, 1 being written, 2 ready. A slot is claimed with a CAS 0 -> 1 and never freed.
+  std::atomic<std::uint32_t> state;
+  std::uint32_t kind;  // switch_kind
+  // mtime of the file in ns while it exists, 0 while it does not.
+  std::atomic<std::int64_t> token;
+  char name[kMaxName];
+  char path[kMaxPath];
+};
+
+struct node_state {
+  static constexpr std::uint64_t kMagic = 0x31534c5443444e54ull;  // "TNDCTLS1"
+  static constexpr std::uint32_t kVersion = 1;
+
+  std::uint64_t magic;
+  std::uint32_t version;
+  std::uint32_t size;
+  std::atomic<std::uint32_t> flags;     // flag_bits
+  std::atomic<std::uint32_t> seq;       // bumped on every change
+  std::atomic<std::int64_t> deadline_ms;  // unix ms; 0 = none
+  std::atomic<std::int64_t> save_max;   // max token over save slots
+  std::atomic<std::int32_t> publisher_pid;
+  std::atomic<std::int32_t> supervised;   // 1 while a supervisor publishes
+  std::atomic<std::uint64_t> stat_calls;  // metadata requests made by publishers
+  std::atomic<std::int64_t> published_ms; // when the publisher last looked
+  switch_slot slots[kMaxSlots];
+};
+
+static_assert(std::atomic<std::int64_t>::is_always_lock_free, "node state needs lock-free 64-bit atomics");
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "node state needs lock-free 32-bit atomics");
+
+// A mapping of the node state file. Move-only; unmaps and closes on destruction.
+class node_state_file {
+ public:
+  // Opens or creates `path` (mode 0600). Throws std::system_error / std::runtime_error.
+  explicit node_state_file(const std::string& path);
+  ~node_state_file();
+  node_state_file(const node_state_file&) = delete;
+  node_state_file& operator=(const node_state_file&) = delete;
+
+  node_state& get() const { return *state_; }
+  const std::string& path() const { return path_; }
+
+  // Takes the publisher lock without blocking; true when this process now publishes.
+  bool try_become_publisher();
+  bool is_publisher() const { return lock_fd_ >= 0; }
+  // Gives the publisher lock up (the next try_become_publisher elsewhere succeeds).
+  void release_publisher();
+
+  // Finds the slot holding (kind, path) or claims a free one; -1 when all are taken.
+  int register_switch(switch_kind kind, const std::string& name, const std::string& path);
+
+  // Removes the state and lock files when no other process has the state open.
+  void unlink_if_last();
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  int lock_fd_ = -1;
+  node_state* state_ = nullptr;
+};
+
+// The default path: /dev/shm/trainctl-<uid>-<job>.<step> under SLURM, or keyed by the
+// launcher's pid for torchrun outside SLURM, or by the process itself.
+std::string default_state_path();
+
+std::int64_t unix_now_ms();
+
+}  // namespace trainctl

@@ -1,0 +1,180 @@
+#include "publisher.hpp"
+
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+
+#include "cgroup_memory.hpp"
+#include "gpu_memory.hpp"
+
+namespace trainctl {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+std::string dir_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::int64_t mtime_token(const struct stat& st) {
+  const std::int64_t t = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return t > 0 ? t : 1;  // a file with mtime 0 still exists
+}
+
+}  // namespace
+
+publisher::publisher(node_state& state, publisher_options opts) : state_(state), opts_(std::move(opts)) {
+  inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);  // -1: stat polling alone still works
+  if (opts_.gpu_memory.enabled()) {
+    gpu_ = std::make_unique<gpu_memory>();
+    if (!gpu_->available())
+      std::fprintf(stderr, "trainctl: TRAINCTL_GPU_MIN_FREE is set but NVML is not available (%s); no GPU memory check\n",
+                   gpu_->why_not().c_str());
+  }
+  state_.supervised.load();  // touch: the mapping is live
+}
+
+publisher::~publisher() {
+  if (inotify_fd_ >= 0) close(inotify_fd_);
+}
+
+void publisher::set_flag(std::uint32_t bit, bool on, bool& changed) {
+  const std::uint32_t before = on ? state_.flags.fetch_or(bit, std::memory_order_release)
+                                  : state_.flags.fetch_and(~bit, std::memory_order_release);
+  changed |= ((before & bit) != 0) != on;
+}
+
+void publisher::set_deadline_ms(std::int64_t deadline_ms) {
+  state_.deadline_ms.store(deadline_ms, std::memory_order_release);
+  refresh_deadline();
+  state_.seq.fetch_add(1, std::memory_order_release);
+}
+
+bool publisher::refresh_switches() {
+  bool changed = false, any_exit = false;
+  std::int64_t save_max = 0;
+  for (auto& slot : state_.slots) {
+    if (slot.state.load(std::memory_order_acquire) != 2) continue;
+    struct stat st {};
+    const std::int64_t token = stat(slot.path, &st) == 0 ? mtime_token(st) : 0;
+    state_.stat_calls.fetch_add(1, std::memory_order_relaxed);
+    changed |= slot.token.exchange(token, std::memory_order_release) != token;
+    if (slot.kind == static_cast<std::uint32_t>(switch_kind::exit)) any_exit |= token != 0;
+    else save_max = std::max(save_max, token);
+  }
+  // save_max only grows: a removed save switch was consumed, not withdrawn.
+  if (save_max > state_.save_max.load(std::memory_order_relaxed)) {
+    state_.save_max.store(save_max, std::memory_order_release);
+    changed = true;
+  }
+  set_flag(kFlagExitSwitch, any_exit, changed);
+  next_stat_ = clock::now() + opts_.poll_interval;
+  return changed;
+}
+
+bool publisher::refresh_deadline() {
+  bool changed = false;
+  const std::int64_t deadline = state_.deadline_ms.load(std::memory_order_acquire);
+  set_flag(kFlagDeadline, deadline > 0 && unix_now_ms() >= deadline, changed);
+  return changed;
+}
+
+bool publisher::refresh_memory() {
+  bool crossed = false;
+  if (opts_.memory.enabled()) {
+    if (auto r = read_memory()) crossed |= memory_crossed(*r, opts_.memory);
+  }
+  if (gpu_ && gpu_->available()) {
+    if (auto g = gpu_->read()) crossed |= gpu_crossed(*g, opts_.gpu_memory);
+  }
+  next_memory_ = clock::now() + opts_.memory_interval;
+  bool changed = false;
+  // Sticky: memory that dipped back below the threshold does not withdraw the exit.
+  if (crossed) set_flag(kFlagMemory, true, changed);
+  return changed;
+}
+
+bool publisher::refresh() {
+  sync_watches();
+  bool changed = refresh_switches();
+  changed |= refresh_deadline();
+  if (opts_.memory.enabled() || gpu_) changed |= refresh_memory();
+  state_.published_ms.store(unix_now_ms(), std::memory_order_relaxed);
+  if (changed) state_.seq.fetch_add(1, std::memory_order_release);
+  return changed;
+}
+
+void publisher::sync_watches() {
+  const std::uint32_t seq = state_.seq.load(std::memory_order_acquire);
+  if (inotify_fd_ < 0 || seq == watched_seq_) return;
+  watched_seq_ = seq;
+  for (auto& slot : state_.slots) {
+    if (slot.state.load(std::memory_order_acquire) != 2) continue;
+    const std::string dir = dir_of(slot.path);
+    if (std::any_of(watches_.begin(), watches_.end(), [&](const watch& w) { return w.dir == dir; })) continue;
+    const int wd = inotify_add_watch(inotify_fd_, dir.c_str(),
+                                     IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ATTRIB |
+                                         IN_CLOSE_WRITE | IN_ONLYDIR);
+    // A directory that does not exist yet is covered by the stat poll; retried on the next change.
+    if (wd >= 0) watches_.push_back({wd, dir});
+    else watched_seq_ = ~0u;
+  }
+}
+
+// True when an event names one of the switch files (a busy checkpoint directory does
+// not make the watcher stat every switch on every write).
+bool publisher::drain_inotify() {
+  alignas(inotify_event) char buf[4096];
+  bool relevant = false;
+  while (true) {
+    const ssize_t n = read(inotify_fd_, buf, sizeof buf);
+    if (n <= 0) break;
+    for (char* p = buf; p < buf + n;) {
+      const auto* ev = reinterpret_cast<const inotify_event*>(p);
+      p += sizeof(inotify_event) + ev->len;
+      if (ev->mask & IN_Q_OVERFLOW) relevant = true;
+      if (ev->len == 0) continue;
+      const auto w = std::find_if(watches_.begin(), watches_.end(), [&](const watch& x) { return x.wd == ev->wd; });
+      if (w == watches_.end()) continue;
+      const std::string path = (w->dir == "/" ? "" : w->dir) + "/" + ev->name;
+      for (auto& slot : state_.slots)
+        if (slot.state.load(std::memory_order_acquire) == 2 && path == slot.path) relevant = true;
+    }
+  }
+  return relevant;
+}
+
+void publisher::wait_and_refresh(int wake_fd, std::chrono::milliseconds max_wait) {
+  const auto now = clock::now();
+  auto until = std::min(now + max_wait, next_stat_);
+  if (opts_.memory.enabled() || gpu_) until = std::min(until, next_memory_);
+  const std::int64_t deadline = state_.deadline_ms.load(std::memory_order_acquire);
+  if (deadline > 0 && (state_.flags.load(std::memory_order_relaxed) & kFlagDeadline) == 0) {
+    const auto to_deadline = std::chrono::milliseconds(std::max<std::int64_t>(0, deadline - unix_now_ms()));
+    until = std::min(until, now + to_deadline);
+  }
+  const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count();
+  pollfd fds[2] = {{wake_fd, POLLIN, 0}, {inotify_fd_, POLLIN, 0}};
+  const int nfds = inotify_fd_ >= 0 ? 2 : 1;
+  const int ready = poll(fds, nfds, static_cast<int>(std::max<long long>(0, timeout)));
+  bool changed = false;
+  if (ready > 0 && nfds == 2 && (fds[1].revents & POLLIN) && drain_inotify()) changed |= refresh_switches();
+  const auto after = clock::now();
+  if (after >= next_stat_) {
+    sync_watches();
+    changed |= refresh_switches();
+  }
+  if ((opts_.memory.enabled() || gpu_) && after >= next_memory_) changed |= refresh_memory();
+  changed |= refresh_deadline();
+  state_.published_ms.store(unix_now_ms(), std::memory_order_relaxed);
+  if (changed) state_.seq.fetch_add(1, std::memory_order_release);
+}
+
+}  // namespace trainctl

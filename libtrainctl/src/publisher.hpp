@@ -1,0 +1,66 @@
+// What the one watcher per node does: stat the registered switch files (inotify for
+// changes made on this node, a stat poll for changes made on other NFS/Lustre/GPFS
+// clients, which inotify never sees), evaluate the deadline and memory, and publish
+// the result into the node state. Used by a controller that holds the publisher lock
+// and by the supervisor.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "node_state.hpp"
+#include "parse.hpp"
+
+namespace trainctl {
+
+class gpu_memory;
+
+struct publisher_options {
+  std::chrono::milliseconds poll_interval{10000};
+  std::chrono::milliseconds memory_interval{1000};
+  threshold memory;      // none: no memory flag
+  threshold gpu_memory;  // none: NVML is not even loaded
+};
+
+class publisher {
+ public:
+  publisher(node_state& state, publisher_options opts);
+  ~publisher();
+  publisher(const publisher&) = delete;
+  publisher& operator=(const publisher&) = delete;
+
+  // Looks at everything now and publishes. Returns true when something changed.
+  bool refresh();
+  // Waits until the next thing to look at (a switch directory event, the next stat
+  // poll, the deadline, the next memory reading) or until wake_fd is readable, then
+  // refreshes what is due. `max_wait` bounds the wait.
+  void wait_and_refresh(int wake_fd, std::chrono::milliseconds max_wait);
+
+  // Publishes a new deadline (unix ms, 0 for none); it may move while the job runs.
+  void set_deadline_ms(std::int64_t deadline_ms);
+
+ private:
+  bool refresh_switches();
+  bool refresh_memory();
+  bool refresh_deadline();
+  void sync_watches();
+  bool drain_inotify();
+  void set_flag(std::uint32_t bit, bool on, bool& changed);
+
+  node_state& state_;
+  publisher_options opts_;
+  int inotify_fd_ = -1;
+  std::uint32_t watched_seq_ = ~0u;
+  struct watch {
+    int wd;
+    std::string dir;
+  };
+  std::vector<watch> watches_;
+  std::unique_ptr<gpu_memory> gpu_;
+  std::chrono::steady_clock::time_point next_stat_{}, next_memory_{};
+};
+
+}  // namespace trainctl

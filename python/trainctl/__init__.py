@@ -1,0 +1,25 @@
+"""trainctl: the flags a training loop polls to stop or checkpoint in time.
+
+    import trainctl
+    ctl = trainctl.Controller()      # reads the environment, starts watching
+    for step, batch in enumerate(loader):
+        train_step(batch)
+        d = ctl.check(step)          # agreed across ranks when torch.distributed is up
+        if d.save: save_checkpoint(step)
+        if d.exit: save_checkpoint(step); sys.exit(0)   # d.reason says why
+
+Imports on Python 3.8+ with no compiler and without torch; the C library
+(libtrainctl.so.0) is loaded when the first Controller is made.
+"""
+
+from ._native import TrainctlError, VOTE_LEN
+from .controller import Controller, Decision
+
+__all__ = ["Controller", "Decision", "TrainctlError", "VOTE_LEN", "version"]
+
+
+def version():
+    """The library's version as "major.minor.patch"."""
+    from ._native import lib
+    n = lib().trainctl_version()
+    return "%d.%d.%d" % (n // 10000, n // 100 % 100, n % 100)

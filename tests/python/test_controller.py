@@ -1,0 +1,107 @@
+"""The Python package over the built library, without torch."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import trainctl
+
+
+def wait_until(cond, limit=5.0):
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.01)
+    return cond()
+
+
+class ControllerTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="trainctl-py-")
+        self.kill = os.path.join(self.dir, "KILL")
+        self.save = os.path.join(self.dir, "SAVE")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def make(self, **kw):
+        kw.setdefault("state_path", os.path.join(self.dir, "state"))
+        kw.setdefault("signals", "none")
+        kw.setdefault("poll_interval", "100ms")
+        return trainctl.Controller(kill_switch=self.kill, save_switch=self.save, **kw)
+
+    def test_the_documented_loop(self):
+        with self.make() as ctl:
+            saves, exits = [], []
+            for step in range(400):
+                if step == 5:
+                    open(self.save, "w").close()
+                if saves and step == saves[0] + 5:
+                    open(self.kill, "w").close()
+                d = ctl.check(step)
+                if d.save:
+                    saves.append(step)
+                if d.exit:
+                    exits.append((step, d.reason))
+                    break
+                time.sleep(0.01)
+            self.assertEqual(len(saves), 1)
+            self.assertEqual(exits[0][1], "kill-switch")
+            self.assertFalse(os.path.exists(self.save))
+
+    def test_should_exit_and_should_save(self):
+        with self.make() as ctl:
+            self.assertFalse(ctl.should_exit())
+            self.assertFalse(ctl.should_save())
+            open(self.save, "w").close()
+            self.assertTrue(wait_until(ctl.should_save))
+            self.assertFalse(ctl.should_save(), "one touch, one save")
+
+    def test_bad_setting_is_a_value_error_naming_it(self):
+        with self.assertRaises(ValueError) as e:
+            self.make(poll_interval="-5s")
+        self.assertIn("poll_interval", str(e.exception))
+        with self.assertRaises(TypeError):
+            trainctl.Controller(no_such_setting=1)
+
+    def test_signal_reason(self):
+        with self.make(signals="USR2") as ctl:
+            os.kill(os.getpid(), signal.SIGUSR2)
+            self.assertTrue(wait_until(ctl.should_exit))
+            self.assertEqual(ctl.check(0).reason, "signal")
+        self.assertEqual(signal.getsignal(signal.SIGUSR2), signal.SIG_DFL)
+
+    def test_deadline(self):
+        with self.make(deadline=time.time() + 0.2) as ctl:
+            self.assertTrue(wait_until(ctl.should_exit))
+            self.assertEqual(ctl.check(1).reason, "deadline")
+
+    def test_closed_controller_says_so(self):
+        ctl = self.make()
+        ctl.close()
+        ctl.close()
+        with self.assertRaises(ValueError):
+            ctl.should_exit()
+
+    def test_malformed_environment_is_one_line_and_a_fallback(self):
+        env = dict(os.environ, TRAINCTL_DEADLINE="soon")
+        code = "import trainctl; c = trainctl.Controller(signals='none'); print(c.check(0).exit)"
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.strip(), "False")
+        lines = [l for l in out.stderr.splitlines() if "TRAINCTL_DEADLINE" in l]
+        self.assertEqual(len(lines), 1, out.stderr)
+        self.assertIn("using no deadline", lines[0])
+
+    def test_version(self):
+        self.assertRegex(trainctl.version(), r"^\d+\.\d+\.\d+$")
+
+
+if __name__ == "__main__":
+    unittest.main()

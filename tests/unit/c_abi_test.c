@@ -1,0 +1,90 @@
+/* The C ABI compiled as C: the header is C, handles are opaque, errors are codes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "trainctl/trainctl.h"
+
+static int failures = 0;
+#define EXPECT(cond)                                                 \
+  do {                                                               \
+    if (!(cond)) {                                                   \
+      fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); \
+      failures++;                                                    \
+    }                                                                \
+  } while (0)
+
+static int reduce_calls = 0;
+static int fake_reduce(int64_t *vote, size_t len, void *user) {
+  (void)vote;
+  (void)user;
+  reduce_calls++;
+  return len == TRAINCTL_VOTE_LEN ? 0 : 1;
+}
+static int failing_reduce(int64_t *vote, size_t len, void *user) {
+  (void)vote;
+  (void)len;
+  (void)user;
+  return 1;
+}
+
+int main(void) {
+  char dir[] = "/tmp/trainctl-cabi-XXXXXX";
+  char path[256], kill_path[256], buf[64];
+  trainctl_config *cfg = NULL;
+  trainctl_ctl *ctl = NULL;
+  int rc;
+
+  if (mkdtemp(dir) == NULL) return 2;
+  snprintf(path, sizeof path, "%s/state", dir);
+  snprintf(kill_path, sizeof kill_path, "%s/KILL", dir);
+
+  EXPECT(trainctl_version() == TRAINCTL_VERSION_NUMBER);
+  EXPECT(strcmp(trainctl_strerror(TRAINCTL_EINVAL), "invalid argument or setting") == 0);
+  trainctl_destroy(NULL);        /* destroy accepts NULL */
+  trainctl_config_destroy(NULL);
+  EXPECT(trainctl_should_exit(NULL) == 0);
+  EXPECT(trainctl_create(NULL, NULL) == TRAINCTL_EINVAL);
+
+  EXPECT(trainctl_config_create(&cfg) == TRAINCTL_OK);
+  EXPECT(trainctl_config_set(cfg, "poll_interval", "soon") == TRAINCTL_EINVAL);
+  EXPECT(strstr(trainctl_last_error(), "poll_interval") != NULL);
+  EXPECT(trainctl_config_set(cfg, "bogus", "1") == TRAINCTL_EINVAL);
+  EXPECT(trainctl_config_set(cfg, "state_path", path) == TRAINCTL_OK);
+  EXPECT(trainctl_config_set(cfg, "kill_switch", kill_path) == TRAINCTL_OK);
+  EXPECT(trainctl_config_set(cfg, "signals", "none") == TRAINCTL_OK);
+  EXPECT(trainctl_config_set(cfg, "check_every", "2") == TRAINCTL_OK);
+  rc = trainctl_config_get(cfg, "check_every", buf, sizeof buf);
+  EXPECT(rc == 1 && strcmp(buf, "2") == 0);
+
+  EXPECT(trainctl_create(cfg, &ctl) == TRAINCTL_OK);
+  trainctl_config_destroy(cfg);
+  EXPECT(trainctl_check_every(ctl) == 2);
+  EXPECT(trainctl_should_exit(ctl) == 0);
+  EXPECT(trainctl_check(ctl, 0, NULL, NULL) == 0);
+  EXPECT(strcmp(trainctl_exit_reason(ctl), "") == 0);
+  EXPECT(trainctl_check(ctl, 2, failing_reduce, NULL) == TRAINCTL_EREDUCE);
+
+  fclose(fopen(kill_path, "w"));
+  for (int i = 0; i < 500 && !trainctl_should_exit(ctl); i++) usleep(10000);
+  EXPECT(trainctl_should_exit(ctl) == 1);
+  EXPECT(trainctl_check(ctl, 1, fake_reduce, NULL) == 0); /* not due: 1 % 2 */
+  EXPECT(trainctl_check(ctl, 2, fake_reduce, NULL) == TRAINCTL_EXIT);
+  EXPECT(reduce_calls == 1);
+  EXPECT(strcmp(trainctl_exit_reason(ctl), "kill-switch") == 0);
+  EXPECT(trainctl_add_switch(ctl, 7, "x", "/x") == TRAINCTL_EINVAL);
+  EXPECT(trainctl_set_rank(ctl, -1) == TRAINCTL_EINVAL);
+  EXPECT(trainctl_vote(ctl, 0, NULL, 0) == TRAINCTL_EINVAL);
+  {
+    int64_t v[4];
+    EXPECT(trainctl_vote(ctl, 0, v, 4) == TRAINCTL_EINVAL); /* too short */
+  }
+  trainctl_destroy(ctl);
+
+  unlink(kill_path);
+  rmdir(dir);
+  if (failures) fprintf(stderr, "%d failures\n", failures);
+  else printf("c_abi: all checks passed\n");
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,272 @@
+#include "trainctl/controller.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include "fixture.hpp"
+#include "node_state.hpp"
+
+using namespace trainctl;
+using trainctl_test::temp_dir;
+using trainctl_test::touch;
+using namespace std::chrono_literals;
+
+namespace {
+
+config base_config(const temp_dir& t, const std::string& node = "node0") {
+  config c;
+  c.set("state_path", t / ("state-" + node));
+  c.set("kill_switch", t / "KILL");
+  c.set("save_switch", t / "SAVE");
+  c.set("poll_interval", "100ms");
+  c.set("signals", "none");
+  c.set("check_every", "1");
+  return c;
+}
+
+// Simulated ranks in one process, agreeing through a MAX over their votes exactly as
+// an all_reduce would. Ranks on one "node" share a state file.
+struct world {
+  std::vector<std::unique_ptr<controller>> ranks;
+  world(const temp_dir& t, int nodes, int per_node) {
+    for (int n = 0; n < nodes; ++n)
+      for (int r = 0; r < per_node; ++r) {
+        config c = base_config(t, "node" + std::to_string(n));
+        c.set("rank", std::to_string(n * per_node + r));
+        ranks.push_back(std::make_unique<controller>(c));
+      }
+  }
+  std::vector<decision> step(std::int64_t s) {
+    std::vector<std::vector<std::int64_t>> votes(ranks.size(), std::vector<std::int64_t>(kVoteLen));
+    std::vector<std::int64_t> reduced(kVoteLen, 0);
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      ranks[i]->vote(s, votes[i].data(), kVoteLen);
+      for (size_t k = 0; k < kVoteLen; ++k) reduced[k] = std::max(reduced[k], votes[i][k]);
+    }
+    std::vector<decision> out;
+    for (auto& r : ranks) out.push_back(r->decide(s, reduced.data(), kVoteLen));
+    return out;
+  }
+};
+
+bool wait_until(const std::function<bool()>& cond, std::chrono::milliseconds limit = 5s) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return cond();
+}
+
+}  // namespace
+
+TEST(Controller, NothingToDoByDefault) {
+  temp_dir t;
+  controller ctl(base_config(t));
+  EXPECT_FALSE(ctl.should_exit());
+  EXPECT_FALSE(ctl.should_save());
+  auto d = ctl.check(0);
+  EXPECT_FALSE(d.exit);
+  EXPECT_FALSE(d.save);
+  EXPECT_EQ(d.reason, "");
+}
+
+TEST(Controller, KillSwitchPresentAtStartExitsAtTheFirstCheck) {
+  temp_dir t;
+  touch(t / "KILL");
+  controller ctl(base_config(t));
+  EXPECT_TRUE(ctl.should_exit());
+  auto d = ctl.check(0);
+  EXPECT_TRUE(d.exit);
+  EXPECT_EQ(d.reason, "kill-switch");
+  EXPECT_TRUE(trainctl_test::exists(t / "KILL")) << "the kill switch stays, so later array tasks end too";
+}
+
+TEST(Controller, KillSwitchTouchedLaterIsSeenByInotifyWithoutWaitingForThePoll) {
+  temp_dir t;
+  config c = base_config(t);
+  c.set("poll_interval", "1h");  // only inotify can see it in time
+  controller ctl(c);
+  EXPECT_FALSE(ctl.should_exit());
+  touch(t / "KILL");
+  EXPECT_TRUE(wait_until([&] { return ctl.should_exit(); }));
+  EXPECT_EQ(ctl.check(5).reason, "kill-switch");
+}
+
+TEST(Controller, StatPollRunsEveryIntervalForChangesInotifyCannotSee) {
+  temp_dir t;
+  controller ctl(base_config(t));
+  const auto before = ctl.stat_calls();
+  std::this_thread::sleep_for(350ms);
+  EXPECT_GE(ctl.stat_calls() - before, 4u) << "two switches stat'ed every 100ms";
+}
+
+TEST(Controller, DeadlineReachedAndMoved) {
+  temp_dir t;
+  controller ctl(base_config(t));
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  ctl.set_deadline(now + 3600);
+  EXPECT_FALSE(ctl.should_exit());
+  ctl.set_deadline(now + 0.2);  // moved earlier while running
+  EXPECT_FALSE(ctl.should_exit());
+  EXPECT_TRUE(wait_until([&] { return ctl.should_exit(); }, 3s));
+  EXPECT_EQ(ctl.check(1).reason, "deadline");
+}
+
+TEST(Controller, DeadlineFromTheSupervisorInTheNodeState) {
+  temp_dir t;
+  controller ctl(base_config(t));
+  node_state_file f(t / "state-node0");
+  f.get().deadline_ms.store(unix_now_ms() - 1);
+  f.get().flags.fetch_or(kFlagDeadline);
+  EXPECT_TRUE(ctl.should_exit());
+  EXPECT_EQ(ctl.check(0).reason, "deadline");
+}
+
+TEST(Controller, PreemptionOutranksDeadline) {
+  temp_dir t;
+  controller ctl(base_config(t));
+  node_state_file f(t / "state-node0");
+  f.get().flags.fetch_or(kFlagDeadline | kFlagPreempted);
+  EXPECT_EQ(ctl.check(0).reason, "preempted");
+}
+
+TEST(Controller, OneTouchOneSaveOnEveryRankAtTheSameStep) {
+  temp_dir t;
+  world w(t, 2, 2);
+  std::vector<int> saves(4, 0);
+  std::vector<std::int64_t> save_step(4, -1);
+  std::thread toucher([&] {
+    std::this_thread::sleep_for(50ms);
+    touch(t / "SAVE");
+  });
+  for (int s = 0; s < 60; ++s) {
+    auto ds = w.step(s);
+    for (int r = 0; r < 4; ++r)
+      if (ds[r].save) {
+        ++saves[r];
+        save_step[r] = s;
+        EXPECT_EQ(ds[r].save_reason, "save-switch");
+      }
+    std::this_thread::sleep_for(10ms);
+  }
+  toucher.join();
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(saves[r], 1) << "rank " << r;
+    EXPECT_EQ(save_step[r], save_step[0]) << "rank " << r;
+  }
+  EXPECT_FALSE(trainctl_test::exists(t / "SAVE")) << "rank 0 removes the switch after the agreed save";
+
+  // A later touch gives exactly one more save.
+  touch(t / "SAVE");
+  int more = 0;
+  for (int s = 60; s < 120; ++s) {
+    auto ds = w.step(s);
+    more += std::count_if(ds.begin(), ds.end(), [](const decision& d) { return d.save; });
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(more, 4);
+}
+
+TEST(Controller, AStaleViewOfASavedSwitchDoesNotSaveAgain) {
+  // NFS may show a removed file to another node for a while: its watcher republishes
+  // the old mtime. The consumed token keeps that from counting twice.
+  temp_dir t;
+  world w(t, 2, 1);
+  touch(t / "SAVE");
+  node_state_file node1(t / "state-node1");
+  std::int64_t token = 0;
+  ASSERT_TRUE(wait_until([&] {
+    for (auto& s : node1.get().slots)
+      if (s.state.load() == 2 && std::string(s.path) == t / "SAVE") token = s.token.load();
+    return token != 0;
+  }));
+  auto first = w.step(0);
+  EXPECT_TRUE(first[0].save && first[1].save);
+  // After the removal, node1's watcher still "sees" the file.
+  for (auto& s : node1.get().slots)
+    if (s.state.load() == 2 && std::string(s.path) == t / "SAVE") s.token.store(token);
+  for (int s = 1; s < 5; ++s) {
+    auto ds = w.step(s);
+    EXPECT_FALSE(ds[0].save || ds[1].save) << "step " << s;
+  }
+}
+
+TEST(Controller, ASignalSeenByOneRankStopsAllAtTheSameStep) {
+  temp_dir t;
+  world w(t, 2, 1);
+  node_state_file node1(t / "state-node1");
+  node1.get().flags.fetch_or(kFlagPreempted);  // only node1 knows
+  auto ds = w.step(7);
+  EXPECT_TRUE(ds[0].exit);
+  EXPECT_TRUE(ds[1].exit);
+  EXPECT_EQ(ds[0].reason, "preempted");
+  EXPECT_EQ(ds[1].reason, "preempted");
+  EXPECT_TRUE(w.ranks[0]->should_exit()) << "an agreed exit is sticky";
+}
+
+TEST(Controller, UserSwitchesHaveTheirNames) {
+  temp_dir t;
+  config c = base_config(t);
+  c.set("exit_switches", "drain=" + (t / "DRAIN"));
+  controller ctl(c);
+  ctl.add_switch(false, "eval", t / "EVAL");
+  touch(t / "EVAL");
+  EXPECT_TRUE(wait_until([&] { return ctl.should_save(); }));
+  touch(t / "DRAIN");
+  ASSERT_TRUE(wait_until([&] { return ctl.should_exit(); }));
+  auto d = ctl.check(3);
+  EXPECT_TRUE(d.exit);
+  EXPECT_EQ(d.reason, "drain");
+  EXPECT_THROW(ctl.add_switch(true, "bad name", "/x"), std::invalid_argument);
+}
+
+TEST(Controller, CheckEveryKStepsWithAReducer) {
+  temp_dir t;
+  config c = base_config(t);
+  c.set("check_every", "4");
+  touch(t / "KILL");
+  controller ctl(c);
+  int reductions = 0;
+  auto reduce = [&](std::int64_t*, std::size_t) { ++reductions; };
+  EXPECT_FALSE(ctl.check(1, reduce).exit);
+  EXPECT_FALSE(ctl.check(3, reduce).exit);
+  EXPECT_TRUE(ctl.check(4, reduce).exit);
+  EXPECT_TRUE(ctl.check(5, reduce).exit) << "sticky between agreements";
+  EXPECT_EQ(reductions, 1);
+}
+
+TEST(Controller, RanksOfOneNodeShareOneWatcher) {
+  temp_dir t;
+  std::vector<std::unique_ptr<controller>> ranks;
+  for (int i = 0; i < 8; ++i) ranks.push_back(std::make_unique<controller>(base_config(t)));
+  const auto before = ranks[0]->stat_calls();
+  std::this_thread::sleep_for(1050ms);
+  const auto per_second = ranks[0]->stat_calls() - before;
+  // One publisher: 2 switches x ~10 polls, not 8 ranks' worth.
+  EXPECT_LE(per_second, 2u * 12u);
+  EXPECT_GE(per_second, 2u * 8u);
+}
+
+TEST(Controller, ThePublisherRoleMovesOnWhenItsRankCloses) {
+  temp_dir t;
+  auto a = std::make_unique<controller>(base_config(t));
+  controller b(base_config(t));
+  a.reset();  // the publisher goes away
+  touch(t / "KILL");
+  // b takes over within one poll interval (100ms) and sees the switch.
+  EXPECT_TRUE(wait_until([&] { return b.should_exit(); }, 3s));
+}
+
+TEST(Controller, UnusableStatePathFallsBackToAPrivateWatcher) {
+  temp_dir t;
+  config c = base_config(t);
+  c.set("state_path", t / "no-such-dir/state");
+  controller ctl(c);
+  EXPECT_EQ(ctl.state_path(), "(private)");
+  touch(t / "KILL");
+  EXPECT_TRUE(wait_until([&] { return ctl.should_exit(); }));
+}

@@ -1,0 +1,48 @@
+// Helpers for unit tests: a temporary directory tree that removes itself.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace trainctl_test {
+
+class temp_dir {
+ public:
+  temp_dir() {
+    char tmpl[] = "/tmp/trainctl-test-XXXXXX";
+    char* p = mkdtemp(tmpl);
+    if (p == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = p;
+  }
+  ~temp_dir() {
+    const std::string cmd = "rm -rf '" + path_ + "'";
+    if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
+
+  // Writes `text` to rel, creating parent directories.
+  void write(const std::string& rel, const std::string& text) const {
+    const std::string full = path_ + "/" + rel;
+    const std::string dir = full.substr(0, full.rfind('/'));
+    const std::string cmd = "mkdir -p '" + dir + "'";
+    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("mkdir failed");
+    std::ofstream(full) << text;
+  }
+
+ private:
+  std::string path_;
+};
+
+inline void touch(const std::string& path) { std::ofstream(path, std::ios::app).flush(); }
+inline bool exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace trainctl_test

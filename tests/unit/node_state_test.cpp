@@ -1,0 +1,95 @@
+#include "node_state.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fixture.hpp"
+
+using namespace trainctl;
+using trainctl_test::temp_dir;
+
+TEST(NodeState, TwoMappingsShareOneState) {
+  temp_dir t;
+  node_state_file a(t / "state"), b(t / "state");
+  a.get().flags.fetch_or(kFlagPreempted);
+  EXPECT_EQ(b.get().flags.load() & kFlagPreempted, kFlagPreempted);
+}
+
+TEST(NodeState, OnePublisherAtATime) {
+  temp_dir t;
+  node_state_file a(t / "state"), b(t / "state");
+  EXPECT_TRUE(a.try_become_publisher());
+  EXPECT_FALSE(b.try_become_publisher());
+  EXPECT_EQ(b.get().publisher_pid.load(), getpid());
+  a.release_publisher();
+  EXPECT_TRUE(b.try_become_publisher());
+}
+
+TEST(NodeState, PublisherLockPassesOnWhenItsProcessDies) {
+  temp_dir t;
+  const std::string path = t / "state";
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    node_state_file f(path);
+    char c = f.try_become_publisher() ? '1' : '0';
+    if (write(ready[1], &c, 1) != 1) _exit(2);
+    pause();
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  EXPECT_EQ(c, '1');
+  node_state_file me(path);
+  EXPECT_FALSE(me.try_become_publisher());
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_TRUE(me.try_become_publisher());
+  close(ready[0]);
+  close(ready[1]);
+}
+
+TEST(NodeState, RegisteringTheSameSwitchTwiceGivesOneSlot) {
+  temp_dir t;
+  node_state_file a(t / "state"), b(t / "state");
+  const int s1 = a.register_switch(switch_kind::exit, "kill-switch", "/x/kill");
+  const int s2 = b.register_switch(switch_kind::exit, "kill-switch", "/x/kill");
+  const int s3 = b.register_switch(switch_kind::save, "save-switch", "/x/kill");
+  EXPECT_EQ(s1, s2);
+  EXPECT_NE(s1, s3);
+  for (int i = 0; i < kMaxSlots; ++i) a.register_switch(switch_kind::save, "s", "/y/" + std::to_string(i));
+  EXPECT_EQ(a.register_switch(switch_kind::save, "s", "/z"), -1);
+}
+
+TEST(NodeState, RefusesAForeignFile) {
+  temp_dir t;
+  t.write("state", std::string(sizeof(node_state), 'x'));
+  EXPECT_THROW(node_state_file(t / "state"), std::runtime_error);
+  t.write("short", "abc");
+  EXPECT_THROW(node_state_file(t / "short"), std::runtime_error);
+  ASSERT_EQ(symlink((t / "state").c_str(), (t / "link").c_str()), 0);
+  EXPECT_THROW(node_state_file(t / "link"), std::system_error);
+}
+
+TEST(NodeState, LastCloserRemovesTheFile) {
+  temp_dir t;
+  {
+    node_state_file a(t / "state");
+    {
+      node_state_file b(t / "state");
+      b.unlink_if_last();
+      EXPECT_TRUE(trainctl_test::exists(t / "state"));
+    }
+    a.unlink_if_last();
+  }
+  EXPECT_FALSE(trainctl_test::exists(t / "state"));
+}
+
+TEST(NodeState, DefaultPathIsPerJobStep) {
+  setenv("SLURM_JOB_ID", "42", 1);
+  setenv("SLURM_STEP_ID", "3", 1);
+  EXPECT_EQ(default_state_path(), "/dev/shm/trainctl-" + std::to_string(getuid()) + "-42.3");
+  unsetenv("SLURM_JOB_ID");
+  unsetenv("SLURM_STEP_ID");
+}
