@@ -38,7 +38,9 @@ std::string default_state_path() {
   std::string key;
   const char* job = std::getenv("SLURM_JOB_ID");
   if (job != nullptr && *job != '\0') {
-    key = std::string(job) + "." + env_or("SLURM_STEP_ID", "batch");
+    // The node name too: several slurmd may share one host (multiple-slurmd, the
+    // local test cluster), and each node has its own state.
+    key = std::string(job) + "." + env_or("SLURM_STEP_ID", "batch") + "-" + env_or("SLURMD_NODENAME", "node");
   } else if (std::getenv("LOCAL_RANK") != nullptr) {
     // torchrun's workers are children of one agent: its pid names the run on this node.
     key = "ppid" + std::to_string(getppid());

@@ -89,7 +89,9 @@ TEST(NodeState, LastCloserRemovesTheFile) {
 TEST(NodeState, DefaultPathIsPerJobStep) {
   setenv("SLURM_JOB_ID", "42", 1);
   setenv("SLURM_STEP_ID", "3", 1);
-  EXPECT_EQ(default_state_path(), "/dev/shm/trainctl-" + std::to_string(getuid()) + "-42.3");
+  setenv("SLURMD_NODENAME", "n2", 1);
+  EXPECT_EQ(default_state_path(), "/dev/shm/trainctl-" + std::to_string(getuid()) + "-42.3-n2");
+  unsetenv("SLURMD_NODENAME");
   unsetenv("SLURM_JOB_ID");
   unsetenv("SLURM_STEP_ID");
 }

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""A minimal training loop that uses trainctl: copy it and put your model in.
+
+Runs under torchrun (torch.distributed on gloo, or nccl when CUDA is there), under
+`srun python train_example.py` (one process per task), or alone without torch.
+It resumes from the newest complete checkpoint, saves when trainctl says so, and
+exits cleanly (status 0) when trainctl asks for an exit, saying why.
+
+    python3 train_example.py --ckpt-dir ckpt --steps 1000
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import trainctl
+
+try:
+    import torch
+    import torch.distributed as dist
+except ImportError:  # runs without torch: a single process
+    torch = dist = None
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ckpt-dir", required=True, help="checkpoints go to DIR/step_NNNNNNNN/")
+    p.add_argument("--steps", type=int, default=1000, help="train until this many steps are done")
+    p.add_argument("--step-time", type=float, default=0.05, help="seconds one fake step takes")
+    p.add_argument("--events", help="append one JSON line per event of this rank to this file "
+                   "({rank} is replaced by the rank)")
+    return p.parse_args()
+
+
+class Run:
+    def __init__(self, args):
+        self.args = args
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0")))
+        if dist is not None and self.world > 1 and not dist.is_initialized():
+            backend = "nccl" if torch.cuda.is_available() else "gloo"
+            dist.init_process_group(backend)
+            self.rank = dist.get_rank()
+        self.events = None
+        if args.events:
+            path = args.events.replace("{rank}", str(self.rank))
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            self.events = open(path, "a", buffering=1)
+
+    def log(self, event, **fields):
+        record = dict(event=event, rank=self.rank, time=round(time.time(), 3), **fields)
+        if self.events:
+            self.events.write(json.dumps(record) + "\n")
+        if self.rank == 0:
+            print("train: " + " ".join("%s=%s" % kv for kv in record.items()), flush=True)
+
+    def barrier(self):
+        if dist is not None and dist.is_initialized():
+            dist.barrier()
+
+    # -- checkpoints: written whole under a temporary name, then renamed ---------------
+    def newest_checkpoint(self):
+        try:
+            names = sorted(n for n in os.listdir(self.args.ckpt_dir) if n.startswith("step_"))
+        except FileNotFoundError:
+            return None
+        for name in reversed(names):
+            if os.path.exists(os.path.join(self.args.ckpt_dir, name, "COMPLETE")):
+                return int(name[len("step_"):])
+        return None
+
+    def save(self, step, why):
+        if self.rank == 0:
+            final = os.path.join(self.args.ckpt_dir, "step_%08d" % step)
+            tmp = final + ".tmp.%d" % os.getpid()
+            os.makedirs(tmp, exist_ok=True)
+            with open(os.path.join(tmp, "state.json"), "w") as f:
+                json.dump({"step": step, "why": why}, f)   # your model.state_dict() here
+            with open(os.path.join(tmp, "COMPLETE"), "w") as f:
+                f.write("%d\n" % step)
+            if os.path.exists(final):
+                final += ".again.%d" % os.getpid()
+            os.rename(tmp, final)
+        self.barrier()  # every rank leaves the save together
+        self.log("save", step=step, why=why)
+
+
+def main():
+    args = parse_args()
+    run = Run(args)
+    ctl = trainctl.Controller()
+    last = run.newest_checkpoint()
+    start = 0 if last is None else last + 1
+    run.log("start", step=start, world=run.world, resumed_from=last)
+    for step in range(start, args.steps):
+        time.sleep(args.step_time)  # train_step(batch) goes here
+        d = ctl.check(step)
+        if d.save or d.exit:
+            run.save(step, d.reason or d.save_reason)
+        if d.exit:
+            run.log("exit", step=step, reason=d.reason)
+            return 0
+    run.save(args.steps - 1, "finished")
+    if run.rank == 0:
+        open(os.path.join(args.ckpt_dir, "FINISHED"), "w").close()
+    run.log("finished", step=args.steps - 1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
