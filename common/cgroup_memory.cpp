@@ -83,8 +83,7 @@ std::optional<memory_reading> read_cgroup(const std::string& root, const std::st
       memory_reading r;
       r.limit = *limit;
       std::uint64_t cache = 0;
-      if (auto stat = slurp(dir + "/memory.stat"))
-        cache = memory_stat_field(*stat, inactive).value_or(0);
+      if (auto stat = slurp(dir + "/memory.stat")) cache = memory_stat_field(*stat, inactive).value_or(0);
       r.used = *usage > cache ? *usage - cache : 0;
       r.source = std::string(v2 ? "cgroup v2 " : "cgroup v1 ") + (rel.empty() ? "/" : rel);
       best = r;
@@ -102,8 +101,7 @@ std::optional<std::uint64_t> meminfo_field(const std::string& text, const std::s
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.compare(0, field.size(), field) != 0 || line.size() <= field.size() || line[field.size()] != ':')
-      continue;
+    if (line.compare(0, field.size(), field) != 0 || line.size() <= field.size() || line[field.size()] != ':') continue;
     std::istringstream rest(line.substr(field.size() + 1));
     unsigned long long kb = 0;
     std::string unit;
@@ -168,9 +166,12 @@ std::optional<memory_reading> read_memory(const std::string& root, const std::st
 
 bool memory_crossed(const memory_reading& r, const threshold& t) {
   switch (t.type) {
-    case threshold::kind::percent: return r.used_percent() >= t.percent;
-    case threshold::kind::bytes: return r.available() < t.bytes;
-    case threshold::kind::none: break;
+    case threshold::kind::percent:
+      return r.used_percent() >= t.percent;
+    case threshold::kind::bytes:
+      return r.available() < t.bytes;
+    case threshold::kind::none:
+      break;
   }
   return false;
 }

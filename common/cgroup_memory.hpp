@@ -13,9 +13,9 @@
 namespace trainctl {
 
 struct memory_reading {
-  std::uint64_t limit = 0;      // bytes the domain may use
-  std::uint64_t used = 0;       // working set: usage minus reclaimable inactive file cache
-  std::string source;           // "cgroup v2 /slurm/job_1", "cgroup v1 /...", "node"
+  std::uint64_t limit = 0;  // bytes the domain may use
+  std::uint64_t used = 0;   // working set: usage minus reclaimable inactive file cache
+  std::string source;       // "cgroup v2 /slurm/job_1", "cgroup v1 /...", "node"
   std::uint64_t available() const { return used < limit ? limit - used : 0; }
   double used_percent() const { return limit ? 100.0 * static_cast<double>(used) / static_cast<double>(limit) : 0; }
 };

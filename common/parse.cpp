@@ -42,8 +42,7 @@ bool split_number(std::string_view s, double& value, std::string_view& unit) {
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
   return true;
 }
 
@@ -51,13 +50,12 @@ struct signal_entry {
   const char* name;
   int number;
 };
-constexpr signal_entry kSignals[] = {
-    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"ABRT", SIGABRT},
-    {"KILL", SIGKILL}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"PIPE", SIGPIPE},
-    {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"CONT", SIGCONT}, {"STOP", SIGSTOP},
-    {"TSTP", SIGTSTP}, {"URG", SIGURG},   {"XCPU", SIGXCPU}, {"XFSZ", SIGXFSZ},
-    {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"IO", SIGIO},
-    {"PWR", SIGPWR},   {"SYS", SIGSYS}};
+constexpr signal_entry kSignals[] = {{"HUP", SIGHUP},       {"INT", SIGINT},   {"QUIT", SIGQUIT},   {"ABRT", SIGABRT},
+                                     {"KILL", SIGKILL},     {"USR1", SIGUSR1}, {"USR2", SIGUSR2},   {"PIPE", SIGPIPE},
+                                     {"ALRM", SIGALRM},     {"TERM", SIGTERM}, {"CONT", SIGCONT},   {"STOP", SIGSTOP},
+                                     {"TSTP", SIGTSTP},     {"URG", SIGURG},   {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ},
+                                     {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"IO", SIGIO},
+                                     {"PWR", SIGPWR},       {"SYS", SIGSYS}};
 
 }  // namespace
 
@@ -73,12 +71,18 @@ std::chrono::milliseconds parse_duration(std::string_view text, char bare_unit, 
   if (!split_number(s, value, unit)) throw parse_error(quoted(s) + " is not a duration; " + accepted);
   double ms_per_unit;
   if (unit.empty()) unit = std::string_view(bare_unit == 'm' ? "m" : "s");
-  if (iequals(unit, "ms")) ms_per_unit = 1;
-  else if (iequals(unit, "s") || iequals(unit, "sec") || iequals(unit, "secs")) ms_per_unit = 1e3;
-  else if (iequals(unit, "m") || iequals(unit, "min") || iequals(unit, "mins")) ms_per_unit = 60e3;
-  else if (iequals(unit, "h") || iequals(unit, "hour") || iequals(unit, "hours")) ms_per_unit = 3600e3;
-  else if (iequals(unit, "d") || iequals(unit, "day") || iequals(unit, "days")) ms_per_unit = 86400e3;
-  else throw parse_error(quoted(s) + " has an unknown unit " + quoted(unit) + "; " + accepted);
+  if (iequals(unit, "ms"))
+    ms_per_unit = 1;
+  else if (iequals(unit, "s") || iequals(unit, "sec") || iequals(unit, "secs"))
+    ms_per_unit = 1e3;
+  else if (iequals(unit, "m") || iequals(unit, "min") || iequals(unit, "mins"))
+    ms_per_unit = 60e3;
+  else if (iequals(unit, "h") || iequals(unit, "hour") || iequals(unit, "hours"))
+    ms_per_unit = 3600e3;
+  else if (iequals(unit, "d") || iequals(unit, "day") || iequals(unit, "days"))
+    ms_per_unit = 86400e3;
+  else
+    throw parse_error(quoted(s) + " has an unknown unit " + quoted(unit) + "; " + accepted);
   const double ms = value * ms_per_unit;
   if (ms > static_cast<double>(max.count()))
     throw parse_error(quoted(s) + " is too long; the most accepted is " + format_duration(max));
@@ -119,8 +123,10 @@ std::string threshold::str() const {
       std::snprintf(buf, sizeof buf, "%g%%", percent);
       return buf;
     }
-    case kind::bytes: return format_size(bytes);
-    case kind::none: break;
+    case kind::bytes:
+      return format_size(bytes);
+    case kind::none:
+      break;
   }
   return "none";
 }
@@ -131,9 +137,10 @@ threshold parse_threshold(std::string_view text) {
   if (!s.empty() && s.back() == '%') {
     double value = 0;
     std::string_view unit;
-    if (s.front() == '-' || !split_number(s.substr(0, s.size() - 1), value, unit) || !unit.empty() ||
-        value <= 0 || value > 100)
-      throw parse_error(quoted(s) + " is not a percentage; accepted: more than 0% and at most 100%, e.g. 5%, or a size such as 2G");
+    if (s.front() == '-' || !split_number(s.substr(0, s.size() - 1), value, unit) || !unit.empty() || value <= 0 ||
+        value > 100)
+      throw parse_error(quoted(s) +
+                        " is not a percentage; accepted: more than 0% and at most 100%, e.g. 5%, or a size such as 2G");
     t.type = threshold::kind::percent;
     t.percent = value;
     return t;
@@ -143,7 +150,8 @@ threshold parse_threshold(std::string_view text) {
   } catch (const parse_error& e) {
     throw parse_error(std::string(e.what()) + "; or a percentage such as 5%");
   }
-  if (t.bytes == 0) throw parse_error(quoted(s) + " is zero; accepted: a size above zero such as 2G, or a percentage such as 5%");
+  if (t.bytes == 0)
+    throw parse_error(quoted(s) + " is zero; accepted: a size above zero such as 2G, or a percentage such as 5%");
   t.type = threshold::kind::bytes;
   return t;
 }
@@ -240,11 +248,16 @@ std::vector<named_path> parse_named_paths(std::string_view text) {
 std::string format_duration(std::chrono::milliseconds d) {
   const long long ms = d.count();
   char buf[48];
-  if (ms % 86400000 == 0 && ms > 0) std::snprintf(buf, sizeof buf, "%lldd", ms / 86400000);
-  else if (ms % 3600000 == 0 && ms > 0) std::snprintf(buf, sizeof buf, "%lldh", ms / 3600000);
-  else if (ms % 60000 == 0 && ms > 0) std::snprintf(buf, sizeof buf, "%lldm", ms / 60000);
-  else if (ms % 1000 == 0) std::snprintf(buf, sizeof buf, "%llds", ms / 1000);
-  else std::snprintf(buf, sizeof buf, "%lldms", ms);
+  if (ms % 86400000 == 0 && ms > 0)
+    std::snprintf(buf, sizeof buf, "%lldd", ms / 86400000);
+  else if (ms % 3600000 == 0 && ms > 0)
+    std::snprintf(buf, sizeof buf, "%lldh", ms / 3600000);
+  else if (ms % 60000 == 0 && ms > 0)
+    std::snprintf(buf, sizeof buf, "%lldm", ms / 60000);
+  else if (ms % 1000 == 0)
+    std::snprintf(buf, sizeof buf, "%llds", ms / 1000);
+  else
+    std::snprintf(buf, sizeof buf, "%lldms", ms);
   return buf;
 }
 
@@ -254,8 +267,10 @@ std::string format_size(std::uint64_t bytes) {
   int u = 0;
   while (v >= 1024 && u < 5) v /= 1024, ++u;
   char buf[32];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%lluB", static_cast<unsigned long long>(bytes));
-  else std::snprintf(buf, sizeof buf, v < 10 ? "%.1f%s" : "%.0f%s", v, units[u]);
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%lluB", static_cast<unsigned long long>(bytes));
+  else
+    std::snprintf(buf, sizeof buf, v < 10 ? "%.1f%s" : "%.0f%s", v, units[u]);
   return buf;
 }
 

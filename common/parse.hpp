@@ -18,9 +18,8 @@ struct parse_error : std::runtime_error {
 
 // "90s", "10m", "1h", "1.5h", "500ms", "2d"; a bare number takes `bare_unit`
 // ('s' or 'm'). Must be > 0 unless allow_zero, and at most `max`.
-std::chrono::milliseconds parse_duration(
-    std::string_view text, char bare_unit = 's', bool allow_zero = false,
-    std::chrono::milliseconds max = std::chrono::hours(24 * 366));
+std::chrono::milliseconds parse_duration(std::string_view text, char bare_unit = 's', bool allow_zero = false,
+                                         std::chrono::milliseconds max = std::chrono::hours(24 * 366));
 
 // "512", "4K", "2G", "1.5T", "10GiB", "3PB": binary multiples of bytes.
 std::uint64_t parse_size(std::string_view text);

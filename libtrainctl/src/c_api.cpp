@@ -60,13 +60,20 @@ int trainctl_version(void) { return TRAINCTL_VERSION_NUMBER; }
 
 const char* trainctl_strerror(int code) {
   switch (code) {
-    case TRAINCTL_OK: return "success";
-    case TRAINCTL_EINVAL: return "invalid argument or setting";
-    case TRAINCTL_ESYSTEM: return "a system call failed";
-    case TRAINCTL_ENOMEM: return "out of memory";
-    case TRAINCTL_EREDUCE: return "the reduce callback failed";
-    case TRAINCTL_EINTERNAL: return "internal error";
-    default: return "unknown error code";
+    case TRAINCTL_OK:
+      return "success";
+    case TRAINCTL_EINVAL:
+      return "invalid argument or setting";
+    case TRAINCTL_ESYSTEM:
+      return "a system call failed";
+    case TRAINCTL_ENOMEM:
+      return "out of memory";
+    case TRAINCTL_EREDUCE:
+      return "the reduce callback failed";
+    case TRAINCTL_EINTERNAL:
+      return "internal error";
+    default:
+      return "unknown error code";
   }
 }
 
@@ -93,7 +100,8 @@ int trainctl_config_set(trainctl_config* cfg, const char* key, const char* value
 }
 
 int trainctl_config_get(const trainctl_config* cfg, const char* key, char* buf, size_t len) {
-  if (cfg == nullptr || key == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_config_get: cfg and key must not be NULL");
+  if (cfg == nullptr || key == nullptr)
+    return fail(TRAINCTL_EINVAL, "trainctl_config_get: cfg and key must not be NULL");
   return guarded([&] {
     const std::string v = cfg->cfg.get(key);
     if (buf != nullptr && len > 0) {
@@ -155,7 +163,9 @@ int trainctl_decide(trainctl_ctl* ctl, int64_t step, const int64_t* reduced, siz
 }
 
 const char* trainctl_exit_reason(const trainctl_ctl* ctl) { return ctl != nullptr ? ctl->last.reason.c_str() : ""; }
-const char* trainctl_save_reason(const trainctl_ctl* ctl) { return ctl != nullptr ? ctl->last.save_reason.c_str() : ""; }
+const char* trainctl_save_reason(const trainctl_ctl* ctl) {
+  return ctl != nullptr ? ctl->last.save_reason.c_str() : "";
+}
 
 int trainctl_set_deadline(trainctl_ctl* ctl, double unix_seconds) {
   if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_set_deadline: ctl is NULL");

@@ -1,5 +1,5 @@
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include <unistd.h>
@@ -54,8 +54,10 @@ std::string absolute(std::string_view path) {
 }  // namespace
 
 void config::impl::set(std::string_view key, std::string_view value) {
-  if (key == "kill_switch") kill_switch = value.empty() ? "" : absolute(value);
-  else if (key == "save_switch") save_switch = value.empty() ? "" : absolute(value);
+  if (key == "kill_switch")
+    kill_switch = value.empty() ? "" : absolute(value);
+  else if (key == "save_switch")
+    save_switch = value.empty() ? "" : absolute(value);
   else if (key == "exit_switches" || key == "save_switches") {
     auto list = parse_named_paths(value);
     for (auto& np : list) np.path = absolute(np.path);
@@ -73,7 +75,8 @@ void config::impl::set(std::string_view key, std::string_view value) {
   } else if (key == "signals") {
     signals = parse_signal_list(value);
     for (int s : signals)
-      if (s == SIGKILL || s == SIGSTOP) throw parse_error("KILL and STOP cannot be caught; accepted: e.g. USR1,TERM or none");
+      if (s == SIGKILL || s == SIGSTOP)
+        throw parse_error("KILL and STOP cannot be caught; accepted: e.g. USR1,TERM or none");
   } else if (key == "check_every") {
     check_every = static_cast<int>(parse_int(value, 1, 1000000));
   } else if (key == "state_path") {
@@ -81,9 +84,10 @@ void config::impl::set(std::string_view key, std::string_view value) {
   } else if (key == "rank") {
     rank = static_cast<int>(parse_int(value, 0, 1 << 30));
   } else {
-    throw std::invalid_argument("trainctl: unknown setting '" + std::string(key) +
-                                "'; accepted: kill_switch, save_switch, exit_switches, save_switches, deadline, "
-                                "memory_threshold, gpu_min_free, poll_interval, signals, check_every, state_path, rank");
+    throw std::invalid_argument(
+        "trainctl: unknown setting '" + std::string(key) +
+        "'; accepted: kill_switch, save_switch, exit_switches, save_switches, deadline, "
+        "memory_threshold, gpu_min_free, poll_interval, signals, check_every, state_path, rank");
   }
 }
 

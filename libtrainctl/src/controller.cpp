@@ -23,7 +23,13 @@ namespace trainctl {
 namespace {
 
 // Vote layout: one element per exit reason (0/1), then one token per switch.
-enum vote_index : std::size_t { kVoteDeadline = 0, kVotePreempted = 1, kVoteSignal = 2, kVoteMemory = 3, kVoteSwitch0 = 8 };
+enum vote_index : std::size_t {
+  kVoteDeadline = 0,
+  kVotePreempted = 1,
+  kVoteSignal = 2,
+  kVoteMemory = 3,
+  kVoteSwitch0 = 8
+};
 constexpr std::size_t kMaxLocalSwitches = kVoteLen - kVoteSwitch0;
 
 std::int64_t stat_token(const std::string& path) {
@@ -76,7 +82,8 @@ struct controller::impl {
   void remove_consumed(const local_switch& s, std::int64_t token) const;
   void wake() const {
     const std::uint64_t one = 1;
-    if (wake_fd >= 0 && write(wake_fd, &one, sizeof one) < 0) { /* the watcher wakes on its timeout */ }
+    if (wake_fd >= 0 && write(wake_fd, &one, sizeof one) < 0) { /* the watcher wakes on its timeout */
+    }
   }
 };
 
@@ -97,8 +104,7 @@ void controller::impl::register_switch(bool exit, const std::string& name, const
   if (switches.size() >= kMaxLocalSwitches)
     throw std::invalid_argument("trainctl: too many switches (at most " + std::to_string(kMaxLocalSwitches) + ")");
   local_switch s{exit, name, path};
-  s.slot = file ? file->register_switch(exit ? switch_kind::exit : switch_kind::save, name, path)
-                : -1;
+  s.slot = file ? file->register_switch(exit ? switch_kind::exit : switch_kind::save, name, path) : -1;
   if (!file) {
     // Private state: claim slots directly (no other process can see them).
     for (int i = 0; i < kMaxSlots && s.slot < 0; ++i) {
@@ -148,8 +154,10 @@ void controller::impl::watch_loop() {
     const std::int64_t deadline = local_deadline_ms.load(std::memory_order_acquire);
     if (deadline > 0) {
       const std::int64_t left = deadline - unix_now_ms();
-      if (left <= 0) local_bits.fetch_or(kFlagDeadline, std::memory_order_release);
-      else wait = std::min(wait, std::chrono::milliseconds(left));
+      if (left <= 0)
+        local_bits.fetch_or(kFlagDeadline, std::memory_order_release);
+      else
+        wait = std::min(wait, std::chrono::milliseconds(left));
     }
     if (pub) {
       pub->wait_and_refresh(wake_fd, wait);
@@ -226,7 +234,8 @@ bool controller::should_save() noexcept {
 }
 
 bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
-  if (len < kVoteLen) throw std::invalid_argument("trainctl: vote vector needs " + std::to_string(kVoteLen) + " elements");
+  if (len < kVoteLen)
+    throw std::invalid_argument("trainctl: vote vector needs " + std::to_string(kVoteLen) + " elements");
   impl& m = *impl_;
   std::fill(v, v + len, 0);
   const std::uint32_t bits = m.local_bits.load(std::memory_order_acquire) | m.ns->flags.load(std::memory_order_acquire);
@@ -239,7 +248,8 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
 }
 
 decision controller::decide(std::int64_t step, const std::int64_t* r, std::size_t len) {
-  if (len < kVoteLen) throw std::invalid_argument("trainctl: vote vector needs " + std::to_string(kVoteLen) + " elements");
+  if (len < kVoteLen)
+    throw std::invalid_argument("trainctl: vote vector needs " + std::to_string(kVoteLen) + " elements");
   impl& m = *impl_;
   decision d;
   if (!m.decided.exit) {
@@ -261,7 +271,8 @@ decision controller::decide(std::int64_t step, const std::int64_t* r, std::size_
       m.decided.exit = true;
       m.decided.reason = reason;
       m.local_bits.fetch_or(kFlagDecided, std::memory_order_release);
-      if (m.cfg.rank == 0) std::fprintf(stderr, "trainctl: exit at step %lld: %s\n", static_cast<long long>(step), reason.c_str());
+      if (m.cfg.rank == 0)
+        std::fprintf(stderr, "trainctl: exit at step %lld: %s\n", static_cast<long long>(step), reason.c_str());
     }
   }
   d.exit = m.decided.exit;
@@ -298,7 +309,8 @@ decision controller::check(std::int64_t step, const reducer& reduce) {
 }
 
 void controller::set_deadline(double unix_seconds) {
-  if (unix_seconds < 0) throw std::invalid_argument("trainctl: deadline: negative; accepted: unix seconds, or 0 for none");
+  if (unix_seconds < 0)
+    throw std::invalid_argument("trainctl: deadline: negative; accepted: unix seconds, or 0 for none");
   impl_->local_deadline_ms.store(static_cast<std::int64_t>(unix_seconds * 1000), std::memory_order_release);
   impl_->local_bits.fetch_and(~static_cast<std::uint32_t>(kFlagDeadline), std::memory_order_release);
   if (unix_seconds > 0 && unix_now_ms() >= static_cast<std::int64_t>(unix_seconds * 1000))

@@ -74,8 +74,10 @@ bool gpu_crossed(const gpu_reading& r, const threshold& t) {
   switch (t.type) {
     case threshold::kind::percent:
       return r.total != 0 && 100.0 * static_cast<double>(r.free) / static_cast<double>(r.total) < t.percent;
-    case threshold::kind::bytes: return r.free < t.bytes;
-    case threshold::kind::none: break;
+    case threshold::kind::bytes:
+      return r.free < t.bytes;
+    case threshold::kind::none:
+      break;
   }
   return false;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -17,9 +18,7 @@
 namespace trainctl {
 namespace {
 
-std::system_error sys_error(const std::string& what) {
-  return std::system_error(errno, std::generic_category(), what);
-}
+std::system_error sys_error(const std::string& what) { return std::system_error(errno, std::generic_category(), what); }
 
 const char* env_or(const char* name, const char* fallback) {
   const char* v = std::getenv(name);
@@ -109,7 +108,13 @@ node_state_file::node_state_file(const std::string& path) : path_(path) {
     throw std::runtime_error("node state " + path + " has another format (another trainctl version?)");
   }
   // Every process keeps a shared lock while it has the state open; unlink_if_last
-  // removes the file only when it can take the lock exclusively.
+  // removes the file only when it can take the lock exclusively. A file nobody has
+  // open is left over from a killed step (job ids repeat after a controller restart):
+  // its flags are not this step's, so start from a clean state.
+  if (flock(fd_, LOCK_EX | LOCK_NB) == 0) {
+    std::memset(reinterpret_cast<char*>(state_) + offsetof(node_state, flags), 0,
+                sizeof(node_state) - offsetof(node_state, flags));
+  }
   flock(fd_, LOCK_SH);
 }
 

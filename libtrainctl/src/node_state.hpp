@@ -48,14 +48,14 @@ struct node_state {
   std::uint64_t magic;
   std::uint32_t version;
   std::uint32_t size;
-  std::atomic<std::uint32_t> flags;     // flag_bits
-  std::atomic<std::uint32_t> seq;       // bumped on every change
+  std::atomic<std::uint32_t> flags;       // flag_bits
+  std::atomic<std::uint32_t> seq;         // bumped on every change
   std::atomic<std::int64_t> deadline_ms;  // unix ms; 0 = none
-  std::atomic<std::int64_t> save_max;   // max token over save slots
+  std::atomic<std::int64_t> save_max;     // max token over save slots
   std::atomic<std::int32_t> publisher_pid;
-  std::atomic<std::int32_t> supervised;   // 1 while a supervisor publishes
-  std::atomic<std::uint64_t> stat_calls;  // metadata requests made by publishers
-  std::atomic<std::int64_t> published_ms; // when the publisher last looked
+  std::atomic<std::int32_t> supervised;    // 1 while a supervisor publishes
+  std::atomic<std::uint64_t> stat_calls;   // metadata requests made by publishers
+  std::atomic<std::int64_t> published_ms;  // when the publisher last looked
   switch_slot slots[kMaxSlots];
 };
 

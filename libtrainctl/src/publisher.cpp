@@ -35,7 +35,8 @@ publisher::publisher(node_state& state, publisher_options opts) : state_(state),
   if (opts_.gpu_memory.enabled()) {
     gpu_ = std::make_unique<gpu_memory>();
     if (!gpu_->available())
-      std::fprintf(stderr, "trainctl: TRAINCTL_GPU_MIN_FREE is set but NVML is not available (%s); no GPU memory check\n",
+      std::fprintf(stderr,
+                   "trainctl: TRAINCTL_GPU_MIN_FREE is set but NVML is not available (%s); no GPU memory check\n",
                    gpu_->why_not().c_str());
   }
   state_.supervised.load();  // touch: the mapping is live
@@ -66,8 +67,10 @@ bool publisher::refresh_switches() {
     const std::int64_t token = stat(slot.path, &st) == 0 ? mtime_token(st) : 0;
     state_.stat_calls.fetch_add(1, std::memory_order_relaxed);
     changed |= slot.token.exchange(token, std::memory_order_release) != token;
-    if (slot.kind == static_cast<std::uint32_t>(switch_kind::exit)) any_exit |= token != 0;
-    else save_max = std::max(save_max, token);
+    if (slot.kind == static_cast<std::uint32_t>(switch_kind::exit))
+      any_exit |= token != 0;
+    else
+      save_max = std::max(save_max, token);
   }
   // save_max only grows: a removed save switch was consumed, not withdrawn.
   if (save_max > state_.save_max.load(std::memory_order_relaxed)) {
@@ -119,12 +122,14 @@ void publisher::sync_watches() {
     if (slot.state.load(std::memory_order_acquire) != 2) continue;
     const std::string dir = dir_of(slot.path);
     if (std::any_of(watches_.begin(), watches_.end(), [&](const watch& w) { return w.dir == dir; })) continue;
-    const int wd = inotify_add_watch(inotify_fd_, dir.c_str(),
-                                     IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ATTRIB |
-                                         IN_CLOSE_WRITE | IN_ONLYDIR);
+    const int wd = inotify_add_watch(
+        inotify_fd_, dir.c_str(),
+        IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ATTRIB | IN_CLOSE_WRITE | IN_ONLYDIR);
     // A directory that does not exist yet is covered by the stat poll; retried on the next change.
-    if (wd >= 0) watches_.push_back({wd, dir});
-    else watched_seq_ = ~0u;
+    if (wd >= 0)
+      watches_.push_back({wd, dir});
+    else
+      watched_seq_ = ~0u;
   }
 }
 

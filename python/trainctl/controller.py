@@ -71,6 +71,8 @@ class Controller:
         for kind, switches in ((_native.SWITCH_EXIT, exit_switches), (_native.SWITCH_SAVE, save_switches)):
             for name, path in (switches or {}).items():
                 _check(L.trainctl_add_switch(self._ctl, kind, name.encode(), str(path).encode()))
+        # Bound once: the poll is then one ctypes call and no attribute lookups.
+        self._poll = L.trainctl_should_exit
         self._vote = (ctypes.c_int64 * _native.VOTE_LEN)()
         self._rank_set = False
         self.last = Decision()
@@ -78,7 +80,9 @@ class Controller:
     # -- polling, no agreement ------------------------------------------------------
     def should_exit(self):
         """This process's view: True once any exit condition is seen here."""
-        return bool(self._L.trainctl_should_exit(self._ctl))
+        if self._ctl is None:
+            raise ValueError("trainctl: this Controller is closed")
+        return self._poll(self._ctl) != 0
 
     def should_save(self):
         """True once per touch of a save switch (consumed by this call)."""

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the end-to-end tests: the local cluster, a scratch directory, bounded
 # waits, and cleanup of every job the test submitted (by id) whatever happens.
 set -euo pipefail
@@ -7,7 +8,10 @@ BUILD=${TRAINCTL_BUILD:-$SRC/build}
 eval "$("$SRC/scripts/local-cluster" env)"
 export SLURM_CONF
 export PYTHONPATH=$BUILD/lib/python3/dist-packages
+export TORCHRUN_SHIM=$SRC/tests/e2e/torchrun_shim.py
+# shellcheck disable=SC2034  # used by the tests that source this file
 TORCHRUN=(/usr/bin/python3 "$SRC/tests/e2e/torchrun_shim.py")
+# shellcheck disable=SC2034
 TRAIN=$SRC/slurm_templates/train_example.py
 TEST_DIR=$(mktemp -d /tmp/trainctl-e2e-XXXXXX)
 SUBMITTED=()

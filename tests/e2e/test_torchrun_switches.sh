@@ -2,6 +2,7 @@
 # Real torchrun, 2 nodes x 2 ranks, on the local cluster: one touch of the save switch
 # makes all 4 ranks save at the same step exactly once (and the switch is removed);
 # the kill switch makes all 4 save and exit at one step; the job ends COMPLETED.
+# shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 export KILL_SWITCH=$TEST_DIR/KILL SAVE_SWITCH=$TEST_DIR/SAVE

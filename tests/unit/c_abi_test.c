@@ -7,22 +7,22 @@
 #include "trainctl/trainctl.h"
 
 static int failures = 0;
-#define EXPECT(cond)                                                 \
-  do {                                                               \
-    if (!(cond)) {                                                   \
+#define EXPECT(cond)                                                      \
+  do {                                                                    \
+    if (!(cond)) {                                                        \
       fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                    \
-    }                                                                \
+      failures++;                                                         \
+    }                                                                     \
   } while (0)
 
 static int reduce_calls = 0;
-static int fake_reduce(int64_t *vote, size_t len, void *user) {
+static int fake_reduce(int64_t* vote, size_t len, void* user) {
   (void)vote;
   (void)user;
   reduce_calls++;
   return len == TRAINCTL_VOTE_LEN ? 0 : 1;
 }
-static int failing_reduce(int64_t *vote, size_t len, void *user) {
+static int failing_reduce(int64_t* vote, size_t len, void* user) {
   (void)vote;
   (void)len;
   (void)user;
@@ -32,8 +32,8 @@ static int failing_reduce(int64_t *vote, size_t len, void *user) {
 int main(void) {
   char dir[] = "/tmp/trainctl-cabi-XXXXXX";
   char path[256], kill_path[256], buf[64];
-  trainctl_config *cfg = NULL;
-  trainctl_ctl *ctl = NULL;
+  trainctl_config* cfg = NULL;
+  trainctl_ctl* ctl = NULL;
   int rc;
 
   if (mkdtemp(dir) == NULL) return 2;
@@ -42,7 +42,7 @@ int main(void) {
 
   EXPECT(trainctl_version() == TRAINCTL_VERSION_NUMBER);
   EXPECT(strcmp(trainctl_strerror(TRAINCTL_EINVAL), "invalid argument or setting") == 0);
-  trainctl_destroy(NULL);        /* destroy accepts NULL */
+  trainctl_destroy(NULL); /* destroy accepts NULL */
   trainctl_config_destroy(NULL);
   EXPECT(trainctl_should_exit(NULL) == 0);
   EXPECT(trainctl_create(NULL, NULL) == TRAINCTL_EINVAL);
@@ -84,7 +84,9 @@ int main(void) {
 
   unlink(kill_path);
   rmdir(dir);
-  if (failures) fprintf(stderr, "%d failures\n", failures);
-  else printf("c_abi: all checks passed\n");
+  if (failures)
+    fprintf(stderr, "%d failures\n", failures);
+  else
+    printf("c_abi: all checks passed\n");
   return failures ? 1 : 0;
 }

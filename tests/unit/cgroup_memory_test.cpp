@@ -40,7 +40,7 @@ TEST(CgroupMemory, V2TakesTheTightestLimitAboveAndSubtractsInactiveCache) {
   EXPECT_DOUBLE_EQ(r->used_percent(), 50.0);
   EXPECT_TRUE(memory_crossed(*r, parse_threshold("50%")));
   EXPECT_FALSE(memory_crossed(*r, parse_threshold("51%")));
-  EXPECT_TRUE(memory_crossed(*r, parse_threshold("3G")));   // 2 GiB left < 3G
+  EXPECT_TRUE(memory_crossed(*r, parse_threshold("3G")));  // 2 GiB left < 3G
   EXPECT_FALSE(memory_crossed(*r, parse_threshold("2G")));
 }
 
@@ -64,7 +64,8 @@ TEST(CgroupMemory, NodeShorterThanTheCgroupWins) {
 
 TEST(CgroupMemory, V1MemoryControllerWithSharedHierarchy) {
   temp_dir t;
-  t.write("proc/self/cgroup", "5:cpuacct,cpu:/slurm_n1/uid_0/job_2\n4:memory:/slurm_n1/uid_0/job_2/step_0/task_0\n1:name=systemd:/x\n");
+  t.write("proc/self/cgroup",
+          "5:cpuacct,cpu:/slurm_n1/uid_0/job_2\n4:memory:/slurm_n1/uid_0/job_2/step_0/task_0\n1:name=systemd:/x\n");
   t.write("proc/self/mountinfo",
           "40 30 0:35 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
           "41 30 0:36 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n");

@@ -95,3 +95,19 @@ TEST(NodeState, DefaultPathIsPerJobStep) {
   unsetenv("SLURM_JOB_ID");
   unsetenv("SLURM_STEP_ID");
 }
+
+TEST(NodeState, AFileLeftByAKilledStepStartsClean) {
+  temp_dir t;
+  {
+    node_state_file old(t / "state");
+    old.get().flags.fetch_or(kFlagPreempted | kFlagMemory);
+    old.register_switch(switch_kind::exit, "kill-switch", "/x/kill");
+  }  // closed without unlink_if_last, as a killed process would leave it
+  node_state_file fresh(t / "state");
+  EXPECT_EQ(fresh.get().flags.load(), 0u);
+  EXPECT_EQ(fresh.get().slots[0].state.load(), 0u);
+  node_state_file second(t / "state");  // a second user of a live state resets nothing
+  fresh.get().flags.fetch_or(kFlagPreempted);
+  node_state_file third(t / "state");
+  EXPECT_EQ(third.get().flags.load(), kFlagPreempted);
+}

@@ -38,7 +38,8 @@ TEST(ParseSize, BinaryMultiples) {
   EXPECT_EQ(parse_size("10GiB"), 10ull << 30);
   EXPECT_EQ(parse_size("3PB"), 3ull << 50);
   EXPECT_EQ(parse_size("7B"), 7u);
-  for (const char* bad : {"", "-1G", "2X", "G", "2GG", "99999999P", "1Bi"}) EXPECT_THROW(parse_size(bad), parse_error) << bad;
+  for (const char* bad : {"", "-1G", "2X", "G", "2GG", "99999999P", "1Bi"})
+    EXPECT_THROW(parse_size(bad), parse_error) << bad;
 }
 
 TEST(ParseThreshold, PercentOrSize) {
@@ -48,13 +49,15 @@ TEST(ParseThreshold, PercentOrSize) {
   auto b = parse_threshold("2G");
   EXPECT_EQ(b.type, threshold::kind::bytes);
   EXPECT_EQ(b.bytes, 2ull << 30);
-  for (const char* bad : {"-5%", "0%", "101%", "%", "0", "-2G", "abc"}) EXPECT_THROW(parse_threshold(bad), parse_error) << bad;
+  for (const char* bad : {"-5%", "0%", "101%", "%", "0", "-2G", "abc"})
+    EXPECT_THROW(parse_threshold(bad), parse_error) << bad;
 }
 
 TEST(ParseUnixTime, SecondsSince1970) {
   EXPECT_DOUBLE_EQ(parse_unix_time("1767225600"), 1767225600.0);
   EXPECT_DOUBLE_EQ(parse_unix_time("1767225600.5"), 1767225600.5);
-  for (const char* bad : {"soon", "", "-1", "12", "1767225600s", "1e10"}) EXPECT_THROW(parse_unix_time(bad), parse_error) << bad;
+  for (const char* bad : {"soon", "", "-1", "12", "1767225600s", "1e10"})
+    EXPECT_THROW(parse_unix_time(bad), parse_error) << bad;
 }
 
 TEST(ParseSignal, NamesAndNumbers) {

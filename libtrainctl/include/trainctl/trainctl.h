@@ -37,15 +37,14 @@ extern "C" {
 #define TRAINCTL_VERSION_MAJOR 0
 #define TRAINCTL_VERSION_MINOR 1
 #define TRAINCTL_VERSION_PATCH 0
-#define TRAINCTL_VERSION_NUMBER \
-  (TRAINCTL_VERSION_MAJOR * 10000 + TRAINCTL_VERSION_MINOR * 100 + TRAINCTL_VERSION_PATCH)
+#define TRAINCTL_VERSION_NUMBER (TRAINCTL_VERSION_MAJOR * 10000 + TRAINCTL_VERSION_MINOR * 100 + TRAINCTL_VERSION_PATCH)
 
 /* Return codes. */
 #define TRAINCTL_OK 0
-#define TRAINCTL_EINVAL (-1)    /* a bad argument or setting: see trainctl_last_error() */
-#define TRAINCTL_ESYSTEM (-2)   /* a system call failed */
+#define TRAINCTL_EINVAL (-1)  /* a bad argument or setting: see trainctl_last_error() */
+#define TRAINCTL_ESYSTEM (-2) /* a system call failed */
 #define TRAINCTL_ENOMEM (-3)
-#define TRAINCTL_EREDUCE (-4)   /* the reduce callback reported failure */
+#define TRAINCTL_EREDUCE (-4) /* the reduce callback reported failure */
 #define TRAINCTL_EINTERNAL (-5)
 
 /* Decision bits returned by trainctl_check / trainctl_decide. */
@@ -64,51 +63,51 @@ typedef struct trainctl_ctl trainctl_ctl;
 
 /* The library's TRAINCTL_VERSION_NUMBER, to compare with the header's. */
 TRAINCTL_EXPORT int trainctl_version(void);
-TRAINCTL_EXPORT const char *trainctl_strerror(int code);
+TRAINCTL_EXPORT const char* trainctl_strerror(int code);
 /* The last failure of this thread, one line; "" when none. */
-TRAINCTL_EXPORT const char *trainctl_last_error(void);
+TRAINCTL_EXPORT const char* trainctl_last_error(void);
 
 /* A configuration read from the environment (malformed values are reported on stderr
  * and fall back to documented defaults). */
-TRAINCTL_EXPORT int trainctl_config_create(trainctl_config **out);
-TRAINCTL_EXPORT void trainctl_config_destroy(trainctl_config *cfg);
-TRAINCTL_EXPORT int trainctl_config_set(trainctl_config *cfg, const char *key, const char *value);
+TRAINCTL_EXPORT int trainctl_config_create(trainctl_config** out);
+TRAINCTL_EXPORT void trainctl_config_destroy(trainctl_config* cfg);
+TRAINCTL_EXPORT int trainctl_config_set(trainctl_config* cfg, const char* key, const char* value);
 /* Copies the value's text into buf (always NUL-terminated); returns its full length. */
-TRAINCTL_EXPORT int trainctl_config_get(const trainctl_config *cfg, const char *key, char *buf, size_t len);
+TRAINCTL_EXPORT int trainctl_config_get(const trainctl_config* cfg, const char* key, char* buf, size_t len);
 
 /* cfg may be NULL: configured from the environment. Starts the node's watcher. */
-TRAINCTL_EXPORT int trainctl_create(const trainctl_config *cfg, trainctl_ctl **out);
-TRAINCTL_EXPORT void trainctl_destroy(trainctl_ctl *ctl);
+TRAINCTL_EXPORT int trainctl_create(const trainctl_config* cfg, trainctl_ctl** out);
+TRAINCTL_EXPORT void trainctl_destroy(trainctl_ctl* ctl);
 
 /* This process's view, no agreement: 1 or 0. A few atomic loads. */
-TRAINCTL_EXPORT int trainctl_should_exit(const trainctl_ctl *ctl);
+TRAINCTL_EXPORT int trainctl_should_exit(const trainctl_ctl* ctl);
 /* 1 once per touch of a save switch (consumed by the call), else 0. */
-TRAINCTL_EXPORT int trainctl_should_save(trainctl_ctl *ctl);
+TRAINCTL_EXPORT int trainctl_should_save(trainctl_ctl* ctl);
 
 /* Reduces `vote` (TRAINCTL_VOTE_LEN elements) with MAX across all ranks, in place.
  * Returns 0 on success, non-zero on failure. */
-typedef int (*trainctl_reduce_fn)(int64_t *vote, size_t len, void *user);
+typedef int (*trainctl_reduce_fn)(int64_t* vote, size_t len, void* user);
 
 /* The agreed decision at a step boundary: TRAINCTL_EXIT and/or TRAINCTL_SAVE bits, or a
  * negative code. With reduce == NULL (one process) every step decides; with a reduce
  * callback every check_every steps do, and the others return only a sticky exit. */
-TRAINCTL_EXPORT int trainctl_check(trainctl_ctl *ctl, int64_t step, trainctl_reduce_fn reduce, void *user);
+TRAINCTL_EXPORT int trainctl_check(trainctl_ctl* ctl, int64_t step, trainctl_reduce_fn reduce, void* user);
 /* The halves of trainctl_check for callers that reduce on their own. trainctl_vote
  * returns 1 when an agreement is due at this step (check_every), 0 when not. */
-TRAINCTL_EXPORT int trainctl_vote(trainctl_ctl *ctl, int64_t step, int64_t *vote, size_t len);
-TRAINCTL_EXPORT int trainctl_decide(trainctl_ctl *ctl, int64_t step, const int64_t *reduced, size_t len);
+TRAINCTL_EXPORT int trainctl_vote(trainctl_ctl* ctl, int64_t step, int64_t* vote, size_t len);
+TRAINCTL_EXPORT int trainctl_decide(trainctl_ctl* ctl, int64_t step, const int64_t* reduced, size_t len);
 /* Why: "kill-switch", "deadline", "preempted", "memory", "signal" or a user switch's name;
  * "" when no exit (save) was decided. Valid until the next call on ctl. */
-TRAINCTL_EXPORT const char *trainctl_exit_reason(const trainctl_ctl *ctl);
-TRAINCTL_EXPORT const char *trainctl_save_reason(const trainctl_ctl *ctl);
+TRAINCTL_EXPORT const char* trainctl_exit_reason(const trainctl_ctl* ctl);
+TRAINCTL_EXPORT const char* trainctl_save_reason(const trainctl_ctl* ctl);
 
-TRAINCTL_EXPORT int trainctl_set_deadline(trainctl_ctl *ctl, double unix_seconds);
-TRAINCTL_EXPORT int trainctl_add_switch(trainctl_ctl *ctl, int kind, const char *name, const char *path);
-TRAINCTL_EXPORT int trainctl_set_rank(trainctl_ctl *ctl, int rank);
-TRAINCTL_EXPORT int trainctl_check_every(const trainctl_ctl *ctl);
-TRAINCTL_EXPORT const char *trainctl_state_path(const trainctl_ctl *ctl);
+TRAINCTL_EXPORT int trainctl_set_deadline(trainctl_ctl* ctl, double unix_seconds);
+TRAINCTL_EXPORT int trainctl_add_switch(trainctl_ctl* ctl, int kind, const char* name, const char* path);
+TRAINCTL_EXPORT int trainctl_set_rank(trainctl_ctl* ctl, int rank);
+TRAINCTL_EXPORT int trainctl_check_every(const trainctl_ctl* ctl);
+TRAINCTL_EXPORT const char* trainctl_state_path(const trainctl_ctl* ctl);
 /* Metadata requests (stat calls) made by this node's watchers so far. */
-TRAINCTL_EXPORT uint64_t trainctl_stat_calls(const trainctl_ctl *ctl);
+TRAINCTL_EXPORT uint64_t trainctl_stat_calls(const trainctl_ctl* ctl);
 
 #ifdef __cplusplus
 }
