@@ -29,13 +29,18 @@ std::string root() {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::vector<std::string> parts(1);
   for (std::size_t i = 0; i < size; ++i) {
-    if (data[i] == 0 && parts.size() < 6) parts.emplace_back();
-    else parts.back() += static_cast<char>(data[i]);
+    if (data[i] == 0 && parts.size() < 6)
+      parts.emplace_back();
+    else
+      parts.back() += static_cast<char>(data[i]);
   }
   parts.resize(6);
   const std::string r = root();
-  const char* files[] = {"/proc/self/cgroup", "/proc/self/mountinfo", "/proc/meminfo",
-                         "/sys/fs/cgroup/a/memory.max", "/sys/fs/cgroup/a/memory.current",
+  const char* files[] = {"/proc/self/cgroup",
+                         "/proc/self/mountinfo",
+                         "/proc/meminfo",
+                         "/sys/fs/cgroup/a/memory.max",
+                         "/sys/fs/cgroup/a/memory.current",
                          "/sys/fs/cgroup/a/memory.stat"};
   for (int i = 0; i < 6; ++i) std::ofstream(r + files[i], std::ios::trunc) << parts[i];
   if (auto m = trainctl::read_memory(r)) {

@@ -11,14 +11,30 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
     switch (data[0] % 8) {
-      case 0: trainctl::format_duration(trainctl::parse_duration(text, 'm')); break;
-      case 1: trainctl::parse_duration(text, 's', true); break;
-      case 2: trainctl::format_size(trainctl::parse_size(text)); break;
-      case 3: trainctl::parse_threshold(text).str(); break;
-      case 4: trainctl::parse_unix_time(text); break;
-      case 5: trainctl::parse_signal_list(text); break;
-      case 6: trainctl::parse_int(text, -1000, 1000); break;
-      case 7: trainctl::parse_named_paths(text); break;
+      case 0:
+        trainctl::format_duration(trainctl::parse_duration(text, 'm'));
+        break;
+      case 1:
+        trainctl::parse_duration(text, 's', true);
+        break;
+      case 2:
+        trainctl::format_size(trainctl::parse_size(text));
+        break;
+      case 3:
+        trainctl::parse_threshold(text).str();
+        break;
+      case 4:
+        trainctl::parse_unix_time(text);
+        break;
+      case 5:
+        trainctl::parse_signal_list(text);
+        break;
+      case 6:
+        trainctl::parse_int(text, -1000, 1000);
+        break;
+      case 7:
+        trainctl::parse_named_paths(text);
+        break;
     }
   } catch (const trainctl::parse_error&) {
   }
