@@ -105,3 +105,48 @@ class ControllerTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PackageTest(unittest.TestCase):
+    def test_package_parses_as_python_3_8(self):
+        import ast
+        pkg = os.path.dirname(trainctl.__file__)
+        for name in os.listdir(pkg):
+            if name.endswith(".py"):
+                with open(os.path.join(pkg, name)) as f:
+                    ast.parse(f.read(), name, feature_version=(3, 8))
+
+    def test_import_does_not_load_torch_or_the_library(self):
+        code = "import sys, trainctl, trainctl._native as n; print('torch' in sys.modules, n._lib is None)"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.stdout.split(), ["False", "True"], out.stderr)
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to run a child as another user")
+    def test_unsearchable_switch_directory_is_one_line_not_a_crash(self):
+        d = tempfile.mkdtemp(prefix="trainctl-py-")
+        locked = os.path.join(d, "locked")
+        os.mkdir(locked, 0o700)  # root's; the child runs as nobody
+        os.chmod(d, 0o755)
+        code = ("import trainctl; c = trainctl.Controller(signals='none', state_path='/tmp/trainctl-nobody-%d');"
+                "print(c.check(0).exit)" % os.getpid())
+        env = dict(os.environ, KILL_SWITCH=os.path.join(locked, "KILL"))
+
+        def as_nobody():
+            os.setgid(65534)
+            os.setuid(65534)
+        # Debian's python3 is executable by every user; a pyenv one under /root is not.
+        python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+        try:
+            out = subprocess.run([python, "-c", code], env=env, capture_output=True, text=True,
+                                 timeout=60, preexec_fn=as_nobody, cwd="/")
+        except PermissionError as e:
+            self.skipTest("no Python that nobody may run: %s" % e)
+        finally:
+            shutil.rmtree(d)
+        if "Permission denied" in out.stderr and "trainctl" not in out.stderr:
+            self.skipTest("this Python or the build tree is not readable by nobody: " + out.stderr[-200:])
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.strip(), "False")
+        lines = [l for l in out.stderr.splitlines() if "KILL" in l]
+        self.assertEqual(len(lines), 1, out.stderr)
+        self.assertIn("Permission denied", lines[0])

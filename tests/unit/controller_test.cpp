@@ -270,3 +270,53 @@ TEST(Controller, UnusableStatePathFallsBackToAPrivateWatcher) {
   touch(t / "KILL");
   EXPECT_TRUE(wait_until([&] { return ctl.should_exit(); }));
 }
+
+TEST(Controller, MemoryThresholdCrossedIsTheReason) {
+  temp_dir t;
+  config c = base_config(t);
+  c.set("memory_threshold", "0.001%");  // any process uses more than that
+  controller ctl(c);
+  EXPECT_TRUE(wait_until([&] { return ctl.should_exit(); }));
+  EXPECT_EQ(ctl.check(0).reason, "memory");
+}
+
+TEST(Controller, MemoryThresholdNotCrossedStaysQuiet) {
+  temp_dir t;
+  config c = base_config(t);
+  c.set("memory_threshold", "1K");  // exit only with less than 1 KiB left
+  controller ctl(c);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(ctl.should_exit());
+}
+
+TEST(Controller, AbsentNvmlIsOneLineAndNoGpuCheck) {
+  temp_dir t;
+  setenv("TRAINCTL_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+  config c = base_config(t);
+  c.set("gpu_min_free", "1G");
+  testing::internal::CaptureStderr();
+  {
+    controller ctl(c);
+    std::this_thread::sleep_for(200ms);
+    EXPECT_FALSE(ctl.should_exit());
+  }
+  const std::string err = testing::internal::GetCapturedStderr();
+  unsetenv("TRAINCTL_NVML_LIBRARY");
+  EXPECT_NE(err.find("TRAINCTL_GPU_MIN_FREE is set but NVML is not available"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+}
+
+TEST(Controller, SwitchInAMissingDirectoryIsReportedAndStillWatched) {
+  temp_dir t;
+  config c = base_config(t);
+  c.set("kill_switch", t / "later/KILL");
+  testing::internal::CaptureStderr();
+  controller ctl(c);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("kill-switch=" + (t / "later/KILL") + ": directory " + (t / "later") + ": No such file"),
+            std::string::npos)
+      << err;
+  ASSERT_EQ(mkdir((t / "later").c_str(), 0700), 0);
+  touch(t / "later/KILL");
+  EXPECT_TRUE(wait_until([&] { return ctl.should_exit(); })) << "found by the stat poll once the directory exists";
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# `cmake --install` gives a prefix where `import trainctl` works with the installed
+# library and no build tree, and a C program compiles against the installed header.
+set -euo pipefail
+build=$1
+prefix=$(mktemp -d /tmp/trainctl-install-XXXXXX)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build" --prefix "$prefix" >/dev/null
+cd "$prefix"
+PYTHONPATH=$prefix/lib/python3/dist-packages python3 - "$prefix" <<'PY'
+import sys, trainctl, trainctl._native as n
+prefix = sys.argv[1]
+lib = n.lib()
+assert lib._name.startswith(prefix), "loaded %s, not the installed library" % lib._name
+c = trainctl.Controller(signals="none")
+assert not c.check(0).exit
+c.close()
+print("install: import trainctl %s from %s" % (trainctl.version(), lib._name))
+PY
+printf '#include <trainctl/trainctl.h>\nint main(void){return trainctl_version()==TRAINCTL_VERSION_NUMBER?0:1;}\n' >t.c
+cc -I"$prefix/include" t.c -L"$prefix/lib" -l:libtrainctl.so.0 -Wl,-rpath,"$prefix/lib" -o t && ./t
+echo "install: a C program builds and links against the installed header and library"
