@@ -33,7 +33,7 @@ cleanup() {
       case "$(job_state "$j")" in PENDING | RUNNING | COMPLETING | CONFIGURING) sleep 0.5 ;; *) break ;; esac
     done
   done
-  rm -rf "$TEST_DIR"
+  if [ -n "${TRAINCTL_E2E_KEEP:-}" ]; then log "kept $TEST_DIR"; else rm -rf "$TEST_DIR"; fi
   exit "$rc"
 }
 trap cleanup EXIT
@@ -72,3 +72,46 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 # events_count EVENT: how many lines of that event the ranks wrote so far.
 events_count() { cat "$TEST_DIR"/events/rank*.jsonl 2>/dev/null | grep -c "\"event\": \"$1\"" || true; }
 events_at_least() { [ "$(events_count "$1")" -ge "$2" ]; }
+
+# write_torchrun_job FILE WRAPPER...: a batch script that runs torchrun with 2 ranks on
+# each node under srun, each torchrun wrapped by WRAPPER (e.g. trainctl-run ... --), and
+# the example training loop writing events to $TEST_DIR/events. STEPS defaults to 100000.
+write_torchrun_job() {
+  local file=$1 port
+  shift
+  port=$(free_port)
+  cat >"$file" <<JOB
+#!/bin/bash
+srun --ntasks-per-node=1 bash -c 'exec $* ${TORCHRUN[*]} --nnodes=\$SLURM_NNODES --nproc_per_node=2 \
+  --rdzv_backend=static --master_addr=127.0.0.1 --master_port=$port --node_rank=\$SLURM_NODEID \
+  $TRAIN --ckpt-dir $TEST_DIR/ckpt --steps ${STEPS:-100000} --step-time 0.05 --events "$TEST_DIR/events/rank{rank}.jsonl"'
+JOB
+}
+
+# The single reason every rank gave for exiting, and the number of ranks that exited.
+exit_summary() {
+  python3 - "$TEST_DIR" <<'PY'
+import glob, json, sys
+ex = [json.loads(l) for f in glob.glob(sys.argv[1] + "/events/rank*.jsonl") for l in open(f) if '"exit"' in l]
+print(len(ex), len({e["step"] for e in ex}), ",".join(sorted({e["reason"] for e in ex})))
+PY
+}
+
+# MODE (first argument of a test that declares "# e2e-modes: run plugin"): "run" wraps
+# each srun task in trainctl-run with the supervisor options; "plugin" passes them to
+# sbatch, for the SPANK plugin. supervised_job FILE SBATCH_ARRAY_NAME OPTIONS... writes
+# the job script and fills the named array with the sbatch options to use.
+MODE=${1:-run}
+supervised_job() {
+  local file=$1 arr=$2
+  shift 2
+  if [ "$MODE" = plugin ]; then
+    grep -q trainctl "$TRAINCTL_CLUSTER_PLUGSTACK" || fail "the plugin is not in plugstack.conf"
+    write_torchrun_job "$file"
+    eval "$arr=(\"\$@\")"
+  else
+    write_torchrun_job "$file" "$BUILD/bin/trainctl-run" "$@" --
+    eval "$arr=()"
+  fi
+}
+TRAINCTL_CLUSTER_PLUGSTACK=$(dirname "$SLURM_CONF")/plugstack.conf

@@ -1,0 +1,153 @@
+#include "ranks.hpp"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace trainctl {
+namespace {
+
+bool read_file(const std::string& path, std::string& out, size_t limit = 1 << 20) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  out.assign(limit, '\0');
+  in.read(&out[0], static_cast<std::streamsize>(limit));
+  out.resize(static_cast<size_t>(in.gcount()));
+  return true;
+}
+
+std::string base_name(const std::string& s) {
+  const size_t slash = s.rfind('/');
+  return slash == std::string::npos ? s : s.substr(slash + 1);
+}
+
+}  // namespace
+
+bool environ_has_rank(const std::string& blob) {
+  static const char* vars[] = {"RANK=", "LOCAL_RANK=", "OMPI_COMM_WORLD_RANK=", "PMI_RANK=", "PMIX_RANK="};
+  size_t start = 0;
+  while (start < blob.size()) {
+    size_t end = blob.find('\0', start);
+    if (end == std::string::npos) end = blob.size();
+    for (const char* v : vars) {
+      const size_t n = std::char_traits<char>::length(v);
+      if (end - start > n && blob.compare(start, n, v) == 0) return true;
+    }
+    start = end + 1;
+  }
+  return false;
+}
+
+bool cmdline_names_launcher(const std::string& blob, const std::vector<std::string>& names) {
+  std::vector<std::string> args;
+  std::string cur;
+  for (char c : blob) {
+    if (c == '\0') {
+      args.push_back(cur);
+      cur.clear();
+      if (args.size() >= 4) break;
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty() && args.size() < 4) args.push_back(cur);
+  for (size_t i = 0; i < args.size() && i < 3; ++i) {
+    std::string b = base_name(args[i]);
+    if (b.size() > 3 && b.compare(b.size() - 3, 3, ".py") == 0) b.resize(b.size() - 3);
+    if (std::find(names.begin(), names.end(), b) != names.end()) return true;
+    // python -m torch.distributed.run / deepspeed.launcher.runner
+    if (args[i] == "-m" && i + 1 < args.size()) {
+      const std::string& mod = args[i + 1];
+      if (mod == "torch.distributed.run" || mod == "torch.distributed.launch") return true;
+      for (const auto& n : names)
+        if (mod == n || mod.compare(0, n.size() + 1, n + ".") == 0) return true;
+    }
+  }
+  return false;
+}
+
+pid_t parse_stat_ppid(const std::string& text) {
+  // "pid (comm) S ppid ...": comm may hold spaces and parentheses; the last ')' ends it.
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream in(text.substr(close + 1));
+  std::string state;
+  long ppid = -1;
+  if (!(in >> state >> ppid) || ppid < 0) return -1;
+  return static_cast<pid_t>(ppid);
+}
+
+std::vector<proc_info> descendants(pid_t root, const std::vector<std::string>& launcher_names,
+                                   const std::string& proc) {
+  std::multimap<pid_t, pid_t> children;
+  DIR* d = opendir(proc.c_str());
+  if (d == nullptr) return {};
+  while (dirent* e = readdir(d)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || pid <= 0) continue;
+    std::string stat;
+    if (!read_file(proc + "/" + e->d_name + "/stat", stat, 4096)) continue;
+    const pid_t ppid = parse_stat_ppid(stat);
+    if (ppid >= 0) children.emplace(ppid, static_cast<pid_t>(pid));
+  }
+  closedir(d);
+
+  std::vector<proc_info> out;
+  std::vector<pid_t> queue{root};
+  const uid_t me = getuid();
+  while (!queue.empty()) {
+    const pid_t p = queue.back();
+    queue.pop_back();
+    auto range = children.equal_range(p);
+    for (auto it = range.first; it != range.second; ++it) {
+      proc_info info;
+      info.pid = it->second;
+      info.ppid = p;
+      struct stat st {};
+      const std::string dir = proc + "/" + std::to_string(info.pid);
+      info.ours = stat(dir.c_str(), &st) == 0 && st.st_uid == me;
+      if (info.ours) {
+        std::string blob;
+        info.has_rank = read_file(dir + "/environ", blob) && environ_has_rank(blob);
+        info.launcher = read_file(dir + "/cmdline", blob, 8192) && cmdline_names_launcher(blob, launcher_names);
+      }
+      out.push_back(info);
+      queue.push_back(info.pid);
+      if (out.size() > 100000) return out;  // bounded, whatever /proc says
+    }
+  }
+  return out;
+}
+
+std::vector<pid_t> find_ranks(pid_t root, const std::vector<std::string>& launcher_names, bool command_is_rank,
+                              const std::string& proc) {
+  const auto all = descendants(root, launcher_names, proc);
+  std::map<pid_t, const proc_info*> by_pid;
+  for (const auto& p : all) by_pid[p.pid] = &p;
+  auto is_rank = [](const proc_info* p) { return p->ours && p->has_rank && !p->launcher; };
+  std::vector<pid_t> ranks;
+  for (const auto& p : all) {
+    if (!is_rank(&p)) continue;
+    // Topmost: no rank among its ancestors below root (that excludes DataLoader workers).
+    bool under_rank = false;
+    for (auto it = by_pid.find(p.ppid); it != by_pid.end(); it = by_pid.find(it->second->ppid))
+      if (is_rank(it->second)) {
+        under_rank = true;
+        break;
+      }
+    if (!under_rank) ranks.push_back(p.pid);
+  }
+  if (ranks.empty() && command_is_rank)
+    for (const auto& p : all)
+      if (p.ppid == root && p.ours && !p.launcher) ranks.push_back(p.pid);
+  return ranks;
+}
+
+}  // namespace trainctl

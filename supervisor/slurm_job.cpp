@@ -1,0 +1,151 @@
+#include "slurm_job.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <ctime>
+#include <sstream>
+
+#include "parse.hpp"
+
+namespace trainctl {
+
+std::int64_t parse_slurm_duration(const std::string& text) {
+  if (text == "UNLIMITED" || text == "Partition_Limit" || text == "INFINITE") return -1;
+  std::int64_t days = 0;
+  std::string rest = text;
+  const size_t dash = text.find('-');
+  if (dash != std::string::npos) {
+    days = parse_int(text.substr(0, dash), 0, 100000);
+    rest = text.substr(dash + 1);
+  }
+  std::int64_t parts[3] = {0, 0, 0};
+  int n = 0;
+  std::istringstream in(rest);
+  std::string field;
+  while (std::getline(in, field, ':')) {
+    if (n == 3) throw parse_error("'" + text + "' is not a SLURM time");
+    parts[n++] = parse_int(field, 0, 1000000);
+  }
+  if (n == 0) throw parse_error("'" + text + "' is not a SLURM time");
+  std::int64_t h = 0, m = 0, s = 0;
+  if (dash != std::string::npos) {  // d-h, d-h:m, d-h:m:s
+    h = parts[0];
+    m = n > 1 ? parts[1] : 0;
+    s = n > 2 ? parts[2] : 0;
+  } else if (n == 1) {  // minutes
+    m = parts[0];
+  } else if (n == 2) {  // m:s
+    m = parts[0];
+    s = parts[1];
+  } else {  // h:m:s
+    h = parts[0];
+    m = parts[1];
+    s = parts[2];
+  }
+  return ((days * 24 + h) * 60 + m) * 60 + s;
+}
+
+std::int64_t parse_slurm_timestamp(const std::string& text) {
+  if (text.empty() || text == "Unknown" || text == "None" || text == "N/A") return 0;
+  std::tm tm{};
+  const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr || *end != '\0') throw parse_error("'" + text + "' is not a SLURM timestamp");
+  tm.tm_isdst = -1;
+  const std::time_t t = std::mktime(&tm);
+  if (t == static_cast<std::time_t>(-1)) throw parse_error("'" + text + "' is not a SLURM timestamp");
+  return static_cast<std::int64_t>(t) * 1000;
+}
+
+std::optional<job_times> parse_scontrol_job(const std::string& line) {
+  if (line.compare(0, 6, "JobId=") != 0) return std::nullopt;
+  job_times jt;
+  bool have_end = false;
+  std::istringstream in(line);
+  std::string word;
+  try {
+    while (in >> word) {
+      const size_t eq = word.find('=');
+      if (eq == std::string::npos) continue;
+      const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
+      if (key == "EndTime") {
+        jt.end_ms = parse_slurm_timestamp(value);
+        have_end = true;
+      } else if (key == "TimeLimit") {
+        jt.limit_s = parse_slurm_duration(value);
+      } else if (key == "PreemptTime") {
+        jt.preempting = parse_slurm_timestamp(value) != 0;
+      } else if (key == "JobState") {
+        jt.state = value;
+      }
+    }
+  } catch (const parse_error&) {
+    return std::nullopt;
+  }
+  if (!have_end) return std::nullopt;
+  return jt;
+}
+
+std::optional<job_times> query_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error) {
+  auto fail = [&](const std::string& why) -> std::optional<job_times> {
+    if (error != nullptr) *error = why;
+    return std::nullopt;
+  };
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return fail(std::string("pipe: ") + std::strerror(errno));
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(out[0]);
+    close(out[1]);
+    return fail(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    dup2(out[1], STDOUT_FILENO);
+    const int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) dup2(devnull, STDERR_FILENO);
+    execlp("scontrol", "scontrol", "show", "job", "-o", job_id.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  std::string text;
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  bool timed_out = false;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{out[0], POLLIN, 0};
+    const int r = poll(&p, 1, static_cast<int>(left.count()));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      timed_out = r == 0;
+      break;
+    }
+    char buf[4096];
+    const ssize_t n = read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  close(out[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) return fail("scontrol show job " + job_id + " did not answer within " + format_duration(timeout));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return fail("scontrol show job " + job_id + " failed (exit " + std::to_string(WEXITSTATUS(status)) + ")");
+  auto jt = parse_scontrol_job(text.substr(0, text.find('\n')));
+  if (!jt) return fail("scontrol show job " + job_id + " printed no job record");
+  return jt;
+}
+
+}  // namespace trainctl

@@ -1,0 +1,343 @@
+#include "supervisor.hpp"
+
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <memory>
+
+#include "node_state.hpp"
+#include "parse.hpp"
+#include "publisher.hpp"
+#include "ranks.hpp"
+#include "slurm_job.hpp"
+
+namespace trainctl {
+namespace {
+
+using clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::string clock_time(std::int64_t unix_ms) {
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
+  return buf;
+}
+
+class supervisor {
+ public:
+  supervisor(const supervisor_options& o) : opts_(o) {}
+  int run(char* const* argv, pid_t adopt);
+
+ private:
+  void log(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+  void open_state();
+  void take_publisher_role();
+  pid_t start_command(char* const* argv);
+  void handle_signal(const signalfd_siginfo& si);
+  void reap();
+  void query_job(const char* why);
+  void fire(std::uint32_t flag, const char* why);
+  void relay_to_ranks(const char* why);
+  void follow_node_flags();
+  void check_deadline();
+  void end_leftovers();
+
+  supervisor_options opts_;
+  std::unique_ptr<node_state_file> state_;
+  std::unique_ptr<publisher> pub_;
+  int sigfd_ = -1;
+  pid_t child_ = 0;
+  bool child_done_ = false;
+  int child_status_ = 0;
+  std::int64_t end_ms_ = 0;  // the job's EndTime as last read
+  std::int64_t limit_s_ = -1;
+  std::int64_t deadline_ms_ = 0;  // when to ask the ranks to exit; 0: none
+  bool deadline_fired_ = false;
+  bool preempted_ = false;
+  std::uint32_t seen_flags_ = 0;  // node flags already relayed (followers)
+  clock::time_point next_query_{};
+};
+
+void supervisor::log(const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  std::fprintf(stderr, "%s: %s\n", opts_.log_prefix.c_str(), buf);
+}
+
+void supervisor::open_state() {
+  const std::string path = opts_.state_path.empty() ? default_state_path() : opts_.state_path;
+  try {
+    state_ = std::make_unique<node_state_file>(path);
+  } catch (const std::exception& e) {
+    log("%s; ranks still get signals but not the shared node state", e.what());
+    return;
+  }
+  setenv("TRAINCTL_STATE", path.c_str(), 1);
+  if (!opts_.kill_switch.empty()) state_->register_switch(switch_kind::exit, "kill-switch", opts_.kill_switch);
+  if (!opts_.save_switch.empty()) state_->register_switch(switch_kind::save, "save-switch", opts_.save_switch);
+  take_publisher_role();
+}
+
+void supervisor::take_publisher_role() {
+  if (pub_ || !state_ || !state_->try_become_publisher()) return;
+  state_->get().supervised.store(1);
+  publisher_options po;
+  po.poll_interval = opts_.poll_interval;
+  pub_ = std::make_unique<publisher>(state_->get(), po);
+  pub_->refresh();
+  next_query_ = clock::now();  // the publisher asks the controller; read EndTime now
+}
+
+pid_t supervisor::start_command(char* const* argv) {
+  const pid_t pid = fork();
+  if (pid < 0) {
+    log("cannot start %s: fork: %s", argv[0], std::strerror(errno));
+    return -1;
+  }
+  if (pid == 0) {
+    // slurmstepd leaves signals blocked in its children, and the supervisor blocks
+    // more for its signalfd: the command starts with none blocked, and with the
+    // notice signals ignored so that they cannot kill the launcher (SIG_IGN survives
+    // exec; ranks that use trainctl install their own handler).
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int s : opts_.shield) signal(s, SIG_IGN);
+    execvp(argv[0], argv);
+    std::fprintf(stderr, "%s: cannot run %s: %s\n", opts_.log_prefix.c_str(), argv[0], std::strerror(errno));
+    _exit(errno == ENOENT ? 127 : 126);
+  }
+  return pid;
+}
+
+void supervisor::reap() {
+  while (true) {
+    int status = 0;
+    const pid_t p = waitpid(-1, &status, WNOHANG);
+    if (p <= 0) break;
+    if (p == child_) {
+      child_done_ = true;
+      child_status_ = status;
+    }
+  }
+}
+
+void supervisor::relay_to_ranks(const char* why) {
+  const auto ranks = find_ranks(getpid(), opts_.launchers, !opts_.batch);
+  for (pid_t r : ranks) kill(r, opts_.graceful_signal);
+  log("%s: sent SIG%s to %zu rank process%s", why, signal_name(opts_.graceful_signal).c_str(), ranks.size(),
+      ranks.size() == 1 ? "" : "es");
+}
+
+void supervisor::fire(std::uint32_t flag, const char* why) {
+  if (state_) {
+    state_->get().flags.fetch_or(flag, std::memory_order_release);
+    state_->get().seq.fetch_add(1, std::memory_order_release);
+    seen_flags_ |= flag;
+  }
+  relay_to_ranks(why);
+}
+
+void supervisor::query_job(const char* why) {
+  if (opts_.job_id.empty() || !pub_) return;
+  std::string error;
+  const auto jt = trainctl::query_job(opts_.job_id, milliseconds(10000), &error);
+  next_query_ = clock::now() + opts_.endtime_poll;
+  if (!jt) {
+    log("could not read the job's EndTime (%s): %s; keeping %s", why, error.c_str(),
+        end_ms_ ? clock_time(end_ms_).c_str() : "no deadline");
+    return;
+  }
+  if (jt->preempting && !preempted_) {
+    preempted_ = true;
+    log("the job is being preempted (EndTime now %s)", clock_time(jt->end_ms).c_str());
+    fire(kFlagPreempted, "preempted");
+  }
+  if (jt->end_ms != end_ms_ && jt->end_ms != 0) {
+    if (end_ms_ != 0)
+      log("EndTime moved from %s to %s (TimeLimit %lld s)", clock_time(end_ms_).c_str(), clock_time(jt->end_ms).c_str(),
+          static_cast<long long>(jt->limit_s));
+    end_ms_ = jt->end_ms;
+    limit_s_ = jt->limit_s;
+    if (opts_.graceful_exit.count() > 0) {
+      const std::int64_t d = end_ms_ - opts_.graceful_exit.count();
+      if (d != deadline_ms_ && !deadline_fired_) {
+        deadline_ms_ = d;
+        log("deadline %s (EndTime %s - graceful exit %s)", clock_time(d).c_str(), clock_time(end_ms_).c_str(),
+            format_duration(opts_.graceful_exit).c_str());
+      }
+    }
+  }
+}
+
+void supervisor::check_deadline() {
+  if (deadline_fired_ || deadline_ms_ == 0 || unix_now_ms() < deadline_ms_) return;
+  const std::int64_t before = deadline_ms_;
+  if (opts_.graceful_exit.count() > 0) query_job("at the deadline");  // extended meanwhile?
+  if (deadline_ms_ > before && unix_now_ms() < deadline_ms_) return;
+  deadline_fired_ = true;
+  if (pub_) pub_->set_deadline_ms(deadline_ms_);
+  fire(kFlagDeadline, "deadline reached");
+}
+
+void supervisor::handle_signal(const signalfd_siginfo& si) {
+  const int sig = static_cast<int>(si.ssi_signo);
+  if (sig == SIGCHLD) {
+    reap();
+    return;
+  }
+  if (std::find(opts_.notices.begin(), opts_.notices.end(), sig) != opts_.notices.end() ||
+      sig == opts_.graceful_signal) {
+    log("received SIG%s (from pid %u)", signal_name(sig).c_str(), si.ssi_pid);
+    query_job("after the signal");  // preemption moves EndTime and sets PreemptTime
+    if (!preempted_)
+      fire(kFlagSignal, "notice");
+    else
+      relay_to_ranks("notice");
+    check_deadline();
+    return;
+  }
+  if (child_ > 0) kill(child_, sig);  // INT, HUP, QUIT: passed on as they are
+}
+
+void supervisor::follow_node_flags() {
+  if (!state_ || pub_) return;
+  const std::uint32_t flags = state_->get().flags.load(std::memory_order_acquire);
+  const std::uint32_t fresh = flags & ~seen_flags_ & (kFlagDeadline | kFlagPreempted);
+  if (fresh == 0) return;
+  seen_flags_ |= fresh;
+  relay_to_ranks(fresh & kFlagPreempted ? "preempted (from the node's publisher)"
+                                        : "deadline (from the node's publisher)");
+}
+
+void supervisor::end_leftovers() {
+  // Orphans of the command (workers in their own sessions) were reparented to us.
+  for (int round = 0; round < 2; ++round) {
+    const auto left = descendants(getpid(), {});
+    std::vector<pid_t> ours;
+    for (const auto& p : left)
+      if (p.ours) ours.push_back(p.pid);
+    if (ours.empty()) return;
+    if (round == 0)
+      log("the command left %zu process%s behind; ending them", ours.size(), ours.size() == 1 ? "" : "es");
+    for (pid_t p : ours) kill(p, round == 0 ? SIGTERM : SIGKILL);
+    for (int i = 0; i < 50; ++i) {
+      int status;
+      while (waitpid(-1, &status, WNOHANG) > 0) {
+      }
+      bool any = false;
+      for (pid_t p : ours) any |= kill(p, 0) == 0;
+      if (!any) break;
+      usleep(100000);
+    }
+  }
+}
+
+int supervisor::run(char* const* argv, pid_t adopt) {
+  if (!opts_.kill_switch.empty()) {
+    struct stat st {};
+    if (stat(opts_.kill_switch.c_str(), &st) == 0) {
+      log("kill switch %s exists: not starting %s (remove it to run again)", opts_.kill_switch.c_str(),
+          adopt > 0 ? "the task" : argv[0]);
+      if (adopt > 0) {
+        kill(adopt, SIGKILL);
+        waitpid(adopt, nullptr, 0);
+      }
+      return 0;
+    }
+  }
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int s : {SIGCHLD, SIGINT, SIGHUP, SIGQUIT}) sigaddset(&mask, s);
+  for (int s : opts_.notices) sigaddset(&mask, s);
+  sigaddset(&mask, opts_.graceful_signal);
+  sigprocmask(SIG_SETMASK, &mask, nullptr);
+  sigfd_ = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sigfd_ < 0) {
+    log("signalfd: %s", std::strerror(errno));
+    return 70 << 8;
+  }
+  if (opts_.deadline > 0) deadline_ms_ = static_cast<std::int64_t>(opts_.deadline * 1000);
+  open_state();
+  if (!opts_.kill_switch.empty()) setenv("KILL_SWITCH", opts_.kill_switch.c_str(), 1);
+  if (!opts_.save_switch.empty()) setenv("SAVE_SWITCH", opts_.save_switch.c_str(), 1);
+  const std::string sigs = signal_name(opts_.graceful_signal) + ",TERM";
+  setenv("TRAINCTL_SIGNALS", sigs.c_str(), 0);
+  query_job("at start");
+
+  child_ = adopt > 0 ? adopt : start_command(argv);
+  if (child_ < 0) return 127 << 8;
+  while (!child_done_) {
+    milliseconds wait(pub_ ? opts_.poll_interval : milliseconds(1000));
+    if (pub_ && !opts_.job_id.empty())
+      wait = std::min(wait, std::chrono::duration_cast<milliseconds>(next_query_ - clock::now()));
+    if (deadline_ms_ && !deadline_fired_) wait = std::min(wait, milliseconds(deadline_ms_ - unix_now_ms()));
+    wait = std::max(wait, milliseconds(0));
+    if (pub_) {
+      pub_->wait_and_refresh(sigfd_, wait);
+    } else {
+      pollfd p{sigfd_, POLLIN, 0};
+      poll(&p, 1, static_cast<int>(wait.count()));
+    }
+    signalfd_siginfo si;
+    while (read(sigfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) handle_signal(si);
+    reap();  // a SIGCHLD merged with another may not show up on its own
+    if (child_done_) break;
+    if (pub_ && !opts_.job_id.empty() && clock::now() >= next_query_) query_job("periodic");
+    check_deadline();
+    take_publisher_role();
+    follow_node_flags();
+  }
+  end_leftovers();
+  pub_.reset();
+  if (state_) {
+    state_->release_publisher();
+    state_->unlink_if_last();
+  }
+  if (WIFEXITED(child_status_))
+    log("command exited with status %d", WEXITSTATUS(child_status_));
+  else if (WIFSIGNALED(child_status_))
+    log("command was killed by SIG%s", signal_name(WTERMSIG(child_status_)).c_str());
+  return child_status_;
+}
+
+}  // namespace
+
+int run_supervised(const supervisor_options& opts, char* const* argv, pid_t adopt) {
+  supervisor s(opts);
+  return s.run(argv, adopt);
+}
+
+void exit_like(int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    signal(sig, SIG_DFL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    sigprocmask(SIG_UNBLOCK, &one, nullptr);
+    raise(sig);
+    _exit(128 + sig);
+  }
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
+}  // namespace trainctl

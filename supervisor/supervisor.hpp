@@ -1,0 +1,41 @@
+// The supervisor: the process SLURM signals for one task. It runs the command (a
+// launcher such as torchrun, or the rank itself) shielded from the notice signals,
+// relays every notice to the rank processes (as a signal and through the node state),
+// tracks the deadline EndTime - graceful exit, publishes the switch files, and
+// forwards the command's exit status. `trainctl-run` and the SPANK plugin both run it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <csignal>
+#include <string>
+#include <vector>
+
+namespace trainctl {
+
+struct supervisor_options {
+  std::chrono::milliseconds graceful_exit{0};  // 0: no deadline from the job's EndTime
+  double deadline = 0;                         // an explicit unix deadline (seconds), 0: none
+  std::string kill_switch;                     // empty: none
+  std::string save_switch;
+  int graceful_signal = SIGUSR1;                        // what ranks receive
+  std::vector<int> shield{SIGTERM, SIGUSR1};            // ignored by the launcher
+  std::vector<int> notices{SIGTERM, SIGUSR1, SIGUSR2};  // signals that are notices
+  std::chrono::milliseconds poll_interval{10000};       // switch files
+  std::chrono::milliseconds endtime_poll{300000};       // controller queries: 12 per hour
+  std::vector<std::string> launchers{"torchrun", "accelerate", "deepspeed", "mpirun", "mpiexec", "srun"};
+  bool batch = false;      // the batch step: ranks only if a rank variable shows them
+  std::string job_id;      // SLURM_JOB_ID; empty: no controller queries
+  std::string state_path;  // node state; empty: the default for this step and node
+  std::string log_prefix = "trainctl-run";
+};
+
+// Runs `argv` (argv[0] looked up in PATH) under supervision and returns what this
+// process should exit with. With `adopt` > 0 the command already runs as that child.
+int run_supervised(const supervisor_options& opts, char* const* argv, pid_t adopt = 0);
+
+// Exits this process the way the command ended: its exit code, or the same signal.
+[[noreturn]] void exit_like(int wait_status);
+
+}  // namespace trainctl

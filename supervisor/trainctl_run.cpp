@@ -1,0 +1,153 @@
+// trainctl-run: the supervisor by hand, for clusters without the SPANK plugin.
+//   srun trainctl-run --graceful-exit=10 --kill-switch -- torchrun ... train.py
+#include <sys/wait.h>
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "parse.hpp"
+#include "supervisor.hpp"
+#include "switch_paths.hpp"
+#include "trainctl/trainctl.h"
+
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+[[noreturn]] void usage_error(const std::string& line) {
+  std::fprintf(stderr, "trainctl-run: %s (see trainctl-run --help)\n", line.c_str());
+  std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace trainctl;
+  CLI::App app{
+      "Runs COMMAND (a launcher such as torchrun, or the training program itself) so that SLURM's "
+      "time-limit and preemption notices reach the rank processes without killing the launcher, the "
+      "kill and save switches are watched once per node, and COMMAND's exit status is passed on.",
+      "trainctl-run"};
+  app.set_version_flag("--version", "trainctl-run " + std::to_string(TRAINCTL_VERSION_MAJOR) + "." +
+                                        std::to_string(TRAINCTL_VERSION_MINOR) + "." +
+                                        std::to_string(TRAINCTL_VERSION_PATCH));
+  std::string graceful, deadline, kill_switch, save_switch, signal_text = "USR1", shield, poll = "10s",
+                                                            endtime_poll = "5m", launchers, state;
+  bool no_shield = false, batch = false;
+  long adopt = 0;
+  std::vector<std::string> command;
+  app.add_option("--graceful-exit", graceful,
+                 "ask the ranks to exit this long before the job's EndTime: 90s, 10m, 1h (a bare number is minutes)");
+  app.add_option("--deadline", deadline, "ask the ranks to exit at this unix time (seconds)");
+  auto* ks = app.add_option("--kill-switch", kill_switch,
+                            "watch this file; while it exists ranks exit, and a new task does not start "
+                            "(default $SLURM_SUBMIT_DIR/kill-switch-$SLURM_JOB_NAME, or $KILL_SWITCH)")
+                 ->expected(0, 1);
+  auto* ss = app.add_option("--save-switch", save_switch,
+                            "watch this file; each touch makes every rank save once "
+                            "(default $SLURM_SUBMIT_DIR/save-switch-$SLURM_JOB_NAME, or $SAVE_SWITCH)")
+                 ->expected(0, 1);
+  app.add_option("--graceful-signal", signal_text, "the signal ranks receive with a notice (default USR1)");
+  app.add_option("--shield", shield,
+                 "signals the command ignores so they cannot kill a launcher (default TERM,USR1 "
+                 "and the graceful signal)");
+  app.add_flag("--no-shield", no_shield, "do not shield the command from any signal");
+  app.add_option("--poll-interval", poll, "how often the switch files are stat'ed (default 10s)");
+  app.add_option("--endtime-poll", endtime_poll,
+                 "how often the job's EndTime is read from the controller (default 5m)");
+  app.add_option("--launchers", launchers, "extra launcher names that are never ranks, comma separated");
+  app.add_flag("--batch", batch, "this is the batch step: signal only processes that carry a rank variable");
+  app.add_option("--adopt", adopt, "supervise this existing child instead of starting COMMAND (SPANK plugin)")
+      ->group("");
+  app.add_option("--state", state, "node state file (default: per job step and node)")->group("");
+  app.add_option("command", command, "the command to run")->expected(-1);
+  app.positionals_at_end(true);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    usage_error(e.what());
+  }
+
+  supervisor_options o;
+  try {
+    if (!graceful.empty()) o.graceful_exit = parse_duration(graceful, 'm');
+  } catch (const parse_error& e) {
+    usage_error(std::string("--graceful-exit: ") + e.what());
+  }
+  try {
+    if (!deadline.empty()) o.deadline = parse_unix_time(deadline);
+  } catch (const parse_error& e) {
+    usage_error(std::string("--deadline: ") + e.what());
+  }
+  try {
+    o.graceful_signal = parse_signal(signal_text);
+    if (o.graceful_signal == SIGKILL || o.graceful_signal == SIGSTOP)
+      throw parse_error("KILL and STOP cannot be caught by ranks; accepted: e.g. USR1, USR2, TERM");
+  } catch (const parse_error& e) {
+    usage_error(std::string("--graceful-signal: ") + e.what());
+  }
+  try {
+    if (!no_shield) {
+      o.shield = shield.empty() ? std::vector<int>{SIGTERM, SIGUSR1} : parse_signal_list(shield);
+      if (std::find(o.shield.begin(), o.shield.end(), o.graceful_signal) == o.shield.end())
+        o.shield.push_back(o.graceful_signal);
+    } else {
+      o.shield.clear();
+    }
+  } catch (const parse_error& e) {
+    usage_error(std::string("--shield: ") + e.what());
+  }
+  try {
+    o.poll_interval = parse_duration(poll, 's', false, std::chrono::hours(1));
+    o.endtime_poll = parse_duration(endtime_poll, 's', false, std::chrono::hours(24));
+  } catch (const parse_error& e) {
+    usage_error(std::string("--poll-interval/--endtime-poll: ") + e.what());
+  }
+  if (!launchers.empty()) {
+    size_t start = 0;
+    while (start <= launchers.size()) {
+      const size_t comma = launchers.find(',', start);
+      const std::string name = launchers.substr(start, comma - start);
+      if (!name.empty()) o.launchers.push_back(name);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  const std::string submit = env("SLURM_SUBMIT_DIR"), job_name = env("SLURM_JOB_NAME");
+  if (ks->count() > 0)
+    o.kill_switch = !kill_switch.empty()          ? kill_switch
+                    : !env("KILL_SWITCH").empty() ? env("KILL_SWITCH")
+                                                  : default_switch_path("kill-switch", submit, job_name);
+  else
+    o.kill_switch = env("KILL_SWITCH");
+  if (ss->count() > 0)
+    o.save_switch = !save_switch.empty()          ? save_switch
+                    : !env("SAVE_SWITCH").empty() ? env("SAVE_SWITCH")
+                                                  : default_switch_path("save-switch", submit, job_name);
+  else
+    o.save_switch = env("SAVE_SWITCH");
+  o.batch = batch;
+  o.job_id = env("SLURM_JOB_ID");
+  o.state_path = state;
+  const std::string task = env("SLURM_PROCID");
+  o.log_prefix = "trainctl-run" + (env("SLURMD_NODENAME").empty()
+                                       ? std::string()
+                                       : "[" + env("SLURMD_NODENAME") + (task.empty() ? "" : " task " + task) + "]");
+  if (adopt <= 0 && command.empty()) usage_error("no command given; usage: trainctl-run [options] -- COMMAND...");
+
+  std::vector<char*> args;
+  for (auto& a : command) args.push_back(&a[0]);
+  args.push_back(nullptr);
+  exit_like(run_supervised(o, args.data(), static_cast<pid_t>(adopt)));
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# `scancel --signal=USR1` mid-run with trainctl-run around torchrun: the launchers
+# survive, all 4 ranks save at one step and exit, srun exits 0, the job is COMPLETED.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+write_torchrun_job "$TEST_DIR/job.sh" "$BUILD/bin/trainctl-run" --kill-switch="$TEST_DIR/KILL" --
+job=$(submit -N2 --ntasks-per-node=1 --time=10 -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
+log "submitted job $job"
+wait_for 120 "4 ranks started" events_at_least start 4
+sleep 2
+log "scancel --signal=USR1 $job"
+scancel --signal=USR1 "$job"
+wait_for 60 "the job to end" job_ended "$job"
+read -r n steps reasons < <(exit_summary)
+[ "$(job_state "$job")" = COMPLETED ] || fail "job ended $(job_state "$job"), not COMPLETED"
+[ "$n" = 4 ] && [ "$steps" = 1 ] || fail "expected 4 ranks to exit at one step; got $n ranks at $steps steps"
+[ "$reasons" = signal ] || fail "expected reason 'signal', got '$reasons'"
+[ "$(events_count save)" -eq 4 ] || fail "expected 4 saves, got $(events_count save)"
+grep -q "received SIGUSR1" "$TEST_DIR/job.out" || fail "the supervisor did not log the notice"
+log "PASS: 4 ranks saved and exited at one step (reason $reasons); job COMPLETED"
