@@ -1,0 +1,33 @@
+// The plugin's site settings (plugstack.conf arguments) and the validation of its
+// user options. Plain C++ with no SLURM dependency, so tests and fuzzers can use it.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace trainctl {
+
+struct site_settings {
+  std::chrono::milliseconds default_graceful_exit{0};  // 0: none unless the user asks
+  std::vector<int> allowed_signals;                    // graceful signals a user may pick
+  int default_signal = 0;                              // SIGUSR1 unless set
+  std::string launchers;                               // extra names, comma separated
+  std::chrono::milliseconds poll_interval{10000};
+  std::chrono::milliseconds endtime_poll{300000};
+  bool shield = true;
+  bool always = false;     // supervise every task, even without options
+  std::string supervisor;  // trainctl-run
+};
+
+// Applies one "key=value" plugstack.conf argument; throws parse_error naming the key,
+// the value and what is accepted.
+void apply_site_argument(site_settings& s, const std::string& arg);
+
+// Validation of user options as srun/sbatch/salloc receive them; each throws
+// parse_error with one line that names the option.
+std::chrono::milliseconds check_graceful_exit(const std::string& value);
+int check_graceful_signal(const std::string& value, const site_settings& s);
+std::string check_switch_path(const std::string& option, const std::string& value);
+
+}  // namespace trainctl

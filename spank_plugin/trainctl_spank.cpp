@@ -1,0 +1,227 @@
+// trainctl's SPANK plugin: --graceful-exit, --kill-switch, --save-switch and
+// --graceful-signal on srun, sbatch and salloc, and every task run under the trainctl
+// supervisor (trainctl-run). Thin on purpose: options, validation, site defaults,
+// environment, starting the supervisor; the supervisor does the rest.
+//
+// Contexts: option callbacks run in srun/sbatch/salloc (remote=0: validate and refuse)
+// and in slurmstepd (remote=1: record). slurm_spank_user_init runs in slurmstepd with
+// the user's privileges; slurm_spank_task_init runs in the task process as the user,
+// before it execs the user's command.
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+}
+
+#include "parse.hpp"
+#include "spank_args.hpp"
+#include "switch_paths.hpp"
+
+// spank.h's SPANK_PLUGIN defines const objects; in C++ they need extern "C" linkage
+// declared first, or they would be internal and the plugin loader would not find them.
+// The build hides every symbol by default; these are what the loader looks up (the
+// version script trainctl_spank.map is the second guard).
+#define TRAINCTL_SPANK_EXPORT __attribute__((visibility("default")))
+
+extern "C" {
+TRAINCTL_SPANK_EXPORT extern const char plugin_name[];
+TRAINCTL_SPANK_EXPORT extern const char plugin_type[];
+TRAINCTL_SPANK_EXPORT extern const unsigned int plugin_version;
+TRAINCTL_SPANK_EXPORT extern const unsigned int spank_plugin_version;
+SPANK_PLUGIN(trainctl, 1)
+}
+
+#ifndef TRAINCTL_RUN_PATH
+#define TRAINCTL_RUN_PATH "/usr/local/bin/trainctl-run"
+#endif
+
+namespace {
+
+using trainctl::parse_error;
+
+enum option_id { kGracefulExit = 1, kKillSwitch, kSaveSwitch, kGracefulSignal };
+
+// One process holds one copy: srun/sbatch, or one slurmstepd.
+struct state {
+  trainctl::site_settings site;
+  bool graceful_given = false, kill_given = false, save_given = false, signal_given = false;
+  std::chrono::milliseconds graceful_exit{0};
+  std::string kill_switch, save_switch;
+  int graceful_signal = SIGUSR1;
+} g;
+
+int option_cb(int val, const char* optarg, int remote) {
+  const std::string value = optarg != nullptr ? optarg : "";
+  try {
+    switch (val) {
+      case kGracefulExit:
+        g.graceful_exit = trainctl::check_graceful_exit(value);
+        g.graceful_given = true;
+        break;
+      case kKillSwitch:
+        g.kill_switch = trainctl::check_switch_path("kill-switch", value);
+        g.kill_given = true;
+        break;
+      case kSaveSwitch:
+        g.save_switch = trainctl::check_switch_path("save-switch", value);
+        g.save_given = true;
+        break;
+      case kGracefulSignal:
+        g.graceful_signal = trainctl::check_graceful_signal(value, g.site);
+        g.signal_given = true;
+        break;
+      default:
+        return -1;
+    }
+  } catch (const parse_error& e) {
+    // remote == 0: srun/sbatch/salloc print this and submit nothing.
+    slurm_error("trainctl: %s", e.what());
+    return -1;
+  }
+  (void)remote;
+  return 0;
+}
+
+struct spank_option g_options[] = {
+    {const_cast<char*>("graceful-exit"), const_cast<char*>("DURATION"),
+     const_cast<char*>("trainctl: ask the ranks to save and exit this long before the time limit (90s, 10m, 1h; "
+                       "a bare number is minutes)"),
+     1, kGracefulExit, option_cb},
+    {const_cast<char*>("kill-switch"), const_cast<char*>("PATH"),
+     const_cast<char*>("trainctl: while PATH exists, ranks save and exit and new tasks end at once "
+                       "(default $SLURM_SUBMIT_DIR/kill-switch-<job name>); exported as KILL_SWITCH"),
+     2, kKillSwitch, option_cb},
+    {const_cast<char*>("save-switch"), const_cast<char*>("PATH"),
+     const_cast<char*>("trainctl: each touch of PATH makes every rank save once "
+                       "(default $SLURM_SUBMIT_DIR/save-switch-<job name>); exported as SAVE_SWITCH"),
+     2, kSaveSwitch, option_cb},
+    {const_cast<char*>("graceful-signal"), const_cast<char*>("SIG"),
+     const_cast<char*>("trainctl: the signal ranks receive with a notice (default USR1)"), 1, kGracefulSignal,
+     option_cb},
+    SPANK_OPTIONS_TABLE_END};
+
+bool active() {
+  return g.graceful_given || g.kill_given || g.save_given || g.signal_given || g.site.always ||
+         g.site.default_graceful_exit.count() > 0;
+}
+
+std::string job_env(spank_t sp, const char* name) {
+  char buf[4096];
+  if (spank_getenv(sp, name, buf, sizeof buf) != ESPANK_SUCCESS) return "";
+  return buf;
+}
+
+// The switch paths, filled in from the defaults where the option had no value.
+void resolve_switches(spank_t sp) {
+  const std::string submit = job_env(sp, "SLURM_SUBMIT_DIR"), name = job_env(sp, "SLURM_JOB_NAME");
+  if (g.kill_given && g.kill_switch.empty()) g.kill_switch = trainctl::default_switch_path("kill-switch", submit, name);
+  if (g.save_given && g.save_switch.empty()) g.save_switch = trainctl::default_switch_path("save-switch", submit, name);
+}
+
+}  // namespace
+
+extern "C" {
+
+// All contexts, as root in slurmstepd: parse site arguments, register the options.
+TRAINCTL_SPANK_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
+  g.site.supervisor = TRAINCTL_RUN_PATH;
+  g.site.default_signal = SIGUSR1;
+  for (int i = 0; i < ac; ++i) {
+    try {
+      trainctl::apply_site_argument(g.site, av[i]);
+    } catch (const parse_error& e) {
+      slurm_error("trainctl: plugstack.conf argument %d '%s' ignored: %s", i + 1, av[i], e.what());
+    }
+  }
+  g.graceful_signal = g.site.default_signal;
+  g.graceful_exit = g.site.default_graceful_exit;
+  for (struct spank_option* o = g_options; o->name != nullptr; ++o) {
+    if (spank_option_register(sp, o) != ESPANK_SUCCESS) {
+      slurm_error("trainctl: cannot register --%s", o->name);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+// slurmstepd, user privileges: export the switch paths into the job's environment
+// (the batch script and every task), whatever --export said.
+TRAINCTL_SPANK_EXPORT int slurm_spank_user_init(spank_t sp, int ac, char** av) {
+  (void)ac;
+  (void)av;
+  if (!active()) return 0;
+  resolve_switches(sp);
+  if (!g.kill_switch.empty()) spank_setenv(sp, "KILL_SWITCH", g.kill_switch.c_str(), 1);
+  if (!g.save_switch.empty()) spank_setenv(sp, "SAVE_SWITCH", g.save_switch.c_str(), 1);
+  return 0;
+}
+
+// In the task process, as the user, before slurmstepd execs the user's command. On
+// 22.05 there is no way to change the task's argv, so the task forks: the child goes
+// on to become the user's command (with the notice signals ignored), and this
+// process, the one slurmstepd signals and waits for, becomes the supervisor.
+TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
+  (void)ac;
+  (void)av;
+  if (!active()) return 0;
+  resolve_switches(sp);
+  uint32_t step = 0;
+  spank_get_item(sp, S_JOB_STEPID, &step);
+  const bool batch = step == SLURM_BATCH_SCRIPT;
+
+  std::vector<std::string> args{g.site.supervisor};
+  if (batch) args.push_back("--batch");
+  if (g.graceful_exit.count() > 0) args.push_back("--graceful-exit=" + std::to_string(g.graceful_exit.count()) + "ms");
+  if (!g.kill_switch.empty()) args.push_back("--kill-switch=" + g.kill_switch);
+  if (!g.save_switch.empty()) args.push_back("--save-switch=" + g.save_switch);
+  args.push_back("--graceful-signal=" + trainctl::signal_name(g.graceful_signal));
+  args.push_back("--poll-interval=" + std::to_string(g.site.poll_interval.count()) + "ms");
+  args.push_back("--endtime-poll=" + std::to_string(g.site.endtime_poll.count()) + "ms");
+  if (!g.site.launchers.empty()) args.push_back("--launchers=" + g.site.launchers);
+  if (!g.site.shield) args.push_back("--no-shield");
+
+  char** env = nullptr;
+  if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS) env = environ;
+
+  const pid_t child = fork();
+  if (child < 0) {
+    slurm_error("trainctl: fork failed (%s); the task runs without the supervisor", std::strerror(errno));
+    return 0;
+  }
+  if (child == 0) {
+    // slurmstepd leaves SIGCHLD (and what else it blocked) blocked in the task, and
+    // the command would inherit that mask: a launcher waiting for its workers with
+    // SIGCHLD blocked misses them.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (g.site.shield) {
+      signal(SIGTERM, SIG_IGN);
+      signal(SIGUSR1, SIG_IGN);
+      signal(g.graceful_signal, SIG_IGN);
+    }
+    return 0;  // slurmstepd goes on and execs the user's command here
+  }
+  args.insert(args.begin() + 1, "--adopt=" + std::to_string(child));
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(&a[0]);
+  argv.push_back(nullptr);
+  execve(argv[0], argv.data(), env);
+  // Never return into slurmstepd's path from here: the task would run twice.
+  slurm_error("trainctl: cannot run the supervisor %s (%s); the task runs unsupervised", argv[0], std::strerror(errno));
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
+
+}  // extern "C"
