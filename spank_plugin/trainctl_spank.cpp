@@ -60,7 +60,10 @@ struct state {
 } g;
 
 int option_cb(int val, const char* optarg, int remote) {
-  const std::string value = optarg != nullptr ? optarg : "";
+  std::string value = optarg != nullptr ? optarg : "";
+  // An option given without its optional value reaches the steps of a batch script
+  // through SLURM_SPANK_OPTION_... as the text "(null)" (22.05): that is no value.
+  if (value == "(null)") value.clear();
   try {
     switch (val) {
       case kGracefulExit:

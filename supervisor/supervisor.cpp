@@ -33,7 +33,7 @@ std::string clock_time(std::int64_t unix_ms) {
   std::tm tm{};
   localtime_r(&t, &tm);
   char buf[32];
-  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
   return buf;
 }
 

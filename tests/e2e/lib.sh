@@ -99,19 +99,23 @@ PY
 
 # MODE (first argument of a test that declares "# e2e-modes: run plugin"): "run" wraps
 # each srun task in trainctl-run with the supervisor options; "plugin" passes them to
-# sbatch, for the SPANK plugin. supervised_job FILE SBATCH_ARRAY_NAME OPTIONS... writes
-# the job script and fills the named array with the sbatch options to use.
+# sbatch, for the SPANK plugin. supervised_job FILE OPTIONS... writes the job script
+# and sets JOB_OPTS to the options sbatch must get.
 MODE=${1:-run}
+# shellcheck disable=SC2034  # read by the tests that source this file
+JOB_OPTS=()
 supervised_job() {
-  local file=$1 arr=$2
-  shift 2
+  local file=$1
+  shift
   if [ "$MODE" = plugin ]; then
     grep -q trainctl "$TRAINCTL_CLUSTER_PLUGSTACK" || fail "the plugin is not in plugstack.conf"
     write_torchrun_job "$file"
-    eval "$arr=(\"\$@\")"
+    # shellcheck disable=SC2034
+    JOB_OPTS=("$@")
   else
     write_torchrun_job "$file" "$BUILD/bin/trainctl-run" "$@" --
-    eval "$arr=()"
+    # shellcheck disable=SC2034
+    JOB_OPTS=()
   fi
 }
 TRAINCTL_CLUSTER_PLUGSTACK=$(dirname "$SLURM_CONF")/plugstack.conf

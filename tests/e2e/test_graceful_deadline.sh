@@ -5,15 +5,15 @@
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-supervised_job "$TEST_DIR/job.sh" opts --graceful-exit=1
-job=$(submit -N2 --ntasks-per-node=1 --time=2 "${opts[@]}" -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
+supervised_job "$TEST_DIR/job.sh" --graceful-exit=1
+job=$(submit -N2 --ntasks-per-node=1 --time=2 "${JOB_OPTS[@]}" -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
 log "submitted job $job ($MODE), time limit 2 min, graceful exit 1 min"
 wait_for 120 "4 ranks started" events_at_least start 4
 start=$(job_field "$job" StartTime)
 wait_for 110 "the job to end" job_ended "$job"
 read -r n steps reasons < <(exit_summary)
 [ "$(job_state "$job")" = COMPLETED ] || fail "job ended $(job_state "$job"), not COMPLETED"
-[ "$n" = 4 ] && [ "$steps" = 1 ] || fail "expected 4 ranks to exit at one step; got $n at $steps steps"
+{ [ "$n" = 4 ] && [ "$steps" = 1 ]; } || fail "expected 4 ranks to exit at one step; got $n at $steps steps"
 [ "$reasons" = deadline ] || fail "expected reason deadline, got '$reasons'"
 first_exit=$(python3 -c 'import glob,json,sys; print(min(json.loads(l)["time"] for f in glob.glob(sys.argv[1]+"/events/*") for l in open(f) if "\"exit\"" in l))' "$TEST_DIR")
 offset=$(python3 -c 'import sys,time; print(round(float(sys.argv[1]) - time.mktime(time.strptime(sys.argv[2], "%Y-%m-%dT%H:%M:%S")), 1))' "$first_exit" "$start")

@@ -5,8 +5,8 @@
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-supervised_job "$TEST_DIR/job.sh" opts --kill-switch="$TEST_DIR/KILL"
-job=$(submit -N2 --ntasks-per-node=1 --time=10 --array=1-5%1 "${opts[@]}" -o "$TEST_DIR/job-%a.out" "$TEST_DIR/job.sh")
+supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL"
+job=$(submit -N2 --ntasks-per-node=1 --time=10 --array=1-5%1 "${JOB_OPTS[@]}" -o "$TEST_DIR/job-%a.out" "$TEST_DIR/job.sh")
 log "submitted array $job ($MODE)"
 wait_for 120 "4 ranks of the first task started" events_at_least start 4
 sleep 2
@@ -15,7 +15,7 @@ touch "$TEST_DIR/KILL"
 all_ended() { [ -z "$(squeue -h -j "$job" 2>/dev/null)" ]; }
 wait_for 120 "the whole array to end" all_ended
 read -r n steps reasons < <(exit_summary)
-[ "$n" = 4 ] && [ "$steps" = 1 ] && [ "$reasons" = kill-switch ] || fail "first task: $n exits at $steps steps ($reasons)"
+{ [ "$n" = 4 ] && [ "$steps" = 1 ] && [ "$reasons" = kill-switch ]; } || fail "first task: $n exits at $steps steps ($reasons)"
 [ "$(events_count start)" -eq 4 ] || fail "later tasks started training: $(events_count start) starts"
 for t in 2 3 4 5; do
   id="${job}_$t"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# `scancel --signal=USR1` mid-run with trainctl-run around torchrun: the launchers
-# survive, all 4 ranks save at one step and exit, srun exits 0, the job is COMPLETED.
+# e2e-modes: run plugin
+# `scancel --signal=USR1` mid-run with torchrun under the supervisor (trainctl-run or
+# the plugin): the launchers survive, all 4 ranks save at one step and exit, srun exits 0, the job is COMPLETED.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-write_torchrun_job "$TEST_DIR/job.sh" "$BUILD/bin/trainctl-run" --kill-switch="$TEST_DIR/KILL" --
-job=$(submit -N2 --ntasks-per-node=1 --time=10 -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
+supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL"
+job=$(submit -N2 --ntasks-per-node=1 --time=10 "${JOB_OPTS[@]}" -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
 log "submitted job $job"
 wait_for 120 "4 ranks started" events_at_least start 4
 sleep 2
@@ -14,7 +15,9 @@ scancel --signal=USR1 "$job"
 wait_for 60 "the job to end" job_ended "$job"
 read -r n steps reasons < <(exit_summary)
 [ "$(job_state "$job")" = COMPLETED ] || fail "job ended $(job_state "$job"), not COMPLETED"
-[ "$n" = 4 ] && [ "$steps" = 1 ] || fail "expected 4 ranks to exit at one step; got $n ranks at $steps steps"
+{ [ "$n" = 4 ] && [ "$steps" = 1 ]; } || fail "expected 4 ranks to exit at one step; got $n ranks at $steps steps"
+srun_rc=$(job_field "$job" ExitCode)
+[ "$srun_rc" = 0:0 ] || fail "the job's exit code is $srun_rc, not 0:0"
 [ "$reasons" = signal ] || fail "expected reason 'signal', got '$reasons'"
 [ "$(events_count save)" -eq 4 ] || fail "expected 4 saves, got $(events_count save)"
 grep -q "received SIGUSR1" "$TEST_DIR/job.out" || fail "the supervisor did not log the notice"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Bad option values are refused at submission by srun, sbatch and salloc, with one
+# line naming the option; nothing is submitted.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+grep -q trainctl "$TRAINCTL_CLUSTER_PLUGSTACK" || fail "the plugin is not in plugstack.conf"
+
+before=$(squeue -h | wc -l)
+check() {  # check COMMAND...: must fail with a trainctl line naming the option
+  local out rc=0
+  out=$("$@" 2>&1) || rc=$?
+  [ "$rc" -ne 0 ] || fail "$* was accepted"
+  grep -q "trainctl: --" <<<"$out" || fail "$* gave no trainctl line: $out"
+  log "refused: $* -> $(grep 'trainctl: --' <<<"$out" | head -1)"
+}
+for bad in --graceful-exit=abc --graceful-exit=0 --graceful-exit=-5 --graceful-exit=99999h --graceful-signal=NOPE --graceful-signal=KILL; do
+  check sbatch "$bad" --wrap true
+  check srun -N1 "$bad" true
+  check salloc -N1 "$bad" true
+done
+[ "$(squeue -h | wc -l)" -eq "$before" ] || fail "something was submitted"
+sbatch --graceful-exit=90s --graceful-signal=USR2 --wrap true >/dev/null || fail "good values were refused"
+log "PASS: every bad value refused by sbatch, srun and salloc; nothing submitted"
