@@ -79,6 +79,8 @@ std::optional<job_times> parse_scontrol_job(const std::string& line) {
         jt.limit_s = parse_slurm_duration(value);
       } else if (key == "PreemptTime") {
         jt.preempting = parse_slurm_timestamp(value) != 0;
+      } else if (key == "Requeue") {
+        jt.requeue = value == "1";
       } else if (key == "JobState") {
         jt.state = value;
       }
@@ -90,13 +92,19 @@ std::optional<job_times> parse_scontrol_job(const std::string& line) {
   return jt;
 }
 
-std::optional<job_times> query_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error) {
-  auto fail = [&](const std::string& why) -> std::optional<job_times> {
-    if (error != nullptr) *error = why;
-    return std::nullopt;
+bool run_captured(const std::vector<std::string>& args, std::chrono::milliseconds timeout, std::string* text,
+                  std::string* error) {
+  std::string what;
+  for (const auto& a : args) what += (what.empty() ? "" : " ") + a;
+  auto fail = [&](const std::string& why) {
+    if (error != nullptr) *error = what + ": " + why;
+    return false;
   };
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) return fail(std::string("pipe: ") + std::strerror(errno));
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
   const pid_t pid = fork();
   if (pid < 0) {
     close(out[0]);
@@ -110,11 +118,10 @@ std::optional<job_times> query_job(const std::string& job_id, std::chrono::milli
     dup2(out[1], STDOUT_FILENO);
     const int devnull = open("/dev/null", O_WRONLY);
     if (devnull >= 0) dup2(devnull, STDERR_FILENO);
-    execlp("scontrol", "scontrol", "show", "job", "-o", job_id.c_str(), static_cast<char*>(nullptr));
+    execvp(argv[0], argv.data());
     _exit(127);
   }
   close(out[1]);
-  std::string text;
   const auto end = std::chrono::steady_clock::now() + timeout;
   bool timed_out = false;
   while (true) {
@@ -133,19 +140,30 @@ std::optional<job_times> query_job(const std::string& job_id, std::chrono::milli
     char buf[4096];
     const ssize_t n = read(out[0], buf, sizeof buf);
     if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
+    if (text != nullptr && text->size() < (1 << 20)) text->append(buf, static_cast<size_t>(n));
   }
   close(out[0]);
   if (timed_out) kill(pid, SIGKILL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (timed_out) return fail("scontrol show job " + job_id + " did not answer within " + format_duration(timeout));
+  if (timed_out) return fail("no answer within " + format_duration(timeout));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return fail("scontrol show job " + job_id + " failed (exit " + std::to_string(WEXITSTATUS(status)) + ")");
+    return fail("failed (exit " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)) +
+                ")");
+  return true;
+}
+
+std::optional<job_times> query_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error) {
+  std::string text;
+  if (!run_captured({"scontrol", "show", "job", "-o", job_id}, timeout, &text, error)) return std::nullopt;
   auto jt = parse_scontrol_job(text.substr(0, text.find('\n')));
-  if (!jt) return fail("scontrol show job " + job_id + " printed no job record");
+  if (!jt && error != nullptr) *error = "scontrol show job " + job_id + " printed no job record";
   return jt;
+}
+
+bool requeue_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error) {
+  return run_captured({"scontrol", "requeue", job_id}, timeout, nullptr, error);
 }
 
 }  // namespace trainctl

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace trainctl {
 
@@ -14,6 +15,7 @@ struct job_times {
   std::int64_t end_ms = 0;    // EndTime as unix ms; 0 when unknown
   std::int64_t limit_s = -1;  // TimeLimit in seconds; -1 UNLIMITED or unknown
   bool preempting = false;    // PreemptTime is set: preemption has begun
+  bool requeue = false;       // Requeue=1: the job may be requeued
   std::string state;          // JobState
 };
 
@@ -31,5 +33,14 @@ std::int64_t parse_slurm_timestamp(const std::string& text);
 // Runs `scontrol show job -o JOB` with a timeout. nullopt when it failed or timed out;
 // `error` then says why in one line.
 std::optional<job_times> query_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error);
+
+// `scontrol requeue JOB`: puts a job that was preempted (and ended early, after its
+// ranks saved) back in the queue. False with `error` set when it failed.
+bool requeue_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error);
+
+// Runs argv (looked up in PATH) with stdout captured, under a timeout; true when it
+// exited 0. `error` says why not, in one line.
+bool run_captured(const std::vector<std::string>& argv, std::chrono::milliseconds timeout, std::string* out,
+                  std::string* error);
 
 }  // namespace trainctl

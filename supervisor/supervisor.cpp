@@ -55,6 +55,7 @@ class supervisor {
   void follow_node_flags();
   void check_deadline();
   void end_leftovers();
+  void requeue_if_preempted();
 
   supervisor_options opts_;
   std::unique_ptr<node_state_file> state_;
@@ -250,6 +251,24 @@ void supervisor::end_leftovers() {
   }
 }
 
+// The batch script ended while the job was being preempted (its ranks saved and
+// exited within the grace): SLURM would count the job as finished, so put it back in
+// the queue now, as preemption with requeue would have at the end of the grace.
+void supervisor::requeue_if_preempted() {
+  if (opts_.job_id.empty()) return;
+  std::string error;
+  const auto jt = trainctl::query_job(opts_.job_id, milliseconds(10000), &error);
+  if (!jt || !jt->preempting) return;
+  if (!jt->requeue) {
+    log("the job was preempted and is not requeueable (submit with --requeue to resume it)");
+    return;
+  }
+  if (requeue_job(opts_.job_id, milliseconds(10000), &error))
+    log("the job was preempted: requeued it to resume");
+  else
+    log("the job was preempted but could not be requeued: %s", error.c_str());
+}
+
 int supervisor::run(char* const* argv, pid_t adopt) {
   if (!opts_.kill_switch.empty()) {
     struct stat st {};
@@ -281,6 +300,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
   if (!opts_.save_switch.empty()) setenv("SAVE_SWITCH", opts_.save_switch.c_str(), 1);
   const std::string sigs = signal_name(opts_.graceful_signal) + ",TERM";
   setenv("TRAINCTL_SIGNALS", sigs.c_str(), 0);
+  setenv("TRAINCTL_SUPERVISED", "1", 1);  // a batch script can tell it already runs under one
   query_job("at start");
 
   child_ = adopt > 0 ? adopt : start_command(argv);
@@ -307,6 +327,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     follow_node_flags();
   }
   end_leftovers();
+  if (opts_.batch) requeue_if_preempted();
   pub_.reset();
   if (state_) {
     state_->release_publisher();

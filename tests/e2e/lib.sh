@@ -80,8 +80,14 @@ write_torchrun_job() {
   local file=$1 port
   shift
   port=$(free_port)
+  local batch_line=""
+  # Without the plugin the batch script puts itself under trainctl-run --batch, which
+  # requeues the job when its ranks saved and exited during a preemption.
+  # shellcheck disable=SC2016  # expanded when the job runs
+  [ $# -gt 0 ] && batch_line='[ -n "${TRAINCTL_SUPERVISED:-}" ] || exec '"$BUILD"'/bin/trainctl-run --batch -- "$0" "$@"'
   cat >"$file" <<JOB
 #!/bin/bash
+$batch_line
 srun --ntasks-per-node=1 bash -c 'exec $* ${TORCHRUN[*]} --nnodes=\$SLURM_NNODES --nproc_per_node=2 \
   --rdzv_backend=static --master_addr=127.0.0.1 --master_port=$port --node_rank=\$SLURM_NODEID \
   $TRAIN --ckpt-dir $TEST_DIR/ckpt --steps ${STEPS:-100000} --step-time 0.05 --events "$TEST_DIR/events/rank{rank}.jsonl"'
