@@ -17,10 +17,19 @@
 #include <string>
 #include <vector>
 
+// spank.h declares the slurm_spank_* callbacks before it opens its own extern "C".
 extern "C" {
-#include <slurm/slurm.h>
 #include <slurm/spank.h>
 }
+
+#ifndef SLURM_BATCH_SCRIPT  // slurm.h's value, the same from 20.11 to 25.x
+#define SLURM_BATCH_SCRIPT 0xfffffffb
+#endif
+// From 23.11 a plugin can put the supervisor in front of the task's argv; before
+// that (22.05 here) the task has to fork, see slurm_spank_task_init.
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+#define TRAINCTL_HAVE_PREPEND_ARGV 1
+#endif
 
 #include "parse.hpp"
 #include "spank_args.hpp"
@@ -192,6 +201,15 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   if (!g.site.launchers.empty()) args.push_back("--launchers=" + g.site.launchers);
   if (!g.site.shield) args.push_back("--no-shield");
 
+#ifdef TRAINCTL_HAVE_PREPEND_ARGV
+  // The supervisor starts the command itself: argv becomes trainctl-run OPTIONS -- argv.
+  args.push_back("--");
+  std::vector<const char*> pre;
+  for (auto& a : args) pre.push_back(a.c_str());
+  if (spank_prepend_task_argv(sp, static_cast<int>(pre.size()), pre.data()) != ESPANK_SUCCESS)
+    slurm_error("trainctl: cannot put the supervisor in front of the task; it runs unsupervised");
+  return 0;
+#else
   char** env = nullptr;
   if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS) env = environ;
 
@@ -225,6 +243,7 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+#endif
 }
 
 }  // extern "C"

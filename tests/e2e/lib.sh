@@ -125,3 +125,9 @@ supervised_job() {
   fi
 }
 TRAINCTL_CLUSTER_PLUGSTACK=$(dirname "$SLURM_CONF")/plugstack.conf
+
+# The cluster must run the proctrack variant this test was registered for.
+if [ -n "${TRAINCTL_E2E_VARIANT:-}" ]; then
+  running=$(cat "$(dirname "$SLURM_CONF")/variant" 2>/dev/null || echo none)
+  [ "$running" = "$TRAINCTL_E2E_VARIANT" ] || fail "the cluster runs $running, this test is for $TRAINCTL_E2E_VARIANT"
+fi

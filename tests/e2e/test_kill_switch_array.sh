@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # e2e-modes: run plugin
+# e2e-variants: linuxproc cgroup
 # The kill switch with --array=1-5%1: the running task saves and exits; every later
 # task ends within 5 s without starting training.
 # shellcheck source=tests/e2e/lib.sh

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# e2e-modes: run plugin
+# e2e-variants: linuxproc cgroup
+# `scontrol update TimeLimit=` (a decrease) mid-run moves the notice: with --time=5 and
+# a graceful exit of 1 minute the ranks would exit at 4 min; after the limit drops to
+# 2 min they exit at about 1 min. The supervisor re-reads EndTime every endtime_poll
+# (10 s on the test cluster, 5 min by default: 12 queries per node per hour).
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+extra=()
+[ "$MODE" = run ] && extra=(--endtime-poll=10s)
+supervised_job "$TEST_DIR/job.sh" --graceful-exit=1 "${extra[@]}"
+job=$(submit -N2 --ntasks-per-node=1 --time=5 "${JOB_OPTS[@]}" -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
+log "submitted job $job ($MODE), time limit 5 min, graceful exit 1 min"
+wait_for 120 "4 ranks started" events_at_least start 4
+start=$(job_field "$job" StartTime)
+scontrol update JobId="$job" TimeLimit=2 || fail "scontrol update refused"
+log "TimeLimit lowered to 2 min: EndTime $(job_field "$job" EndTime)"
+wait_for 100 "4 ranks to exit" events_at_least exit 4
+read -r n steps reasons < <(exit_summary)
+{ [ "$n" = 4 ] && [ "$steps" = 1 ]; } || fail "expected 4 ranks to exit at one step; got $n at $steps steps"
+[ "$reasons" = deadline ] || fail "expected reason deadline, got '$reasons'"
+first_exit=$(python3 -c 'import glob,json,sys; print(min(json.loads(l)["time"] for f in glob.glob(sys.argv[1]+"/events/*") for l in open(f) if "\"exit\"" in l))' "$TEST_DIR")
+offset=$(python3 -c 'import sys,time; print(round(float(sys.argv[1]) - time.mktime(time.strptime(sys.argv[2], "%Y-%m-%dT%H:%M:%S")), 1))' "$first_exit" "$start")
+python3 -c 'import sys; sys.exit(0 if 55 <= float(sys.argv[1]) <= 80 else 1)' "$offset" || fail "exit at $offset s, not about 60 s"
+wait_for 60 "the job to end" job_ended "$job"
+[ "$(job_state "$job")" = COMPLETED ] || fail "job ended $(job_state "$job")"
+log "PASS: the lowered limit moved the exit to $offset s after the start (reason deadline); COMPLETED"

@@ -1,0 +1,90 @@
+#include "ranks.hpp"
+
+#include <unistd.h>
+
+#include "fixture.hpp"
+
+using namespace trainctl;
+using trainctl_test::temp_dir;
+
+namespace {
+
+// A fake /proc: pid -> (ppid, environ, cmdline). Every entry belongs to this user.
+void proc(const temp_dir& t, pid_t pid, pid_t ppid, const std::string& env, const std::string& cmd) {
+  const std::string dir = "proc/" + std::to_string(pid);
+  t.write(dir + "/stat", std::to_string(pid) + " (x y) S " + std::to_string(ppid) + " 1 1 0\n");
+  t.write(dir + "/environ", env);
+  t.write(dir + "/cmdline", cmd);
+}
+
+std::string nul(std::initializer_list<std::string> parts) {
+  std::string out;
+  for (const auto& p : parts) out += p + '\0';
+  return out;
+}
+
+const std::vector<std::string> kLaunchers{"torchrun", "accelerate", "deepspeed"};
+
+}  // namespace
+
+TEST(Ranks, TorchrunWorkersInNewSessionsButNotTheirDataLoaders) {
+  temp_dir t;
+  proc(t, 100, 1, nul({"PATH=/bin"}), nul({"trainctl-run"}));                                     // supervisor
+  proc(t, 101, 100, nul({"PATH=/bin"}), nul({"/usr/bin/python3", "/usr/bin/torchrun", "x.py"}));  // launcher
+  proc(t, 102, 101, nul({"RANK=0", "LOCAL_RANK=0"}), nul({"python3", "x.py"}));                   // rank
+  proc(t, 103, 101, nul({"RANK=1", "LOCAL_RANK=1"}), nul({"python3", "x.py"}));                   // rank
+  proc(t, 104, 102, nul({"RANK=0", "LOCAL_RANK=0"}), nul({"python3", "x.py"}));                   // DataLoader worker
+  proc(t, 105, 104, nul({"RANK=0"}), nul({"python3"}));                                           // its child
+  proc(t, 200, 1, nul({"RANK=5"}), nul({"python3"}));                                             // elsewhere
+  auto ranks = find_ranks(100, kLaunchers, true, t / "proc");
+  std::sort(ranks.begin(), ranks.end());
+  EXPECT_EQ(ranks, (std::vector<pid_t>{102, 103}));
+}
+
+TEST(Ranks, NoLauncherMeansTheCommandIsTheRank) {
+  temp_dir t;
+  proc(t, 100, 1, "", nul({"trainctl-run"}));
+  proc(t, 101, 100, nul({"SLURM_PROCID=3"}), nul({"python3", "train.py"}));
+  proc(t, 102, 101, nul({"SLURM_PROCID=3"}), nul({"python3", "train.py"}));  // DataLoader
+  EXPECT_EQ(find_ranks(100, kLaunchers, true, t / "proc"), (std::vector<pid_t>{101}));
+  EXPECT_TRUE(find_ranks(100, kLaunchers, false, t / "proc").empty()) << "batch step: only rank variables count";
+}
+
+TEST(Ranks, ALauncherThatCarriesRankIsStillALauncher) {
+  temp_dir t;
+  proc(t, 100, 1, "", "");
+  proc(t, 101, 100, nul({"RANK=0"}), nul({"python3", "-m", "torch.distributed.run", "x.py"}));
+  proc(t, 102, 101, nul({"RANK=0"}), nul({"python3", "x.py"}));
+  proc(t, 103, 101, nul({"RANK=1"}), nul({"python3", "x.py"}));
+  auto ranks = find_ranks(100, kLaunchers, true, t / "proc");
+  std::sort(ranks.begin(), ranks.end());
+  EXPECT_EQ(ranks, (std::vector<pid_t>{102, 103}));
+}
+
+TEST(Ranks, MpiStyleRankVariables) {
+  EXPECT_TRUE(environ_has_rank(nul({"A=1", "OMPI_COMM_WORLD_RANK=3"})));
+  EXPECT_TRUE(environ_has_rank(nul({"PMIX_RANK=0"})));
+  EXPECT_TRUE(environ_has_rank(nul({"PMI_RANK=2"})));
+  EXPECT_FALSE(environ_has_rank(nul({"XRANK=1", "RANK="})));
+  EXPECT_FALSE(environ_has_rank(""));
+}
+
+TEST(Ranks, LauncherNames) {
+  EXPECT_TRUE(cmdline_names_launcher(nul({"/usr/bin/torchrun", "--nnodes=2"}), kLaunchers));
+  EXPECT_TRUE(cmdline_names_launcher(nul({"/usr/bin/python3", "/usr/bin/torchrun"}), kLaunchers));
+  EXPECT_TRUE(cmdline_names_launcher(nul({"python", "-m", "torch.distributed.run"}), kLaunchers));
+  EXPECT_TRUE(cmdline_names_launcher(nul({"python", "-m", "deepspeed.launcher.runner"}), kLaunchers));
+  EXPECT_TRUE(cmdline_names_launcher(nul({"accelerate", "launch", "x.py"}), kLaunchers));
+  EXPECT_FALSE(cmdline_names_launcher(nul({"python3", "train.py"}), kLaunchers));
+}
+
+TEST(Ranks, StatWithAwkwardCommandNames) {
+  EXPECT_EQ(parse_stat_ppid("42 (a) b (c)) S 7 1 1"), 7);
+  EXPECT_EQ(parse_stat_ppid("42 (x) S"), -1);
+  EXPECT_EQ(parse_stat_ppid("garbage"), -1);
+}
+
+TEST(Ranks, RealProcessTree) {
+  // This test process has no children: nothing to find, and no crash reading /proc.
+  EXPECT_TRUE(find_ranks(getpid(), kLaunchers, false).empty());
+}

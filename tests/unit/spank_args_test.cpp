@@ -1,0 +1,57 @@
+#include "spank_args.hpp"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+#include "parse.hpp"
+#include "switch_paths.hpp"
+
+using namespace trainctl;
+using std::chrono::milliseconds;
+
+TEST(SpankArgs, SiteArguments) {
+  site_settings s;
+  apply_site_argument(s, "default_graceful_exit=10");
+  EXPECT_EQ(s.default_graceful_exit, milliseconds(600000));
+  apply_site_argument(s, "signals=USR1,USR2");
+  EXPECT_EQ(s.allowed_signals, (std::vector<int>{SIGUSR1, SIGUSR2}));
+  apply_site_argument(s, "shield=no");
+  EXPECT_FALSE(s.shield);
+  apply_site_argument(s, "supervisor=/opt/trainctl/bin/trainctl-run");
+  EXPECT_EQ(s.supervisor, "/opt/trainctl/bin/trainctl-run");
+  apply_site_argument(s, "endtime_poll=10s");
+  EXPECT_EQ(s.endtime_poll, milliseconds(10000));
+  for (const char* bad : {"nokey", "=x", "bogus=1", "shield=maybe", "supervisor=relative", "poll_interval=0",
+                          "default_graceful_exit=abc", "signals=NOPE"})
+    EXPECT_THROW(apply_site_argument(s, bad), parse_error) << bad;
+}
+
+TEST(SpankArgs, GracefulExitAsTheIssueLists) {
+  EXPECT_EQ(check_graceful_exit("10"), milliseconds(600000)) << "a bare number is minutes";
+  EXPECT_EQ(check_graceful_exit("90s"), milliseconds(90000));
+  EXPECT_EQ(check_graceful_exit("1h"), milliseconds(3600000));
+  for (const char* bad : {"abc", "0", "-5", "99999h", ""}) {
+    try {
+      check_graceful_exit(bad);
+      ADD_FAILURE() << bad;
+    } catch (const parse_error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("--graceful-exit=", 0), 0u) << e.what();
+    }
+  }
+}
+
+TEST(SpankArgs, GracefulSignalWithinWhatTheSiteAllows) {
+  site_settings s;
+  EXPECT_EQ(check_graceful_signal("USR2", s), SIGUSR2);
+  EXPECT_THROW(check_graceful_signal("NOPE", s), parse_error);
+  EXPECT_THROW(check_graceful_signal("KILL", s), parse_error);
+  s.allowed_signals = {SIGUSR1};
+  EXPECT_THROW(check_graceful_signal("USR2", s), parse_error);
+}
+
+TEST(SpankArgs, DefaultSwitchPaths) {
+  EXPECT_EQ(default_switch_path("kill-switch", "/scratch/me", "llama 70b/run"),
+            "/scratch/me/kill-switch-llama_70b_run");
+  EXPECT_EQ(default_switch_path("save-switch", "/x", ""), "/x/save-switch-trainctl");
+}
