@@ -11,9 +11,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -143,6 +147,30 @@ void resolve_switches(spank_t sp) {
 
 extern "C" {
 
+// Where a plugstack.conf argument came from: "FILE:LINE" of the first line that loads
+// this plugin with it, looked up in the usual places; "" when not found.
+std::string argument_origin(const std::string& arg) {
+  std::vector<std::string> files;
+  const char* conf = std::getenv("SLURM_CONF");
+  std::string dir = conf != nullptr ? conf : "/etc/slurm/slurm.conf";
+  dir = dir.substr(0, dir.rfind('/'));
+  files.push_back(dir + "/plugstack.conf");
+  if (DIR* d = opendir((dir + "/plugstack.conf.d").c_str())) {
+    while (dirent* e = readdir(d))
+      if (std::strstr(e->d_name, ".conf") != nullptr) files.push_back(dir + "/plugstack.conf.d/" + e->d_name);
+    closedir(d);
+  }
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n)
+      if (line.find("trainctl") != std::string::npos && line.find(arg) != std::string::npos &&
+          line.find_first_not_of(" \t") != std::string::npos && line[line.find_first_not_of(" \t")] != '#')
+        return f + ":" + std::to_string(n);
+  }
+  return "";
+}
+
 // All contexts, as root in slurmstepd: parse site arguments, register the options.
 TRAINCTL_SPANK_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
   g.site.supervisor = TRAINCTL_RUN_PATH;
@@ -151,7 +179,9 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
     try {
       trainctl::apply_site_argument(g.site, av[i]);
     } catch (const parse_error& e) {
-      slurm_error("trainctl: plugstack.conf argument %d '%s' ignored: %s", i + 1, av[i], e.what());
+      const std::string where = argument_origin(av[i]);
+      slurm_error("trainctl: %s argument '%s' ignored: %s", where.empty() ? "plugstack.conf" : where.c_str(), av[i],
+                  e.what());
     }
   }
   g.graceful_signal = g.site.default_signal;

@@ -158,6 +158,13 @@ void supervisor::fire(std::uint32_t flag, const char* why) {
 
 void supervisor::query_job(const char* why) {
   if (opts_.job_id.empty() || !pub_) return;
+  // The batch step usually only runs srun; the steps' supervisors ask the controller.
+  // It asks only while the batch script itself runs rank processes, which keeps the
+  // controller load at one supervisor per node.
+  if (opts_.batch && find_ranks(getpid(), opts_.launchers, false).empty()) {
+    next_query_ = clock::now() + opts_.endtime_poll;
+    return;
+  }
   std::string error;
   const auto jt = trainctl::query_job(opts_.job_id, milliseconds(10000), &error);
   next_query_ = clock::now() + opts_.endtime_poll;

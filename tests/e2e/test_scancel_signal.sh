@@ -22,4 +22,7 @@ srun_rc=$(job_field "$job" ExitCode)
 [ "$reasons" = signal ] || fail "expected reason 'signal', got '$reasons'"
 [ "$(events_count save)" -eq 4 ] || fail "expected 4 saves, got $(events_count save)"
 grep -q "received SIGUSR1" "$TEST_DIR/job.out" || fail "the supervisor did not log the notice"
+sleep 1
+left=$(pgrep -f "$TEST_DIR" || true)
+[ -z "$left" ] || fail "processes left behind after the step: $(ps -o pid,args -p "${left//$'\n'/,}")"
 log "PASS: 4 ranks saved and exited at one step (reason $reasons); job COMPLETED"
