@@ -13,12 +13,18 @@
 namespace trainctl {
 namespace {
 
+// Reads at most `limit` bytes, in small pieces: most files here are tiny, and the
+// supervisor's resident set should not grow with the largest environment it reads.
 bool read_file(const std::string& path, std::string& out, size_t limit = 1 << 20) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
-  out.assign(limit, '\0');
-  in.read(&out[0], static_cast<std::streamsize>(limit));
-  out.resize(static_cast<size_t>(in.gcount()));
+  out.clear();
+  char buf[4096];
+  while (out.size() < limit && in.read(buf, sizeof buf).gcount() > 0) {
+    out.append(buf, static_cast<size_t>(in.gcount()));
+    if (!in) break;
+  }
+  if (out.size() > limit) out.resize(limit);
   return true;
 }
 

@@ -56,6 +56,7 @@ class supervisor {
   void check_deadline();
   void end_leftovers();
   void requeue_if_preempted();
+  bool tracks_endtime() const { return !opts_.job_id.empty() && opts_.graceful_exit.count() > 0; }
 
   supervisor_options opts_;
   std::unique_ptr<node_state_file> state_;
@@ -101,9 +102,12 @@ void supervisor::take_publisher_role() {
   state_->get().supervised.store(1);
   publisher_options po;
   po.poll_interval = opts_.poll_interval;
+  po.inotify_after = milliseconds(1000);
   pub_ = std::make_unique<publisher>(state_->get(), po);
   pub_->refresh();
-  next_query_ = clock::now();  // the publisher asks the controller; read EndTime now
+  // The first EndTime read waits a second: a short step never costs an RPC, and the
+  // launch stays as fast as without trainctl.
+  next_query_ = clock::now() + milliseconds(1000);
 }
 
 pid_t supervisor::start_command(char* const* argv) {
@@ -308,13 +312,15 @@ int supervisor::run(char* const* argv, pid_t adopt) {
   const std::string sigs = signal_name(opts_.graceful_signal) + ",TERM";
   setenv("TRAINCTL_SIGNALS", sigs.c_str(), 0);
   setenv("TRAINCTL_SUPERVISED", "1", 1);  // a batch script can tell it already runs under one
-  query_job("at start");
 
   child_ = adopt > 0 ? adopt : start_command(argv);
   if (child_ < 0) return 127 << 8;
+  // An adopted child may have ended before this process blocked SIGCHLD (the signal is
+  // then lost, not pending): look once before waiting for it.
+  reap();
   while (!child_done_) {
     milliseconds wait(pub_ ? opts_.poll_interval : milliseconds(1000));
-    if (pub_ && !opts_.job_id.empty())
+    if (pub_ && tracks_endtime())
       wait = std::min(wait, std::chrono::duration_cast<milliseconds>(next_query_ - clock::now()));
     if (deadline_ms_ && !deadline_fired_) wait = std::min(wait, milliseconds(deadline_ms_ - unix_now_ms()));
     wait = std::max(wait, milliseconds(0));
@@ -328,7 +334,8 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     while (read(sigfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) handle_signal(si);
     reap();  // a SIGCHLD merged with another may not show up on its own
     if (child_done_) break;
-    if (pub_ && !opts_.job_id.empty() && clock::now() >= next_query_) query_job("periodic");
+    // EndTime matters only for a deadline; notices query on their own.
+    if (pub_ && tracks_endtime() && clock::now() >= next_query_) query_job("periodic");
     check_deadline();
     take_publisher_role();
     follow_node_flags();

@@ -31,7 +31,8 @@ std::int64_t mtime_token(const struct stat& st) {
 }  // namespace
 
 publisher::publisher(node_state& state, publisher_options opts) : state_(state), opts_(std::move(opts)) {
-  inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);  // -1: stat polling alone still works
+  inotify_at_ = clock::now() + opts_.inotify_after;
+  if (opts_.inotify_after.count() == 0) inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (opts_.gpu_memory.enabled()) {
     gpu_ = std::make_unique<gpu_memory>();
     if (!gpu_->available())
@@ -157,8 +158,16 @@ bool publisher::drain_inotify() {
 }
 
 void publisher::wait_and_refresh(int wake_fd, std::chrono::milliseconds max_wait) {
-  const auto now = clock::now();
+  auto now = clock::now();
+  if (inotify_fd_ < 0 && opts_.inotify_after.count() > 0 && now >= inotify_at_) {
+    inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);  // -1: stat polling alone still works
+    watched_seq_ = ~0u;
+    sync_watches();
+    refresh_switches();  // what changed before the watches existed
+    inotify_at_ = clock::time_point::max();
+  }
   auto until = std::min(now + max_wait, next_stat_);
+  if (inotify_fd_ < 0 && inotify_at_ != clock::time_point::max()) until = std::min(until, inotify_at_);
   if (opts_.memory.enabled() || gpu_) until = std::min(until, next_memory_);
   const std::int64_t deadline = state_.deadline_ms.load(std::memory_order_acquire);
   if (deadline > 0 && (state_.flags.load(std::memory_order_relaxed) & kFlagDeadline) == 0) {

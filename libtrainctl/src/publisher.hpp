@@ -23,6 +23,10 @@ struct publisher_options {
   std::chrono::milliseconds memory_interval{1000};
   threshold memory;      // none: no memory flag
   threshold gpu_memory;  // none: NVML is not even loaded
+  // Start inotify only this long after the publisher: closing an inotify descriptor
+  // costs milliseconds (the kernel waits for its marks to go), which a short step such
+  // as `srun true` would otherwise pay at exit. The stat poll covers the gap.
+  std::chrono::milliseconds inotify_after{0};
 };
 
 class publisher {
@@ -60,7 +64,7 @@ class publisher {
   };
   std::vector<watch> watches_;
   std::unique_ptr<gpu_memory> gpu_;
-  std::chrono::steady_clock::time_point next_stat_{}, next_memory_{};
+  std::chrono::steady_clock::time_point next_stat_{}, next_memory_{}, inotify_at_{};
 };
 
 }  // namespace trainctl

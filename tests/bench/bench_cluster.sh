@@ -40,7 +40,7 @@ notice() {
     wait_files '*.ready' 3 60
     sleep 0.5
     if [ "$i" = 1 ] && [ "$signals" != none ]; then
-      for p in $(pgrep -f "trainctl-run --kill-switch=$work/KILL"); do
+      for p in $(pgrep -x trainctl-run); do
         grep VmHWM "/proc/$p/status" | awk '{print $2}'
       done | sort -n | tail -1 >"$work/rss"
     fi
@@ -69,9 +69,9 @@ wait_files '*.seen' 3 60
 cat "$work"/*.seen | awk -v d="$deadline" '{ x = $1 - d; if (x < lo || NR == 1) lo = x; if (x > hi || NR == 1) hi = x }
   END { printf "ranks saw the deadline %+.3f s to %+.3f s from it (reason %s)\n", lo, hi, $2 }'
 
-echo "== srun -N3 true (hyperfine, 20 runs each)"
+echo "== srun -N3 true (hyperfine, 40 runs each)"
 bench_srun() {
-  hyperfine -N -w 3 -r 20 --export-json "$work/h.json" "$@" >/dev/null 2>&1
+  hyperfine -N -w 3 -r 40 --export-json "$work/h.json" "$@" >/dev/null 2>&1
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print("%.1f ms mean, %.1f ms median" % (r["mean"]*1e3, r["median"]*1e3))' "$work/h.json"
 }
 echo "# no trainctl plugin" >"$plugstack"
@@ -85,5 +85,5 @@ echo "plugin active (supervised):  $active"
 python3 - "$base" "$loaded" "$active" <<'PY'
 import sys
 b, l, a = (float(x.split()[0]) for x in sys.argv[1:])
-print("ratio loaded/without %.3f, active/without %.3f" % (l / b, a / b))
+print("ratio of means: loaded/without %.3f, active/without %.3f" % (l / b, a / b))
 PY
