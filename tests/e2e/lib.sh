@@ -15,6 +15,7 @@ TORCHRUN=(/usr/bin/python3 "$SRC/tests/e2e/torchrun_shim.py")
 TRAIN=$SRC/slurm_templates/train_example.py
 TEST_DIR=$(mktemp -d /tmp/trainctl-e2e-XXXXXX)
 SUBMITTED=()
+PLUGSTACK_SAVED=""
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
 
@@ -33,6 +34,7 @@ cleanup() {
       case "$(job_state "$j")" in PENDING | RUNNING | COMPLETING | CONFIGURING) sleep 0.5 ;; *) break ;; esac
     done
   done
+  if [ -n "$PLUGSTACK_SAVED" ]; then cp "$PLUGSTACK_SAVED" "$(dirname "$SLURM_CONF")/plugstack.conf"; fi
   if [ -n "${TRAINCTL_E2E_KEEP:-}" ]; then log "kept $TEST_DIR"; else rm -rf "$TEST_DIR"; fi
   exit "$rc"
 }
@@ -108,6 +110,13 @@ PY
 # sbatch, for the SPANK plugin. supervised_job FILE OPTIONS... writes the job script
 # and sets JOB_OPTS to the options sbatch must get.
 MODE=${1:-run}
+# In run mode the plugin is taken out of plugstack.conf for the test, so trainctl-run is
+# shown to work where no admin installed the plugin; cleanup puts it back.
+if [ "$MODE" = run ] && [ -n "${1:-}" ]; then
+  PLUGSTACK_SAVED=$TEST_DIR/plugstack.conf.saved
+  cp "$(dirname "$SLURM_CONF")/plugstack.conf" "$PLUGSTACK_SAVED"
+  echo "# trainctl plugin left out by an e2e test of trainctl-run" >"$(dirname "$SLURM_CONF")/plugstack.conf"
+fi
 # shellcheck disable=SC2034  # read by the tests that source this file
 JOB_OPTS=()
 supervised_job() {
