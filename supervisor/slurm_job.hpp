@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "run_captured.hpp"
+
 namespace trainctl {
 
 struct job_times {
@@ -37,10 +39,5 @@ std::optional<job_times> query_job(const std::string& job_id, std::chrono::milli
 // `scontrol requeue JOB`: puts a job that was preempted (and ended early, after its
 // ranks saved) back in the queue. False with `error` set when it failed.
 bool requeue_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error);
-
-// Runs argv (looked up in PATH) with stdout captured, under a timeout; true when it
-// exited 0. `error` says why not, in one line.
-bool run_captured(const std::vector<std::string>& argv, std::chrono::milliseconds timeout, std::string* out,
-                  std::string* error);
 
 }  // namespace trainctl

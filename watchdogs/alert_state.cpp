@@ -1,0 +1,147 @@
+#include "alert_state.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+namespace trainctl {
+
+const char* action_name(alert_action a) {
+  switch (a) {
+    case alert_action::fire:
+      return "fire";
+    case alert_action::repeat:
+      return "repeat";
+    case alert_action::resolve:
+      return "resolve";
+    case alert_action::none:
+      break;
+  }
+  return "none";
+}
+
+alert_action decide_alert(alert_entry& e, int status, std::int64_t now, const alert_policy& p) {
+  const bool failing = status != kOk && (status != kUnknown || p.alert_on_unknown);
+  if (status != e.status || e.since == 0) e.since = now;
+  e.status = status;
+  if (!failing) {
+    e.failures = 0;
+    if (e.firing) {
+      e.firing = false;
+      e.last_sent = now;
+      return alert_action::resolve;
+    }
+    return alert_action::none;
+  }
+  ++e.failures;
+  if (!e.firing) {
+    if (e.failures < p.flap_guard) return alert_action::none;
+    e.firing = true;
+    e.last_sent = now;
+    return alert_action::fire;
+  }
+  if (now - e.last_sent >= p.repeat.count()) {
+    e.last_sent = now;
+    return alert_action::repeat;
+  }
+  return alert_action::none;
+}
+
+void ensure_state_dir(const std::string& dir) {
+  std::string partial;
+  std::istringstream in(dir);
+  std::string piece;
+  if (!dir.empty() && dir[0] == '/') partial = "";
+  while (std::getline(in, piece, '/')) {
+    if (piece.empty()) continue;
+    partial += (partial.empty() && dir[0] != '/' ? "" : "/") + piece;
+    if (mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
+      throw std::runtime_error("cannot create state directory " + partial + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw std::runtime_error("state directory " + dir + " is not a directory");
+}
+
+void write_atomically(const std::string& path, const std::string& text, unsigned mode) {
+  // The host and pid in the name keep two nodes that share the directory apart.
+  char host[256] = "host";
+  gethostname(host, sizeof host - 1);
+  const std::string tmp = path + ".tmp." + host + "." + std::to_string(getpid());
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n <= 0) {
+      const int e = errno;
+      close(fd);
+      unlink(tmp.c_str());
+      throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(e));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    unlink(tmp.c_str());
+    throw std::runtime_error("cannot replace " + path + ": " + std::strerror(e));
+  }
+}
+
+alert_store::alert_store(const std::string& state_dir) : dir_(state_dir) {
+  ensure_state_dir(dir_);
+  const std::string lock = dir_ + "/alerts.lock";
+  lock_fd_ = open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd_ < 0) throw std::runtime_error("cannot open " + lock + ": " + std::strerror(errno));
+  // flock works across NFS clients on Linux (it is mapped to POSIX locks there).
+  while (flock(lock_fd_, LOCK_EX) != 0) {
+    if (errno != EINTR) throw std::runtime_error("cannot lock " + lock + ": " + std::strerror(errno));
+  }
+  std::ifstream in(dir_ + "/alerts.json");
+  if (!in) return;
+  try {
+    const auto j = nlohmann::json::parse(in);
+    for (const auto& [key, v] : j.items()) {
+      alert_entry e;
+      e.status = v.value("status", 0);
+      e.since = v.value("since", std::int64_t{0});
+      e.last_sent = v.value("last_sent", std::int64_t{0});
+      e.failures = v.value("failures", 0);
+      e.firing = v.value("firing", false);
+      entries_[key] = e;
+    }
+  } catch (const std::exception& e) {
+    // A damaged file is not a reason to stop alerting: start afresh, say so.
+    std::fprintf(stderr, "trainwatch: %s/alerts.json is damaged (%s); starting with no alert history\n", dir_.c_str(),
+                 e.what());
+  }
+}
+
+alert_store::~alert_store() {
+  if (lock_fd_ >= 0) close(lock_fd_);
+}
+
+alert_entry& alert_store::entry(const std::string& check, const std::string& target) {
+  return entries_[check + "\x1f" + target];
+}
+
+void alert_store::save() {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [key, e] : entries_)
+    j[key] = {{"status", e.status},
+              {"since", e.since},
+              {"last_sent", e.last_sent},
+              {"failures", e.failures},
+              {"firing", e.firing}};
+  write_atomically(dir_ + "/alerts.json", j.dump(1) + "\n");
+}
+
+}  // namespace trainctl

@@ -1,0 +1,26 @@
+// What every trainwatch check returns. Checks know nothing about sinks; the alert
+// layer knows nothing about checks. Status follows the monitoring-plugins convention.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trainctl {
+
+enum status : int { kOk = 0, kWarning = 1, kCritical = 2, kUnknown = 3 };
+const char* status_name(int s);
+
+struct check_result {
+  std::string check;   // "fs", "job-running", ...
+  std::string target;  // what was checked: a path, a job name
+  int status = kUnknown;
+  std::string text;                                     // one line a person reads
+  std::vector<std::pair<std::string, double>> figures;  // for the textfile
+};
+
+// The worst status of several results (UNKNOWN ranks between WARNING and CRITICAL:
+// "could not tell" is never reported as OK, nor raised to a false CRITICAL).
+int worst_status(const std::vector<check_result>& results);
+
+}  // namespace trainctl

@@ -1,0 +1,218 @@
+#include <sys/statvfs.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "abandonable.hpp"
+#include "alert_state.hpp"
+#include "checks.hpp"
+#include "run_captured.hpp"
+
+namespace trainctl {
+namespace {
+
+std::string history_file(const std::string& state_dir, const std::string& path) {
+  std::string key;
+  for (char c : path) key += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return state_dir + "/fs-history-" + key;
+}
+
+// Appends (now, used) and returns the last day of points.
+std::vector<std::pair<double, double>> record_history(const std::string& file, double now, double used) {
+  std::vector<std::pair<double, double>> pts;
+  std::ifstream in(file);
+  double t, u;
+  while (in >> t >> u)
+    if (now - t < 86400 && now >= t) pts.emplace_back(t, u);
+  pts.emplace_back(now, used);
+  if (pts.size() > 500) pts.erase(pts.begin(), pts.end() - 500);
+  std::ostringstream out;
+  for (const auto& [a, b] : pts) out << static_cast<long long>(a) << " " << static_cast<long long>(b) << "\n";
+  try {
+    write_atomically(file, out.str());
+  } catch (const std::exception&) {
+    // No history this time: the runway forecast is an extra, not the check.
+  }
+  return pts;
+}
+
+bool below(const threshold& t, std::uint64_t free, std::uint64_t total) {
+  switch (t.type) {
+    case threshold::kind::percent:
+      return total > 0 && 100.0 * static_cast<double>(free) / static_cast<double>(total) < t.percent;
+    case threshold::kind::bytes:
+      return free < t.bytes;
+    case threshold::kind::none:
+      break;
+  }
+  return false;
+}
+
+std::string count(std::uint64_t n) {
+  char buf[32];
+  if (n >= 10000000)
+    std::snprintf(buf, sizeof buf, "%.0fM", static_cast<double>(n) / 1e6);
+  else if (n >= 10000)
+    std::snprintf(buf, sizeof buf, "%.0fk", static_cast<double>(n) / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(n));
+  return buf;
+}
+
+std::string human_time(double s) {
+  char buf[64];
+  if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%.0f min", s / 60);
+  else if (s < 2 * 86400)
+    std::snprintf(buf, sizeof buf, "%.1f h", s / 3600);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f days", s / 86400);
+  return buf;
+}
+
+}  // namespace
+
+std::optional<fs_reading> parse_fs_reading(const std::string& text) {
+  std::istringstream in(text);
+  fs_reading r;
+  if (!(in >> r.total >> r.free >> r.inodes >> r.ifree)) return std::nullopt;
+  return r;
+}
+
+std::optional<quota_reading> parse_quota_output(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::vector<std::string> w;
+    std::string x;
+    while (ls >> x) w.push_back(x);
+    if (w.size() < 8) continue;
+    auto num = [](std::string s, std::uint64_t& out) {
+      while (!s.empty() && (s.back() == '*')) s.pop_back();
+      if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 18) return false;
+      out = std::stoull(s);
+      return true;
+    };
+    quota_reading q;
+    std::uint64_t soft = 0, hard = 0, fsoft = 0, fhard = 0;
+    // Grace columns are "-" or a time; the numeric columns sit at fixed places.
+    if (!num(w[1], q.used) || !num(w[2], soft) || !num(w[3], hard) || !num(w[5], q.files) || !num(w[6], fsoft) ||
+        !num(w[7], fhard))
+      continue;
+    q.used *= 1024;
+    q.limit = (hard ? hard : soft) * 1024;
+    q.files_limit = fhard ? fhard : fsoft;
+    return q;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> runway_seconds(const std::vector<std::pair<double, double>>& h, double capacity) {
+  if (h.size() < 3 || h.back().first - h.front().first < 60) return std::nullopt;
+  // Least squares slope of used over time.
+  double mt = 0, mu = 0;
+  for (const auto& [t, u] : h) mt += t, mu += u;
+  mt /= h.size();
+  mu /= h.size();
+  double num = 0, den = 0;
+  for (const auto& [t, u] : h) num += (t - mt) * (u - mu), den += (t - mt) * (t - mt);
+  if (den <= 0) return std::nullopt;
+  const double rate = num / den;  // bytes per second
+  if (rate <= 0 || !std::isfinite(rate)) return std::nullopt;
+  const double left = capacity - h.back().second;
+  return left <= 0 ? 0.0 : left / rate;
+}
+
+std::vector<check_result> check_fs(const std::vector<fs_target>& targets, const std::string& state_dir) {
+  std::vector<check_result> out;
+  for (const auto& t : targets) {
+    check_result r;
+    r.check = "fs";
+    r.target = t.path;
+    const std::string path = t.path;
+    auto text = run_abandonable(
+        [path] {
+          struct statvfs v {};
+          if (statvfs(path.c_str(), &v) != 0) return std::string("error ") + std::strerror(errno);
+          char buf[128];
+          std::snprintf(buf, sizeof buf, "%llu %llu %llu %llu",
+                        static_cast<unsigned long long>(v.f_blocks) * v.f_frsize,
+                        static_cast<unsigned long long>(v.f_bavail) * v.f_frsize,
+                        static_cast<unsigned long long>(v.f_files), static_cast<unsigned long long>(v.f_favail));
+          return std::string(buf);
+        },
+        t.timeout);
+    if (!text) {
+      r.status = kUnknown;
+      r.text = t.path + ": statfs did not answer within " + format_duration(t.timeout) + " (hung mount?)";
+      out.push_back(r);
+      continue;
+    }
+    if (text->compare(0, 6, "error ") == 0) {
+      r.status = kUnknown;
+      r.text = t.path + ": " + text->substr(6);
+      out.push_back(r);
+      continue;
+    }
+    auto fr = parse_fs_reading(*text);
+    if (!fr) {
+      r.status = kUnknown;
+      r.text = t.path + ": unreadable statfs answer";
+      out.push_back(r);
+      continue;
+    }
+    // Effective capacity: with factor 0.8, 80% used counts as full.
+    const double eff_total = static_cast<double>(fr->total) * t.capacity;
+    const double used = static_cast<double>(fr->total - fr->free);
+    const std::uint64_t eff_free = eff_total > used ? static_cast<std::uint64_t>(eff_total - used) : 0;
+    const std::uint64_t eff_total_u = static_cast<std::uint64_t>(eff_total);
+    std::uint64_t total = eff_total_u, free = eff_free;
+    std::string source = "filesystem";
+    if (!t.quota_command.empty()) {
+      std::string qout, qerr;
+      if (run_captured({"/bin/sh", "-c", t.quota_command}, t.timeout, &qout, &qerr)) {
+        if (auto q = parse_quota_output(qout); q && q->limit > 0 && q->limit - std::min(q->used, q->limit) < free) {
+          total = q->limit;
+          free = q->limit - std::min(q->used, q->limit);
+          source = "quota";
+        }
+      } else {
+        r.text = " (quota: " + qerr + ")";
+      }
+    }
+    int st = kOk;
+    if (below(t.min_free, free, total) || below(t.min_free_inodes, fr->ifree, fr->inodes))
+      st = kCritical;
+    else if (below(t.warn_free, free, total) || below(t.warn_free_inodes, fr->ifree, fr->inodes))
+      st = kWarning;
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s: %s free of %s (%.1f%%, %s), %s inodes free of %s", t.path.c_str(),
+                  format_size(free).c_str(), format_size(total).c_str(),
+                  total ? 100.0 * static_cast<double>(free) / static_cast<double>(total) : 0.0, source.c_str(),
+                  count(fr->ifree).c_str(), count(fr->inodes).c_str());
+    r.text = buf + r.text;
+    if (!state_dir.empty()) {
+      const auto hist = record_history(history_file(state_dir, t.path), static_cast<double>(time(nullptr)),
+                                       static_cast<double>(total - free));
+      if (auto run = runway_seconds(hist, static_cast<double>(total))) {
+        r.text += "; full in " + human_time(*run) + " at the recent rate";
+        r.figures.emplace_back("runway_seconds", *run);
+      }
+    }
+    r.status = st;
+    r.figures.emplace_back("free_bytes", static_cast<double>(free));
+    r.figures.emplace_back("total_bytes", static_cast<double>(total));
+    r.figures.emplace_back("free_inodes", static_cast<double>(fr->ifree));
+    r.figures.emplace_back("total_inodes", static_cast<double>(fr->inodes));
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace trainctl

@@ -1,0 +1,97 @@
+#include <unistd.h>
+
+#include <cstdlib>
+#include <sstream>
+
+#include "checks.hpp"
+#include "run_captured.hpp"
+
+namespace trainctl {
+
+std::vector<job_row> parse_squeue(const std::string& text) {
+  std::vector<job_row> rows;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    job_row r;
+    size_t a = line.find('|'), b = a == std::string::npos ? a : line.find('|', a + 1),
+           c = b == std::string::npos ? b : line.find('|', b + 1);
+    if (c == std::string::npos) continue;
+    r.id = line.substr(0, a);
+    r.state = line.substr(a + 1, b - a - 1);
+    r.reason = line.substr(b + 1, c - b - 1);
+    r.name = line.substr(c + 1);
+    if (r.id.empty() || r.state.empty()) continue;
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+std::string explain_pending(const std::string& reason) {
+  if (reason.rfind("Dependency", 0) == 0) return "waiting for a dependency";
+  if (reason == "DependencyNeverSatisfied") return "its dependency can never be satisfied";
+  if (reason.find("ArrayTaskLimit") != std::string::npos) return "held by the array's task limit (%N)";
+  if (reason == "Priority") return "waiting for higher-priority jobs";
+  if (reason == "Resources") return "waiting for resources";
+  if (reason == "BeginTime") return "waiting for its begin time";
+  if (reason.rfind("QOS", 0) == 0 || reason.rfind("Assoc", 0) == 0) return "held by a limit (" + reason + ")";
+  if (reason == "JobHeldUser" || reason == "JobHeldAdmin") return "held (" + reason + ")";
+  return reason;
+}
+
+std::vector<check_result> check_job_running(const std::vector<std::string>& names, const std::string& user,
+                                            std::chrono::milliseconds timeout) {
+  std::vector<check_result> out;
+  // One controller query for every name; the name last, so '|' in a name is safe.
+  std::string text, error;
+  const bool ok = run_captured(
+      {"squeue", "-h", "-u", user, "-t", "PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED", "-o", "%i|%T|%r|%j"},
+      timeout, &text, &error);
+  // Never count the job this check runs in (a cron job named like the training job
+  // would otherwise always find itself).
+  std::string self;
+  if (const char* j = std::getenv("SLURM_JOB_ID")) self = j;
+  std::string self_array;
+  if (const char* a = std::getenv("SLURM_ARRAY_JOB_ID"))
+    if (const char* t = std::getenv("SLURM_ARRAY_TASK_ID")) self_array = std::string(a) + "_" + t;
+  const auto rows = ok ? parse_squeue(text) : std::vector<job_row>{};
+  for (const auto& name : names) {
+    check_result r;
+    r.check = "job-running";
+    r.target = name;
+    if (!ok) {
+      r.status = kUnknown;
+      r.text = "cannot ask the controller: " + error;
+      out.push_back(r);
+      continue;
+    }
+    int running = 0, pending = 0;
+    std::string why, ids;
+    for (const auto& row : rows) {
+      if (row.name != name || row.id == self || row.id == self_array) continue;
+      ids += (ids.empty() ? "" : ",") + row.id;
+      if (row.state == "PENDING") {
+        ++pending;
+        if (why.empty()) why = explain_pending(row.reason);
+      } else {
+        ++running;
+      }
+    }
+    if (running > 0) {
+      r.status = kOk;
+      r.text = "'" + name + "' is running (job " + ids + ")";
+    } else if (pending > 0) {
+      r.status = kOk;
+      r.text = "'" + name + "' is pending (job " + ids + "): " + why;
+    } else {
+      r.status = kCritical;
+      r.text = "no job named '" + name + "' is running or pending for user " + user;
+    }
+    r.figures.emplace_back("running", running);
+    r.figures.emplace_back("pending", pending);
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace trainctl

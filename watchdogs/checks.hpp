@@ -1,0 +1,69 @@
+// The trainwatch checks. Each returns results (one per target) and never hangs:
+// blocking calls run under a deadline they can abandon.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+#include "parse.hpp"
+
+namespace trainctl {
+
+// --- fs -------------------------------------------------------------------------------
+struct fs_target {
+  std::string path;
+  threshold min_free, warn_free;                // space
+  threshold min_free_inodes, warn_free_inodes;  // inodes
+  double capacity = 1.0;                        // effective capacity factor (0.8: 80% is full)
+  std::string quota_command;                    // e.g. "lfs quota -q -u $USER /scratch"
+  std::chrono::milliseconds timeout{5000};
+};
+struct fs_reading {
+  std::uint64_t total = 0, free = 0;  // bytes (free to unprivileged users)
+  std::uint64_t inodes = 0, ifree = 0;
+};
+std::vector<check_result> check_fs(const std::vector<fs_target>& targets, const std::string& state_dir);
+// Pieces for tests and fuzzing.
+std::optional<fs_reading> parse_fs_reading(const std::string& text);
+struct quota_reading {
+  std::uint64_t used = 0, limit = 0;  // bytes (limit: hard, else soft; 0 none)
+  std::uint64_t files = 0, files_limit = 0;
+};
+// `lfs quota -q` / `quota -w` style lines: filesystem, kbytes used, quota, limit, grace,
+// files, quota, limit, grace; values may carry a '*' when over.
+std::optional<quota_reading> parse_quota_output(const std::string& text);
+// Seconds until full at the rate seen in the history (time, used) points; nullopt when
+// not growing or not enough history.
+std::optional<double> runway_seconds(const std::vector<std::pair<double, double>>& history, double capacity_bytes);
+
+// --- job-running --------------------------------------------------------------------------
+struct job_row {
+  std::string id, state, reason, name;
+};
+// `squeue -h -o %i|%T|%r|%j` lines (the name last: it may contain '|').
+std::vector<job_row> parse_squeue(const std::string& text);
+std::vector<check_result> check_job_running(const std::vector<std::string>& names, const std::string& user,
+                                            std::chrono::milliseconds timeout);
+std::string explain_pending(const std::string& reason);
+
+// --- log-stall -------------------------------------------------------------------------------
+struct log_stall_options {
+  std::vector<std::string> patterns;
+  std::chrono::milliseconds max_age{std::chrono::minutes(30)};
+  std::string save_marker;  // while it exists, save_max_age applies
+  std::chrono::milliseconds save_max_age{std::chrono::hours(2)};
+};
+check_result check_log_stall(const log_stall_options& o);
+
+// --- memory ----------------------------------------------------------------------------------
+struct memory_options {
+  threshold min_available, warn_available;  // e.g. 5% / 10% or 2G
+  std::string root;                         // fixture root for tests
+  std::chrono::hours leak_horizon{24};      // WARNING when the trend reaches the limit within this
+};
+check_result check_memory(const memory_options& o, const std::string& state_dir);
+
+}  // namespace trainctl

@@ -1,0 +1,392 @@
+#include "sinks.hpp"
+
+#include <curl/curl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "check.hpp"
+#include "parse.hpp"
+
+namespace trainctl {
+namespace {
+
+std::string url_decode(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out += static_cast<char>(std::strtol(s.substr(i + 1, 2).c_str(), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i] == '+' ? ' ' : s[i];
+    }
+  }
+  return out;
+}
+
+bool plausible_address(const std::string& a) {
+  const size_t at = a.find('@');
+  return at != std::string::npos && at > 0 && at + 1 < a.size() && a.find_first_of(" <>\r\n,") == std::string::npos;
+}
+
+const std::string kAccepted =
+    "accepted: smtp://[user@]host[:port]?from=A&to=B, smtps://..., sendmail:ADDRESS, slack:https://hooks..., "
+    "webhook:http(s)://...";
+
+struct curl_global {
+  curl_global() { curl_global_init(CURL_GLOBAL_DEFAULT); }
+  ~curl_global() { curl_global_cleanup(); }
+};
+
+void ensure_curl() { static curl_global g; }
+
+struct curl_handle {  // RAII for CURL* and its header list
+  CURL* c = curl_easy_init();
+  curl_slist* headers = nullptr;
+  curl_slist* rcpt = nullptr;
+  ~curl_handle() {
+    if (headers != nullptr) curl_slist_free_all(headers);
+    if (rcpt != nullptr) curl_slist_free_all(rcpt);
+    if (c != nullptr) curl_easy_cleanup(c);
+  }
+};
+
+struct upload {
+  const std::string* text;
+  size_t pos = 0;
+};
+
+size_t read_cb(char* buf, size_t size, size_t n, void* user) {
+  auto* u = static_cast<upload*>(user);
+  const size_t len = std::min(size * n, u->text->size() - u->pos);
+  std::memcpy(buf, u->text->data() + u->pos, len);
+  u->pos += len;
+  return len;
+}
+
+size_t discard_cb(char*, size_t size, size_t n, void*) { return size * n; }
+
+struct http_reply {
+  long code = 0;
+  long retry_after = -1;
+};
+
+size_t header_cb(char* buf, size_t size, size_t n, void* user) {
+  auto* r = static_cast<http_reply*>(user);
+  const std::string line(buf, size * n);
+  if (line.size() > 12 && strncasecmp(line.c_str(), "Retry-After:", 12) == 0)
+    r->retry_after = std::strtol(line.c_str() + 12, nullptr, 10);
+  return size * n;
+}
+
+std::string rfc2822_date(std::int64_t t) {
+  const std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S +0000", &tm);
+  return buf;
+}
+
+// One try; `retry_after` set (seconds) when the server asked to wait.
+bool try_http(const sink& s, const std::string& payload, const delivery_options& o, std::string* error,
+              long* retry_after) {
+  curl_handle h;
+  if (h.c == nullptr) return *error = "curl_easy_init failed", false;
+  http_reply reply;
+  h.headers = curl_slist_append(h.headers, "Content-Type: application/json");
+  curl_easy_setopt(h.c, CURLOPT_URL, s.url.c_str());
+  curl_easy_setopt(h.c, CURLOPT_HTTPHEADER, h.headers);
+  curl_easy_setopt(h.c, CURLOPT_POSTFIELDS, payload.c_str());
+  curl_easy_setopt(h.c, CURLOPT_POSTFIELDSIZE, static_cast<long>(payload.size()));
+  curl_easy_setopt(h.c, CURLOPT_TIMEOUT_MS, static_cast<long>(o.timeout.count()));
+  curl_easy_setopt(h.c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.timeout.count()));
+  curl_easy_setopt(h.c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h.c, CURLOPT_WRITEFUNCTION, discard_cb);
+  curl_easy_setopt(h.c, CURLOPT_HEADERFUNCTION, header_cb);
+  curl_easy_setopt(h.c, CURLOPT_HEADERDATA, &reply);
+  curl_easy_setopt(h.c, CURLOPT_PROTOCOLS_STR, "http,https");
+  const CURLcode rc = curl_easy_perform(h.c);
+  if (rc != CURLE_OK) return *error = s.redacted() + ": " + curl_easy_strerror(rc), false;
+  curl_easy_getinfo(h.c, CURLINFO_RESPONSE_CODE, &reply.code);
+  if (reply.code >= 200 && reply.code < 300) return true;
+  if (reply.code == 429) *retry_after = reply.retry_after >= 0 ? reply.retry_after : 1;
+  *error = s.redacted() + ": HTTP " + std::to_string(reply.code);
+  return false;
+}
+
+bool try_smtp(const sink& s, const alert_message& m, const delivery_options& o, std::string* error) {
+  curl_handle h;
+  if (h.c == nullptr) return *error = "curl_easy_init failed", false;
+  const std::string text = mail_text(s, m);
+  upload up{&text};
+  curl_easy_setopt(h.c, CURLOPT_URL, s.url.c_str());
+  if (!s.user.empty()) {
+    curl_easy_setopt(h.c, CURLOPT_USERNAME, s.user.c_str());
+    curl_easy_setopt(h.c, CURLOPT_PASSWORD, s.password.c_str());
+  }
+  // Asked for STARTTLS: required, never a silent fall back to plaintext.
+  curl_easy_setopt(h.c, CURLOPT_USE_SSL,
+                   s.starttls ? static_cast<long>(CURLUSESSL_ALL) : static_cast<long>(CURLUSESSL_NONE));
+  const std::string from = "<" + s.from + ">";
+  curl_easy_setopt(h.c, CURLOPT_MAIL_FROM, from.c_str());
+  for (const auto& t : s.to) h.rcpt = curl_slist_append(h.rcpt, ("<" + t + ">").c_str());
+  curl_easy_setopt(h.c, CURLOPT_MAIL_RCPT, h.rcpt);
+  curl_easy_setopt(h.c, CURLOPT_READFUNCTION, read_cb);
+  curl_easy_setopt(h.c, CURLOPT_READDATA, &up);
+  curl_easy_setopt(h.c, CURLOPT_UPLOAD, 1L);
+  curl_easy_setopt(h.c, CURLOPT_TIMEOUT_MS, static_cast<long>(o.timeout.count()));
+  curl_easy_setopt(h.c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.timeout.count()));
+  curl_easy_setopt(h.c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h.c, CURLOPT_PROTOCOLS_STR, "smtp,smtps");
+  const CURLcode rc = curl_easy_perform(h.c);
+  if (rc != CURLE_OK) return *error = s.redacted() + ": " + curl_easy_strerror(rc), false;
+  return true;
+}
+
+bool try_sendmail(const sink& s, const alert_message& m, std::string* error) {
+  const char* env = std::getenv("TRAINCTL_SENDMAIL");
+  const std::string prog = env != nullptr && *env != '\0' ? env : "/usr/sbin/sendmail";
+  int in[2];
+  if (pipe(in) != 0) return *error = "sendmail: pipe failed", false;
+  const pid_t pid = fork();
+  if (pid < 0) return *error = "sendmail: fork failed", false;
+  if (pid == 0) {
+    dup2(in[0], STDIN_FILENO);
+    close(in[0]);
+    close(in[1]);
+    execl(prog.c_str(), prog.c_str(), "-t", "-oi", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(in[0]);
+  const std::string text = mail_text(s, m);
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(in[1], text.data() + done, text.size() - done);
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  close(in[1]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+  *error = s.redacted() + ": " + prog + " failed (exit " +
+           std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")";
+  return false;
+}
+
+}  // namespace
+
+std::string sink::redacted() const {
+  switch (type) {
+    case kind::smtp: {
+      std::string r = url;
+      return r + " (to " + std::to_string(to.size()) + " recipient" + (to.size() == 1 ? ")" : "s)");
+    }
+    case kind::sendmail:
+      return "sendmail";
+    case kind::slack:
+      return "slack webhook";  // the URL is the secret
+    case kind::webhook: {
+      // scheme://host[:port] only: paths and queries often carry tokens
+      const size_t scheme = url.find("://");
+      const size_t slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+      std::string base = url.substr(0, slash);
+      const size_t at = base.find('@');
+      if (at != std::string::npos) base = base.substr(0, scheme + 3) + base.substr(at + 1);
+      return "webhook " + base;
+    }
+  }
+  return "sink";
+}
+
+sink parse_sink(const std::string& spec) {
+  sink s;
+  s.spec = spec;
+  auto starts = [&](const char* p) { return spec.compare(0, std::strlen(p), p) == 0; };
+  if (starts("smtp://") || starts("smtps://")) {
+    s.type = sink::kind::smtp;
+    const size_t scheme_end = spec.find("://") + 3;
+    const size_t q = spec.find('?');
+    std::string authority = spec.substr(scheme_end, q == std::string::npos ? std::string::npos : q - scheme_end);
+    if (!authority.empty() && authority.back() == '/') authority.pop_back();
+    const size_t at = authority.rfind('@');
+    if (at != std::string::npos) {
+      const std::string cred = authority.substr(0, at);
+      authority = authority.substr(at + 1);
+      const size_t colon = cred.find(':');
+      s.user = url_decode(cred.substr(0, colon));
+      if (colon != std::string::npos) s.password = url_decode(cred.substr(colon + 1));
+      if (s.password.empty()) {
+        const char* pw = std::getenv("TRAINWATCH_SMTP_PASSWORD");
+        if (pw != nullptr) s.password = pw;
+      }
+    }
+    if (authority.empty() || authority.find_first_of("/ ") != std::string::npos)
+      throw parse_error("'" + spec.substr(0, scheme_end) + "...' has no host; " + kAccepted);
+    s.url = spec.substr(0, scheme_end) + authority;
+    std::string query = q == std::string::npos ? "" : spec.substr(q + 1);
+    size_t pos = 0;
+    while (pos <= query.size() && !query.empty()) {
+      const size_t amp = query.find('&', pos);
+      const std::string kv = query.substr(pos, amp - pos);
+      const size_t eq = kv.find('=');
+      const std::string k = kv.substr(0, eq), v = eq == std::string::npos ? "" : url_decode(kv.substr(eq + 1));
+      if (k == "from")
+        s.from = v;
+      else if (k == "to")
+        s.to.push_back(v);
+      else if (k == "starttls") {
+        if (v != "required") throw parse_error("smtp sink: starttls=" + v + "; accepted: starttls=required");
+        s.starttls = true;
+      } else if (!k.empty()) {
+        throw parse_error("smtp sink: unknown parameter '" + k + "'; accepted: from, to, starttls");
+      }
+      if (amp == std::string::npos) break;
+      pos = amp + 1;
+    }
+    if (!plausible_address(s.from)) throw parse_error("smtp sink: from=" + s.from + " is not an address; " + kAccepted);
+    if (s.to.empty()) throw parse_error("smtp sink: no to= address; " + kAccepted);
+    for (const auto& t : s.to)
+      if (!plausible_address(t)) throw parse_error("smtp sink: to=" + t + " is not an address");
+    if (s.starttls && starts("smtps://")) throw parse_error("smtp sink: smtps:// is TLS already; drop starttls");
+    return s;
+  }
+  if (starts("sendmail:")) {
+    s.type = sink::kind::sendmail;
+    std::string rest = spec.substr(9);
+    size_t pos = 0;
+    while (true) {
+      const size_t comma = rest.find(',', pos);
+      const std::string a = rest.substr(pos, comma - pos);
+      if (!plausible_address(a)) throw parse_error("sendmail sink: '" + a + "' is not an address; " + kAccepted);
+      s.to.push_back(a);
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+    char host[256] = "localhost";
+    gethostname(host, sizeof host - 1);
+    const char* user = std::getenv("USER");
+    s.from = std::string(user != nullptr ? user : "trainwatch") + "@" + host;
+    return s;
+  }
+  if (starts("slack:") || starts("webhook:")) {
+    s.type = starts("slack:") ? sink::kind::slack : sink::kind::webhook;
+    s.url = spec.substr(spec.find(':') + 1);
+    if (s.url.compare(0, 7, "http://") != 0 && s.url.compare(0, 8, "https://") != 0)
+      throw parse_error(std::string(s.type == sink::kind::slack ? "slack" : "webhook") +
+                        " sink: the URL must start with http:// or https://; " + kAccepted);
+    if (s.url.find_first_of(" \r\n") != std::string::npos) throw parse_error("sink URL contains white space");
+    return s;
+  }
+  throw parse_error("'" + spec.substr(0, spec.find(':')) + ":...' is not a sink; " + kAccepted);
+}
+
+std::string alert_message::subject() const {
+  return "[trainwatch " + state + "] " + check + " " + target + ": " + status_name(status);
+}
+
+std::string alert_message::body() const {
+  std::string b = text + "\n\ncheck:  " + check + "\ntarget: " + target + "\nstatus: " + status_name(status) +
+                  "\nstate:  " + state + "\nhost:   " + host + "\ntime:   " + rfc2822_date(time) + "\n";
+  for (const auto& [k, v] : figures) b += k + ": " + std::to_string(v) + "\n";
+  return b;
+}
+
+std::string alert_message::json() const {
+  nlohmann::json j = {{"check", check}, {"target", target}, {"state", state}, {"status", status_name(status)},
+                      {"text", text},   {"host", host},     {"time", time},   {"subject", subject()}};
+  nlohmann::json f = nlohmann::json::object();
+  for (const auto& [k, v] : figures) f[k] = v;
+  j["figures"] = f;
+  return j.dump();
+}
+
+alert_message alert_message::from_json(const std::string& text) {
+  const auto j = nlohmann::json::parse(text);
+  alert_message m;
+  m.check = j.at("check");
+  m.target = j.at("target");
+  m.state = j.at("state");
+  const std::string st = j.at("status");
+  for (int s = 0; s <= 3; ++s)
+    if (st == status_name(s)) m.status = s;
+  m.text = j.at("text");
+  m.host = j.at("host");
+  m.time = j.at("time");
+  for (const auto& [k, v] : j.value("figures", nlohmann::json::object()).items())
+    m.figures.emplace_back(k, v.get<double>());
+  return m;
+}
+
+std::string mail_text(const sink& s, const alert_message& m) {
+  std::string to;
+  for (const auto& t : s.to) to += (to.empty() ? "" : ", ") + t;
+  static std::mt19937_64 rng{std::random_device{}()};
+  char id[32];
+  std::snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(rng()));
+  const std::string domain = s.from.substr(s.from.find('@') + 1);
+  // Subject and body lines carry no CR or LF of their own: a target cannot inject headers.
+  std::string subject = m.subject();
+  for (char& c : subject)
+    if (c == '\r' || c == '\n') c = ' ';
+  std::string body;
+  for (char c : m.body()) body += c == '\n' ? std::string("\r\n") : std::string(1, c == '\r' ? ' ' : c);
+  return "Date: " + rfc2822_date(m.time) + "\r\nFrom: trainwatch <" + s.from + ">\r\nTo: " + to +
+         "\r\nSubject: " + subject + "\r\nMessage-ID: <" + std::to_string(m.time) + "." + id + "@" + domain +
+         ">\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nAuto-Submitted: auto-generated\r\n\r\n" +
+         body;
+}
+
+bool deliver(const sink& s, const alert_message& m, const delivery_options& o, std::string* error) {
+  ensure_curl();
+  std::string err;
+  auto backoff = o.backoff;
+  auto waited = std::chrono::seconds(0);
+  for (int attempt = 1; attempt <= o.tries; ++attempt) {
+    long retry_after = -1;
+    bool ok = false;
+    switch (s.type) {
+      case sink::kind::smtp:
+        ok = try_smtp(s, m, o, &err);
+        break;
+      case sink::kind::sendmail:
+        ok = try_sendmail(s, m, &err);
+        break;
+      case sink::kind::slack: {
+        const nlohmann::json j = {{"text", "*" + m.subject() + "*\n" + m.text}};
+        ok = try_http(s, j.dump(), o, &err, &retry_after);
+        break;
+      }
+      case sink::kind::webhook:
+        ok = try_http(s, m.json(), o, &err, &retry_after);
+        break;
+    }
+    if (ok) return true;
+    if (attempt == o.tries) break;
+    if (retry_after >= 0) {
+      // Slack's rate limit: wait what it says, within what one run may spend.
+      if (waited + std::chrono::seconds(retry_after) > o.max_retry_after) {
+        err += " (Retry-After " + std::to_string(retry_after) + " s is longer than this run waits)";
+        break;
+      }
+      waited += std::chrono::seconds(retry_after);
+      std::this_thread::sleep_for(std::chrono::seconds(retry_after));
+    } else {
+      std::this_thread::sleep_for(backoff);
+      backoff *= 2;
+    }
+  }
+  if (error != nullptr) *error = err;
+  return false;
+}
+
+}  // namespace trainctl

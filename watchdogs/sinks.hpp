@@ -1,0 +1,55 @@
+// Where alerts go: smtp(s):// mail through libcurl, sendmail:ADDRESS, slack:URL (an
+// incoming webhook), webhook:URL (a generic JSON POST). Secrets (passwords, webhook
+// URLs) never appear in what redacted() returns, and only that is ever logged.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trainctl {
+
+struct sink {
+  enum class kind { smtp, sendmail, slack, webhook } type = kind::webhook;
+  std::string spec;  // as given: kept for the spool, never logged
+  std::string url;   // smtp[s]://host:port or http(s)://...
+  std::string user, password;
+  std::string from;
+  std::vector<std::string> to;
+  bool starttls = false;  // STARTTLS required (smtp://...?starttls=required)
+  std::string redacted() const;
+};
+
+// smtp://[user[:password]@]host[:port]?from=A&to=B[&to=C][&starttls=required]
+// smtps://...   sendmail:ADDRESS[,ADDRESS]   slack:https://...   webhook:http(s)://...
+// Throws parse_error naming what is wrong and what is accepted.
+sink parse_sink(const std::string& spec);
+
+struct alert_message {
+  std::string check, target, state;  // state: FIRING, REPEAT, RESOLVED
+  int status = 0;
+  std::string text, host;
+  std::int64_t time = 0;
+  std::vector<std::pair<std::string, double>> figures;
+  std::string subject() const;
+  std::string body() const;
+  std::string json() const;                                 // the webhook payload
+  static alert_message from_json(const std::string& text);  // throws on bad input
+};
+
+struct delivery_options {
+  int tries = 3;
+  std::chrono::milliseconds backoff{1000};   // doubled after each failed try
+  std::chrono::milliseconds timeout{10000};  // per try
+  std::chrono::seconds max_retry_after{60};  // longest Retry-After honoured in one run
+};
+
+// Sends; true on success. `error` gets one line (no secrets) on failure.
+bool deliver(const sink& s, const alert_message& m, const delivery_options& o, std::string* error);
+
+// The RFC 5322 message as sent by mail sinks (exposed for tests).
+std::string mail_text(const sink& s, const alert_message& m);
+
+}  // namespace trainctl

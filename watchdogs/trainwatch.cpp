@@ -1,0 +1,309 @@
+// trainwatch: watchdog checks for training runs, alerting by email, Slack and webhooks.
+// Exit status follows the monitoring-plugins convention: 0 OK, 1 WARNING, 2 CRITICAL,
+// 3 UNKNOWN ("could not tell" is UNKNOWN, never OK and never a false alarm).
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "alerting.hpp"
+#include "checks.hpp"
+#include "parse.hpp"
+#include "trainctl/trainctl.h"
+
+namespace {
+
+using namespace trainctl;
+
+[[noreturn]] void usage_error(const std::string& line) {
+  std::fprintf(stderr, "trainwatch: %s (see trainwatch --help)\n", line.c_str());
+  std::exit(kUnknown);
+}
+
+std::string default_state_dir() {
+  if (const char* s = std::getenv("TRAINWATCH_STATE_DIR"); s != nullptr && *s) return s;
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr ? home : "/tmp") + "/.local/state/trainwatch";
+}
+
+template <typename F>
+auto parsed(const std::string& option, const std::string& value, F&& f) {
+  try {
+    return f(value);
+  } catch (const parse_error& e) {
+    usage_error(option + ": " + e.what());
+  }
+}
+
+// Options every check shares: where alerts go and how often.
+struct common_options {
+  std::vector<std::string> notify;
+  std::string notify_file, state_dir = default_state_dir(), repeat = "4h", textfile;
+  int flap_guard = 1, tries = 3;
+
+  void add_to(CLI::App* app) {
+    app->add_option("--notify", notify,
+                    "where alerts go (repeatable): smtp://[user@]host[:port]?from=A&to=B[&starttls=required], "
+                    "smtps://..., sendmail:ADDRESS, slack:URL, webhook:URL");
+    app->add_option("--notify-file", notify_file, "read sinks from FILE, one per line (must be mode 600: secrets)");
+    app->add_option("--state-dir", state_dir, "alert history and spool (default ~/.local/state/trainwatch)");
+    app->add_option("--repeat", repeat, "repeat a standing alert this often (default 4h)");
+    app->add_option("--flap-guard", flap_guard, "consecutive failures before the first alert (default 1)")
+        ->check(CLI::Range(1, 1000));
+    app->add_option("--tries", tries, "delivery attempts per alert in one run (default 3)")->check(CLI::Range(1, 10));
+    app->add_option("--textfile", textfile, "also write a Prometheus node_exporter textfile here");
+  }
+
+  alert_setup setup() const {
+    alert_setup s;
+    s.state_dir = state_dir;
+    s.textfile = textfile;
+    s.policy.flap_guard = flap_guard;
+    s.policy.repeat = std::chrono::duration_cast<std::chrono::seconds>(
+        parsed("--repeat", repeat, [](const std::string& v) { return parse_duration(v, 's'); }));
+    s.delivery.tries = tries;
+    std::vector<std::string> specs = notify;
+    if (!notify_file.empty()) {
+      struct stat st {};
+      if (stat(notify_file.c_str(), &st) != 0) usage_error("--notify-file " + notify_file + ": cannot read it");
+      if (st.st_mode & 077)
+        usage_error("--notify-file " + notify_file +
+                    " can be read by group or others (it holds secrets); chmod 600 it");
+      std::ifstream in(notify_file);
+      std::string line;
+      int n = 0;
+      while (std::getline(in, line)) {
+        ++n;
+        const size_t a = line.find_first_not_of(" \t\r");
+        if (a == std::string::npos || line[a] == '#') continue;
+        const size_t b = line.find_last_not_of(" \t\r");
+        specs.push_back(line.substr(a, b - a + 1));
+      }
+    }
+    for (const auto& spec : specs) {
+      try {
+        s.sinks.push_back(parse_sink(spec));
+      } catch (const parse_error& e) {
+        usage_error(std::string("--notify: ") + e.what());  // the text never repeats the spec (secrets)
+      }
+    }
+    return s;
+  }
+};
+
+int report(const std::vector<check_result>& results, const common_options& common) {
+  for (const auto& r : results) {
+    std::string name = r.check;
+    for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    std::printf("%s %s - %s", name.c_str(), status_name(r.status), r.text.c_str());
+    if (!r.figures.empty()) {
+      std::printf(" |");
+      for (const auto& [k, v] : r.figures) std::printf(" %s=%.15g", k.c_str(), v);
+    }
+    std::printf("\n");
+  }
+  std::fflush(stdout);
+  try {
+    handle_results(results, common.setup());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trainwatch: alerting failed: %s\n", e.what());
+  }
+  return worst_status(results);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Watchdog checks for training runs on SLURM clusters, alerting by email, Slack and webhooks.\n"
+      "Exit status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.",
+      "trainwatch"};
+  app.set_version_flag("--version", "trainwatch " + std::to_string(TRAINCTL_VERSION_MAJOR) + "." +
+                                        std::to_string(TRAINCTL_VERSION_MINOR) + "." +
+                                        std::to_string(TRAINCTL_VERSION_PATCH));
+  app.set_config("--config", "", "read options from this file (TOML or INI, the same names as the flags)");
+  app.require_subcommand(1);
+  common_options common;
+
+  // job-running
+  auto* job = app.add_subcommand("job-running", "OK while a job of exactly that name is running or pending");
+  std::vector<std::string> job_names;
+  std::string job_user, job_timeout = "30s";
+  job->add_option("--job-name", job_names, "the job name (repeatable; spaces and long names work)")->required();
+  job->add_option("--user", job_user, "whose jobs (default: you)");
+  job->add_option("--timeout", job_timeout, "give up on the controller after this long (default 30s)");
+  common.add_to(job);
+
+  // log-stall
+  auto* log = app.add_subcommand("log-stall", "CRITICAL when the newest write among the logs is too old");
+  log_stall_options lo;
+  std::string max_age = "30m", save_max_age = "2h", on_stall;
+  bool follow = false;
+  log->add_option("--path", lo.patterns, "log files or glob patterns (repeatable), e.g. 'logs/rank*.log'")->required();
+  log->add_option("--max-age", max_age, "how old the newest write may be (default 30m)");
+  log->add_option("--save-marker", lo.save_marker, "while this file exists a save is in progress ...");
+  log->add_option("--save-max-age", save_max_age, "... and this longer limit applies (default 2h)");
+  log->add_flag("--follow", follow, "keep watching (inotify), alert the moment the limit passes");
+  log->add_option("--on-stall", on_stall, "with --follow: run this shell command when a stall begins");
+  common.add_to(log);
+
+  // fs
+  auto* fs = app.add_subcommand("fs", "free space and inodes of each --path, each with its own thresholds");
+  std::vector<std::string> fs_args;
+  fs->add_option(
+        "--path,--min-free,--warn-free,--min-free-inodes,--warn-free-inodes,--capacity,--quota-command,--timeout",
+        fs_args, "")
+      ->group("");
+  fs->footer(
+      "Options apply to the --path before them:\n"
+      "  --path P                 a filesystem to check (repeatable)\n"
+      "  --min-free SIZE|PCT      CRITICAL below this (2T, 10%)\n"
+      "  --warn-free SIZE|PCT     WARNING below this\n"
+      "  --min-free-inodes N|PCT  CRITICAL below this many free inodes (1M, 5%)\n"
+      "  --warn-free-inodes N|PCT WARNING below this\n"
+      "  --capacity F             effective capacity factor, e.g. 0.8 when 80% is full\n"
+      "  --quota-command CMD      a quota command whose figures also count (lfs quota -q -u $USER /scratch)\n"
+      "  --timeout D              give up on this path after D (default 5s): UNKNOWN, the others still checked");
+  common.add_to(fs);
+
+  // memory
+  auto* mem = app.add_subcommand("memory", "available memory of the node or the job's cgroup, and slow leaks");
+  std::string mem_min = "5%", mem_warn = "10%", mem_root, leak = "24h";
+  mem->add_option("--min-available", mem_min, "CRITICAL below this (default 5%)");
+  mem->add_option("--warn-available", mem_warn, "WARNING below this (default 10%)");
+  mem->add_option("--leak-horizon", leak, "WARNING when the growth reaches the limit within this (default 24h)");
+  mem->add_option("--root", mem_root, "read /proc and /sys below this directory (tests)")->group("");
+  common.add_to(mem);
+
+  // flush
+  auto* flush = app.add_subcommand("flush", "deliver alerts that earlier runs could not send");
+  common.add_to(flush);
+
+  try {
+    // fs options are positional per path: take them in order ourselves.
+    app.allow_extras(false);
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    usage_error(e.what());
+  }
+
+  if (job->parsed()) {
+    if (job_user.empty()) {
+      const char* u = std::getenv("USER");
+      job_user = u != nullptr ? u : std::to_string(getuid());
+    }
+    const auto t = parsed("--timeout", job_timeout, [](const std::string& v) { return parse_duration(v, 's'); });
+    return report(check_job_running(job_names, job_user, t), common);
+  }
+  if (log->parsed()) {
+    lo.max_age = parsed("--max-age", max_age, [](const std::string& v) { return parse_duration(v, 's'); });
+    lo.save_max_age =
+        parsed("--save-max-age", save_max_age, [](const std::string& v) { return parse_duration(v, 's'); });
+    if (!follow) return report({check_log_stall(lo)}, common);
+    // --follow: wake on writes in the logs' directories or when the limit would pass.
+    const int fd = inotify_init1(IN_CLOEXEC);
+    for (const auto& p : lo.patterns) {
+      const size_t slash = p.rfind('/');
+      const std::string dir = slash == std::string::npos ? "." : p.substr(0, slash == 0 ? 1 : slash);
+      if (fd >= 0) inotify_add_watch(fd, dir.c_str(), IN_MODIFY | IN_CREATE | IN_CLOSE_WRITE | IN_MOVED_TO);
+    }
+    bool stalled = false;
+    while (true) {
+      const check_result r = check_log_stall(lo);
+      const bool now_stalled = r.status == kCritical;
+      if (now_stalled != stalled || r.status == kUnknown) report({r}, common);
+      if (now_stalled && !stalled && !on_stall.empty()) {
+        const int rc = std::system(on_stall.c_str());
+        std::fprintf(stderr, "trainwatch: --on-stall finished with status %d\n", rc);
+      }
+      stalled = now_stalled;
+      double age = lo.max_age.count();
+      for (const auto& [k, v] : r.figures)
+        if (k == "age_seconds") age = v * 1000;
+      const double limit = static_cast<double>(lo.max_age.count());
+      int wait_ms = stalled ? 60000 : static_cast<int>(std::max(50.0, limit - age + 50));
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, fd >= 0 ? 1 : 0, std::min(wait_ms, 60000)) > 0) {
+        char buf[4096];
+        while (read(fd, buf, sizeof buf) > 0) {
+          pollfd q{fd, POLLIN, 0};
+          if (poll(&q, 1, 0) <= 0) break;
+        }
+      }
+    }
+  }
+  if (fs->parsed()) {
+    std::vector<fs_target> targets;
+    // Walk the raw arguments: each option belongs to the --path before it.
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i], v;
+      const size_t eq = a.find('=');
+      if (a.compare(0, 2, "--") != 0) continue;
+      if (eq != std::string::npos) {
+        v = a.substr(eq + 1);
+        a = a.substr(0, eq);
+      } else if (i + 1 < argc) {
+        v = argv[i + 1];
+      }
+      if (a == "--path") {
+        targets.push_back(fs_target{});
+        targets.back().path = v;
+        continue;
+      }
+      const bool per_path = a == "--min-free" || a == "--warn-free" || a == "--min-free-inodes" ||
+                            a == "--warn-free-inodes" || a == "--capacity" || a == "--quota-command" ||
+                            a == "--timeout";
+      if (!per_path) continue;
+      if (targets.empty()) usage_error(a + " must follow the --path it applies to");
+      auto& t = targets.back();
+      if (a == "--min-free")
+        t.min_free = parsed(a, v, parse_threshold);
+      else if (a == "--warn-free")
+        t.warn_free = parsed(a, v, parse_threshold);
+      else if (a == "--min-free-inodes")
+        t.min_free_inodes = parsed(a, v, parse_threshold);
+      else if (a == "--warn-free-inodes")
+        t.warn_free_inodes = parsed(a, v, parse_threshold);
+      else if (a == "--timeout")
+        t.timeout = parsed(a, v, [](const std::string& x) { return parse_duration(x, 's'); });
+      else if (a == "--quota-command")
+        t.quota_command = v;
+      else if (a == "--capacity") {
+        char* end = nullptr;
+        t.capacity = std::strtod(v.c_str(), &end);
+        if (end == v.c_str() || *end != '\0' || !(t.capacity > 0 && t.capacity <= 1))
+          usage_error("--capacity: '" + v + "' is not a factor; accepted: more than 0 and at most 1, e.g. 0.8");
+      }
+    }
+    if (targets.empty()) usage_error("fs: no --path given");
+    return report(check_fs(targets, common.state_dir), common);
+  }
+  if (mem->parsed()) {
+    memory_options mo;
+    mo.min_available = parsed("--min-available", mem_min, parse_threshold);
+    mo.warn_available = parsed("--warn-available", mem_warn, parse_threshold);
+    mo.leak_horizon = std::chrono::duration_cast<std::chrono::hours>(
+        parsed("--leak-horizon", leak, [](const std::string& v) { return parse_duration(v, 'h'); }));
+    mo.root = mem_root;
+    return report({check_memory(mo, common.state_dir)}, common);
+  }
+  if (flush->parsed()) {
+    const int left = flush_spool(common.setup());
+    std::printf("FLUSH %s - %d alert%s still undelivered\n", left ? "WARNING" : "OK", left, left == 1 ? "" : "s");
+    return left ? kWarning : kOk;
+  }
+  return kUnknown;
+}
