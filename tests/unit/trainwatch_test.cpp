@@ -1,0 +1,217 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "abandonable.hpp"
+#include "alert_state.hpp"
+#include "alerting.hpp"
+#include "checks.hpp"
+#include "fixture.hpp"
+#include "sinks.hpp"
+
+using namespace trainctl;
+using trainctl_test::temp_dir;
+using namespace std::chrono_literals;
+
+TEST(AlertPolicy, OneAlertWhileFailingThenRepeatThenResolved) {
+  alert_entry e;
+  alert_policy p;
+  p.repeat = std::chrono::seconds(3600);
+  EXPECT_EQ(decide_alert(e, kOk, 1000, p), alert_action::none);
+  EXPECT_EQ(decide_alert(e, kCritical, 1100, p), alert_action::fire);
+  EXPECT_EQ(decide_alert(e, kCritical, 1200, p), alert_action::none) << "no second alert while it stays failing";
+  EXPECT_EQ(decide_alert(e, kWarning, 2000, p), alert_action::none);
+  EXPECT_EQ(decide_alert(e, kCritical, 4700, p), alert_action::repeat) << "after the repeat interval";
+  EXPECT_EQ(decide_alert(e, kOk, 4800, p), alert_action::resolve);
+  EXPECT_EQ(decide_alert(e, kOk, 4900, p), alert_action::none) << "one RESOLVED only";
+}
+
+TEST(AlertPolicy, FlapGuardWaitsForConsecutiveFailures) {
+  alert_entry e;
+  alert_policy p;
+  p.flap_guard = 3;
+  EXPECT_EQ(decide_alert(e, kCritical, 1, p), alert_action::none);
+  EXPECT_EQ(decide_alert(e, kCritical, 2, p), alert_action::none);
+  EXPECT_EQ(decide_alert(e, kOk, 3, p), alert_action::none) << "a blip that cleared sends nothing";
+  EXPECT_EQ(decide_alert(e, kCritical, 4, p), alert_action::none);
+  EXPECT_EQ(decide_alert(e, kCritical, 5, p), alert_action::none);
+  EXPECT_EQ(decide_alert(e, kCritical, 6, p), alert_action::fire);
+}
+
+TEST(AlertStore, SurvivesARestartAndADamagedFile) {
+  temp_dir t;
+  {
+    alert_store s(t / "state");
+    s.entry("fs", "/scratch").firing = true;
+    s.save();
+  }
+  {
+    alert_store s(t / "state");
+    EXPECT_TRUE(s.entry("fs", "/scratch").firing);
+    EXPECT_FALSE(s.entry("fs", "/other").firing);
+  }
+  t.write("state/alerts.json", "{not json");
+  alert_store s(t / "state");
+  EXPECT_FALSE(s.entry("fs", "/scratch").firing);
+}
+
+TEST(Sinks, ParseAndRedact) {
+  auto m = parse_sink(
+      "smtp://alice:s3cret@mail.example.org:587?from=ml%40example.org&to=a@x.org&to=b@x.org&starttls=required");
+  EXPECT_EQ(m.type, sink::kind::smtp);
+  EXPECT_EQ(m.url, "smtp://mail.example.org:587");
+  EXPECT_EQ(m.user, "alice");
+  EXPECT_EQ(m.password, "s3cret");
+  EXPECT_EQ(m.from, "ml@example.org");
+  EXPECT_EQ(m.to.size(), 2u);
+  EXPECT_TRUE(m.starttls);
+  EXPECT_EQ(m.redacted().find("s3cret"), std::string::npos);
+  auto s = parse_sink("slack:https://hooks.slack.com/services/T000/B000/XXXXSECRET");
+  EXPECT_EQ(s.redacted().find("SECRET"), std::string::npos);
+  auto w = parse_sink("webhook:https://user:pw@hooks.example.org/path?token=abc");
+  EXPECT_EQ(w.redacted(), "webhook https://hooks.example.org");
+  EXPECT_EQ(parse_sink("sendmail:ops@example.org").to[0], "ops@example.org");
+  for (const char* bad : {"smtp://host?to=a@b", "smtp://host?from=a@b", "smtp://?from=a@b&to=c@d", "ftp://x",
+                          "slack:hooks.slack.com/x", "sendmail:nobody", "smtp://h?from=a@b&to=c@d&starttls=maybe",
+                          "smtps://h?from=a@b&to=c@d&starttls=required", "smtp://h?from=a@b&to=c@d&bogus=1"}) {
+    try {
+      parse_sink(bad);
+      ADD_FAILURE() << bad;
+    } catch (const parse_error& e) {
+      EXPECT_EQ(std::string(e.what()).find("s3cret"), std::string::npos);
+    }
+  }
+}
+
+TEST(Sinks, MailHasTheHeadersAndNoInjectedOnes) {
+  auto s = parse_sink("smtp://127.0.0.1:2525?from=tw@example.org&to=ops@example.org");
+  alert_message m;
+  m.check = "fs";
+  m.target = "/scratch\r\nBcc: evil@example.org";
+  m.state = "FIRING";
+  m.status = kCritical;
+  m.text = "full";
+  m.host = "n1";
+  m.time = 1795332154;
+  const std::string text = mail_text(s, m);
+  for (const char* h : {"Date: ", "From: trainwatch <tw@example.org>", "To: ops@example.org",
+                        "Subject: [trainwatch FIRING] fs", "Message-ID: <", "Content-Type: text/plain"})
+    EXPECT_NE(("\r\n" + text).find(std::string("\r\n") + h), std::string::npos) << h;
+  const std::string headers = text.substr(0, text.find("\r\n\r\n"));
+  EXPECT_EQ(headers.find("\r\nBcc:"), std::string::npos) << "a target cannot add a header";
+  auto back = alert_message::from_json(m.json());
+  EXPECT_EQ(back.target, m.target);
+  EXPECT_EQ(back.status, kCritical);
+}
+
+TEST(FsCheck, QuotaOutput) {
+  auto q = parse_quota_output(
+      "Disk quotas for usr me (uid 1000):\n"
+      "     /scratch  1048576*  1000000 2000000       -   12345  0  50000       -\n");
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->used, 1048576ull * 1024);
+  EXPECT_EQ(q->limit, 2000000ull * 1024);
+  EXPECT_EQ(q->files_limit, 50000u);
+  EXPECT_FALSE(parse_quota_output("garbage\n"));
+}
+
+TEST(FsCheck, Runway) {
+  std::vector<std::pair<double, double>> h{{0, 100}, {600, 200}, {1200, 300}};
+  auto r = runway_seconds(h, 1300);
+  ASSERT_TRUE(r);
+  EXPECT_NEAR(*r, 6000, 1);
+  EXPECT_FALSE(runway_seconds({{0, 300}, {600, 200}, {1200, 100}}, 1000)) << "shrinking: no runway";
+  EXPECT_FALSE(runway_seconds({{0, 1}}, 10));
+}
+
+TEST(FsCheck, ThresholdsAndEffectiveCapacity) {
+  temp_dir t;
+  fs_target ft;
+  ft.path = t.path();
+  ft.min_free = parse_threshold("1P");  // no test machine has a petabyte free
+  auto r = check_fs({ft}, "");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].status, kCritical);
+  ft.min_free = parse_threshold("1K");
+  ft.capacity = 0.0001;  // 0.01% of the disk is "full": nothing is free
+  EXPECT_EQ(check_fs({ft}, "")[0].status, kCritical);
+  ft.capacity = 1;
+  EXPECT_EQ(check_fs({ft}, "")[0].status, kOk);
+  ft.path = t / "missing";
+  EXPECT_EQ(check_fs({ft}, "")[0].status, kUnknown);
+}
+
+TEST(Abandonable, AHangingCallIsAbandonedAtTheDeadline) {
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_abandonable(
+      [] {
+        pause();  // stands in for statfs on a dead mount
+        return std::string("never");
+      },
+      300ms);
+  EXPECT_FALSE(r);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  EXPECT_EQ(run_abandonable([] { return std::string("ok"); }, 2s), std::string("ok"));
+}
+
+TEST(JobRunning, SqueueRowsAndPendingReasons) {
+  auto rows = parse_squeue("12|RUNNING|None|train llama|v2\n13_[2-10%1]|PENDING|JobArrayTaskLimit|train\nbad line\n");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].name, "train llama|v2");
+  EXPECT_EQ(explain_pending(rows[1].reason), "held by the array's task limit (%N)");
+  EXPECT_EQ(explain_pending("Dependency"), "waiting for a dependency");
+}
+
+TEST(LogStall, SaveMarkerGivesALongerLimit) {
+  temp_dir t;
+  t.write("rank0.log", "x");
+  struct timespec old[2] = {{time(nullptr) - 600, 0}, {time(nullptr) - 600, 0}};
+  utimensat(AT_FDCWD, (t / "rank0.log").c_str(), old, 0);
+  log_stall_options o;
+  o.patterns = {t / "rank*.log"};
+  o.max_age = std::chrono::minutes(5);
+  EXPECT_EQ(check_log_stall(o).status, kCritical);
+  o.save_marker = t / "SAVING";
+  t.write("SAVING", "");
+  EXPECT_EQ(check_log_stall(o).status, kOk);
+  o.patterns = {t / "none*.log"};
+  EXPECT_EQ(check_log_stall(o).status, kUnknown);
+}
+
+TEST(Memory, CgroupFixtureAndLeakTrend) {
+  temp_dir t;
+  t.write("proc/self/cgroup", "0::/job\n");
+  t.write("proc/self/mountinfo", "30 25 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n");
+  t.write("proc/meminfo", "MemTotal: 100000000 kB\nMemAvailable: 90000000 kB\n");
+  t.write("sys/fs/cgroup/job/memory.max", "1000000\n");
+  t.write("sys/fs/cgroup/job/memory.current", "960000\n");
+  memory_options o;
+  o.root = t.path();
+  o.min_available = parse_threshold("5%");
+  o.warn_available = parse_threshold("10%");
+  auto r = check_memory(o, "");
+  EXPECT_EQ(r.status, kCritical) << r.text;
+  t.write("sys/fs/cgroup/job/memory.current", "920000\n");
+  EXPECT_EQ(check_memory(o, "").status, kWarning);
+  t.write("sys/fs/cgroup/job/memory.current", "700000\n");  // 30% left: fine by the thresholds
+  // A growing history in the state directory: at 200 kB an hour the limit is 1.5 h away.
+  t.write("state/memory-history-cgroup_v2__job",
+          std::to_string(time(nullptr) - 7200) + " 300000\n" + std::to_string(time(nullptr) - 3600) + " 500000\n");
+  auto leak = check_memory(o, t / "state");
+  EXPECT_EQ(leak.status, kWarning) << leak.text;
+  EXPECT_NE(leak.text.find("limit is reached in"), std::string::npos);
+}
+
+TEST(Textfile, PrometheusFormat) {
+  check_result r;
+  r.check = "job-running";
+  r.target = "my \"job\"";
+  r.status = kCritical;
+  r.figures = {{"running", 0}};
+  const std::string t = textfile_text({r});
+  EXPECT_NE(t.find("trainwatch_status{check=\"job-running\",target=\"my \\\"job\\\"\"} 2"), std::string::npos) << t;
+  EXPECT_NE(t.find("trainwatch_job_running_running{target="), std::string::npos) << t;
+}
