@@ -322,8 +322,8 @@ alert_message alert_message::from_json(const std::string& text) {
   m.text = j.at("text");
   m.host = j.at("host");
   m.time = j.at("time");
-  for (const auto& [k, v] : j.value("figures", nlohmann::json::object()).items())
-    m.figures.emplace_back(k, v.get<double>());
+  const nlohmann::json figures = j.value("figures", nlohmann::json::object());  // alive while items() runs
+  for (const auto& [k, v] : figures.items()) m.figures.emplace_back(k, v.get<double>());
   return m;
 }
 

@@ -45,7 +45,7 @@ auto parsed(const std::string& option, const std::string& value, F&& f) {
 // Options every check shares: where alerts go and how often.
 struct common_options {
   std::vector<std::string> notify;
-  std::string notify_file, state_dir = default_state_dir(), repeat = "4h", textfile;
+  std::string notify_file, state_dir = default_state_dir(), repeat = "4h", textfile, delivery_timeout = "10s";
   int flap_guard = 1, tries = 3;
 
   void add_to(CLI::App* app) {
@@ -59,6 +59,7 @@ struct common_options {
         ->check(CLI::Range(1, 1000));
     app->add_option("--tries", tries, "delivery attempts per alert in one run (default 3)")->check(CLI::Range(1, 10));
     app->add_option("--textfile", textfile, "also write a Prometheus node_exporter textfile here");
+    app->add_option("--delivery-timeout", delivery_timeout, "give up on one delivery attempt after this (default 10s)");
   }
 
   alert_setup setup() const {
@@ -69,6 +70,8 @@ struct common_options {
     s.policy.repeat = std::chrono::duration_cast<std::chrono::seconds>(
         parsed("--repeat", repeat, [](const std::string& v) { return parse_duration(v, 's'); }));
     s.delivery.tries = tries;
+    s.delivery.timeout =
+        parsed("--delivery-timeout", delivery_timeout, [](const std::string& v) { return parse_duration(v, 's'); });
     std::vector<std::string> specs = notify;
     if (!notify_file.empty()) {
       struct stat st {};
@@ -98,7 +101,7 @@ struct common_options {
   }
 };
 
-int report(const std::vector<check_result>& results, const common_options& common) {
+int report(const std::vector<check_result>& results, const alert_setup& setup) {
   for (const auto& r : results) {
     std::string name = r.check;
     for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -111,7 +114,7 @@ int report(const std::vector<check_result>& results, const common_options& commo
   }
   std::fflush(stdout);
   try {
-    handle_results(results, common.setup());
+    handle_results(results, setup);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trainwatch: alerting failed: %s\n", e.what());
   }
@@ -200,19 +203,21 @@ int main(int argc, char** argv) {
     usage_error(e.what());
   }
 
+  // Every option is checked before any check runs: bad input sends nothing.
+  const alert_setup setup = common.setup();
   if (job->parsed()) {
     if (job_user.empty()) {
       const char* u = std::getenv("USER");
       job_user = u != nullptr ? u : std::to_string(getuid());
     }
     const auto t = parsed("--timeout", job_timeout, [](const std::string& v) { return parse_duration(v, 's'); });
-    return report(check_job_running(job_names, job_user, t), common);
+    return report(check_job_running(job_names, job_user, t), setup);
   }
   if (log->parsed()) {
     lo.max_age = parsed("--max-age", max_age, [](const std::string& v) { return parse_duration(v, 's'); });
     lo.save_max_age =
         parsed("--save-max-age", save_max_age, [](const std::string& v) { return parse_duration(v, 's'); });
-    if (!follow) return report({check_log_stall(lo)}, common);
+    if (!follow) return report({check_log_stall(lo)}, setup);
     // --follow: wake on writes in the logs' directories or when the limit would pass.
     const int fd = inotify_init1(IN_CLOEXEC);
     for (const auto& p : lo.patterns) {
@@ -224,7 +229,7 @@ int main(int argc, char** argv) {
     while (true) {
       const check_result r = check_log_stall(lo);
       const bool now_stalled = r.status == kCritical;
-      if (now_stalled != stalled || r.status == kUnknown) report({r}, common);
+      if (now_stalled != stalled || r.status == kUnknown) report({r}, setup);
       if (now_stalled && !stalled && !on_stall.empty()) {
         const int rc = std::system(on_stall.c_str());
         std::fprintf(stderr, "trainwatch: --on-stall finished with status %d\n", rc);
@@ -289,7 +294,7 @@ int main(int argc, char** argv) {
       }
     }
     if (targets.empty()) usage_error("fs: no --path given");
-    return report(check_fs(targets, common.state_dir), common);
+    return report(check_fs(targets, common.state_dir), setup);
   }
   if (mem->parsed()) {
     memory_options mo;
@@ -298,10 +303,10 @@ int main(int argc, char** argv) {
     mo.leak_horizon = std::chrono::duration_cast<std::chrono::hours>(
         parsed("--leak-horizon", leak, [](const std::string& v) { return parse_duration(v, 'h'); }));
     mo.root = mem_root;
-    return report({check_memory(mo, common.state_dir)}, common);
+    return report({check_memory(mo, common.state_dir)}, setup);
   }
   if (flush->parsed()) {
-    const int left = flush_spool(common.setup());
+    const int left = flush_spool(setup);
     std::printf("FLUSH %s - %d alert%s still undelivered\n", left ? "WARNING" : "OK", left, left == 1 ? "" : "s");
     return left ? kWarning : kOk;
   }

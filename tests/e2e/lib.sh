@@ -21,6 +21,7 @@ log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
 
 cleanup() {
   local rc=$? j
+  [ "$(type -t stop_alert_servers)" = function ] && stop_alert_servers
   for j in "${SUBMITTED[@]}"; do scancel "$j" 2>/dev/null || true; done
   if [ "$rc" -ne 0 ]; then
     log "test failed; job output and events follow"
@@ -140,3 +141,28 @@ if [ -n "${TRAINCTL_E2E_VARIANT:-}" ]; then
   running=$(cat "$(dirname "$SLURM_CONF")/variant" 2>/dev/null || echo none)
   [ "$running" = "$TRAINCTL_E2E_VARIANT" ] || fail "the cluster runs $running, this test is for $TRAINCTL_E2E_VARIANT"
 fi
+
+# start_alert_servers: a real SMTP server (aiosmtpd) and an HTTP receiver on loopback,
+# stopped by pid at cleanup. Sets SMTP_PORT, HTTP_PORT, MAILDIR, REQDIR and PLAN.
+SERVER_PIDS=()
+start_alert_servers() {
+  MAILDIR=$TEST_DIR/mail REQDIR=$TEST_DIR/requests PLAN=$TEST_DIR/plan
+  mkdir -p "$MAILDIR" "$REQDIR"
+  : >"$PLAN"
+  /usr/bin/python3 "$SRC/tests/e2e/alert_servers.py" smtp "$TEST_DIR/smtp.port" "$MAILDIR" &
+  SERVER_PIDS+=($!)
+  /usr/bin/python3 "$SRC/tests/e2e/alert_servers.py" http "$TEST_DIR/http.port" "$REQDIR" "$PLAN" &
+  SERVER_PIDS+=($!)
+  wait_for 20 "the SMTP server" test -s "$TEST_DIR/smtp.port"
+  wait_for 20 "the HTTP server" test -s "$TEST_DIR/http.port"
+  # shellcheck disable=SC2034  # read by the tests
+  SMTP_PORT=$(cat "$TEST_DIR/smtp.port")
+  # shellcheck disable=SC2034
+  HTTP_PORT=$(cat "$TEST_DIR/http.port")
+}
+stop_alert_servers() {
+  local p
+  for p in "${SERVER_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${SERVER_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  SERVER_PIDS=()
+}

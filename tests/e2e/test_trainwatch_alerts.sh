@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# trainwatch alerting against real receivers on loopback: mail through an SMTP server
+# (headers and body), Slack and webhook JSON through an HTTP server; one alert while a
+# check stays failing, one RESOLVED; a receiver that answers 500, 429 with Retry-After,
+# hangs, or closes the connection loses nothing (spooled, sent by the next run or
+# trainwatch flush); a group-readable --notify-file is refused.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+start_alert_servers
+TW=$BUILD/bin/trainwatch
+state=$TEST_DIR/state
+mail="smtp://127.0.0.1:$SMTP_PORT?from=trainwatch@example.org&to=ops@example.org&to=oncall@example.org"
+hook="webhook:http://127.0.0.1:$HTTP_PORT/hook/SECRET-TOKEN"
+slack="slack:http://127.0.0.1:$HTTP_PORT/services/T0/B0/SLACKSECRET"
+common=(--state-dir "$state" --notify "$mail" --notify "$hook" --delivery-timeout 3s)
+mkdir -p "$TEST_DIR/data"
+n_mail() { find "$MAILDIR" -name '*.eml' | wc -l; }
+n_req() { find "$REQDIR" -name '*.json' | wc -l; }
+
+log "1. a failing fs check: one mail, one webhook call"
+rc=0
+"$TW" fs --path "$TEST_DIR/data" --min-free 1P "${common[@]}" --notify "$slack" >"$TEST_DIR/out" 2>"$TEST_DIR/err" || rc=$?
+[ "$rc" = 2 ] || fail "exit $rc, expected 2 (CRITICAL)"
+[ "$(n_mail)" = 1 ] || fail "expected 1 mail, got $(n_mail)"
+[ "$(n_req)" = 2 ] || fail "expected 2 HTTP posts (webhook, slack), got $(n_req)"
+eml=$(find "$MAILDIR" -name '*.eml' | head -1)
+for h in "^Date: " "^From: trainwatch <trainwatch@example.org>" "^To: ops@example.org, oncall@example.org" \
+  "^Subject: \[trainwatch FIRING\] fs $TEST_DIR/data: CRITICAL" "^Message-ID: <" "^X-Envelope-To: ops@example.org,oncall@example.org"; do
+  grep -q "$h" "$eml" || fail "mail lacks $h"
+done
+grep -q "free of" "$eml" || fail "mail body lacks the figures"
+python3 - "$REQDIR" <<'PY' || fail "webhook or slack JSON is wrong"
+import json, os, sys
+bodies = [json.load(open(os.path.join(sys.argv[1], f))) for f in sorted(os.listdir(sys.argv[1])) if f.endswith(".json")]
+hook = [b for b in bodies if "check" in b][0]
+slack = [b for b in bodies if "text" in b and "check" not in b][0]
+assert hook["state"] == "FIRING" and hook["status"] == "CRITICAL" and hook["check"] == "fs", hook
+assert "free_bytes" in hook["figures"], hook
+assert "FIRING" in slack["text"], slack
+PY
+if grep -qE "SECRET|SLACKSECRET" "$TEST_DIR/err" "$TEST_DIR/out"; then fail "a secret was logged"; fi
+
+log "2. still failing: no second alert"
+"$TW" fs --path "$TEST_DIR/data" --min-free 1P "${common[@]}" >/dev/null 2>&1 || true
+[ "$(n_mail)" = 1 ] || fail "a second mail was sent while the check stayed failing"
+
+log "3. cleared: one RESOLVED"
+"$TW" fs --path "$TEST_DIR/data" --min-free 1K "${common[@]}" >/dev/null 2>&1 || fail "expected OK"
+[ "$(n_mail)" = 2 ] || fail "expected a RESOLVED mail"
+grep -l "Subject: \[trainwatch RESOLVED\]" "$MAILDIR"/*.eml >/dev/null || fail "no RESOLVED subject"
+"$TW" fs --path "$TEST_DIR/data" --min-free 1K "${common[@]}" >/dev/null 2>&1
+[ "$(n_mail)" = 2 ] || fail "RESOLVED was sent twice"
+
+log "4. the webhook answers 500, then hangs, then closes the connection: spooled, nothing lost"
+printf '500\n500\nhang\nclose\n' >"$PLAN"
+before=$(n_req)
+"$TW" fs --path "$TEST_DIR/data" --min-free 1P --state-dir "$state" --notify "$hook" --tries 2 --delivery-timeout 2s \
+  >/dev/null 2>"$TEST_DIR/err4" || true
+grep -q "kept in" "$TEST_DIR/err4" || fail "the failed delivery was not reported as kept: $(cat "$TEST_DIR/err4")"
+[ "$(find "$state/spool" -name '*.json' | wc -l)" = 1 ] || fail "expected 1 spooled alert"
+"$TW" flush --state-dir "$state" --tries 2 --delivery-timeout 2s >/dev/null 2>&1 || true
+[ "$(find "$state/spool" -name '*.json' | wc -l)" = 1 ] || fail "the alert left the spool though hang/close failed"
+"$TW" flush --state-dir "$state" --delivery-timeout 2s >/dev/null 2>&1 || fail "flush did not deliver"
+[ "$(find "$state/spool" -name '*.json' | wc -l)" = 0 ] || fail "the spool is not empty after a good delivery"
+answers=$(cat "$REQDIR"/*.answer | tr '\n' ' ')
+log "webhook answers so far: $answers"
+[ "$(( $(n_req) - before ))" -ge 5 ] || fail "expected 5 attempts (500, 500, hang, close, 200)"
+
+log "5. 429 with Retry-After: waited for, then delivered"
+echo "429 2" >"$PLAN"
+"$TW" fs --path "$TEST_DIR/data" --min-free 1K --state-dir "$state" --notify "$hook" >/dev/null 2>"$TEST_DIR/err5" || true
+start=$SECONDS
+[ "$(find "$state/spool" -name '*.json' | wc -l)" = 0 ] || fail "the RESOLVED after a 429 was not delivered"
+grep -q "sent RESOLVED" "$TEST_DIR/err5" || fail "no RESOLVED sent after the 429: $(cat "$TEST_DIR/err5")"
+: "$start"
+
+log "6. a --notify-file readable by others is refused"
+echo "$mail" >"$TEST_DIR/sinks"
+chmod 644 "$TEST_DIR/sinks"
+rc=0
+out=$("$TW" fs --path "$TEST_DIR/data" --state-dir "$state" --notify-file "$TEST_DIR/sinks" 2>&1) || rc=$?
+[ "$rc" = 3 ] || fail "exit $rc for a group-readable notify file"
+grep -q "chmod 600" <<<"$out" || fail "no advice: $out"
+chmod 600 "$TEST_DIR/sinks"
+"$TW" fs --path "$TEST_DIR/data" --state-dir "$state" --notify-file "$TEST_DIR/sinks" >/dev/null 2>&1 || fail "mode 600 refused"
+
+log "7. bad input: one line, exit 3, nothing sent"
+before=$(n_mail)
+for bad in "--notify=ftp://x" "--notify=smtp://h?to=a@b" "--repeat=soon"; do
+  rc=0
+  out=$("$TW" fs --path / --state-dir "$state" "$bad" 2>&1) || rc=$?
+  { [ "$rc" = 3 ] && [ "$(wc -l <<<"$out")" = 1 ]; } || fail "$bad: exit $rc, output: $out"
+done
+[ "$(n_mail)" = "$before" ] || fail "bad input sent mail"
+log "PASS: mail, slack and webhook delivered; dedupe, RESOLVED, spool and flush, 429, refusals"
