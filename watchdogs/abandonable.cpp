@@ -1,6 +1,7 @@
 #include "abandonable.hpp"
 
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -21,7 +22,18 @@ std::optional<std::string> run_abandonable(const std::function<std::string()>& w
     return std::nullopt;
   }
   if (pid == 0) {
-    close(fds[0]);
+    // A child that never returns must hold nothing of the caller's open: not its
+    // stdout (a shell reading `$(trainwatch ...)` would wait for it forever), nor any
+    // lock or socket. It keeps only its result pipe, as fd 3.
+    const int devnull = open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+      dup2(devnull, STDIN_FILENO);
+      dup2(devnull, STDOUT_FILENO);
+      dup2(devnull, STDERR_FILENO);
+    }
+    if (dup2(fds[1], 3) != 3) _exit(1);
+    close_range(4, ~0u, 0);
+    fds[1] = 3;
     const std::string out = work();
     size_t done = 0;
     while (done < out.size()) {
