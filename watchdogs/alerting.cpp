@@ -1,6 +1,7 @@
 #include "alerting.hpp"
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -99,9 +100,21 @@ int flush_spool(const alert_setup& setup) {
   const std::string dir = spool_dir(setup);
   std::vector<std::string> files;
   if (DIR* d = opendir(dir.c_str())) {
+    const std::time_t now = time(nullptr);
     while (dirent* e = readdir(d)) {
       const std::string n = e->d_name;
-      if (n.size() > 5 && n.compare(n.size() - 5, 5, ".json") == 0) files.push_back(n);
+      if (n.size() > 5 && n.compare(n.size() - 5, 5, ".json") == 0) {
+        files.push_back(n);
+        continue;
+      }
+      // A claim left by a run that died while sending: after 10 minutes it is
+      // put back, so the alert is sent by this run (at least once).
+      const size_t claim = n.find(".json.sending.");
+      struct stat st {};
+      if (claim != std::string::npos && stat((dir + "/" + n).c_str(), &st) == 0 && now - st.st_mtime > 600) {
+        const std::string back = n.substr(0, claim + 5);
+        if (rename((dir + "/" + n).c_str(), (dir + "/" + back).c_str()) == 0) files.push_back(back);
+      }
     }
     closedir(d);
   }

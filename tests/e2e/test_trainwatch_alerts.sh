@@ -92,4 +92,36 @@ for bad in "--notify=ftp://x" "--notify=smtp://h?to=a@b" "--repeat=soon"; do
   { [ "$rc" = 3 ] && [ "$(wc -l <<<"$out")" = 1 ]; } || fail "$bad: exit $rc, output: $out"
 done
 [ "$(n_mail)" = "$before" ] || fail "bad input sent mail"
-log "PASS: mail, slack and webhook delivered; dedupe, RESOLVED, spool and flush, 429, refusals"
+log "8. STARTTLS asked for and not offered: nothing sent in plaintext, the alert kept"
+before=$(n_mail)
+tls="smtp://127.0.0.1:$SMTP_PORT?from=trainwatch@example.org&to=ops@example.org&starttls=required"
+"$TW" fs --path "$TEST_DIR/data" --min-free 1P --state-dir "$TEST_DIR/state-tls" --notify "$tls" --tries 1 \
+  >/dev/null 2>"$TEST_DIR/err8" || true
+[ "$(n_mail)" = "$before" ] || fail "a mail went out without the STARTTLS that was required"
+[ "$(find "$TEST_DIR/state-tls/spool" -name '*.json' | wc -l)" = 1 ] || fail "the alert was not kept"
+
+log "9. sendmail sink, a quota command, the textfile"
+cat >"$TEST_DIR/sendmail" <<'SM'
+#!/bin/sh
+cat >"$(dirname "$0")/sendmail.out"
+SM
+chmod +x "$TEST_DIR/sendmail"
+rc=0
+TRAINCTL_SENDMAIL=$TEST_DIR/sendmail "$TW" fs --path "$TEST_DIR/data" --min-free 1M \
+  --quota-command "printf '/scratch 900 0 1000 - 5 0 100 -\n'" --state-dir "$TEST_DIR/state-q" \
+  --notify sendmail:ops@example.org --textfile "$TEST_DIR/trainwatch.prom" >"$TEST_DIR/out9" || rc=$?
+[ "$rc" = 2 ] || fail "the quota (100K left) did not make it CRITICAL: $(cat "$TEST_DIR/out9")"
+grep -q "100K free of 1000K (10.0%, quota)" "$TEST_DIR/out9" || fail "quota figures: $(cat "$TEST_DIR/out9")"
+grep -q "^To: ops@example.org" "$TEST_DIR/sendmail.out" || fail "sendmail got no message"
+grep -q "^trainwatch_status{check=\"fs\",target=\"$TEST_DIR/data\"} 2" "$TEST_DIR/trainwatch.prom" || fail "textfile"
+
+log "10. five concurrent runs of a failing check: one alert"
+before=$(n_mail)
+pids=()
+for _ in 1 2 3 4 5; do
+  "$TW" fs --path "$TEST_DIR/data" --min-free 1P --state-dir "$TEST_DIR/state-c" --notify "$mail" >/dev/null 2>&1 &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || true; done
+[ "$(( $(n_mail) - before ))" = 1 ] || fail "$(( $(n_mail) - before )) mails from 5 concurrent runs"
+log "PASS: mail, slack and webhook delivered; dedupe, RESOLVED, spool and flush, 429, STARTTLS, sendmail, quota, concurrency"
