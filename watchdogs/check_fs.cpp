@@ -11,35 +11,11 @@
 #include "abandonable.hpp"
 #include "alert_state.hpp"
 #include "checks.hpp"
+#include "history.hpp"
 #include "run_captured.hpp"
 
 namespace trainctl {
 namespace {
-
-std::string history_file(const std::string& state_dir, const std::string& path) {
-  std::string key;
-  for (char c : path) key += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return state_dir + "/fs-history-" + key;
-}
-
-// Appends (now, used) and returns the last day of points.
-std::vector<std::pair<double, double>> record_history(const std::string& file, double now, double used) {
-  std::vector<std::pair<double, double>> pts;
-  std::ifstream in(file);
-  double t, u;
-  while (in >> t >> u)
-    if (now - t < 86400 && now >= t) pts.emplace_back(t, u);
-  pts.emplace_back(now, used);
-  if (pts.size() > 500) pts.erase(pts.begin(), pts.end() - 500);
-  std::ostringstream out;
-  for (const auto& [a, b] : pts) out << static_cast<long long>(a) << " " << static_cast<long long>(b) << "\n";
-  try {
-    write_atomically(file, out.str());
-  } catch (const std::exception&) {
-    // No history this time: the runway forecast is an extra, not the check.
-  }
-  return pts;
-}
 
 bool below(const threshold& t, std::uint64_t free, std::uint64_t total) {
   switch (t.type) {
@@ -198,7 +174,7 @@ std::vector<check_result> check_fs(const std::vector<fs_target>& targets, const 
                   count(fr->ifree).c_str(), count(fr->inodes).c_str());
     r.text = buf + r.text;
     if (!state_dir.empty()) {
-      const auto hist = record_history(history_file(state_dir, t.path), static_cast<double>(time(nullptr)),
+      const auto hist = record_history(history_file(state_dir, "fs", t.path), static_cast<double>(time(nullptr)),
                                        static_cast<double>(total - free));
       if (auto run = runway_seconds(hist, static_cast<double>(total))) {
         r.text += "; full in " + human_time(*run) + " at the recent rate";

@@ -8,6 +8,7 @@
 #include "alert_state.hpp"
 #include "cgroup_memory.hpp"
 #include "checks.hpp"
+#include "history.hpp"
 
 namespace trainctl {
 
@@ -87,23 +88,8 @@ check_result check_memory(const memory_options& o, const std::string& state_dir)
   r.figures.emplace_back("limit_bytes", static_cast<double>(m->limit));
   // Slow leaks: the growth over the kept history, and when it would reach the limit.
   if (!state_dir.empty()) {
-    std::string key;
-    for (char c : m->source) key += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-    const std::string file = state_dir + "/memory-history-" + key;
-    std::vector<std::pair<double, double>> pts;
-    std::ifstream in(file);
-    double t, u;
-    const double now = static_cast<double>(time(nullptr));
-    while (in >> t >> u)
-      if (now - t < 86400 && now >= t) pts.emplace_back(t, u);
-    pts.emplace_back(now, static_cast<double>(m->used));
-    std::ostringstream os;
-    for (size_t i = pts.size() > 500 ? pts.size() - 500 : 0; i < pts.size(); ++i)
-      os << static_cast<long long>(pts[i].first) << " " << static_cast<long long>(pts[i].second) << "\n";
-    try {
-      write_atomically(file, os.str());
-    } catch (const std::exception&) {
-    }
+    const auto pts = record_history(history_file(state_dir, "memory", m->source), static_cast<double>(time(nullptr)),
+                                    static_cast<double>(m->used));
     if (auto left = runway_seconds(pts, static_cast<double>(m->limit))) {
       r.figures.emplace_back("seconds_to_limit", *left);
       char lb[96];
