@@ -133,7 +133,11 @@ int main(int argc, char** argv) {
                                         std::to_string(TRAINCTL_VERSION_PATCH));
   app.set_config("--config", "", "read options from this file (TOML or INI, the same names as the flags)");
   app.require_subcommand(1);
+  // The alerting options belong to the app, so a config file states them once at its
+  // top; fallthrough lets them stand after the subcommand on the command line too.
+  app.fallthrough();
   common_options common;
+  common.add_to(&app);
 
   // job-running
   auto* job = app.add_subcommand("job-running", "OK while a job of exactly that name is running or pending");
@@ -142,7 +146,6 @@ int main(int argc, char** argv) {
   job->add_option("--job-name", job_names, "the job name (repeatable; spaces and long names work)")->required();
   job->add_option("--user", job_user, "whose jobs (default: you)");
   job->add_option("--timeout", job_timeout, "give up on the controller after this long (default 30s)");
-  common.add_to(job);
 
   // log-stall
   auto* log = app.add_subcommand("log-stall", "CRITICAL when the newest write among the logs is too old");
@@ -155,7 +158,6 @@ int main(int argc, char** argv) {
   log->add_option("--save-max-age", save_max_age, "... and this longer limit applies (default 2h)");
   log->add_flag("--follow", follow, "keep watching (inotify), alert the moment the limit passes");
   log->add_option("--on-stall", on_stall, "with --follow: run this shell command when a stall begins");
-  common.add_to(log);
 
   // fs
   auto* fs = app.add_subcommand("fs", "free space and inodes of each --path, each with its own thresholds");
@@ -174,7 +176,6 @@ int main(int argc, char** argv) {
       "  --capacity F             effective capacity factor, e.g. 0.8 when 80% is full\n"
       "  --quota-command CMD      a quota command whose figures also count (lfs quota -q -u $USER /scratch)\n"
       "  --timeout D              give up on this path after D (default 5s): UNKNOWN, the others still checked");
-  common.add_to(fs);
 
   // memory
   auto* mem = app.add_subcommand("memory", "available memory of the node or the job's cgroup, and slow leaks");
@@ -183,11 +184,18 @@ int main(int argc, char** argv) {
   mem->add_option("--warn-available", mem_warn, "WARNING below this (default 10%)");
   mem->add_option("--leak-horizon", leak, "WARNING when the growth reaches the limit within this (default 24h)");
   mem->add_option("--root", mem_root, "read /proc and /sys below this directory (tests)")->group("");
-  common.add_to(mem);
 
   // flush
   auto* flush = app.add_subcommand("flush", "deliver alerts that earlier runs could not send");
-  common.add_to(flush);
+
+  // notify: a result from a script (e.g. a cron chain that could not resubmit itself),
+  // sent through the same alert layer: deduplicated, repeated, resolved, spooled.
+  auto* notify = app.add_subcommand("notify", "alert with a result given on the command line");
+  std::string n_check = "script", n_target, n_status, n_text;
+  notify->add_option("--check", n_check, "what kind of check (default script)");
+  notify->add_option("--target", n_target, "what it is about")->required();
+  notify->add_option("--status", n_status, "ok, warning, critical or unknown")->required();
+  notify->add_option("--text", n_text, "one line for a person")->required();
 
   try {
     // fs options are positional per path: take them in order ourselves.
@@ -304,6 +312,24 @@ int main(int argc, char** argv) {
         parsed("--leak-horizon", leak, [](const std::string& v) { return parse_duration(v, 'h'); }));
     mo.root = mem_root;
     return report({check_memory(mo, common.state_dir)}, setup);
+  }
+  if (notify->parsed()) {
+    check_result r;
+    r.check = n_check;
+    r.target = n_target;
+    r.text = n_text;
+    const std::string st = n_status;
+    if (st == "ok")
+      r.status = kOk;
+    else if (st == "warning")
+      r.status = kWarning;
+    else if (st == "critical")
+      r.status = kCritical;
+    else if (st == "unknown")
+      r.status = kUnknown;
+    else
+      usage_error("--status: '" + st + "'; accepted: ok, warning, critical, unknown");
+    return report({r}, setup);
   }
   if (flush->parsed()) {
     const int left = flush_spool(setup);

@@ -9,11 +9,12 @@ TW=$BUILD/bin/trainwatch
 mkdir -p "$TEST_DIR/logs"
 echo start >"$TEST_DIR/logs/rank0.log"
 cat >"$TEST_DIR/trainwatch.toml" <<CONF
+# Alerting once at the top; each check's options in its section.
+state-dir = "$TEST_DIR/state"
+notify = ["webhook:http://127.0.0.1:$HTTP_PORT/hook"]
 [log-stall]
 path = ["$TEST_DIR/logs/rank*.log"]
 max-age = "3s"
-state-dir = "$TEST_DIR/state"
-notify = ["webhook:http://127.0.0.1:$HTTP_PORT/hook"]
 on-stall = "touch $TEST_DIR/STALLED"
 CONF
 "$TW" --config "$TEST_DIR/trainwatch.toml" log-stall --follow >"$TEST_DIR/follow.out" 2>&1 &
