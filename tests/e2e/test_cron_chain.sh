@@ -26,9 +26,15 @@ stop_chains() {
   local n
   for n in cron-hourly cron-broken cron-tick; do scancel -u "$(id -un)" -n "$n" 2>/dev/null || true; done
 }
-trap 'rc=$?; stop_chains; (exit "$rc"); cleanup' EXIT
+on_exit() {
+  local rc=$?
+  stop_chains
+  (exit "$rc")
+  cleanup
+}
+trap on_exit EXIT
 
-cd "$project"
+cd "$project" || exit 1
 first=$(submit --export=ALL,CRON_PERIOD=1minute cron/cron-hourly.slurm)
 second=$(submit --export=ALL,CRON_PERIOD=1minute cron/cron-hourly.slurm)
 log "submitted the hourly chain twice ($first, $second) with a 1-minute period"

@@ -6,7 +6,7 @@
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 cp "$SRC/slurm_templates/train.slurm" "$SRC/slurm_templates/train_example.py" "$TEST_DIR/"
-cd "$TEST_DIR"
+cd "$TEST_DIR" || exit 1
 torchrun_cmd="${TORCHRUN[*]}"
 unset TORCHRUN  # lib.sh's array; the template takes a string
 # shellcheck disable=SC2178  # now the string the template reads

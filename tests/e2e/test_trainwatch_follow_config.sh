@@ -20,7 +20,13 @@ CONF
 "$TW" --config "$TEST_DIR/trainwatch.toml" log-stall --follow >"$TEST_DIR/follow.out" 2>&1 &
 follower=$!
 stop_follower() { kill "$follower" 2>/dev/null || true; wait "$follower" 2>/dev/null || true; }
-trap 'rc=$?; stop_follower; (exit "$rc"); cleanup' EXIT
+on_exit() {
+  local rc=$?
+  stop_follower
+  (exit "$rc")
+  cleanup
+}
+trap on_exit EXIT
 for _ in 1 2 3 4 5 6; do echo step >>"$TEST_DIR/logs/rank0.log"; sleep 0.5; done
 [ ! -e "$TEST_DIR/STALLED" ] || fail "a stall was reported while the log was written"
 last=$(date +%s.%N)

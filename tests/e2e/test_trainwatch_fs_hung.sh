@@ -20,7 +20,13 @@ release() {
   kill -9 "$fuse_pid" 2>/dev/null || true
   wait "$fuse_pid" 2>/dev/null || true
 }
-trap 'rc=$?; release; (exit "$rc"); cleanup' EXIT
+on_exit() {
+  local rc=$?
+  release
+  (exit "$rc")
+  cleanup
+}
+trap on_exit EXIT
 mounted() { grep -q " $mnt fuse" /proc/mounts; }
 wait_for 20 "the FUSE mount" mounted
 # The connection number must be read before statfs hangs: stat of the mount point
