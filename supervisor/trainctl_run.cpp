@@ -125,18 +125,15 @@ int main(int argc, char** argv) {
     }
   }
   const std::string submit = env("SLURM_SUBMIT_DIR"), job_name = env("SLURM_JOB_NAME");
-  if (ks->count() > 0)
-    o.kill_switch = !kill_switch.empty()          ? kill_switch
-                    : !env("KILL_SWITCH").empty() ? env("KILL_SWITCH")
-                                                  : default_switch_path("kill-switch", submit, job_name);
-  else
-    o.kill_switch = env("KILL_SWITCH");
-  if (ss->count() > 0)
-    o.save_switch = !save_switch.empty()          ? save_switch
-                    : !env("SAVE_SWITCH").empty() ? env("SAVE_SWITCH")
-                                                  : default_switch_path("save-switch", submit, job_name);
-  else
-    o.save_switch = env("SAVE_SWITCH");
+  // Given with a path: that path. Given bare: $KILL_SWITCH (or $SAVE_SWITCH), else the
+  // default. Not given: whatever the environment says, possibly nothing.
+  auto resolve = [&](const CLI::Option* opt, const std::string& value, const char* var, const char* kind) {
+    if (opt->count() == 0) return env(var);
+    if (!value.empty()) return value;
+    return !env(var).empty() ? env(var) : default_switch_path(kind, submit, job_name);
+  };
+  o.kill_switch = resolve(ks, kill_switch, "KILL_SWITCH", "kill-switch");
+  o.save_switch = resolve(ss, save_switch, "SAVE_SWITCH", "save-switch");
   o.batch = batch;
   o.job_id = env("SLURM_JOB_ID");
   o.state_path = state;
