@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# README command 1, minus install and build: scripts/demo --no-setup on the running local
+# cluster. The demo checks its own story (deadline, resume, save switch, kill switch
+# through the array, cron chain, one mail) and exits non-zero when any part went otherwise.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+names="demo-train,demo-cron,cron-watch-job-running,cron-watch-log-stall,cron-watch-memory"
+cancel_demo_jobs() { squeue -h -u "$(id -un)" -n "$names" -o %i | xargs -r scancel 2>/dev/null || true; }
+on_exit() {
+  local rc=$?
+  cancel_demo_jobs
+  (exit "$rc")
+  cleanup
+}
+trap on_exit EXIT
+TRAINCTL_DEMO_DIR=$TEST_DIR/demo timeout 480 bash "$SRC/scripts/demo" --no-setup || fail "the demo failed (status $?)"
+grep -q 'job-running demo-train: CRITICAL' "$TEST_DIR"/demo/mailbox/*.eml || fail "no alert mail in the demo's mailbox"
+left=$(squeue -h -u "$(id -un)" -n "$names" -o '%i %j %T')
+[ -z "$left" ] || fail "the demo left jobs behind: $left"
+log "PASS: the demo told its whole story"
