@@ -60,6 +60,13 @@ class Run:
         if dist is not None and dist.is_initialized():
             dist.barrier()
 
+    def close(self):
+        # Leave the process group before exiting: otherwise torch's gloo threads may abort
+        # the process at exit ("terminate called without an active exception", see
+        # pytorch/pytorch#190489), which turns a clean exit into a failed job.
+        if dist is not None and dist.is_initialized():
+            dist.destroy_process_group()
+
     # -- checkpoints: written whole under a temporary name, then renamed ---------------
     def newest_checkpoint(self):
         try:
@@ -90,6 +97,13 @@ class Run:
 def main():
     args = parse_args()
     run = Run(args)
+    try:
+        return train(args, run)
+    finally:
+        run.close()
+
+
+def train(args, run):
     ctl = trainctl.Controller()
     last = run.newest_checkpoint()
     start = 0 if last is None else last + 1
