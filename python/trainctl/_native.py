@@ -2,6 +2,8 @@
 
 import ctypes
 import os
+import platform
+import sysconfig
 
 VOTE_LEN = 24
 EXIT = 1
@@ -24,11 +26,13 @@ def _candidates():
     if env:
         yield env
     here = os.path.dirname(os.path.abspath(__file__))
+    # Debian's multiarch directory (lib/x86_64-linux-gnu), where a /usr install puts it.
+    arch = sysconfig.get_config_var("MULTIARCH") or "%s-linux-gnu" % platform.machine()
     # <prefix>/lib/python3/dist-packages/trainctl -> <prefix>/lib (install and build trees)
     for up in (3, 4):
         lib = os.path.normpath(os.path.join(here, *([".."] * up)))
         yield os.path.join(lib, "libtrainctl.so.0")
-        yield os.path.join(lib, "x86_64-linux-gnu", "libtrainctl.so.0")
+        yield os.path.join(lib, arch, "libtrainctl.so.0")
     yield "libtrainctl.so.0"
 
 

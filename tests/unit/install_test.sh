@@ -20,3 +20,22 @@ PY
 printf '#include <trainctl/trainctl.h>\nint main(void){return trainctl_version()==TRAINCTL_VERSION_NUMBER?0:1;}\n' >t.c
 cc -I"$prefix/include" t.c -L"$prefix/lib" -l:libtrainctl.so.0 -Wl,-rpath,"$prefix/lib" -o t && ./t
 echo "install: a C program builds and links against the installed header and library"
+
+# pkg-config and the CMake package find the same library.
+read -ra flags < <(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs trainctl)
+cc t.c "${flags[@]}" -Wl,-rpath,"$prefix/lib" -o t_pc && ./t_pc
+grep -qx "prefix=$prefix" "$prefix/lib/pkgconfig/trainctl.pc" || { echo "install: trainctl.pc does not name the install prefix"; exit 1; }
+echo "install: pkg-config --cflags --libs trainctl builds the same program"
+mkdir consumer
+cp t.c consumer/t.c
+cat >consumer/CMakeLists.txt <<'CMAKE'
+cmake_minimum_required(VERSION 3.18)
+project(consumer C)
+find_package(trainctl 0.1 CONFIG REQUIRED)
+add_executable(t t.c)
+target_link_libraries(t PRIVATE trainctl::trainctl)
+CMAKE
+cmake -S consumer -B consumer/build -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build consumer/build >/dev/null
+consumer/build/t
+echo "install: find_package(trainctl) gives trainctl::trainctl"
