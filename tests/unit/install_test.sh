@@ -39,3 +39,12 @@ cmake -S consumer -B consumer/build -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build consumer/build >/dev/null
 consumer/build/t
 echo "install: find_package(trainctl) gives trainctl::trainctl"
+
+# The man pages are installed and render without troff warnings.
+for page in man1/trainwatch.1 man1/trainctl-run.1 man8/trainctl_spank.8; do
+  [ -f "$prefix/share/man/$page" ] || { echo "install: no $page"; exit 1; }
+  warnings=$(groff -man -ww -z "$prefix/share/man/$page" 2>&1)
+  [ -z "$warnings" ] || { echo "install: $page: $warnings"; exit 1; }
+done
+grep -qF 'save\-marker' "$prefix/share/man/man1/trainwatch.1" || { echo "install: trainwatch.1 lacks the subcommands' options"; exit 1; }
+echo "install: man pages for trainwatch, trainctl-run and the plugin"
