@@ -1,0 +1,63 @@
+"""slurm_templates/train_example.py, the script users copy, run alone by this Python
+(no torch here): it trains to the end, exits at once on a kill switch with a complete
+checkpoint, and the next run resumes at the step after it."""
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "slurm_templates", "train_example.py")
+
+
+class TrainExampleTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="trainctl-example-")
+        self.ckpt = os.path.join(self.dir, "ckpt")
+        self.kill = os.path.join(self.dir, "KILL")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def run_example(self, steps):
+        env = dict(os.environ, KILL_SWITCH=self.kill, SAVE_SWITCH=os.path.join(self.dir, "SAVE"),
+                   TRAINCTL_STATE=os.path.join(self.dir, "state"), TRAINCTL_SIGNALS="none")
+        for name in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "LOCAL_RANK"):
+            env.pop(name, None)
+        events = os.path.join(self.dir, "events.jsonl")
+        p = subprocess.run([sys.executable, EXAMPLE, "--ckpt-dir", self.ckpt, "--steps", str(steps),
+                            "--step-time", "0", "--events", events],
+                           env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(events) as f:
+            return [json.loads(line) for line in f]
+
+    def checkpoints(self):
+        return sorted(os.path.basename(d) for d in glob.glob(self.ckpt + "/step_*")
+                      if os.path.exists(os.path.join(d, "COMPLETE")))
+
+    def test_trains_to_the_end(self):
+        ev = self.run_example(25)
+        self.assertEqual([e["event"] for e in ev], ["start", "save", "finished"])
+        self.assertEqual(self.checkpoints(), ["step_00000024"])
+        self.assertTrue(os.path.exists(os.path.join(self.ckpt, "FINISHED")))
+
+    def test_kill_switch_then_resume(self):
+        open(self.kill, "w").close()
+        ev = self.run_example(25)
+        self.assertEqual([(e["event"], e.get("reason")) for e in ev],
+                         [("start", None), ("save", None), ("exit", "kill-switch")])
+        self.assertEqual(self.checkpoints(), ["step_00000000"])
+        os.unlink(self.kill)
+        ev = self.run_example(25)
+        start = [e for e in ev if e["event"] == "start"][-1]
+        self.assertEqual((start["step"], start["resumed_from"]), (1, 0))
+        self.assertEqual(ev[-1]["event"], "finished")
+
+
+if __name__ == "__main__":
+    unittest.main()
