@@ -5,7 +5,7 @@
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 names="demo-train,demo-cron,cron-watch-job-running,cron-watch-log-stall,cron-watch-memory"
-cancel_demo_jobs() { squeue -h -u "$(id -un)" -n "$names" -o %i | xargs -r scancel 2>/dev/null || true; }
+cancel_demo_jobs() { squeue -h -u "$(id -un)" -n "$names" -o %F | sort -u | xargs -r scancel 2>/dev/null || true; }
 on_exit() {
   local rc=$?
   cancel_demo_jobs
