@@ -2,6 +2,7 @@
 # README command 1, minus install and build: scripts/demo --no-setup on the running local
 # cluster. The demo checks its own story (deadline, resume, save switch, kill switch
 # through the array, cron chain, one mail) and exits non-zero when any part went otherwise.
+# It is also train.slurm's test with the plugin (the other template tests use trainctl-run).
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 names="demo-train,demo-cron,cron-watch-job-running,cron-watch-log-stall,cron-watch-memory"
@@ -15,6 +16,8 @@ on_exit() {
 trap on_exit EXIT
 TRAINCTL_DEMO_DIR=$TEST_DIR/demo timeout 480 bash "$SRC/scripts/demo" --no-setup || fail "the demo failed (status $?)"
 grep -q 'job-running demo-train: CRITICAL' "$TEST_DIR"/demo/mailbox/*.eml || fail "no alert mail in the demo's mailbox"
+grep -q "supervised by trainctl's SPANK plugin" "$TEST_DIR"/demo/project/demo-train-*_1.out ||
+  fail "train.slurm did not say it ran under the plugin"
 left=$(squeue -h -u "$(id -un)" -n "$names" -o '%i %j %T')
 [ -z "$left" ] || fail "the demo left jobs behind: $left"
 log "PASS: the demo told its whole story"
