@@ -80,6 +80,11 @@ class Run:
 
     def save(self, step, why):
         if self.rank == 0:
+            # SAVING exists while a save is in progress: trainwatch log-stall
+            # --save-marker allows a longer silence then (cron/trainwatch.conf.example).
+            marker = os.path.join(self.args.ckpt_dir, "SAVING")
+            os.makedirs(self.args.ckpt_dir, exist_ok=True)
+            open(marker, "w").close()
             final = os.path.join(self.args.ckpt_dir, "step_%08d" % step)
             tmp = final + ".tmp.%d" % os.getpid()
             os.makedirs(tmp, exist_ok=True)
@@ -90,6 +95,7 @@ class Run:
             if os.path.exists(final):
                 final += ".again.%d" % os.getpid()
             os.rename(tmp, final)
+            os.unlink(marker)
         self.barrier()  # every rank leaves the save together
         self.log("save", step=step, why=why)
 

@@ -45,6 +45,7 @@ class TrainExampleTest(unittest.TestCase):
         self.assertEqual([e["event"] for e in ev], ["start", "save", "finished"])
         self.assertEqual(self.checkpoints(), ["step_00000024"])
         self.assertTrue(os.path.exists(os.path.join(self.ckpt, "FINISHED")))
+        self.assertFalse(os.path.exists(os.path.join(self.ckpt, "SAVING")), "the save marker was left behind")
 
     def test_kill_switch_then_resume(self):
         open(self.kill, "w").close()
