@@ -264,6 +264,7 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   }
   args.insert(args.begin() + 1, "--adopt=" + std::to_string(child));
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(&a[0]);
   argv.push_back(nullptr);
   execve(argv[0], argv.data(), env);

@@ -26,9 +26,7 @@ std::string env(const char* name) {
   std::exit(2);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   using namespace trainctl;
   CLI::App app{
       "Runs COMMAND (a launcher such as torchrun, or the training program itself) so that SLURM's "
@@ -144,7 +142,22 @@ int main(int argc, char** argv) {
   if (adopt <= 0 && command.empty()) usage_error("no command given; usage: trainctl-run [options] -- COMMAND...");
 
   std::vector<char*> args;
+  args.reserve(command.size() + 1);
   for (auto& a : command) args.push_back(&a[0]);
   args.push_back(nullptr);
   exit_like(run_supervised(o, args.data(), static_cast<pid_t>(adopt)));
+  return 1;  // not reached: exit_like exits
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The supervisor reports its own failures; this only turns what nobody expected
+  // (before the command starts) into one line instead of std::terminate's abort.
+  try {
+    return run_main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trainctl-run: %s\n", e.what());
+    return 1;
+  }
 }

@@ -121,9 +121,7 @@ int report(const std::vector<check_result>& results, const alert_setup& setup) {
   return worst_status(results);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   CLI::App app{
       "Watchdog checks for training runs on SLURM clusters, alerting by email, Slack and webhooks.\n"
       "Exit status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.",
@@ -318,7 +316,7 @@ int main(int argc, char** argv) {
     r.check = n_check;
     r.target = n_target;
     r.text = n_text;
-    const std::string st = n_status;
+    const std::string& st = n_status;
     if (st == "ok")
       r.status = kOk;
     else if (st == "warning")
@@ -337,4 +335,17 @@ int main(int argc, char** argv) {
     return left ? kWarning : kOk;
   }
   return kUnknown;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Whatever a check did not expect still ends in one line and UNKNOWN ("could not
+  // tell"), never in std::terminate's abort.
+  try {
+    return run_main(argc, argv);
+  } catch (const std::exception& e) {
+    std::printf("UNKNOWN - trainwatch: %s\n", e.what());
+    return kUnknown;
+  }
 }

@@ -30,7 +30,7 @@ std::int64_t mtime_token(const struct stat& st) {
 
 }  // namespace
 
-publisher::publisher(node_state& state, publisher_options opts) : state_(state), opts_(std::move(opts)) {
+publisher::publisher(node_state& state, publisher_options opts) : state_(state), opts_(opts) {
   inotify_at_ = clock::now() + opts_.inotify_after;
   if (opts_.inotify_after.count() == 0) inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (opts_.gpu_memory.enabled()) {
