@@ -97,6 +97,20 @@ srun --ntasks-per-node=1 bash -c 'exec $* ${TORCHRUN[*]} --nnodes=\$SLURM_NNODES
 JOB
 }
 
+# use_train_template TRAIN_ARGS: slurm_templates/train.slurm and train_example.py as
+# users copy them, into $TEST_DIR (the current directory from then on), with what the
+# template reads set for the local cluster: torchrun through the shim, static
+# rendezvous, 2 ranks per node, trainctl-run from the build, graceful exit 1 minute.
+use_train_template() {
+  local torchrun_cmd="${TORCHRUN[*]}"
+  cp "$SRC/slurm_templates/train.slurm" "$SRC/slurm_templates/train_example.py" "$TEST_DIR/"
+  cd "$TEST_DIR" || exit 1
+  unset TORCHRUN  # the array above; the template takes a string
+  # shellcheck disable=SC2178  # now the string the template reads
+  export PATH=$BUILD/bin:$PATH LAUNCHER=torchrun TORCHRUN=$torchrun_cmd RDZV=static GPUS_PER_NODE=2 \
+    GRACEFUL_EXIT=1 TRAIN_SCRIPT=$TEST_DIR/train_example.py TRAIN_ARGS="$1"
+}
+
 # The single reason every rank gave for exiting, and the number of ranks that exited.
 exit_summary() {
   python3 - "$TEST_DIR" <<'PY'

@@ -5,13 +5,7 @@
 # (its default path) then stops task 2, and tasks 3 and 4 end at once.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
-cp "$SRC/slurm_templates/train.slurm" "$SRC/slurm_templates/train_example.py" "$TEST_DIR/"
-cd "$TEST_DIR" || exit 1
-torchrun_cmd="${TORCHRUN[*]}"
-unset TORCHRUN  # lib.sh's array; the template takes a string
-# shellcheck disable=SC2178  # now the string the template reads
-export PATH=$BUILD/bin:$PATH LAUNCHER=torchrun TORCHRUN=$torchrun_cmd RDZV=static GPUS_PER_NODE=2 \
-  GRACEFUL_EXIT=1 TRAIN_SCRIPT=$TEST_DIR/train_example.py TRAIN_ARGS="--steps 100000 --step-time 0.05"
+use_train_template "--steps 100000 --step-time 0.05"
 job=$(submit --array=1-4%1 --time=2 -J tmpl train.slurm)
 log "submitted the template as array $job"
 ev=$TEST_DIR/logs/tmpl

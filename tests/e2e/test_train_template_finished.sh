@@ -4,13 +4,7 @@
 # run finished ends in its first task, cancelling the rest.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
-cp "$SRC/slurm_templates/train.slurm" "$SRC/slurm_templates/train_example.py" "$TEST_DIR/"
-cd "$TEST_DIR" || exit 1
-torchrun_cmd="${TORCHRUN[*]}"
-unset TORCHRUN  # lib.sh's array; the template takes a string
-# shellcheck disable=SC2178  # now the string the template reads
-export PATH=$BUILD/bin:$PATH LAUNCHER=torchrun TORCHRUN=$torchrun_cmd RDZV=static GPUS_PER_NODE=2 \
-  GRACEFUL_EXIT=1 TRAIN_SCRIPT=$TEST_DIR/train_example.py TRAIN_ARGS="--steps 40 --step-time 0.05"
+use_train_template "--steps 40 --step-time 0.05"
 # states ARRAY: "task:state" of each task that started, and "rest:STATE" for the pending
 # tasks cancelled before they started (they stay in the array's one record, whose
 # ArrayTaskId is then SLURM's NO_VAL - 1).
