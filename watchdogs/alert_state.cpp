@@ -73,9 +73,7 @@ void ensure_state_dir(const std::string& dir) {
 
 void write_atomically(const std::string& path, const std::string& text, unsigned mode) {
   // The host and pid in the name keep two nodes that share the directory apart.
-  char host[256] = "host";
-  gethostname(host, sizeof host - 1);
-  const std::string tmp = path + ".tmp." + host + "." + std::to_string(getpid());
+  const std::string tmp = path + ".tmp." + host_name() + "." + std::to_string(getpid());
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
   size_t done = 0;

@@ -17,12 +17,6 @@ namespace {
 
 std::string spool_dir(const alert_setup& s) { return s.state_dir + "/spool"; }
 
-std::string hostname() {
-  char host[256] = "localhost";
-  gethostname(host, sizeof host - 1);
-  return host;
-}
-
 void spool(const alert_setup& s, const sink& k, const alert_message& m) {
   static std::mt19937_64 rng{std::random_device{}()};
   char name[96];
@@ -79,7 +73,7 @@ int handle_results(const std::vector<check_result>& results, const alert_setup& 
       m.state = a == alert_action::resolve ? "RESOLVED" : a == alert_action::repeat ? "REPEAT" : "FIRING";
       m.status = r.status;
       m.text = r.text;
-      m.host = hostname();
+      m.host = host_name();
       m.time = now;
       m.figures = r.figures;
       for (const auto& k : setup.sinks) spool(setup, k, m);
@@ -123,7 +117,7 @@ int flush_spool(const alert_setup& setup) {
   for (const auto& n : files) {
     const std::string path = dir + "/" + n;
     // Claim the item so that a concurrent run does not send it too.
-    const std::string claimed = path + ".sending." + hostname() + "." + std::to_string(getpid());
+    const std::string claimed = path + ".sending." + host_name() + "." + std::to_string(getpid());
     if (rename(path.c_str(), claimed.c_str()) != 0) continue;
     nlohmann::json j;
     try {

@@ -1,5 +1,7 @@
 #include "check.hpp"
 
+#include <unistd.h>
+
 namespace trainctl {
 
 const char* status_name(int s) {
@@ -22,6 +24,13 @@ int worst_status(const std::vector<check_result>& results) {
   for (const auto& r : results)
     if (rank(r.status) > rank(worst)) worst = r.status;
   return worst;
+}
+
+std::string host_name() {
+  char host[256] = "localhost";
+  if (gethostname(host, sizeof host - 1) != 0) return "localhost";
+  host[sizeof host - 1] = '\0';
+  return host;
 }
 
 }  // namespace trainctl

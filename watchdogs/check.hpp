@@ -23,4 +23,8 @@ struct check_result {
 // "could not tell" is never reported as OK, nor raised to a false CRITICAL).
 int worst_status(const std::vector<check_result>& results);
 
+// This node's name (gethostname), "localhost" when it cannot be told: for alert texts,
+// sender addresses and file names that must differ between nodes.
+std::string host_name();
+
 }  // namespace trainctl

@@ -187,10 +187,8 @@ bool try_sendmail(const sink& s, const alert_message& m, std::string* error) {
 
 std::string sink::redacted() const {
   switch (type) {
-    case kind::smtp: {
-      std::string r = url;
-      return r + " (to " + std::to_string(to.size()) + " recipient" + (to.size() == 1 ? ")" : "s)");
-    }
+    case kind::smtp:  // url carries no credentials: parse_sink keeps them apart
+      return url + " (to " + std::to_string(to.size()) + " recipient" + (to.size() == 1 ? ")" : "s)");
     case kind::sendmail:
       return "sendmail";
     case kind::slack:
@@ -272,10 +270,8 @@ sink parse_sink(const std::string& spec) {
       if (comma == std::string::npos) break;
       pos = comma + 1;
     }
-    char host[256] = "localhost";
-    gethostname(host, sizeof host - 1);
     const char* user = std::getenv("USER");
-    s.from = std::string(user != nullptr ? user : "trainwatch") + "@" + host;
+    s.from = std::string(user != nullptr ? user : "trainwatch") + "@" + host_name();
     return s;
   }
   if (starts("slack:") || starts("webhook:")) {
