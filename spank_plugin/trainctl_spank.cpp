@@ -143,10 +143,6 @@ void resolve_switches(spank_t sp) {
   if (g.save_given && g.save_switch.empty()) g.save_switch = trainctl::default_switch_path("save-switch", submit, name);
 }
 
-}  // namespace
-
-extern "C" {
-
 // Where a plugstack.conf argument came from: "FILE:LINE" of the first line that loads
 // this plugin with it, looked up in the usual places; "" when not found.
 std::string argument_origin(const std::string& arg) {
@@ -170,6 +166,10 @@ std::string argument_origin(const std::string& arg) {
   }
   return "";
 }
+
+}  // namespace
+
+extern "C" {
 
 // All contexts, as root in slurmstepd: parse site arguments, register the options.
 TRAINCTL_SPANK_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
