@@ -81,9 +81,7 @@ struct common_options {
                     " can be read by group or others (it holds secrets); chmod 600 it");
       std::ifstream in(notify_file);
       std::string line;
-      int n = 0;
       while (std::getline(in, line)) {
-        ++n;
         const size_t a = line.find_first_not_of(" \t\r");
         if (a == std::string::npos || line[a] == '#') continue;
         const size_t b = line.find_last_not_of(" \t\r");
