@@ -50,12 +50,13 @@ struct signal_entry {
   const char* name;
   int number;
 };
-constexpr signal_entry kSignals[] = {{"HUP", SIGHUP},       {"INT", SIGINT},   {"QUIT", SIGQUIT},   {"ABRT", SIGABRT},
-                                     {"KILL", SIGKILL},     {"USR1", SIGUSR1}, {"USR2", SIGUSR2},   {"PIPE", SIGPIPE},
-                                     {"ALRM", SIGALRM},     {"TERM", SIGTERM}, {"CONT", SIGCONT},   {"STOP", SIGSTOP},
-                                     {"TSTP", SIGTSTP},     {"URG", SIGURG},   {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ},
-                                     {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"IO", SIGIO},
-                                     {"PWR", SIGPWR},       {"SYS", SIGSYS}};
+constexpr signal_entry kSignals[] = {
+    {"HUP", SIGHUP},   {"INT", SIGINT},       {"QUIT", SIGQUIT}, {"ABRT", SIGABRT},   {"KILL", SIGKILL},
+    {"USR1", SIGUSR1}, {"USR2", SIGUSR2},     {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},   {"TERM", SIGTERM},
+    {"CONT", SIGCONT}, {"STOP", SIGSTOP},     {"TSTP", SIGTSTP}, {"URG", SIGURG},     {"XCPU", SIGXCPU},
+    {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"IO", SIGIO},
+    {"PWR", SIGPWR},   {"SYS", SIGSYS},       {"SEGV", SIGSEGV}, {"BUS", SIGBUS},     {"ILL", SIGILL},
+    {"FPE", SIGFPE},   {"TRAP", SIGTRAP},     {"CHLD", SIGCHLD}, {"TTIN", SIGTTIN},   {"TTOU", SIGTTOU}};
 
 }  // namespace
 

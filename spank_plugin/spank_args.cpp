@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <csignal>
 
+#include "options.hpp"
 #include "parse.hpp"
 
 namespace trainctl {
@@ -33,15 +34,15 @@ void apply_site_argument(site_settings& s, const std::string& arg) {
   if (key == "default_graceful_exit")
     wrap([&] { s.default_graceful_exit = parse_duration(value, 'm', true); });
   else if (key == "signals")
-    wrap([&] { s.allowed_signals = parse_signal_list(value); });
+    wrap([&] { s.allowed_signals = option::parse_notice_signal_list(value); });
   else if (key == "default_signal")
-    wrap([&] { s.default_signal = parse_signal(value); });
+    wrap([&] { s.default_signal = option::parse_notice_signal(value); });
   else if (key == "launchers")
     s.launchers = value;
   else if (key == "poll_interval")
-    wrap([&] { s.poll_interval = parse_duration(value, 's', false, std::chrono::hours(1)); });
+    wrap([&] { s.poll_interval = option::parse_poll_interval(value); });
   else if (key == "endtime_poll")
-    wrap([&] { s.endtime_poll = parse_duration(value, 's', false, std::chrono::hours(24)); });
+    wrap([&] { s.endtime_poll = option::parse_endtime_poll(value); });
   else if (key == "shield")
     s.shield = parse_bool(key, value);
   else if (key == "always")
@@ -59,7 +60,7 @@ void apply_site_argument(site_settings& s, const std::string& arg) {
 
 std::chrono::milliseconds check_graceful_exit(const std::string& value) {
   try {
-    return parse_duration(value, 'm', false, std::chrono::hours(24 * 30));
+    return option::parse_graceful_exit(value);
   } catch (const parse_error& e) {
     throw parse_error("--graceful-exit=" + value + ": " + e.what());
   }
@@ -68,7 +69,7 @@ std::chrono::milliseconds check_graceful_exit(const std::string& value) {
 int check_graceful_signal(const std::string& value, const site_settings& s) {
   int sig = 0;
   try {
-    sig = parse_signal(value);
+    sig = option::parse_notice_signal(value);
   } catch (const parse_error& e) {
     throw parse_error("--graceful-signal=" + value + ": " + e.what());
   }

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "options.hpp"
+
 namespace trainctl {
 
 struct site_settings {
@@ -13,8 +15,8 @@ struct site_settings {
   std::vector<int> allowed_signals;                    // graceful signals a user may pick
   int default_signal = 0;                              // SIGUSR1 unless set
   std::string launchers;                               // extra names, comma separated
-  std::chrono::milliseconds poll_interval{10000};
-  std::chrono::milliseconds endtime_poll{300000};
+  std::chrono::milliseconds poll_interval = option::kPollIntervalDefault;
+  std::chrono::milliseconds endtime_poll = option::kEndtimePollDefault;
   bool shield = true;
   bool always = false;     // supervise every task, even without options
   std::string supervisor;  // trainctl-run

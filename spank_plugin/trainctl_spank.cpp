@@ -35,6 +35,7 @@ extern "C" {
 #define TRAINCTL_HAVE_PREPEND_ARGV 1
 #endif
 
+#include "options.hpp"
 #include "parse.hpp"
 #include "spank_args.hpp"
 #include "switch_paths.hpp"
@@ -69,7 +70,7 @@ struct state {
   bool graceful_given = false, kill_given = false, save_given = false, signal_given = false;
   std::chrono::milliseconds graceful_exit{0};
   std::string kill_switch, save_switch;
-  int graceful_signal = SIGUSR1;
+  int graceful_signal = trainctl::option::kGracefulSignalDefault;
 } g;
 
 int option_cb(int val, const char* optarg, int remote) {
@@ -174,7 +175,7 @@ extern "C" {
 // All contexts, as root in slurmstepd: parse site arguments, register the options.
 TRAINCTL_SPANK_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
   g.site.supervisor = TRAINCTL_RUN_PATH;
-  g.site.default_signal = SIGUSR1;
+  g.site.default_signal = trainctl::option::kGracefulSignalDefault;
   for (int i = 0; i < ac; ++i) {
     try {
       trainctl::apply_site_argument(g.site, av[i]);
@@ -256,8 +257,7 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     if (g.site.shield) {
-      signal(SIGTERM, SIG_IGN);
-      signal(SIGUSR1, SIG_IGN);
+      for (int sig : trainctl::option::default_shield()) signal(sig, SIG_IGN);
       signal(g.graceful_signal, SIG_IGN);
     }
     return 0;  // slurmstepd goes on and execs the user's command here

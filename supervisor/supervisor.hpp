@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "options.hpp"
+
 namespace trainctl {
 
 struct supervisor_options {
@@ -19,11 +21,11 @@ struct supervisor_options {
   double deadline = 0;                         // an explicit unix deadline (seconds), 0: none
   std::string kill_switch;                     // empty: none
   std::string save_switch;
-  int graceful_signal = SIGUSR1;                        // what ranks receive
-  std::vector<int> shield{SIGTERM, SIGUSR1};            // ignored by the launcher
-  std::vector<int> notices{SIGTERM, SIGUSR1, SIGUSR2};  // signals that are notices
-  std::chrono::milliseconds poll_interval{10000};       // switch files
-  std::chrono::milliseconds endtime_poll{300000};       // controller queries: 12 per hour
+  int graceful_signal = option::kGracefulSignalDefault;                    // what ranks receive
+  std::vector<int> shield = option::default_shield();                      // ignored by the launcher
+  std::vector<int> notices = option::default_notices();                    // signals that are notices
+  std::chrono::milliseconds poll_interval = option::kPollIntervalDefault;  // switch files
+  std::chrono::milliseconds endtime_poll = option::kEndtimePollDefault;    // controller queries
   std::vector<std::string> launchers{"torchrun", "accelerate", "deepspeed", "mpirun", "mpiexec", "srun"};
   bool batch = false;      // the batch step: ranks only if a rank variable shows them
   std::string job_id;      // SLURM_JOB_ID; empty: no controller queries

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "options.hpp"
 #include "parse.hpp"
 #include "supervisor.hpp"
 #include "switch_paths.hpp"
@@ -36,8 +37,10 @@ int run_main(int argc, char** argv) {
   app.set_version_flag("--version", "trainctl-run " + std::to_string(TRAINCTL_VERSION_MAJOR) + "." +
                                         std::to_string(TRAINCTL_VERSION_MINOR) + "." +
                                         std::to_string(TRAINCTL_VERSION_PATCH));
-  std::string graceful, deadline, kill_switch, save_switch, signal_text = "USR1", shield, poll = "10s",
-                                                            endtime_poll = "5m", launchers, state;
+  std::string graceful, deadline, kill_switch, save_switch, launchers, state, shield;
+  std::string signal_text = signal_name(option::kGracefulSignalDefault);
+  std::string poll = format_duration(option::kPollIntervalDefault);
+  std::string endtime_poll = format_duration(option::kEndtimePollDefault);
   bool no_shield = false, batch = false;
   long adopt = 0;
   std::vector<std::string> command;
@@ -52,14 +55,15 @@ int run_main(int argc, char** argv) {
                             "watch this file; each touch makes every rank save once "
                             "(default $SLURM_SUBMIT_DIR/save-switch-$SLURM_JOB_NAME, or $SAVE_SWITCH)")
                  ->expected(0, 1);
-  app.add_option("--graceful-signal", signal_text, "the signal ranks receive with a notice (default USR1)");
+  app.add_option("--graceful-signal", signal_text,
+                 "the signal ranks receive with a notice (default " + signal_text + ")");
   app.add_option("--shield", shield,
                  "signals the command ignores so they cannot kill a launcher (default TERM,USR1 "
                  "and the graceful signal)");
   app.add_flag("--no-shield", no_shield, "do not shield the command from any signal");
-  app.add_option("--poll-interval", poll, "how often the switch files are stat'ed (default 10s)");
+  app.add_option("--poll-interval", poll, "how often the switch files are stat'ed (default " + poll + ")");
   app.add_option("--endtime-poll", endtime_poll,
-                 "how often the job's EndTime is read from the controller (default 5m)");
+                 "how often the job's EndTime is read from the controller (default " + endtime_poll + ")");
   app.add_option("--launchers", launchers, "extra launcher names that are never ranks, comma separated");
   app.add_flag("--batch", batch, "this is the batch step: signal only processes that carry a rank variable");
   app.add_option("--adopt", adopt, "supervise this existing child instead of starting COMMAND (SPANK plugin)")
@@ -79,7 +83,7 @@ int run_main(int argc, char** argv) {
 
   supervisor_options o;
   try {
-    if (!graceful.empty()) o.graceful_exit = parse_duration(graceful, 'm');
+    if (!graceful.empty()) o.graceful_exit = option::parse_graceful_exit(graceful);
   } catch (const parse_error& e) {
     usage_error(std::string("--graceful-exit: ") + e.what());
   }
@@ -89,15 +93,13 @@ int run_main(int argc, char** argv) {
     usage_error(std::string("--deadline: ") + e.what());
   }
   try {
-    o.graceful_signal = parse_signal(signal_text);
-    if (o.graceful_signal == SIGKILL || o.graceful_signal == SIGSTOP)
-      throw parse_error("KILL and STOP cannot be caught by ranks; accepted: e.g. USR1, USR2, TERM");
+    o.graceful_signal = option::parse_notice_signal(signal_text);
   } catch (const parse_error& e) {
     usage_error(std::string("--graceful-signal: ") + e.what());
   }
   try {
     if (!no_shield) {
-      o.shield = shield.empty() ? std::vector<int>{SIGTERM, SIGUSR1} : parse_signal_list(shield);
+      o.shield = shield.empty() ? option::default_shield() : option::parse_notice_signal_list(shield);
       if (std::find(o.shield.begin(), o.shield.end(), o.graceful_signal) == o.shield.end())
         o.shield.push_back(o.graceful_signal);
     } else {
@@ -107,10 +109,14 @@ int run_main(int argc, char** argv) {
     usage_error(std::string("--shield: ") + e.what());
   }
   try {
-    o.poll_interval = parse_duration(poll, 's', false, std::chrono::hours(1));
-    o.endtime_poll = parse_duration(endtime_poll, 's', false, std::chrono::hours(24));
+    o.poll_interval = option::parse_poll_interval(poll);
   } catch (const parse_error& e) {
-    usage_error(std::string("--poll-interval/--endtime-poll: ") + e.what());
+    usage_error(std::string("--poll-interval: ") + e.what());
+  }
+  try {
+    o.endtime_poll = option::parse_endtime_poll(endtime_poll);
+  } catch (const parse_error& e) {
+    usage_error(std::string("--endtime-poll: ") + e.what());
   }
   if (!launchers.empty()) {
     size_t start = 0;

@@ -69,14 +69,9 @@ void config::impl::set(std::string_view key, std::string_view value) {
   } else if (key == "gpu_min_free") {
     gpu = value.empty() || value == "none" ? threshold{} : parse_threshold(value);
   } else if (key == "poll_interval") {
-    poll_interval = parse_duration(value, 's', false, std::chrono::hours(1));
-    if (poll_interval < std::chrono::milliseconds(100))
-      throw parse_error("'" + std::string(value) + "' is too short; accepted: 100ms to 1h (10s is the default)");
+    poll_interval = option::parse_poll_interval(value);
   } else if (key == "signals") {
-    signals = parse_signal_list(value);
-    for (int s : signals)
-      if (s == SIGKILL || s == SIGSTOP)
-        throw parse_error("KILL and STOP cannot be caught; accepted: e.g. USR1,TERM or none");
+    signals = option::parse_notice_signal_list(value);
   } else if (key == "check_every") {
     check_every = static_cast<int>(parse_int(value, 1, 1000000));
   } else if (key == "state_path") {

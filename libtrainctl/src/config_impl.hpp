@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "options.hpp"
 #include "parse.hpp"
 #include "trainctl/controller.hpp"
 
@@ -19,8 +20,8 @@ struct config::impl {
   double deadline = 0;  // unix seconds; 0 = none
   threshold memory;
   threshold gpu;
-  std::chrono::milliseconds poll_interval{10000};
-  std::vector<int> signals{SIGUSR1, SIGTERM};
+  std::chrono::milliseconds poll_interval = option::kPollIntervalDefault;
+  std::vector<int> signals = option::default_rank_signals();
   int check_every = 10;
   std::string state_path;  // empty: default_state_path()
   int rank = 0;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "node_state.hpp"
+#include "options.hpp"
 #include "parse.hpp"
 
 namespace trainctl {
@@ -19,7 +20,7 @@ namespace trainctl {
 class gpu_memory;
 
 struct publisher_options {
-  std::chrono::milliseconds poll_interval{10000};
+  std::chrono::milliseconds poll_interval = option::kPollIntervalDefault;
   std::chrono::milliseconds memory_interval{1000};
   threshold memory;      // none: no memory flag
   threshold gpu_memory;  // none: NVML is not even loaded

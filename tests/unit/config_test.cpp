@@ -75,3 +75,12 @@ TEST(Config, CopiesAreIndependent) {
   EXPECT_EQ(a.get("check_every"), "5");
   EXPECT_EQ(b.get("check_every"), "7");
 }
+
+// A fault signal as a notice made a segfault loop forever in the handler.
+TEST(Config, FaultSignalsAreNotNotices) {
+  scoped_env d("TRAINCTL_SIGNALS", "USR1,11");
+  config cfg = config::from_env();
+  EXPECT_TRUE(has_line(cfg, "TRAINCTL_SIGNALS", "using USR1,TERM"));
+  EXPECT_EQ(cfg.get("signals"), "USR1,TERM");
+  EXPECT_THROW(cfg.set("poll_interval", "50ms"), std::invalid_argument);
+}

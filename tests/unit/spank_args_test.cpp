@@ -55,3 +55,14 @@ TEST(SpankArgs, DefaultSwitchPaths) {
             "/scratch/me/kill-switch-llama_70b_run");
   EXPECT_EQ(default_switch_path("save-switch", "/x", ""), "/x/save-switch-trainctl");
 }
+
+// The plugin and trainctl-run share one definition of each limit (options.hpp).
+TEST(SpankArgs, SameLimitsAsTrainctlRun) {
+  site_settings s;
+  EXPECT_THROW(check_graceful_exit("31d"), parse_error);
+  EXPECT_EQ(check_graceful_exit("30d"), option::kGracefulExitMax);
+  for (const char* bad : {"poll_interval=50ms", "signals=USR1,SEGV", "default_signal=32", "endtime_poll=100ms"})
+    EXPECT_THROW(apply_site_argument(s, bad), parse_error) << bad;
+  site_settings open;
+  EXPECT_THROW(check_graceful_signal("SEGV", open), parse_error);
+}

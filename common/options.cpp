@@ -1,0 +1,82 @@
+#include "options.hpp"
+
+#include <csignal>
+
+namespace trainctl {
+namespace option {
+
+static_assert(SIGUSR1 == kGracefulSignalDefault, "the default graceful signal is SIGUSR1");
+
+namespace {
+
+milliseconds bounded(std::string_view text, char bare_unit, milliseconds lo, milliseconds hi) {
+  const milliseconds d = parse_duration(text, bare_unit, false, hi);
+  if (d < lo)
+    throw parse_error("'" + std::string(text) + "' is too short; accepted: " + format_duration(lo) + " to " +
+                      format_duration(hi));
+  return d;
+}
+
+std::string notice_signals_accepted() {
+  return "accepted: HUP, INT, USR1, USR2, ALRM, TERM, URG, XCPU, VTALRM, PROF, WINCH, PWR, or a real-time signal " +
+         std::to_string(SIGRTMIN) + "-" + std::to_string(SIGRTMAX);
+}
+
+}  // namespace
+
+milliseconds parse_poll_interval(std::string_view text) {
+  return bounded(text, 's', kPollIntervalMin, kPollIntervalMax);
+}
+
+milliseconds parse_endtime_poll(std::string_view text) { return bounded(text, 's', kEndtimePollMin, kEndtimePollMax); }
+
+milliseconds parse_graceful_exit(std::string_view text) { return parse_duration(text, 'm', false, kGracefulExitMax); }
+
+bool is_notice_signal(int sig) {
+  switch (sig) {
+    case SIGHUP:
+    case SIGINT:
+    case SIGUSR1:
+    case SIGUSR2:
+    case SIGALRM:
+    case SIGTERM:
+    case SIGURG:
+    case SIGXCPU:
+    case SIGVTALRM:
+    case SIGPROF:
+    case SIGWINCH:
+    case SIGPWR:
+      return true;
+    default:
+      return sig >= SIGRTMIN && sig <= SIGRTMAX;
+  }
+}
+
+int parse_notice_signal(std::string_view text) {
+  int sig = 0;
+  try {
+    sig = parse_signal(text);
+  } catch (const parse_error& e) {
+    throw parse_error(std::string(e.what()).substr(0, std::string(e.what()).find(';')) + "; " +
+                      notice_signals_accepted());
+  }
+  if (!is_notice_signal(sig))
+    throw parse_error("'" + std::string(text) + "' (SIG" + signal_name(sig) +
+                      ") cannot carry a notice: a fault, job-control, uncatchable or C-library signal; " +
+                      notice_signals_accepted());
+  return sig;
+}
+
+std::vector<int> parse_notice_signal_list(std::string_view text) {
+  std::vector<int> out = parse_signal_list(text);
+  for (int sig : out)
+    if (!is_notice_signal(sig)) parse_notice_signal(std::to_string(sig));  // throws with the reason
+  return out;
+}
+
+std::vector<int> default_shield() { return {SIGTERM, SIGUSR1}; }
+std::vector<int> default_notices() { return {SIGTERM, SIGUSR1, SIGUSR2}; }
+std::vector<int> default_rank_signals() { return {SIGUSR1, SIGTERM}; }
+
+}  // namespace option
+}  // namespace trainctl

@@ -1,0 +1,55 @@
+// The shared option definitions: one default and one set of limits for the plugin,
+// trainctl-run and the library.
+#include "options.hpp"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+using namespace trainctl;
+using namespace std::chrono_literals;
+
+TEST(NoticeSignals, TheUsualNoticesAreAccepted) {
+  for (const char* s : {"USR1", "SIGUSR2", "term", "HUP", "INT", "URG", "WINCH", "XCPU"})
+    EXPECT_NO_THROW(option::parse_notice_signal(s)) << s;
+  EXPECT_EQ(option::parse_notice_signal(std::to_string(SIGRTMIN)), SIGRTMIN);
+  EXPECT_EQ(option::parse_notice_signal(std::to_string(SIGRTMAX)), SIGRTMAX);
+}
+
+// TRAINCTL_SIGNALS=11 turned a segfault into an endless loop (the handler returned to
+// the faulting instruction); 32 was accepted but glibc keeps it, so it never arrived.
+TEST(NoticeSignals, FaultJobControlAndLibcSignalsAreRefused) {
+  for (const char* s : {"SEGV", "11", "BUS", "ILL", "FPE", "ABRT", "TRAP", "SYS", "KILL", "STOP", "TSTP", "CONT",
+                        "CHLD", "PIPE", "32", "33", "TTIN"}) {
+    try {
+      option::parse_notice_signal(s);
+      ADD_FAILURE() << s << " was accepted";
+    } catch (const parse_error& e) {
+      EXPECT_NE(std::string(e.what()).find("accepted: HUP"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(option::parse_notice_signal_list("USR1,SEGV"), parse_error);
+  EXPECT_TRUE(option::parse_notice_signal_list("none").empty());
+}
+
+TEST(PollInterval, OneFloorAndCeiling) {
+  EXPECT_EQ(option::parse_poll_interval("100ms"), 100ms);
+  EXPECT_EQ(option::parse_poll_interval("1h"), 1h);
+  EXPECT_THROW(option::parse_poll_interval("99ms"), parse_error);
+  EXPECT_THROW(option::parse_poll_interval("61m"), parse_error);
+  EXPECT_EQ(option::kPollIntervalDefault, 10s);
+}
+
+TEST(GracefulExit, ThirtyDaysAtMostBareNumberIsMinutes) {
+  EXPECT_EQ(option::parse_graceful_exit("10"), 10min);
+  EXPECT_EQ(option::parse_graceful_exit("30d"), option::kGracefulExitMax);
+  EXPECT_THROW(option::parse_graceful_exit("31d"), parse_error);
+  EXPECT_THROW(option::parse_graceful_exit("0"), parse_error);
+}
+
+TEST(EndtimePoll, BoundsAndDefault) {
+  EXPECT_EQ(option::parse_endtime_poll("10s"), 10s);
+  EXPECT_THROW(option::parse_endtime_poll("500ms"), parse_error);
+  EXPECT_THROW(option::parse_endtime_poll("25h"), parse_error);
+  EXPECT_EQ(option::kEndtimePollDefault, 5min);
+}
