@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -78,6 +79,17 @@ bool cmdline_names_launcher(const std::string& blob, const std::vector<std::stri
   return false;
 }
 
+unsigned long long parse_stat_start_time(const std::string& text) {
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream in(text.substr(close + 1));
+  std::string field;
+  for (int i = 0; i < 19 && in >> field; ++i) {  // state .. itrealvalue: fields 3 to 21
+  }
+  unsigned long long start = 0;
+  return in >> start ? start : 0;
+}
+
 pid_t parse_stat_ppid(const std::string& text) {
   // "pid (comm) S ppid ...": comm may hold spaces and parentheses; the last ')' ends it.
   const size_t close = text.rfind(')');
@@ -92,6 +104,7 @@ pid_t parse_stat_ppid(const std::string& text) {
 std::vector<proc_info> descendants(pid_t root, const std::vector<std::string>& launcher_names,
                                    const std::string& proc) {
   std::multimap<pid_t, pid_t> children;
+  std::map<pid_t, unsigned long long> start_times;
   DIR* d = opendir(proc.c_str());
   if (d == nullptr) return {};
   while (dirent* e = readdir(d)) {
@@ -102,6 +115,7 @@ std::vector<proc_info> descendants(pid_t root, const std::vector<std::string>& l
     if (!read_file(proc + "/" + e->d_name + "/stat", stat, 4096)) continue;
     const pid_t ppid = parse_stat_ppid(stat);
     if (ppid >= 0) children.emplace(ppid, static_cast<pid_t>(pid));
+    start_times[static_cast<pid_t>(pid)] = parse_stat_start_time(stat);
   }
   closedir(d);
 
@@ -116,6 +130,7 @@ std::vector<proc_info> descendants(pid_t root, const std::vector<std::string>& l
       proc_info info;
       info.pid = it->second;
       info.ppid = p;
+      info.start_time = start_times[info.pid];
       struct stat st {};
       const std::string dir = proc + "/" + std::to_string(info.pid);
       info.ours = stat(dir.c_str(), &st) == 0 && st.st_uid == me;
@@ -134,11 +149,38 @@ std::vector<proc_info> descendants(pid_t root, const std::vector<std::string>& l
 
 std::vector<pid_t> find_ranks(pid_t root, const std::vector<std::string>& launcher_names, bool command_is_rank,
                               const std::string& proc) {
+  std::vector<pid_t> pids;
+  for (const auto& p : find_rank_procs(root, launcher_names, command_is_rank, proc)) pids.push_back(p.pid);
+  return pids;
+}
+
+pid_handle::pid_handle(const proc_info& found, const std::string& proc) : pid_(found.pid) {
+  const int fd = static_cast<int>(syscall(SYS_pidfd_open, found.pid, 0));
+  if (fd < 0) return;  // gone already
+  // Opened first, checked second: if the pid was reused before the open, the start
+  // time read now is the newcomer's and differs.
+  std::string stat;
+  if (!read_file(proc + "/" + std::to_string(found.pid) + "/stat", stat, 4096) || found.start_time == 0 ||
+      parse_stat_start_time(stat) != found.start_time) {
+    close(fd);
+    return;
+  }
+  fd_ = fd;
+}
+
+pid_handle::~pid_handle() {
+  if (fd_ >= 0) close(fd_);
+}
+
+bool pid_handle::signal(int sig) const { return fd_ >= 0 && syscall(SYS_pidfd_send_signal, fd_, sig, nullptr, 0) == 0; }
+
+std::vector<proc_info> find_rank_procs(pid_t root, const std::vector<std::string>& launcher_names, bool command_is_rank,
+                                       const std::string& proc) {
   const auto all = descendants(root, launcher_names, proc);
   std::map<pid_t, const proc_info*> by_pid;
   for (const auto& p : all) by_pid[p.pid] = &p;
   auto is_rank = [](const proc_info* p) { return p->ours && p->has_rank && !p->launcher; };
-  std::vector<pid_t> ranks;
+  std::vector<proc_info> ranks;
   for (const auto& p : all) {
     if (!is_rank(&p)) continue;
     // Topmost: no rank among its ancestors below root (that excludes DataLoader workers).
@@ -148,11 +190,11 @@ std::vector<pid_t> find_ranks(pid_t root, const std::vector<std::string>& launch
         under_rank = true;
         break;
       }
-    if (!under_rank) ranks.push_back(p.pid);
+    if (!under_rank) ranks.push_back(p);
   }
   if (ranks.empty() && command_is_rank)
     for (const auto& p : all)
-      if (p.ppid == root && p.ours && !p.launcher) ranks.push_back(p.pid);
+      if (p.ppid == root && p.ours && !p.launcher) ranks.push_back(p);
   return ranks;
 }
 

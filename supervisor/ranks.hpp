@@ -15,9 +15,10 @@ namespace trainctl {
 struct proc_info {
   pid_t pid = 0;
   pid_t ppid = 0;
-  bool ours = false;      // same uid as this process
-  bool has_rank = false;  // carries a rank variable
-  bool launcher = false;  // argv[0] or argv[1] names a known launcher
+  bool ours = false;                  // same uid as this process
+  bool has_rank = false;              // carries a rank variable
+  bool launcher = false;              // argv[0] or argv[1] names a known launcher
+  unsigned long long start_time = 0;  // clock ticks after boot: with pid, names one process
 };
 
 // Every process below `root` (not root itself), read from `proc` ("/proc").
@@ -30,9 +31,36 @@ std::vector<proc_info> descendants(pid_t root, const std::vector<std::string>& l
 std::vector<pid_t> find_ranks(pid_t root, const std::vector<std::string>& launcher_names, bool command_is_rank,
                               const std::string& proc = "/proc");
 
+// The same, with what identifies each process (for pid_handle).
+std::vector<proc_info> find_rank_procs(pid_t root, const std::vector<std::string>& launcher_names, bool command_is_rank,
+                                       const std::string& proc = "/proc");
+
+// A process found in /proc, held by a pidfd that is kept only if the pid still names
+// the process that was found (the same start time): a signal sent through it reaches
+// that process or nobody, never a process that got its pid later.
+class pid_handle {
+ public:
+  explicit pid_handle(const proc_info& found, const std::string& proc = "/proc");
+  ~pid_handle();
+  pid_handle(pid_handle&& o) noexcept : fd_(o.fd_), pid_(o.pid_) { o.fd_ = -1; }
+  pid_handle(const pid_handle&) = delete;
+  pid_handle& operator=(const pid_handle&) = delete;
+  pid_handle& operator=(pid_handle&&) = delete;
+
+  bool held() const { return fd_ >= 0; }
+  pid_t pid() const { return pid_; }
+  bool signal(int sig) const;  // false when the process is gone (or was never held)
+  bool alive() const { return signal(0); }
+
+ private:
+  int fd_ = -1;
+  pid_t pid_ = 0;
+};
+
 // Pieces for tests and fuzzing.
 bool environ_has_rank(const std::string& environ_blob);
 bool cmdline_names_launcher(const std::string& cmdline_blob, const std::vector<std::string>& launcher_names);
 pid_t parse_stat_ppid(const std::string& stat_text);
+unsigned long long parse_stat_start_time(const std::string& stat_text);  // 0 when unreadable
 
 }  // namespace trainctl

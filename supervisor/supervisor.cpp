@@ -56,7 +56,14 @@ class supervisor {
   void check_deadline();
   void end_leftovers();
   void requeue_if_preempted();
+  void close_state();
   bool tracks_endtime() const { return !opts_.job_id.empty() && opts_.graceful_exit.count() > 0; }
+  // Whether this supervisor reads EndTime and preemption itself: always, unless another
+  // supervisor on the node publishes them into a node state this one shares. No node
+  // state problem (a refused file, a lock held by a rank) may cost a notice.
+  bool reads_job_itself() const {
+    return pub_ || !state_ || state_->get().supervised.load(std::memory_order_acquire) == 0;
+  }
 
   supervisor_options opts_;
   std::unique_ptr<node_state_file> state_;
@@ -72,6 +79,7 @@ class supervisor {
   bool preempted_ = false;
   std::uint32_t seen_flags_ = 0;  // node flags already relayed (followers)
   clock::time_point next_query_{};
+  std::string lock_problem_;  // reported once
 };
 
 void supervisor::log(const char* fmt, ...) {
@@ -88,7 +96,8 @@ void supervisor::open_state() {
   try {
     state_ = std::make_unique<node_state_file>(path);
   } catch (const std::exception& e) {
-    log("%s; ranks still get signals but not the shared node state", e.what());
+    log("%s; the ranks still get every notice as SIG%s, and each rank watches the switches on its own", e.what(),
+        signal_name(opts_.graceful_signal).c_str());
     return;
   }
   setenv("TRAINCTL_STATE", path.c_str(), 1);
@@ -98,16 +107,20 @@ void supervisor::open_state() {
 }
 
 void supervisor::take_publisher_role() {
-  if (pub_ || !state_ || !state_->try_become_publisher()) return;
+  if (pub_ || !state_) return;
+  std::string problem;
+  if (!state_->try_become_publisher(&problem)) {
+    if (!problem.empty() && problem != lock_problem_)
+      log("%s; this supervisor still relays every notice itself", problem.c_str());
+    lock_problem_ = problem;
+    return;
+  }
   state_->get().supervised.store(1);
   publisher_options po;
   po.poll_interval = opts_.poll_interval;
   po.inotify_after = milliseconds(1000);
   pub_ = std::make_unique<publisher>(state_->get(), po);
   pub_->refresh();
-  // The first EndTime read waits a second: a short step never costs an RPC, and the
-  // launch stays as fast as without trainctl.
-  next_query_ = clock::now() + milliseconds(1000);
 }
 
 pid_t supervisor::start_command(char* const* argv) {
@@ -145,10 +158,11 @@ void supervisor::reap() {
 }
 
 void supervisor::relay_to_ranks(const char* why) {
-  const auto ranks = find_ranks(getpid(), opts_.launchers, !opts_.batch);
-  for (pid_t r : ranks) kill(r, opts_.graceful_signal);
-  log("%s: sent SIG%s to %zu rank process%s", why, signal_name(opts_.graceful_signal).c_str(), ranks.size(),
-      ranks.size() == 1 ? "" : "es");
+  size_t sent = 0;
+  for (const auto& rank : find_rank_procs(getpid(), opts_.launchers, !opts_.batch))
+    sent += pid_handle(rank).signal(opts_.graceful_signal);
+  log("%s: sent SIG%s to %zu rank process%s", why, signal_name(opts_.graceful_signal).c_str(), sent,
+      sent == 1 ? "" : "es");
 }
 
 void supervisor::fire(std::uint32_t flag, const char* why) {
@@ -161,7 +175,7 @@ void supervisor::fire(std::uint32_t flag, const char* why) {
 }
 
 void supervisor::query_job(const char* why) {
-  if (opts_.job_id.empty() || !pub_) return;
+  if (opts_.job_id.empty() || !reads_job_itself()) return;
   // The batch step usually only runs srun; the steps' supervisors ask the controller.
   // It asks only while the batch script itself runs rank processes, which keeps the
   // controller load at one supervisor per node.
@@ -242,21 +256,20 @@ void supervisor::follow_node_flags() {
 void supervisor::end_leftovers() {
   // Orphans of the command (workers in their own sessions) were reparented to us.
   for (int round = 0; round < 2; ++round) {
-    const auto left = descendants(getpid(), {});
-    std::vector<pid_t> ours;
-    for (const auto& p : left)
-      if (p.ours) ours.push_back(p.pid);
+    std::vector<pid_handle> ours;
+    for (const auto& p : descendants(getpid(), {}))
+      if (p.ours) ours.emplace_back(p);
     if (ours.empty()) return;
     if (round == 0)
       log("the command left %zu process%s behind; ending them", ours.size(), ours.size() == 1 ? "" : "es");
-    for (pid_t p : ours) kill(p, round == 0 ? SIGTERM : SIGKILL);
+    for (const auto& p : ours) p.signal(round == 0 ? SIGTERM : SIGKILL);
     for (int i = 0; i < 50; ++i) {
       int status;
       while (waitpid(-1, &status, WNOHANG) > 0) {
       }
-      bool any = false;
-      for (pid_t p : ours) any |= kill(p, 0) == 0;
-      if (!any) break;
+      // A reaped child's pidfd answers ESRCH; a zombie that is not ours to reap still
+      // answers, and is waited for like a live one.
+      if (std::none_of(ours.begin(), ours.end(), [](const pid_handle& p) { return p.alive(); })) break;
       usleep(100000);
     }
   }
@@ -278,6 +291,18 @@ void supervisor::requeue_if_preempted() {
     log("the job was preempted: requeued it to resume");
   else
     log("the job was preempted but could not be requeued: %s", error.c_str());
+}
+
+// Removes this step's node state when the last process lets go of it, and what killed
+// steps left in trainctl's own state directory (never in a directory given by --state).
+void supervisor::close_state() {
+  pub_.reset();
+  if (!state_) return;
+  state_->release_publisher();
+  state_->unlink_if_last();
+  const std::string dir = state_->path().substr(0, state_->path().rfind('/'));
+  state_.reset();
+  if (dir == state_dir()) sweep_stale_state(dir);
 }
 
 int supervisor::run(char* const* argv, pid_t adopt) {
@@ -306,6 +331,9 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     return 70 << 8;
   }
   if (opts_.deadline > 0) deadline_ms_ = static_cast<std::int64_t>(opts_.deadline * 1000);
+  // The first EndTime read waits a second: a short step never costs an RPC, and the
+  // launch stays as fast as without trainctl.
+  next_query_ = clock::now() + milliseconds(1000);
   open_state();
   if (!opts_.kill_switch.empty()) setenv("KILL_SWITCH", opts_.kill_switch.c_str(), 1);
   if (!opts_.save_switch.empty()) setenv("SAVE_SWITCH", opts_.save_switch.c_str(), 1);
@@ -314,13 +342,16 @@ int supervisor::run(char* const* argv, pid_t adopt) {
   setenv("TRAINCTL_SUPERVISED", "1", 1);  // a batch script can tell it already runs under one
 
   child_ = adopt > 0 ? adopt : start_command(argv);
-  if (child_ < 0) return 127 << 8;
+  if (child_ < 0) {
+    close_state();
+    return 127 << 8;
+  }
   // An adopted child may have ended before this process blocked SIGCHLD (the signal is
   // then lost, not pending): look once before waiting for it.
   reap();
   while (!child_done_) {
     milliseconds wait(pub_ ? opts_.poll_interval : milliseconds(1000));
-    if (pub_ && tracks_endtime())
+    if (reads_job_itself() && tracks_endtime())
       wait = std::min(wait, std::chrono::duration_cast<milliseconds>(next_query_ - clock::now()));
     if (deadline_ms_ && !deadline_fired_) wait = std::min(wait, milliseconds(deadline_ms_ - unix_now_ms()));
     wait = std::max(wait, milliseconds(0));
@@ -335,18 +366,14 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     reap();  // a SIGCHLD merged with another may not show up on its own
     if (child_done_) break;
     // EndTime matters only for a deadline; notices query on their own.
-    if (pub_ && tracks_endtime() && clock::now() >= next_query_) query_job("periodic");
+    if (reads_job_itself() && tracks_endtime() && clock::now() >= next_query_) query_job("periodic");
     check_deadline();
     take_publisher_role();
     follow_node_flags();
   }
   end_leftovers();
   if (opts_.batch) requeue_if_preempted();
-  pub_.reset();
-  if (state_) {
-    state_->release_publisher();
-    state_->unlink_if_last();
-  }
+  close_state();
   if (WIFEXITED(child_status_))
     log("command exited with status %d", WEXITSTATUS(child_status_));
   else if (WIFSIGNALED(child_status_))

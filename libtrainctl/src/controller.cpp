@@ -145,10 +145,14 @@ void controller::impl::watch_loop() {
   popts.poll_interval = cfg.poll_interval;
   popts.memory = cfg.memory;
   popts.gpu_memory = cfg.gpu;
+  std::string lock_problem, reported;
   while (!stop.load(std::memory_order_acquire)) {
-    if (!pub && (!file || file->try_become_publisher())) {
+    if (!pub && (!file || file->try_become_publisher(&lock_problem))) {
       pub = std::make_unique<publisher>(*ns, popts);
       pub->refresh();
+    } else if (!pub && !lock_problem.empty() && lock_problem != reported) {
+      std::fprintf(stderr, "trainctl: %s; the node's other processes watch the switches\n", lock_problem.c_str());
+      reported = lock_problem;
     }
     std::chrono::milliseconds wait = cfg.poll_interval;
     const std::int64_t deadline = local_deadline_ms.load(std::memory_order_acquire);

@@ -1,6 +1,8 @@
 #include "node_state.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -14,6 +16,7 @@
 #include <new>
 #include <stdexcept>
 #include <system_error>
+#include <vector>
 
 namespace trainctl {
 namespace {
@@ -25,12 +28,90 @@ const char* env_or(const char* name, const char* fallback) {
   return v != nullptr && *v != '\0' ? v : fallback;
 }
 
+std::string user_name(uid_t uid) {
+  passwd pw{};
+  passwd* found = nullptr;
+  char buf[1024];
+  std::string id = "uid " + std::to_string(uid);
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr)
+    return std::string(pw.pw_name) + " (" + id + ")";
+  return id;
+}
+
+// What is wrong with a file or directory another user could have planted; "" if nothing.
+std::string untrusted(const struct stat& st, bool dir) {
+  if (st.st_uid != getuid()) return "belongs to " + user_name(st.st_uid) + ", not to " + user_name(getuid());
+  if (dir && !S_ISDIR(st.st_mode)) return "is not a directory";
+  if (!dir && !S_ISREG(st.st_mode)) return "is not a regular file";
+  if (dir && (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return std::string("is writable by group or others (mode ") + mode + ")";
+  }
+  return "";
+}
+
+// Opens (creating it 0700 when missing) a directory only this user can add names to.
+int open_private_dir(const std::string& dir) {
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("cannot create node state directory " + dir);
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP || errno == ENOTDIR)
+      throw std::runtime_error("node state directory " + dir + " is a symlink or not a directory: refusing it");
+    throw sys_error("cannot open node state directory " + dir);
+  }
+  struct stat st {};
+  const std::string why = fstat(fd, &st) != 0 ? std::strerror(errno) : untrusted(st, true);
+  if (!why.empty()) {
+    close(fd);
+    throw std::runtime_error("node state directory " + dir + " " + why +
+                             ": refusing it (another user may have made it; remove it, or set TRAINCTL_STATE)");
+  }
+  return fd;
+}
+
+// Creates a fully initialised state file under a temporary name and links it into
+// place, so that a file found under `name` is never half-written.
+void create_state_file(int dir_fd, const std::string& dir, const std::string& name) {
+  const std::string tmp = name + ".new." + std::to_string(getpid());
+  const int fd = openat(dir_fd, tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) throw sys_error("cannot create node state " + dir + "/" + tmp);
+  node_state header{};
+  header.magic = node_state::kMagic;
+  header.version = node_state::kVersion;
+  header.size = sizeof(node_state);
+  const bool written = write(fd, &header, sizeof header) == static_cast<ssize_t>(sizeof header);
+  const int saved = errno;
+  close(fd);
+  if (!written) {
+    unlinkat(dir_fd, tmp.c_str(), 0);
+    errno = saved;
+    throw sys_error("cannot write node state " + dir + "/" + tmp);
+  }
+  const int linked = linkat(dir_fd, tmp.c_str(), dir_fd, name.c_str(), 0);
+  const int link_errno = errno;
+  unlinkat(dir_fd, tmp.c_str(), 0);
+  if (linked != 0 && link_errno != EEXIST) {
+    errno = link_errno;
+    throw sys_error("cannot create node state " + dir + "/" + name);
+  }
+}
+
 }  // namespace
 
 std::int64_t unix_now_ms() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+std::string state_dir() {
+  const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+  struct stat st {};
+  // A login node's XDG_RUNTIME_DIR often reaches a compute node where it does not exist.
+  if (xdg != nullptr && xdg[0] == '/' && lstat(xdg, &st) == 0 && untrusted(st, true).empty())
+    return std::string(xdg) + "/trainctl";
+  return std::string(env_or("TRAINCTL_SHM_DIR", "/dev/shm")) + "/trainctl-" + std::to_string(getuid());
 }
 
 std::string default_state_path() {
@@ -46,94 +127,107 @@ std::string default_state_path() {
   } else {
     key = "pid" + std::to_string(getpid());
   }
-  return std::string(env_or("TRAINCTL_SHM_DIR", "/dev/shm")) + "/trainctl-" + std::to_string(getuid()) + "-" + key;
-}
-
-// Creates a fully initialised state file under a temporary name and links it into
-// place, so that a file found under `path` is never half-written.
-static void create_state_file(const std::string& path) {
-  const std::string tmp = path + ".new." + std::to_string(getpid());
-  int fd = open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) throw sys_error("cannot create node state " + tmp);
-  node_state header{};
-  header.magic = node_state::kMagic;
-  header.version = node_state::kVersion;
-  header.size = sizeof(node_state);
-  const bool written = write(fd, &header, sizeof header) == static_cast<ssize_t>(sizeof header);
-  const int saved = errno;
-  close(fd);
-  if (!written) {
-    unlink(tmp.c_str());
-    errno = saved;
-    throw sys_error("cannot write node state " + tmp);
-  }
-  const int linked = link(tmp.c_str(), path.c_str());
-  const int link_errno = errno;
-  unlink(tmp.c_str());
-  if (linked != 0 && link_errno != EEXIST) {
-    errno = link_errno;
-    throw sys_error("cannot create node state " + path);
-  }
+  return state_dir() + "/" + key;
 }
 
 node_state_file::node_state_file(const std::string& path) : path_(path) {
-  fd_ = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-  if (fd_ < 0 && errno == ENOENT) {
-    create_state_file(path);
-    fd_ = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  name_ = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (name_.empty()) throw std::runtime_error("node state " + path + " names no file");
+  dir_fd_ = open_private_dir(dir);
+  try {
+    open_file();
+  } catch (...) {
+    close(dir_fd_);
+    throw;
   }
-  if (fd_ < 0) throw sys_error("cannot open node state " + path);
-  struct stat st {};
-  if (fstat(fd_, &st) != 0 || st.st_uid != getuid() || !S_ISREG(st.st_mode) ||
-      static_cast<size_t>(st.st_size) != sizeof(node_state)) {
-    close(fd_);
-    fd_ = -1;
-    throw std::runtime_error("node state " + path + " is not a trainctl state file of this user and version");
-  }
-  void* map = mmap(nullptr, sizeof(node_state), PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-  if (map == MAP_FAILED) {
-    const int saved = errno;
-    close(fd_);
-    fd_ = -1;
-    errno = saved;
-    throw sys_error("cannot map node state " + path);
-  }
-  state_ = static_cast<node_state*>(map);
-  if (state_->magic != node_state::kMagic || state_->version != node_state::kVersion ||
-      state_->size != sizeof(node_state)) {
-    munmap(map, sizeof(node_state));
+}
+
+void node_state_file::open_file() {
+  // A sweep of stale files (sweep_stale_state) may unlink the name between this open
+  // and the shared lock: then the descriptor no longer is the file under the name, and
+  // the open starts again.
+  for (int attempt = 0;; ++attempt) {
+    fd_ = openat(dir_fd_, name_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd_ < 0 && errno == ENOENT) {
+      create_state_file(dir_fd_, path_.substr(0, path_.size() - name_.size()), name_);
+      fd_ = openat(dir_fd_, name_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    }
+    if (fd_ < 0) throw sys_error("cannot open node state " + path_);
+    struct stat st {};
+    std::string why = fstat(fd_, &st) != 0 ? std::strerror(errno) : untrusted(st, false);
+    if (why.empty() && static_cast<size_t>(st.st_size) != sizeof(node_state)) why = "has the wrong size";
+    if (!why.empty()) {
+      close(fd_);
+      fd_ = -1;
+      throw std::runtime_error("node state " + path_ + " " + why + ": not a trainctl state file of this user");
+    }
+    void* map = mmap(nullptr, sizeof(node_state), PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    if (map == MAP_FAILED) {
+      const int saved = errno;
+      close(fd_);
+      fd_ = -1;
+      errno = saved;
+      throw sys_error("cannot map node state " + path_);
+    }
+    state_ = static_cast<node_state*>(map);
+    if (state_->magic != node_state::kMagic || state_->version != node_state::kVersion ||
+        state_->size != sizeof(node_state)) {
+      munmap(map, sizeof(node_state));
+      state_ = nullptr;
+      close(fd_);
+      fd_ = -1;
+      throw std::runtime_error("node state " + path_ + " has another format (another trainctl version?)");
+    }
+    // Every process keeps a shared lock while it has the state open; unlink_if_last
+    // removes the file only when it can take the lock exclusively. A file nobody has
+    // open is left over from a killed step (job ids repeat after a controller restart):
+    // its flags are not this step's, so start from a clean state.
+    if (flock(fd_, LOCK_EX | LOCK_NB) == 0) {
+      std::memset(reinterpret_cast<char*>(state_) + offsetof(node_state, flags), 0,
+                  sizeof(node_state) - offsetof(node_state, flags));
+    }
+    flock(fd_, LOCK_SH);
+    struct stat now {};
+    if (attempt >= 3 || (fstatat(dir_fd_, name_.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_ino == st.st_ino &&
+                         now.st_dev == st.st_dev))
+      return;
+    munmap(state_, sizeof(node_state));
     state_ = nullptr;
     close(fd_);
     fd_ = -1;
-    throw std::runtime_error("node state " + path + " has another format (another trainctl version?)");
   }
-  // Every process keeps a shared lock while it has the state open; unlink_if_last
-  // removes the file only when it can take the lock exclusively. A file nobody has
-  // open is left over from a killed step (job ids repeat after a controller restart):
-  // its flags are not this step's, so start from a clean state.
-  if (flock(fd_, LOCK_EX | LOCK_NB) == 0) {
-    std::memset(reinterpret_cast<char*>(state_) + offsetof(node_state, flags), 0,
-                sizeof(node_state) - offsetof(node_state, flags));
-  }
-  flock(fd_, LOCK_SH);
 }
 
 node_state_file::~node_state_file() {
   release_publisher();
   if (state_ != nullptr) munmap(state_, sizeof(node_state));
   if (fd_ >= 0) close(fd_);
+  if (dir_fd_ >= 0) close(dir_fd_);
 }
 
-bool node_state_file::try_become_publisher() {
+bool node_state_file::try_become_publisher(std::string* problem) {
   if (lock_fd_ >= 0) return true;
-  const std::string lock_path = path_ + ".lock";
-  int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return false;
+  const std::string lock_name = name_ + ".lock";
+  const int fd = openat(dir_fd_, lock_name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    if (problem != nullptr) *problem = "cannot open the publisher lock " + path_ + ".lock: " + std::strerror(errno);
+    return false;
+  }
+  struct stat st {};
+  const std::string why = fstat(fd, &st) != 0 ? std::strerror(errno) : untrusted(st, false);
+  if (!why.empty()) {
+    close(fd);
+    if (problem != nullptr) *problem = "publisher lock " + path_ + ".lock " + why + ": not using it";
+    return false;
+  }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     close(fd);
     return false;
   }
   lock_fd_ = fd;
+  state_->supervised.store(0, std::memory_order_relaxed);  // a supervisor says so itself
   state_->publisher_pid.store(getpid(), std::memory_order_relaxed);
   return true;
 }
@@ -141,6 +235,7 @@ bool node_state_file::try_become_publisher() {
 void node_state_file::release_publisher() {
   if (lock_fd_ < 0) return;
   state_->publisher_pid.store(0, std::memory_order_relaxed);
+  state_->supervised.store(0, std::memory_order_relaxed);
   close(lock_fd_);  // closing drops the flock
   lock_fd_ = -1;
 }
@@ -172,10 +267,56 @@ int node_state_file::register_switch(switch_kind kind, const std::string& name, 
 void node_state_file::unlink_if_last() {
   if (fd_ < 0) return;
   if (flock(fd_, LOCK_EX | LOCK_NB) == 0) {
-    unlink(path_.c_str());
-    unlink((path_ + ".lock").c_str());
+    unlinkat(dir_fd_, name_.c_str(), 0);
+    unlinkat(dir_fd_, (name_ + ".lock").c_str(), 0);
     flock(fd_, LOCK_SH);
   }
+}
+
+int sweep_stale_state(const std::string& dir, int min_age_s) {
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0) return 0;  // nothing was ever made here
+  int dir_fd = -1;
+  try {
+    dir_fd = open_private_dir(dir);
+  } catch (const std::exception&) {
+    return 0;  // not ours: the caller's own open reports it
+  }
+  DIR* d = fdopendir(dup(dir_fd));
+  if (d == nullptr) {
+    close(dir_fd);
+    return 0;
+  }
+  const std::int64_t old_enough = unix_now_ms() / 1000 - min_age_s;
+  std::vector<std::string> stale;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == ".." || fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!S_ISREG(st.st_mode) || st.st_uid != getuid() || st.st_ctim.tv_sec > old_enough) continue;
+    const bool lock = name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0;
+    if (lock || name.find(".new.") != std::string::npos) {
+      // A lock whose state file is gone, or a temporary file a killed creator left.
+      if (!lock || fstatat(dir_fd, name.substr(0, name.size() - 5).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+        stale.push_back(name);
+      continue;
+    }
+    const int fd = openat(dir_fd, e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;
+    std::uint64_t magic = 0;
+    const bool is_state = static_cast<size_t>(st.st_size) == sizeof(node_state) &&
+                          pread(fd, &magic, sizeof magic, 0) == static_cast<ssize_t>(sizeof magic) &&
+                          magic == node_state::kMagic;
+    if (is_state && flock(fd, LOCK_EX | LOCK_NB) == 0) {  // nobody has it open
+      stale.push_back(name);
+      stale.push_back(name + ".lock");
+    }
+    close(fd);
+  }
+  closedir(d);
+  int removed = 0;
+  for (const auto& name : stale) removed += unlinkat(dir_fd, name.c_str(), 0) == 0;
+  close(dir_fd);
+  return removed;
 }
 
 }  // namespace trainctl

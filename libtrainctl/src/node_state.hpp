@@ -63,9 +63,16 @@ static_assert(std::atomic<std::int64_t>::is_always_lock_free, "node state needs 
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "node state needs lock-free 32-bit atomics");
 
 // A mapping of the node state file. Move-only; unmaps and closes on destruction.
+//
+// The file lives in a directory only its user can add names to (owned by the user, not
+// a symlink, not writable by group or others; checked on the open descriptor at every
+// open), and every name in it is opened relative to that descriptor with O_NOFOLLOW:
+// another user on the node can neither plant a state or lock file nor swap the
+// directory. Every refusal is a runtime_error whose text is one line naming the path,
+// its owner and what to do.
 class node_state_file {
  public:
-  // Opens or creates `path` (mode 0600). Throws std::system_error / std::runtime_error.
+  // Opens or creates `path` (mode 0600); creates its directory (0700) when missing.
   explicit node_state_file(const std::string& path);
   ~node_state_file();
   node_state_file(const node_state_file&) = delete;
@@ -75,7 +82,9 @@ class node_state_file {
   const std::string& path() const { return path_; }
 
   // Takes the publisher lock without blocking; true when this process now publishes.
-  bool try_become_publisher();
+  // When the lock file itself cannot be used (not merely held by another process),
+  // *problem gets one line that says why, naming the path and its owner.
+  bool try_become_publisher(std::string* problem = nullptr);
   bool is_publisher() const { return lock_fd_ >= 0; }
   // Gives the publisher lock up (the next try_become_publisher elsewhere succeeds).
   void release_publisher();
@@ -87,15 +96,29 @@ class node_state_file {
   void unlink_if_last();
 
  private:
-  std::string path_;
+  void open_file();
+  std::string path_, name_;
+  int dir_fd_ = -1;
   int fd_ = -1;
   int lock_fd_ = -1;
   node_state* state_ = nullptr;
 };
 
-// The default path: /dev/shm/trainctl-<uid>-<job>.<step> under SLURM, or keyed by the
+// Where this user's node state files live on this node: $XDG_RUNTIME_DIR/trainctl when
+// XDG_RUNTIME_DIR names a directory of this user, else /dev/shm/trainctl-<uid>
+// (TRAINCTL_SHM_DIR replaces /dev/shm, for tests).
+std::string state_dir();
+
+// The default path in state_dir(): <job>.<step>-<node> under SLURM, or keyed by the
 // launcher's pid for torchrun outside SLURM, or by the process itself.
 std::string default_state_path();
+
+// Removes node state files in `dir` that no process has open and that are older than
+// `min_age_s`, with their lock files, and lock and temporary files left without one
+// (what a step killed before it could clean up left). Only for state_dir(), which holds
+// nothing else. Returns how many files it removed; a directory that is not private is
+// left alone.
+int sweep_stale_state(const std::string& dir, int min_age_s = 60);
 
 std::int64_t unix_now_ms();
 

@@ -266,7 +266,7 @@ TEST(Controller, ThePublisherRoleMovesOnWhenItsRankCloses) {
 TEST(Controller, UnusableStatePathFallsBackToAPrivateWatcher) {
   temp_dir t;
   config c = base_config(t);
-  c.set("state_path", t / "no-such-dir/state");
+  c.set("state_path", t / "no-such-dir/deeper/state");  // only the last level is created
   controller ctl(c);
   EXPECT_EQ(ctl.state_path(), "(private)");
   touch(t / "KILL");

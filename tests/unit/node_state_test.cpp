@@ -1,5 +1,6 @@
 #include "node_state.hpp"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,7 +91,16 @@ TEST(NodeState, DefaultPathIsPerJobStep) {
   setenv("SLURM_JOB_ID", "42", 1);
   setenv("SLURM_STEP_ID", "3", 1);
   setenv("SLURMD_NODENAME", "n2", 1);
-  EXPECT_EQ(default_state_path(), "/dev/shm/trainctl-" + std::to_string(getuid()) + "-42.3-n2");
+  unsetenv("XDG_RUNTIME_DIR");
+  EXPECT_EQ(default_state_path(), "/dev/shm/trainctl-" + std::to_string(getuid()) + "/42.3-n2");
+  {
+    temp_dir xdg;  // mkdtemp: 0700, this user's
+    setenv("XDG_RUNTIME_DIR", xdg.path().c_str(), 1);
+    EXPECT_EQ(default_state_path(), xdg / "trainctl/42.3-n2");
+    setenv("XDG_RUNTIME_DIR", "/nonexistent/run/user/1000", 1);  // a login node's, not here
+    EXPECT_EQ(default_state_path(), "/dev/shm/trainctl-" + std::to_string(getuid()) + "/42.3-n2");
+    unsetenv("XDG_RUNTIME_DIR");
+  }
   unsetenv("SLURMD_NODENAME");
   unsetenv("SLURM_JOB_ID");
   unsetenv("SLURM_STEP_ID");
@@ -110,4 +120,91 @@ TEST(NodeState, AFileLeftByAKilledStepStartsClean) {
   fresh.get().flags.fetch_or(kFlagPreempted);
   node_state_file third(t / "state");
   EXPECT_EQ(third.get().flags.load(), kFlagPreempted);
+}
+
+namespace {
+std::string refusal(const std::string& path) {
+  try {
+    node_state_file f(path);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+// Mallory pre-created alice's directory (or the whole name) for the next job ids.
+TEST(NodeStateSafety, ADirectoryOfAnotherUserIsRefusedByName) {
+  if (getuid() != 0) GTEST_SKIP() << "needs root to make a directory owned by another user";
+  temp_dir t;
+  ASSERT_EQ(mkdir((t / "trainctl-1000").c_str(), 0700), 0);
+  ASSERT_EQ(chown((t / "trainctl-1000").c_str(), 65534, 65534), 0);
+  const std::string why = refusal(t / "trainctl-1000/7.0-n1");
+  EXPECT_NE(why.find("node state directory " + (t / "trainctl-1000") + " belongs to"), std::string::npos) << why;
+  EXPECT_NE(why.find("uid 65534"), std::string::npos) << why;
+  EXPECT_EQ(why.find('\n'), std::string::npos);
+  EXPECT_FALSE(trainctl_test::exists(t / "trainctl-1000/7.0-n1"));
+}
+
+TEST(NodeStateSafety, AWorldWritableOrSymlinkedDirectoryIsRefused) {
+  temp_dir t;
+  ASSERT_EQ(mkdir((t / "open").c_str(), 0777), 0);
+  ASSERT_EQ(chmod((t / "open").c_str(), 0777), 0);
+  EXPECT_NE(refusal(t / "open/s").find("writable by group or others (mode 0777)"), std::string::npos);
+  ASSERT_EQ(mkdir((t / "real").c_str(), 0700), 0);
+  ASSERT_EQ(symlink((t / "real").c_str(), (t / "link").c_str()), 0);
+  EXPECT_NE(refusal(t / "link/s").find("symlink"), std::string::npos);
+  EXPECT_FALSE(trainctl_test::exists(t / "real/s"));
+}
+
+TEST(NodeStateSafety, AMissingDirectoryIsCreatedPrivate) {
+  temp_dir t;
+  { node_state_file f(t / "trainctl-1/s"); }
+  struct stat st {};
+  ASSERT_EQ(lstat((t / "trainctl-1").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+}
+
+// A planted lock file made the publisher role silently unobtainable.
+TEST(NodeStateSafety, APlantedLockFileIsReportedNotSilent) {
+  if (getuid() != 0) GTEST_SKIP() << "needs root to make a file owned by another user";
+  temp_dir t;
+  node_state_file f(t / "s");
+  trainctl_test::touch(t / "s.lock");
+  ASSERT_EQ(chown((t / "s.lock").c_str(), 65534, 65534), 0);
+  std::string problem;
+  EXPECT_FALSE(f.try_become_publisher(&problem));
+  EXPECT_NE(problem.find("publisher lock " + (t / "s.lock") + " belongs to"), std::string::npos) << problem;
+}
+
+TEST(NodeStateSafety, ASymlinkedLockFileIsNotFollowed) {
+  temp_dir t;
+  node_state_file f(t / "s");
+  trainctl_test::touch(t / "victim");
+  ASSERT_EQ(symlink((t / "victim").c_str(), (t / "s.lock").c_str()), 0);
+  std::string problem;
+  EXPECT_FALSE(f.try_become_publisher(&problem));
+  EXPECT_NE(problem.find("s.lock"), std::string::npos) << problem;
+}
+
+// A step that was killed (or whose launch failed) left its files behind for good.
+TEST(NodeStateSafety, StaleFilesAreSweptLiveOnesKept) {
+  temp_dir t;
+  const std::string dir = t / "trainctl-1";
+  {
+    node_state_file dead(dir + "/dead");
+    dead.try_become_publisher();
+  }  // closed, not unlinked
+  trainctl_test::touch(dir + "/orphan.lock");
+  trainctl_test::touch(dir + "/x.new.123");
+  node_state_file live(dir + "/live");
+  ASSERT_TRUE(live.try_become_publisher());
+  EXPECT_EQ(sweep_stale_state(dir, 3600), 0) << "nothing is an hour old";
+  EXPECT_EQ(sweep_stale_state(dir, -1), 4);  // dead, dead.lock, orphan.lock, x.new.123
+  EXPECT_FALSE(trainctl_test::exists(dir + "/dead"));
+  EXPECT_FALSE(trainctl_test::exists(dir + "/orphan.lock"));
+  EXPECT_TRUE(trainctl_test::exists(dir + "/live"));
+  EXPECT_TRUE(trainctl_test::exists(dir + "/live.lock"));
+  EXPECT_EQ(sweep_stale_state(t / "absent", -1), 0);
+  EXPECT_FALSE(trainctl_test::exists(t / "absent"));
 }

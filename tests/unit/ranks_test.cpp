@@ -1,6 +1,11 @@
 #include "ranks.hpp"
 
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
+#include <fstream>
+#include <iterator>
 
 #include "fixture.hpp"
 
@@ -87,4 +92,41 @@ TEST(Ranks, StatWithAwkwardCommandNames) {
 TEST(Ranks, RealProcessTree) {
   // This test process has no children: nothing to find, and no crash reading /proc.
   EXPECT_TRUE(find_ranks(getpid(), kLaunchers, false).empty());
+}
+
+TEST(Ranks, StartTimeIsField22) {
+  EXPECT_EQ(parse_stat_start_time("42 (a) b) S 7 1 1 0 -1 4194560 9 0 0 0 1 2 0 0 20 0 1 0 123456 1000 50"), 123456u);
+  EXPECT_EQ(parse_stat_start_time("42 (x) S 7 1"), 0u);
+}
+
+// Signals go through a pidfd taken when the rank was found: a pid that now names
+// another process (another start time) is never signalled.
+TEST(Ranks, ARecycledPidIsNeverSignalled) {
+  const pid_t child = fork();
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  temp_dir t;
+  proc_info found;
+  found.pid = child;
+  std::ifstream in("/proc/" + std::to_string(child) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  found.start_time = parse_stat_start_time(stat);
+  ASSERT_NE(found.start_time, 0u);
+
+  proc_info recycled = found;
+  recycled.start_time += 1;  // what /proc showed for the earlier owner of this pid
+  pid_handle stale(recycled);
+  EXPECT_FALSE(stale.held());
+  EXPECT_FALSE(stale.signal(SIGTERM));
+
+  pid_handle same(found);
+  ASSERT_TRUE(same.held());
+  EXPECT_TRUE(same.alive());
+  EXPECT_TRUE(same.signal(SIGTERM));
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+  EXPECT_FALSE(same.alive()) << "a reaped process's pidfd no longer signals";
 }
