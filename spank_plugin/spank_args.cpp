@@ -1,7 +1,12 @@
 #include "spank_args.hpp"
 
+#include <sys/stat.h>
 #include <algorithm>
+
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstring>
 
 #include "options.hpp"
 #include "parse.hpp"
@@ -88,6 +93,31 @@ std::string check_switch_path(const std::string& option, const std::string& valu
   if (value.size() >= 1024) throw parse_error("--" + option + ": the path is longer than 1023 characters");
   if (value.find('\n') != std::string::npos) throw parse_error("--" + option + ": the path contains a newline");
   return value;
+}
+
+std::string untrusted_supervisor(const std::string& path) {
+  if (path.empty() || path.front() != '/') return "is not an absolute path";
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return std::string("cannot be found: ") + std::strerror(errno);
+  if (!S_ISREG(st.st_mode)) return "is not a regular file";
+  auto loose = [](const struct stat& s, bool dir) {
+    if (s.st_uid != 0) return std::string("belongs to uid ") + std::to_string(s.st_uid) + ", not root";
+    if ((s.st_mode & (S_IWGRP | S_IWOTH)) != 0 && !(dir && (s.st_mode & S_ISVTX) != 0)) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(s.st_mode & 07777));
+      return std::string("is writable by group or others (mode ") + mode + ")";
+    }
+    return std::string();
+  };
+  std::string why = loose(st, false);
+  if (!why.empty()) return why;
+  for (std::string dir = path.substr(0, path.rfind('/')); !dir.empty(); dir = dir.substr(0, dir.rfind('/'))) {
+    if (stat(dir.c_str(), &st) != 0) return "has an unreadable directory " + dir;
+    why = loose(st, true);
+    if (!why.empty()) return "is in " + dir + ", which " + why;
+  }
+  if (stat("/", &st) == 0 && !(why = loose(st, true)).empty()) return "is under /, which " + why;
+  return "";
 }
 
 }  // namespace trainctl

@@ -32,4 +32,10 @@ std::chrono::milliseconds check_graceful_exit(const std::string& value);
 int check_graceful_signal(const std::string& value, const site_settings& s);
 std::string check_switch_path(const std::string& option, const std::string& value);
 
+// Why the plugin must not run `path` as every user's supervisor ("" when it may): the
+// file and every directory above it must belong to root and be writable by nobody
+// else (a root-owned sticky directory such as /tmp is fine), or any user who could
+// replace it would run code in every job.
+std::string untrusted_supervisor(const std::string& path);
+
 }  // namespace trainctl

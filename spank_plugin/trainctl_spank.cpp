@@ -217,6 +217,12 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   (void)av;
   if (!active()) return 0;
   resolve_switches(sp);
+  const std::string why = trainctl::untrusted_supervisor(g.site.supervisor);
+  if (!why.empty()) {
+    slurm_error("trainctl: the supervisor %s %s: not running it; the task runs unsupervised", g.site.supervisor.c_str(),
+                why.c_str());
+    return 0;
+  }
   uint32_t step = 0;
   spank_get_item(sp, S_JOB_STEPID, &step);
   const bool batch = step == SLURM_BATCH_SCRIPT;

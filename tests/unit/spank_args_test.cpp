@@ -4,6 +4,7 @@
 
 #include <csignal>
 
+#include "fixture.hpp"
 #include "parse.hpp"
 #include "switch_paths.hpp"
 
@@ -65,4 +66,26 @@ TEST(SpankArgs, SameLimitsAsTrainctlRun) {
     EXPECT_THROW(apply_site_argument(s, bad), parse_error) << bad;
   site_settings open;
   EXPECT_THROW(check_graceful_signal("SEGV", open), parse_error);
+}
+
+// Every job runs the supervisor: a copy another user could replace is refused.
+TEST(SpankArgs, OnlyARootOwnedSupervisorNobodyElseCanWrite) {
+  if (getuid() != 0) GTEST_SKIP() << "needs root to own the files";
+  trainctl_test::temp_dir t;  // 0700, root's
+  const std::string bin = t / "trainctl-run";
+  trainctl_test::touch(bin);
+  ASSERT_EQ(chmod(bin.c_str(), 0755), 0);
+  EXPECT_EQ(untrusted_supervisor(bin), "");
+  ASSERT_EQ(chmod(bin.c_str(), 0757), 0);
+  EXPECT_NE(untrusted_supervisor(bin).find("writable by group or others (mode 0757)"), std::string::npos);
+  ASSERT_EQ(chmod(bin.c_str(), 0755), 0);
+  ASSERT_EQ(chown(bin.c_str(), 65534, 65534), 0);
+  EXPECT_NE(untrusted_supervisor(bin).find("belongs to uid 65534"), std::string::npos);
+  ASSERT_EQ(chown(bin.c_str(), 0, 0), 0);
+  ASSERT_EQ(chmod(t.path().c_str(), 0777), 0);  // anyone could rename it away and plant another
+  EXPECT_NE(untrusted_supervisor(bin).find("is in " + t.path() + ", which is writable"), std::string::npos);
+  ASSERT_EQ(chmod(t.path().c_str(), 01777), 0);  // sticky, like /tmp: only root may rename root's file
+  EXPECT_EQ(untrusted_supervisor(bin), "");
+  EXPECT_NE(untrusted_supervisor(t / "absent").find("cannot be found"), std::string::npos);
+  EXPECT_NE(untrusted_supervisor("relative").find("absolute"), std::string::npos);
 }
