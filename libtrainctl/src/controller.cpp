@@ -80,6 +80,9 @@ struct controller::impl {
     return t;
   }
   void remove_consumed(const local_switch& s, std::int64_t token) const;
+  // Marks the save switches in the reduced vote `r` as consumed; true when one asks for
+  // a save now. Never touches the exit decision.
+  bool consume_saves(std::int64_t step, const std::int64_t* r, decision& d);
   void wake() const {
     const std::uint64_t one = 1;
     if (wake_fd >= 0 && write(wake_fd, &one, sizeof one) < 0) { /* the watcher wakes on its timeout */
@@ -235,8 +238,10 @@ bool controller::should_save() noexcept {  // NOLINT(bugprone-exception-escape)
   }
   std::int64_t local[kVoteLen] = {};
   vote(0, local, kVoteLen);
-  const decision d = decide(0, local, kVoteLen);
-  return d.save;
+  // Saves only: an exit decided here, from this process's view alone, would be latched
+  // and make check() answer "exit" on a step where the other ranks agree on nothing.
+  decision d;
+  return m.consume_saves(0, local, d);
 }
 
 bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
@@ -283,20 +288,25 @@ decision controller::decide(std::int64_t step, const std::int64_t* r, std::size_
   }
   d.exit = m.decided.exit;
   d.reason = m.decided.reason;
-  for (std::size_t i = 0; i < m.switches.size(); ++i) {
-    auto& s = m.switches[i];
+  m.consume_saves(step, r, d);
+  return d;
+}
+
+bool controller::impl::consume_saves(std::int64_t step, const std::int64_t* r, decision& d) {
+  for (std::size_t i = 0; i < switches.size(); ++i) {
+    auto& s = switches[i];
     const std::int64_t token = r[kVoteSwitch0 + i];
     if (s.exit || token <= s.consumed) continue;
     s.consumed = token;
-    m.save_consumed_max = std::max(m.save_consumed_max, token);
+    save_consumed_max = std::max(save_consumed_max, token);
     if (!d.save) d.save_reason = s.name;
     d.save = true;
-    if (m.cfg.rank == 0) {
+    if (cfg.rank == 0) {
       std::fprintf(stderr, "trainctl: save at step %lld: %s\n", static_cast<long long>(step), s.name.c_str());
-      m.remove_consumed(s, token);
+      remove_consumed(s, token);
     }
   }
-  return d;
+  return d.save;
 }
 
 decision controller::check(std::int64_t step, const reducer& reduce) {

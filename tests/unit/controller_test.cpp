@@ -322,3 +322,40 @@ TEST(Controller, SwitchInAMissingDirectoryIsReportedAndStillWatched) {
   touch(t / "later/KILL");
   EXPECT_TRUE(wait_until([&] { return ctl.should_exit(); })) << "found by the stat poll once the directory exists";
 }
+
+// should_save() on one rank while only it saw an exit reason latched that exit, and
+// its check() then answered "exit" on a step where the others answered nothing.
+TEST(Controller, ShouldSaveNeverSplitsTheAgreedExit) {
+  temp_dir t;
+  touch(t / "SAVE");  // a save is pending, so should_save() votes
+  std::vector<std::unique_ptr<controller>> ranks;
+  for (int n = 0; n < 2; ++n) {
+    config c = base_config(t, "node" + std::to_string(n));
+    c.set("check_every", "4");
+    ranks.push_back(std::make_unique<controller>(c));
+  }
+  node_state_file node1(t / "state-node1");
+  node1.get().flags.fetch_or(kFlagPreempted);  // only rank 1 knows
+  EXPECT_TRUE(ranks[1]->should_save());
+  // check() with an all_reduce over both ranks' votes, as torch.distributed would.
+  auto step = [&](std::int64_t s) {
+    std::vector<std::int64_t> reduced(kVoteLen, 0), v(kVoteLen);
+    for (auto& r : ranks) {
+      r->vote(s, v.data(), kVoteLen);
+      for (size_t k = 0; k < kVoteLen; ++k) reduced[k] = std::max(reduced[k], v[k]);
+    }
+    std::vector<decision> out;
+    for (auto& r : ranks)
+      out.push_back(
+          r->check(s, [&](std::int64_t* vote, std::size_t) { std::copy(reduced.begin(), reduced.end(), vote); }));
+    return out;
+  };
+  for (std::int64_t s = 1; s < 4; ++s) {  // between agreements: nobody exits
+    auto ds = step(s);
+    EXPECT_FALSE(ds[0].exit) << "step " << s;
+    EXPECT_FALSE(ds[1].exit) << "rank 1 alone exits at step " << s;
+  }
+  auto ds = step(4);
+  EXPECT_TRUE(ds[0].exit && ds[1].exit);
+  EXPECT_EQ(ds[1].reason, "preempted");
+}
