@@ -21,25 +21,52 @@ class TrainctlError(RuntimeError):
         self.code = code
 
 
+def _untrusted(path):
+    """Why a library at `path` must not be loaded ('' when it may): it and every directory
+    above it must belong to root or to this user and be writable by nobody else (a
+    root-owned sticky directory such as /tmp is fine), or another user could plant it."""
+    me = os.getuid()
+    st = os.stat(path)
+    checks = [(path, st, False)]
+    d = os.path.dirname(os.path.realpath(path))
+    while True:
+        checks.append((d, os.stat(d), True))
+        if d == os.path.dirname(d):
+            break
+        d = os.path.dirname(d)
+    for p, s, is_dir in checks:
+        if s.st_uid not in (0, me):
+            return "%s belongs to uid %d" % (p, s.st_uid)
+        if s.st_mode & 0o022 and not (is_dir and s.st_uid == 0 and s.st_mode & 0o1000):
+            return "%s is writable by group or others (mode %04o)" % (p, s.st_mode & 0o7777)
+    return ""
+
+
 def _candidates():
+    """TRAINCTL_LIBRARY, then the lib directory of the install or build tree this package
+    sits in (<prefix>/lib/python3/dist-packages/trainctl -> <prefix>/lib and Debian's
+    multiarch <prefix>/lib/<triplet>), then the system's loader path. Nothing else."""
     env = os.environ.get("TRAINCTL_LIBRARY")
     if env:
-        yield env
+        yield env, True
     here = os.path.dirname(os.path.abspath(__file__))
-    # Debian's multiarch directory (lib/x86_64-linux-gnu), where a /usr install puts it.
     arch = sysconfig.get_config_var("MULTIARCH") or "%s-linux-gnu" % platform.machine()
-    # <prefix>/lib/python3/dist-packages/trainctl -> <prefix>/lib (install and build trees)
-    for up in (3, 4):
-        lib = os.path.normpath(os.path.join(here, *([".."] * up)))
-        yield os.path.join(lib, "libtrainctl.so.0")
-        yield os.path.join(lib, arch, "libtrainctl.so.0")
-    yield "libtrainctl.so.0"
+    lib = os.path.normpath(os.path.join(here, "..", "..", ".."))
+    yield os.path.join(lib, arch, "libtrainctl.so.0"), False
+    yield os.path.join(lib, "libtrainctl.so.0"), False
+    yield "libtrainctl.so.0", True
 
 
 def _load():
     errors = []
-    for path in _candidates():
+    for path, chosen in _candidates():
         if os.path.sep in path and not os.path.exists(path):
+            continue
+        # A path the user named, or the loader's own search, is theirs to trust; a file
+        # found next to this package is checked first.
+        why = "" if chosen else _untrusted(path)
+        if why:
+            errors.append("%s: not loaded: %s" % (path, why))
             continue
         try:
             return ctypes.CDLL(path)

@@ -121,6 +121,30 @@ class PackageTest(unittest.TestCase):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
         self.assertEqual(out.stdout.split(), ["False", "True"], out.stderr)
 
+    def test_a_library_planted_beside_the_package_is_not_loaded(self):
+        # The package in a tree whose lib directory anyone can write (and a library
+        # planted a level higher, where the package used to look too).
+        real = trainctl._native.lib()._name
+        top = tempfile.mkdtemp(prefix="trainctl-plant-")
+        try:
+            lib = os.path.join(top, "prefix", "lib")
+            pkg = os.path.join(lib, "python3", "dist-packages")
+            shutil.copytree(os.path.dirname(trainctl.__file__), os.path.join(pkg, "trainctl"))
+            shutil.copy(real, os.path.join(lib, "libtrainctl.so.0"))
+            shutil.copy(real, os.path.join(top, "prefix", "libtrainctl.so.0"))
+            os.chmod(lib, 0o777)
+            code = "import trainctl._native as n; n.lib(); print(n.lib()._name)"
+            env = dict(os.environ, PYTHONPATH=pkg, LD_LIBRARY_PATH="")
+            env.pop("TRAINCTL_LIBRARY", None)
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+            self.assertNotIn(top, out.stdout, "a planted library was loaded")
+            self.assertIn("writable by group or others (mode 0777)", out.stderr + out.stdout)
+            os.chmod(lib, 0o755)  # the same tree, private: loaded from beside the package
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+            self.assertEqual(out.stdout.strip(), os.path.join(lib, "libtrainctl.so.0"), out.stderr)
+        finally:
+            shutil.rmtree(top)
+
     @unittest.skipUnless(os.geteuid() == 0, "needs root to run a child as another user")
     def test_unsearchable_switch_directory_is_one_line_not_a_crash(self):
         d = tempfile.mkdtemp(prefix="trainctl-py-")
