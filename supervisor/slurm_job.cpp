@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "parse.hpp"
-#include "run_captured.hpp"
+#include "subprocess.hpp"
 
 namespace trainctl {
 
@@ -94,15 +94,26 @@ std::optional<job_times> parse_scontrol_job(const std::string& line) {
 }
 
 std::optional<job_times> query_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error) {
-  std::string text;
-  if (!run_captured({"scontrol", "show", "job", "-o", job_id}, timeout, &text, error)) return std::nullopt;
-  auto jt = parse_scontrol_job(text.substr(0, text.find('\n')));
+  child_spec spec;
+  spec.argv = {"scontrol", "show", "job", "-o", job_id};
+  spec.deadline = timeout;
+  const child_result r = run_child(spec);
+  if (!r.ok()) {
+    if (error != nullptr) *error = r.error;
+    return std::nullopt;
+  }
+  auto jt = parse_scontrol_job(r.output.substr(0, r.output.find('\n')));
   if (!jt && error != nullptr) *error = "scontrol show job " + job_id + " printed no job record";
   return jt;
 }
 
 bool requeue_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error) {
-  return run_captured({"scontrol", "requeue", job_id}, timeout, nullptr, error);
+  child_spec spec;
+  spec.argv = {"scontrol", "requeue", job_id};
+  spec.deadline = timeout;
+  const child_result r = run_child(spec);
+  if (!r.ok() && error != nullptr) *error = r.error;
+  return r.ok();
 }
 
 }  // namespace trainctl

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "run_captured.hpp"
 
 namespace trainctl {
 

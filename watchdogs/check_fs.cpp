@@ -8,11 +8,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "abandonable.hpp"
 #include "alert_state.hpp"
 #include "checks.hpp"
 #include "history.hpp"
-#include "run_captured.hpp"
+#include "subprocess.hpp"
 
 namespace trainctl {
 namespace {
@@ -112,18 +111,20 @@ std::vector<check_result> check_fs(const std::vector<fs_target>& targets, const 
     r.check = "fs";
     r.target = t.path;
     const std::string path = t.path;
-    auto text = run_abandonable(
-        [path] {
-          struct statvfs v {};
-          if (statvfs(path.c_str(), &v) != 0) return std::string("error ") + std::strerror(errno);
-          char buf[128];
-          std::snprintf(buf, sizeof buf, "%llu %llu %llu %llu",
-                        static_cast<unsigned long long>(v.f_blocks) * v.f_frsize,
-                        static_cast<unsigned long long>(v.f_bavail) * v.f_frsize,
-                        static_cast<unsigned long long>(v.f_files), static_cast<unsigned long long>(v.f_favail));
-          return std::string(buf);
-        },
-        t.timeout);
+    child_spec statfs_child;
+    statfs_child.deadline = t.timeout;
+    statfs_child.work = [path] {
+      struct statvfs v {};
+      if (statvfs(path.c_str(), &v) != 0) return std::string("error ") + std::strerror(errno);
+      char buf[128];
+      std::snprintf(buf, sizeof buf, "%llu %llu %llu %llu", static_cast<unsigned long long>(v.f_blocks) * v.f_frsize,
+                    static_cast<unsigned long long>(v.f_bavail) * v.f_frsize,
+                    static_cast<unsigned long long>(v.f_files), static_cast<unsigned long long>(v.f_favail));
+      return std::string(buf);
+    };
+    const child_result statfs_result = run_child(statfs_child);
+    const std::optional<std::string> text =
+        statfs_result.ok() ? std::optional<std::string>(statfs_result.output) : std::nullopt;
     if (!text) {
       r.status = kUnknown;
       r.text = t.path + ": statfs did not answer within " + format_duration(t.timeout) + " (hung mount?)";
@@ -151,15 +152,19 @@ std::vector<check_result> check_fs(const std::vector<fs_target>& targets, const 
     std::uint64_t total = eff_total_u, free = eff_free;
     std::string source = "filesystem";
     if (!t.quota_command.empty()) {
-      std::string qout, qerr;
-      if (run_captured({"/bin/sh", "-c", t.quota_command}, t.timeout, &qout, &qerr)) {
-        if (auto q = parse_quota_output(qout); q && q->limit > 0 && q->limit - std::min(q->used, q->limit) < free) {
+      child_spec quota;
+      quota.argv = {"/bin/sh", "-c", t.quota_command};
+      quota.deadline = t.timeout;
+      const child_result qr = run_child(quota);
+      if (qr.ok()) {
+        if (auto q = parse_quota_output(qr.output);
+            q && q->limit > 0 && q->limit - std::min(q->used, q->limit) < free) {
           total = q->limit;
           free = q->limit - std::min(q->used, q->limit);
           source = "quota";
         }
       } else {
-        r.text = " (quota: " + qerr + ")";
+        r.text = " (quota: " + qr.error + ")";
       }
     }
     int st = kOk;

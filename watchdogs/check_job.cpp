@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "checks.hpp"
-#include "run_captured.hpp"
+#include "subprocess.hpp"
 
 namespace trainctl {
 
@@ -43,10 +43,14 @@ std::vector<check_result> check_job_running(const std::vector<std::string>& name
                                             std::chrono::milliseconds timeout) {
   std::vector<check_result> out;
   // One controller query for every name; the name last, so '|' in a name is safe.
-  std::string text, error;
-  const bool ok = run_captured(
-      {"squeue", "-h", "-u", user, "-t", "PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED", "-o", "%i|%T|%r|%j"},
-      timeout, &text, &error);
+  child_spec spec;
+  spec.argv = {"squeue", "-h",         "-u", user, "-t", "PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED",
+               "-o",     "%i|%T|%r|%j"};
+  spec.deadline = timeout;
+  const child_result squeue = run_child(spec);
+  const bool ok = squeue.ok();
+  const std::string& text = squeue.output;
+  const std::string& error = squeue.error;
   // Never count the job this check runs in (a cron job named like the training job
   // would otherwise always find itself).
   std::string self;

@@ -1,9 +1,9 @@
 #include "sinks.hpp"
 
 #include <curl/curl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -14,6 +14,7 @@
 
 #include "check.hpp"
 #include "parse.hpp"
+#include "subprocess.hpp"
 
 namespace trainctl {
 namespace {
@@ -82,8 +83,13 @@ struct http_reply {
 size_t header_cb(char* buf, size_t size, size_t n, void* user) {
   auto* r = static_cast<http_reply*>(user);
   const std::string line(buf, size * n);
-  if (line.size() > 12 && strncasecmp(line.c_str(), "Retry-After:", 12) == 0)
-    r->retry_after = std::strtol(line.c_str() + 12, nullptr, 10);
+  if (line.size() > 12 && strncasecmp(line.c_str(), "Retry-After:", 12) == 0) {
+    // Seconds; an HTTP date or garbage counts as 1 s. Clamped: a huge value must not
+    // overflow the wait (it slept until killed); longer than a run waits is refused later.
+    char* end = nullptr;
+    const long long v = std::strtoll(line.c_str() + 12, &end, 10);
+    r->retry_after = end == line.c_str() + 12 || v < 0 ? 1 : static_cast<long>(std::min<long long>(v, 86400));
+  }
   return size * n;
 }
 
@@ -152,34 +158,15 @@ bool try_smtp(const sink& s, const alert_message& m, const delivery_options& o, 
   return true;
 }
 
-bool try_sendmail(const sink& s, const alert_message& m, std::string* error) {
+bool try_sendmail(const sink& s, const alert_message& m, const delivery_options& o, std::string* error) {
   const char* env = std::getenv("TRAINCTL_SENDMAIL");
-  const std::string prog = env != nullptr && *env != '\0' ? env : "/usr/sbin/sendmail";
-  int in[2];
-  if (pipe(in) != 0) return *error = "sendmail: pipe failed", false;
-  const pid_t pid = fork();
-  if (pid < 0) return *error = "sendmail: fork failed", false;
-  if (pid == 0) {
-    dup2(in[0], STDIN_FILENO);
-    close(in[0]);
-    close(in[1]);
-    execl(prog.c_str(), prog.c_str(), "-t", "-oi", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  close(in[0]);
-  const std::string text = mail_text(s, m);
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = write(in[1], text.data() + done, text.size() - done);
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  close(in[1]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
-  *error = s.redacted() + ": " + prog + " failed (exit " +
-           std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")";
+  child_spec spec;
+  spec.argv = {env != nullptr && *env != '\0' ? env : "/usr/sbin/sendmail", "-t", "-oi"};
+  spec.input = mail_text(s, m);
+  spec.deadline = o.timeout;
+  const child_result r = run_child(spec);
+  if (r.ok()) return true;
+  *error = s.redacted() + ": " + r.error;
   return false;
 }
 
@@ -355,7 +342,7 @@ bool deliver(const sink& s, const alert_message& m, const delivery_options& o, s
         ok = try_smtp(s, m, o, &err);
         break;
       case sink::kind::sendmail:
-        ok = try_sendmail(s, m, &err);
+        ok = try_sendmail(s, m, o, &err);
         break;
       case sink::kind::slack: {
         const nlohmann::json j = {{"text", "*" + m.subject() + "*\n" + m.text}};
@@ -370,7 +357,7 @@ bool deliver(const sink& s, const alert_message& m, const delivery_options& o, s
     if (attempt == o.tries) break;
     if (retry_after >= 0) {
       // Slack's rate limit: wait what it says, within what one run may spend.
-      if (waited + std::chrono::seconds(retry_after) > o.max_retry_after) {
+      if (std::chrono::seconds(retry_after) > o.max_retry_after - waited) {
         err += " (Retry-After " + std::to_string(retry_after) + " s is longer than this run waits)";
         break;
       }

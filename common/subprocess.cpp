@@ -1,0 +1,180 @@
+#include "subprocess.hpp"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include "parse.hpp"
+
+namespace trainctl {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+struct fd_guard {  // RAII for the parent's ends of the pipes and the pidfd
+  int fd = -1;
+  ~fd_guard() { reset(); }
+  void reset() {
+    if (fd >= 0) close(fd);
+    fd = -1;
+  }
+};
+
+// SIGPIPE blocked for this thread while it writes to the child; one that a write
+// raised is taken back before the mask is restored.
+class sigpipe_blocked {
+ public:
+  sigpipe_blocked() {
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    sigpending(&pending_before_);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, &old_);
+  }
+  ~sigpipe_blocked() {
+    if (!sigismember(&pending_before_, SIGPIPE)) {
+      sigset_t pipe_only;
+      sigemptyset(&pipe_only);
+      sigaddset(&pipe_only, SIGPIPE);
+      const timespec zero{0, 0};
+      while (sigtimedwait(&pipe_only, nullptr, &zero) == SIGPIPE) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  sigpipe_blocked(const sigpipe_blocked&) = delete;
+  sigpipe_blocked& operator=(const sigpipe_blocked&) = delete;
+
+ private:
+  sigset_t old_{}, pending_before_{};
+};
+
+std::string describe(const child_spec& s) {
+  if (s.argv.empty()) return "the check's child process";
+  std::string what;
+  for (const auto& a : s.argv) what += (what.empty() ? "" : " ") + a;
+  return what.size() > 120 ? what.substr(0, 117) + "..." : what;
+}
+
+[[noreturn]] void become_child(const child_spec& s, int in_fd, int out_fd) {
+  setpgid(0, 0);  // one group: a shell's children are killed with it
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  signal(SIGPIPE, SIG_DFL);
+  const int devnull = open("/dev/null", O_RDWR);
+  dup2(in_fd >= 0 ? in_fd : devnull, STDIN_FILENO);
+  dup2(out_fd, STDOUT_FILENO);
+  dup2(devnull, STDERR_FILENO);
+  // Nothing else of the caller's stays open: not its stdout (a shell reading
+  // `$(trainwatch ...)` would wait for an abandoned child forever), no lock, no socket.
+  close_range(3, ~0u, 0);
+  if (s.argv.empty()) {
+    const std::string out = s.work ? s.work() : std::string();
+    for (size_t done = 0; done < out.size();) {
+      const ssize_t n = write(STDOUT_FILENO, out.data() + done, out.size() - done);
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    _exit(0);
+  }
+  std::vector<char*> argv;
+  argv.reserve(s.argv.size() + 1);
+  for (const auto& a : s.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  _exit(127);
+}
+
+}  // namespace
+
+bool child_result::ok() const { return finished && WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+
+child_result run_child(const child_spec& spec) {
+  child_result r;
+  const std::string what = describe(spec);
+  int in[2] = {-1, -1}, out[2];
+  if (pipe2(out, O_CLOEXEC) != 0 || (!spec.input.empty() && pipe2(in, O_CLOEXEC) != 0)) {
+    r.error = what + ": pipe: " + std::strerror(errno);
+    return r;
+  }
+  fd_guard out_r{out[0]}, in_w{in[1]};
+  const pid_t pid = fork();
+  if (pid == 0) become_child(spec, in[0], out[1]);
+  close(out[1]);
+  if (in[0] >= 0) close(in[0]);
+  if (pid < 0) {
+    r.error = what + ": fork: " + std::strerror(errno);
+    return r;
+  }
+  // Readable when the child exits; without pidfds (before Linux 5.3) the loop looks
+  // with waitpid every 50 ms instead.
+  fd_guard pidfd{static_cast<int>(syscall(SYS_pidfd_open, pid, 0))};
+  fcntl(out_r.fd, F_SETFL, O_NONBLOCK);
+  if (in_w.fd >= 0) fcntl(in_w.fd, F_SETFL, O_NONBLOCK);
+  const auto end = clock::now() + spec.deadline;
+  size_t written = 0;
+  bool exited = false;
+  sigpipe_blocked no_sigpipe;
+  auto drain = [&] {  // what the child wrote so far; false at end of file
+    char buf[4096];
+    ssize_t got;
+    while ((got = read(out_r.fd, buf, sizeof buf)) > 0)
+      if (r.output.size() < spec.max_output)
+        r.output.append(buf, std::min(static_cast<size_t>(got), spec.max_output - r.output.size()));
+    return got != 0;
+  };
+  bool open_out = true;
+  while (!exited) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - clock::now()).count();
+    if (left <= 0) break;
+    pollfd fds[3];
+    nfds_t n = 0;
+    if (open_out) fds[n++] = {out_r.fd, POLLIN, 0};
+    if (in_w.fd >= 0) fds[n++] = {in_w.fd, POLLOUT, 0};
+    if (pidfd.fd >= 0) fds[n++] = {pidfd.fd, POLLIN, 0};
+    const long wait = pidfd.fd >= 0 ? left : std::min<long>(left, 50);
+    if (poll(fds, n, static_cast<int>(wait)) < 0 && errno != EINTR) break;
+    if (open_out) open_out = drain();
+    if (in_w.fd >= 0) {
+      const ssize_t put = write(in_w.fd, spec.input.data() + written, spec.input.size() - written);
+      if (put > 0) written += static_cast<size_t>(put);
+      // Done, or the child closed its end without reading it all (EPIPE): either way
+      // its stdin ends here, and its exit status says whether that was all right.
+      if (written == spec.input.size() || (put < 0 && errno != EAGAIN && errno != EINTR)) in_w.reset();
+    }
+    if (waitpid(pid, &r.status, WNOHANG) == pid) {
+      exited = true;
+      // What it wrote before exiting is in the pipe; a grandchild that keeps the pipe
+      // open is not waited for.
+      if (open_out) drain();
+    }
+  }
+  if (!exited) {
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, WNOHANG);  // reaped if it died at once; else left to the kernel
+    r.error = what + ": no answer within " + format_duration(spec.deadline) + "; killed it";
+    return r;
+  }
+  r.finished = true;
+  if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 127 && !spec.argv.empty())
+    r.error = what + ": cannot run it (not found, exit 127)";
+  else if (!r.ok())
+    r.error = what + ": failed (" +
+              (WIFEXITED(r.status) ? "exit " + std::to_string(WEXITSTATUS(r.status))
+                                   : "killed by SIG" + signal_name(WTERMSIG(r.status))) +
+              ")";
+  return r;
+}
+
+}  // namespace trainctl
