@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-
 namespace trainctl {
 
 struct job_times {

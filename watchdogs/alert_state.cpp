@@ -55,26 +55,43 @@ alert_action decide_alert(alert_entry& e, int status, std::int64_t now, const al
   return alert_action::none;
 }
 
+std::string untrusted_dir(const std::string& dir) {
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0) return std::string("cannot be read: ") + std::strerror(errno);
+  if (!S_ISDIR(st.st_mode)) return "is not a directory";
+  if (st.st_uid != getuid()) return "belongs to uid " + std::to_string(st.st_uid) + ", not to you";
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return std::string("can be written by group or others (mode ") + mode + ")";
+  }
+  return "";
+}
+
 void ensure_state_dir(const std::string& dir) {
-  std::string partial;
+  if (dir.empty()) throw std::runtime_error("no state directory given");
+  std::string partial = dir[0] == '/' ? "" : ".";
   std::istringstream in(dir);
   std::string piece;
-  if (!dir.empty() && dir[0] == '/') partial = "";
   while (std::getline(in, piece, '/')) {
     if (piece.empty()) continue;
-    partial += (partial.empty() && dir[0] != '/' ? "" : "/") + piece;
+    partial += "/" + piece;
     if (mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
       throw std::runtime_error("cannot create state directory " + partial + ": " + std::strerror(errno));
   }
-  struct stat st {};
-  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw std::runtime_error("state directory " + dir + " is not a directory");
+  // Another user's directory, or one others can write, could hold a planted spool item
+  // (with her own sink), alerts.json (suppressing an alert) or symlinks: refused.
+  const std::string why = untrusted_dir(dir);
+  if (!why.empty()) throw std::runtime_error("state directory " + dir + " " + why + ": refusing it");
 }
 
 void write_atomically(const std::string& path, const std::string& text, unsigned mode) {
-  // The host and pid in the name keep two nodes that share the directory apart.
+  // The host and pid in the name keep two nodes that share the directory apart. A name
+  // left by a run that died is removed first (a symlink, not what it points to), and
+  // the file is made new: never opened through a link.
   const std::string tmp = path + ".tmp." + host_name() + "." + std::to_string(getpid());
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  unlink(tmp.c_str());
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
   size_t done = 0;
   while (done < text.size()) {
@@ -97,7 +114,7 @@ void write_atomically(const std::string& path, const std::string& text, unsigned
 alert_store::alert_store(const std::string& state_dir) : dir_(state_dir) {
   ensure_state_dir(dir_);
   const std::string lock = dir_ + "/alerts.lock";
-  lock_fd_ = open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  lock_fd_ = open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (lock_fd_ < 0) throw std::runtime_error("cannot open " + lock + ": " + std::strerror(errno));
   // flock works across NFS clients on Linux (it is mapped to POSIX locks there).
   while (flock(lock_fd_, LOCK_EX) != 0) {
@@ -128,7 +145,7 @@ alert_store::~alert_store() {
 }
 
 alert_entry& alert_store::entry(const std::string& check, const std::string& target) {
-  return entries_[check + "\x1f" + target];
+  return entries_[json_safe(check + "\x1f" + target)];
 }
 
 void alert_store::save() {
@@ -139,7 +156,7 @@ void alert_store::save() {
               {"last_sent", e.last_sent},
               {"failures", e.failures},
               {"firing", e.firing}};
-  write_atomically(dir_ + "/alerts.json", j.dump(1) + "\n");
+  write_atomically(dir_ + "/alerts.json", j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 }  // namespace trainctl

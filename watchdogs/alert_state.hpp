@@ -53,9 +53,14 @@ class alert_store {
   std::map<std::string, alert_entry> entries_;
 };
 
-// Makes the state directory (mode 0700) if it does not exist; throws with one line.
+// Makes the state directory (mode 0700) if it does not exist, and refuses one that
+// belongs to another user or that others can write; throws with one line.
 void ensure_state_dir(const std::string& dir);
-// Writes `text` to `path` atomically (temporary file in the same directory, rename).
+// Why a directory is not safe to keep this user's files in ("" when it is): not this
+// user's, or writable by group or others.
+std::string untrusted_dir(const std::string& dir);
+// Writes `text` to `path` atomically (a new temporary file beside it, O_EXCL and
+// O_NOFOLLOW, then rename).
 void write_atomically(const std::string& path, const std::string& text, unsigned mode = 0600);
 
 }  // namespace trainctl

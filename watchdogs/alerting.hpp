@@ -21,6 +21,9 @@ struct alert_setup {
   std::string textfile;  // Prometheus node_exporter textfile; empty: none
 };
 
+// Creates the state and spool directories and refuses them, or the --textfile's
+// directory, when they are another user's or others can write them (throws, one line).
+void check_state_dirs(const alert_setup& setup);
 // Records the results, spools and delivers what they call for; returns how many
 // spooled alerts are still undelivered. Problems are one line each on stderr.
 int handle_results(const std::vector<check_result>& results, const alert_setup& setup);

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+
 namespace trainctl {
 
 const char* status_name(int s) {
@@ -31,6 +33,50 @@ std::string host_name() {
   if (gethostname(host, sizeof host - 1) != 0) return "localhost";
   host[sizeof host - 1] = '\0';
   return host;
+}
+
+}  // namespace trainctl
+
+namespace trainctl {
+
+std::string json_safe(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = s[i];
+    size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+    if (c < 0x80) {
+      len = 1;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;  // no overlong forms
+      if (c == 0xED) hi = 0x9F;  // no UTF-16 surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
+    }
+    bool valid = len > 0 && i + len <= n;
+    for (size_t k = 1; valid && k < len; ++k) {
+      const unsigned char b = s[i + k];
+      valid = k == 1 ? b >= lo && b <= hi : b >= 0x80 && b <= 0xBF;
+    }
+    if (valid) {
+      out.append(text, i, len);
+      i += len;
+    } else {
+      char esc[5];
+      std::snprintf(esc, sizeof esc, "\\x%02X", c);
+      out += esc;
+      ++i;
+    }
+  }
+  return out;
 }
 
 }  // namespace trainctl

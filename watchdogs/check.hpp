@@ -27,4 +27,9 @@ int worst_status(const std::vector<check_result>& results);
 // sender addresses and file names that must differ between nodes.
 std::string host_name();
 
+// `text` with every byte that is not part of valid UTF-8 written as \xHH: paths and job
+// names may hold any bytes, JSON, mail and Prometheus text only UTF-8. The same input
+// gives the same output, so it also serves as a key.
+std::string json_safe(const std::string& text);
+
 }  // namespace trainctl

@@ -38,9 +38,23 @@ bool plausible_address(const std::string& a) {
   return at != std::string::npos && at > 0 && at + 1 < a.size() && a.find_first_of(" <>\r\n,") == std::string::npos;
 }
 
+// TRAINWATCH_SMTP_PASSWORD, if TRAINWATCH_SMTP_HOST names this host (host or
+// host:port): a spec pointed at another server never gets it.
+std::string env_password(const std::string& authority) {
+  const char* pw = std::getenv("TRAINWATCH_SMTP_PASSWORD");
+  if (pw == nullptr || *pw == '\0') return "";
+  const char* host = std::getenv("TRAINWATCH_SMTP_HOST");
+  const std::string bare =
+      authority.substr(0, authority.rfind(':') == std::string::npos ? std::string::npos : authority.rfind(':'));
+  if (host == nullptr || (authority != host && bare != host))
+    throw parse_error("smtp sink " + authority + ": TRAINWATCH_SMTP_PASSWORD is only for the host in " +
+                      "TRAINWATCH_SMTP_HOST (" + (host != nullptr ? std::string(host) : std::string("not set")) + ")");
+  return pw;
+}
+
 const std::string kAccepted =
-    "accepted: smtp://[user@]host[:port]?from=A&to=B, smtps://..., sendmail:ADDRESS, slack:https://hooks..., "
-    "webhook:http(s)://...";
+    "accepted: smtp://[user@]host[:port]?from=A&to=B, smtps://..., sendmail:ADDRESS, slack:env:VAR, "
+    "webhook:env:VAR, and in a --notify-file slack:https://hooks... and webhook:http(s)://...";
 
 struct curl_global {
   curl_global() { curl_global_init(CURL_GLOBAL_DEFAULT); }
@@ -181,9 +195,9 @@ std::string sink::redacted() const {
     case kind::slack:
       return "slack webhook";  // the URL is the secret
     case kind::webhook: {
-      // scheme://host[:port] only: paths and queries often carry tokens
+      // scheme://host[:port] only: paths, queries and fragments often carry tokens
       const size_t scheme = url.find("://");
-      const size_t slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+      const size_t slash = url.find_first_of("/?#", scheme == std::string::npos ? 0 : scheme + 3);
       std::string base = url.substr(0, slash);
       const size_t at = base.find('@');
       if (at != std::string::npos) base = base.substr(0, scheme + 3) + base.substr(at + 1);
@@ -191,6 +205,22 @@ std::string sink::redacted() const {
     }
   }
   return "sink";
+}
+
+std::string sink::id() const {
+  // FNV-1a over what tells sinks apart; the password is not part of it.
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&](const std::string& part) {
+    for (unsigned char c : part + '\x1f') h = (h ^ c) * 1099511628211ull;
+  };
+  mix(std::to_string(static_cast<int>(type)));
+  mix(url);
+  mix(user);
+  mix(from);
+  for (const auto& t : to) mix(t);
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
 }
 
 sink parse_sink(const std::string& spec) {
@@ -210,10 +240,8 @@ sink parse_sink(const std::string& spec) {
       const size_t colon = cred.find(':');
       s.user = url_decode(cred.substr(0, colon));
       if (colon != std::string::npos) s.password = url_decode(cred.substr(colon + 1));
-      if (s.password.empty()) {
-        const char* pw = std::getenv("TRAINWATCH_SMTP_PASSWORD");
-        if (pw != nullptr) s.password = pw;
-      }
+      s.secret_in_spec = !s.password.empty();
+      if (s.password.empty()) s.password = env_password(authority);
     }
     if (authority.empty() || authority.find_first_of("/ ") != std::string::npos)
       throw parse_error("'" + spec.substr(0, scheme_end) + "...' has no host; " + kAccepted);
@@ -243,6 +271,11 @@ sink parse_sink(const std::string& spec) {
     for (const auto& t : s.to)
       if (!plausible_address(t)) throw parse_error("smtp sink: to=" + t + " is not an address");
     if (s.starttls && starts("smtps://")) throw parse_error("smtp sink: smtps:// is TLS already; drop starttls");
+    // AUTH over plain smtp:// sends the password in clear (AUTH PLAIN seen on the wire).
+    if (!s.user.empty() && starts("smtp://") && !s.starttls)
+      throw parse_error("smtp sink " + s.url +
+                        ": a user means credentials, which need TLS; use smtps:// or add "
+                        "&starttls=required");
     return s;
   }
   if (starts("sendmail:")) {
@@ -263,14 +296,28 @@ sink parse_sink(const std::string& spec) {
   }
   if (starts("slack:") || starts("webhook:")) {
     s.type = starts("slack:") ? sink::kind::slack : sink::kind::webhook;
+    const char* kind_name = s.type == sink::kind::slack ? "slack" : "webhook";
     s.url = spec.substr(spec.find(':') + 1);
+    if (s.url.compare(0, 4, "env:") == 0) {
+      const std::string var = s.url.substr(4);
+      const char* v = var.empty() ? nullptr : std::getenv(var.c_str());
+      if (v == nullptr || *v == '\0')
+        throw parse_error(std::string(kind_name) + " sink: environment variable '" + var + "' is not set (" +
+                          kind_name + ":env:VAR takes the URL from VAR)");
+      s.url = v;
+    } else {
+      s.secret_in_spec = true;  // the URL is the token
+    }
     if (s.url.compare(0, 7, "http://") != 0 && s.url.compare(0, 8, "https://") != 0)
-      throw parse_error(std::string(s.type == sink::kind::slack ? "slack" : "webhook") +
-                        " sink: the URL must start with http:// or https://; " + kAccepted);
+      throw parse_error(std::string(kind_name) + " sink: the URL must start with http:// or https://; " + kAccepted);
     if (s.url.find_first_of(" \r\n") != std::string::npos) throw parse_error("sink URL contains white space");
     return s;
   }
-  throw parse_error("'" + spec.substr(0, spec.find(':')) + ":...' is not a sink; " + kAccepted);
+  // Only the scheme is echoed: whatever follows (or a whole spec without one) may be a secret.
+  const size_t colon = spec.find(':');
+  if (colon == std::string::npos || colon > 16)
+    throw parse_error("a sink of " + std::to_string(spec.size()) + " characters with no known scheme; " + kAccepted);
+  throw parse_error("'" + spec.substr(0, colon) + ":...' is not a sink; " + kAccepted);
 }
 
 std::string alert_message::subject() const {

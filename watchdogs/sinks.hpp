@@ -19,12 +19,20 @@ struct sink {
   std::string from;
   std::vector<std::string> to;
   bool starttls = false;  // STARTTLS required (smtp://...?starttls=required)
+  // The spec itself holds a secret (a password, a Slack or webhook URL): it may come
+  // only from a file no one else can read, never from the command line.
+  bool secret_in_spec = false;
   std::string redacted() const;
+  // Names this sink in the spool without its secrets; the same sink gives the same id.
+  std::string id() const;
 };
 
 // smtp://[user[:password]@]host[:port]?from=A&to=B[&to=C][&starttls=required]
 // smtps://...   sendmail:ADDRESS[,ADDRESS]   slack:https://...   webhook:http(s)://...
-// Throws parse_error naming what is wrong and what is accepted.
+// slack:env:VAR and webhook:env:VAR read the URL from the environment variable VAR.
+// Credentials need TLS (smtps:// or starttls=required). TRAINWATCH_SMTP_PASSWORD is the
+// password of the user of the one host named by TRAINWATCH_SMTP_HOST.
+// Throws parse_error naming what is wrong and what is accepted, never the secret.
 sink parse_sink(const std::string& spec);
 
 struct alert_message {
@@ -44,6 +52,7 @@ struct delivery_options {
   std::chrono::milliseconds backoff{1000};   // doubled after each failed try
   std::chrono::milliseconds timeout{10000};  // per try
   std::chrono::seconds max_retry_after{60};  // longest Retry-After honoured in one run
+  std::chrono::seconds budget{60};           // what one run spends on the spool in all
 };
 
 // Sends; true on success. `error` gets one line (no secrets) on failure.

@@ -7,8 +7,11 @@
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -27,10 +30,38 @@ using namespace trainctl;
   std::exit(kUnknown);
 }
 
+// TRAINWATCH_STATE_DIR, $XDG_STATE_HOME/trainwatch, ~/.local/state/trainwatch; never a
+// shared place such as /tmp: with HOME unset there is no default.
 std::string default_state_dir() {
   if (const char* s = std::getenv("TRAINWATCH_STATE_DIR"); s != nullptr && *s) return s;
+  if (const char* x = std::getenv("XDG_STATE_HOME"); x != nullptr && x[0] == '/') return std::string(x) + "/trainwatch";
   const char* home = std::getenv("HOME");
-  return std::string(home != nullptr ? home : "/tmp") + "/.local/state/trainwatch";
+  return home != nullptr && home[0] == '/' ? std::string(home) + "/.local/state/trainwatch" : "";
+}
+
+// What the command line itself says for `option` (--opt V and --opt=V), as opposed
+// to what a --config file adds.
+std::vector<std::string> argv_values(int argc, char** argv, const std::string& option) {
+  std::vector<std::string> out;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == option && i + 1 < argc)
+      out.push_back(argv[++i]);
+    else if (a.compare(0, option.size() + 1, option + "=") == 0)
+      out.push_back(a.substr(option.size() + 1));
+    else if (a == "--")
+      break;
+  }
+  return out;
+}
+
+// A file that holds secrets: readable by this user alone, or refused.
+void check_secret_file(const std::string& option, const std::string& path, std::ifstream& in) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0 || !in)
+    usage_error(option + " " + path + ": cannot read it (" + std::strerror(errno) + ")");
+  if (st.st_mode & 077)
+    usage_error(option + " " + path + " can be read by group or others and holds secrets; chmod 600 it");
 }
 
 template <typename F>
@@ -45,21 +76,31 @@ auto parsed(const std::string& option, const std::string& value, F&& f) {
 // Options every check shares: where alerts go and how often.
 struct common_options {
   std::vector<std::string> notify;
-  std::string notify_file, state_dir = default_state_dir(), repeat = "4h", textfile, delivery_timeout = "10s";
+  std::string notify_file, state_dir = default_state_dir(), repeat = "4h", textfile, delivery_timeout = "10s",
+                           delivery_budget = "60s";
+  std::vector<std::string> notify_on_argv;  // set by run_main: these must hold no secret
+  std::string config_file;
   int flap_guard = 1, tries = 3;
 
   void add_to(CLI::App* app) {
     app->add_option("--notify", notify,
                     "where alerts go (repeatable): smtp://[user@]host[:port]?from=A&to=B[&starttls=required], "
-                    "smtps://..., sendmail:ADDRESS, slack:URL, webhook:URL");
-    app->add_option("--notify-file", notify_file, "read sinks from FILE, one per line (must be mode 600: secrets)");
-    app->add_option("--state-dir", state_dir, "alert history and spool (default ~/.local/state/trainwatch)");
+                    "smtps://..., sendmail:ADDRESS, slack:env:VAR, webhook:env:VAR (the URL in the environment "
+                    "variable VAR: a URL is a secret, and the command line is visible to every user)");
+    app->add_option("--notify-file", notify_file,
+                    "read sinks from FILE, one per line; the place for slack:URL, webhook:URL and "
+                    "smtp://user:password@... (must be mode 600)");
+    app->add_option("--state-dir", state_dir,
+                    "alert history and spool (default $TRAINWATCH_STATE_DIR, $XDG_STATE_HOME/trainwatch or "
+                    "~/.local/state/trainwatch); must be yours and writable by nobody else");
     app->add_option("--repeat", repeat, "repeat a standing alert this often (default 4h)");
     app->add_option("--flap-guard", flap_guard, "consecutive failures before the first alert (default 1)")
         ->check(CLI::Range(1, 1000));
     app->add_option("--tries", tries, "delivery attempts per alert in one run (default 3)")->check(CLI::Range(1, 10));
     app->add_option("--textfile", textfile, "also write a Prometheus node_exporter textfile here");
     app->add_option("--delivery-timeout", delivery_timeout, "give up on one delivery attempt after this (default 10s)");
+    app->add_option("--delivery-budget", delivery_budget,
+                    "spend at most this on delivery in one run; what is left waits in the spool (default 60s)");
   }
 
   alert_setup setup() const {
@@ -72,14 +113,31 @@ struct common_options {
     s.delivery.tries = tries;
     s.delivery.timeout =
         parsed("--delivery-timeout", delivery_timeout, [](const std::string& v) { return parse_duration(v, 's'); });
+    s.delivery.budget = std::chrono::duration_cast<std::chrono::seconds>(
+        parsed("--delivery-budget", delivery_budget, [](const std::string& v) { return parse_duration(v, 's'); }));
+    if (state_dir.empty())
+      usage_error("no state directory: HOME is not set; give --state-dir or set TRAINWATCH_STATE_DIR");
     std::vector<std::string> specs = notify;
+    for (const auto& spec : specs) {
+      sink k;
+      try {
+        k = parse_sink(spec);
+      } catch (const parse_error& e) {
+        usage_error(std::string("--notify: ") + e.what());  // the text never repeats the spec (secrets)
+      }
+      if (!k.secret_in_spec) continue;
+      if (std::find(notify_on_argv.begin(), notify_on_argv.end(), spec) != notify_on_argv.end())
+        usage_error("--notify " + k.redacted() +
+                    ": the spec holds a secret (a password, a Slack or webhook URL) and the command line is "
+                    "visible to every user (ps); put it in --notify-file (mode 600), or use slack:env:VAR, "
+                    "webhook:env:VAR or TRAINWATCH_SMTP_PASSWORD");
+      if (config_file.empty()) continue;
+      std::ifstream config(config_file);
+      check_secret_file("--config", config_file, config);
+    }
     if (!notify_file.empty()) {
-      struct stat st {};
-      if (stat(notify_file.c_str(), &st) != 0) usage_error("--notify-file " + notify_file + ": cannot read it");
-      if (st.st_mode & 077)
-        usage_error("--notify-file " + notify_file +
-                    " can be read by group or others (it holds secrets); chmod 600 it");
       std::ifstream in(notify_file);
+      check_secret_file("--notify-file", notify_file, in);
       std::string line;
       while (std::getline(in, line)) {
         const size_t a = line.find_first_not_of(" \t\r");
@@ -95,9 +153,103 @@ struct common_options {
         usage_error(std::string("--notify: ") + e.what());  // the text never repeats the spec (secrets)
       }
     }
+    s.state_dir = state_dir;
+    try {
+      check_state_dirs(s);  // before any check runs: a refused directory sends nothing
+    } catch (const std::exception& e) {
+      usage_error(e.what());
+    }
     return s;
   }
 };
+
+std::string unquoted(std::string v) {
+  if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front()) v = v.substr(1, v.size() - 2);
+  return v;
+}
+
+// Reads a --config file the way CLI11 will, but strictly: every line is blank, a
+// comment, a [section] naming a subcommand, or "key = value" with a key the section
+// (or the top level) has. Anything else (a misspelt key, broken TOML, binary junk)
+// is one line naming FILE:LINE, exit 3: a config that silently drops its alerting is
+// worse than none. Returns the [fs] section's options in order, as command-line words
+// (each applies to the path before it, as on the command line).
+std::vector<std::string> check_config(const std::string& path, const CLI::App& app) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) usage_error("--config " + path + ": cannot read it (" + std::strerror(errno) + ")");
+  auto names_of = [](const CLI::App* a) {
+    std::vector<std::string> names;
+    for (const CLI::Option* o : a->get_options())
+      for (const auto& n : o->get_lnames()) names.push_back(n);
+    return names;
+  };
+  const std::vector<std::string> top = names_of(&app);
+  auto subcommand = [&](const std::string& name) -> const CLI::App* {
+    for (const CLI::App* c : app.get_subcommands([](const CLI::App*) { return true; }))
+      if (c->get_name() == name) return c;
+    return nullptr;
+  };
+  std::vector<std::string> fs_words;
+  std::string section, line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    const std::string where = "--config " + path + ":" + std::to_string(n) + ": ";
+    if (line.find('\0') != std::string::npos || json_safe(line) != line)
+      usage_error(where + "not text (a NUL or a byte that is not UTF-8)");
+    const size_t a = line.find_first_not_of(" \t\r");
+    if (a == std::string::npos || line[a] == '#' || line[a] == ';') continue;
+    const size_t b = line.find_last_not_of(" \t\r");
+    std::string text = line.substr(a, b - a + 1);
+    if (text.front() == '[') {
+      if (text.back() != ']') usage_error(where + "'" + text + "' is not a [section]");
+      section = text.substr(text.find_first_not_of('['), text.find_last_not_of(']') - text.find_first_not_of('[') + 1);
+      if (section != "default" && subcommand(section) == nullptr)
+        usage_error(where + "[" + section +
+                    "] is not a subcommand; accepted: job-running, log-stall, fs, memory, notify, flush");
+      continue;
+    }
+    const size_t eq = text.find('=');
+    std::string key = eq == std::string::npos ? "" : text.substr(0, text.find_last_not_of(" \t", eq - 1) + 1);
+    std::string value = eq == std::string::npos ? ""
+                                                : text.substr(text.find_first_not_of(" \t", eq + 1) == std::string::npos
+                                                                  ? text.size()
+                                                                  : text.find_first_not_of(" \t", eq + 1));
+    key = unquoted(key);
+    if (key.empty() || value.empty()) usage_error(where + "not 'key = value'");
+    std::string sec = section == "default" ? "" : section;
+    if (sec.empty() && key.find('.') != std::string::npos) {  // subcommand.key at the top
+      sec = key.substr(0, key.find('.'));
+      key = key.substr(key.find('.') + 1);
+    }
+    const CLI::App* sub = sec.empty() ? nullptr : subcommand(sec);
+    if (!sec.empty() && sub == nullptr) usage_error(where + "'" + sec + "' is not a subcommand");
+    std::vector<std::string> known = top;
+    if (sub != nullptr) {
+      const auto more = names_of(sub);
+      known.insert(known.end(), more.begin(), more.end());
+    }
+    if (std::find(known.begin(), known.end(), key) == known.end() || key == "config")
+      usage_error(where + "unknown key '" + key + "'" + (sec.empty() ? "" : " in [" + sec + "]") +
+                  "; the keys are the long options of trainwatch --help" +
+                  (sec.empty() ? "" : " and of " + sec + " --help"));
+    if (value.front() == '[') {  // an array, possibly over several lines
+      while (value.back() != ']' && std::getline(in, line)) {
+        ++n;
+        const size_t c = line.find_first_not_of(" \t\r");
+        if (c != std::string::npos) value += line.substr(c, line.find_last_not_of(" \t\r") - c + 1);
+      }
+      if (value.back() != ']') usage_error(where + "the array of '" + key + "' is not closed with ]");
+    } else if ((value.front() == '"' || value.front() == '\'') && (value.size() < 2 || value.back() != value.front())) {
+      usage_error(where + "the string of '" + key + "' is not closed");
+    }
+    if (sec == "fs") {
+      if (value.front() == '[')
+        usage_error(where + "[fs] takes one value per line (each option applies to the path before it)");
+      fs_words.push_back("--" + key);
+      fs_words.push_back(unquoted(value));
+    }
+  }
+  return fs_words;
+}
 
 int report(const std::vector<check_result>& results, const alert_setup& setup) {
   for (const auto& r : results) {
@@ -193,9 +345,18 @@ int run_main(int argc, char** argv) {
   notify->add_option("--status", n_status, "ok, warning, critical or unknown")->required();
   notify->add_option("--text", n_text, "one line for a person")->required();
 
+  // The config is read strictly before CLI11 reads it leniently.
+  std::vector<std::string> fs_words;
+  const auto configs = argv_values(argc, argv, "--config");
+  if (!configs.empty()) {
+    common.config_file = configs.back();
+    fs_words = check_config(common.config_file, app);
+  }
+  common.notify_on_argv = argv_values(argc, argv, "--notify");
   try {
     // fs options are positional per path: take them in order ourselves.
     app.allow_extras(false);
+    app.allow_config_extras(CLI::config_extras_mode::error);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
@@ -256,16 +417,20 @@ int run_main(int argc, char** argv) {
   }
   if (fs->parsed()) {
     std::vector<fs_target> targets;
-    // Walk the raw arguments: each option belongs to the --path before it.
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i], v;
+    // Walk the config's [fs] lines, then the raw arguments: each option belongs to the
+    // --path before it.
+    std::vector<std::string> words = fs_words;
+    for (int i = 1; i < argc; ++i) words.emplace_back(argv[i]);
+    for (size_t i = 0; i < words.size(); ++i) {
+      std::string a = words[i], v;
       const size_t eq = a.find('=');
+      if (a == "--") break;
       if (a.compare(0, 2, "--") != 0) continue;
       if (eq != std::string::npos) {
         v = a.substr(eq + 1);
         a = a.substr(0, eq);
-      } else if (i + 1 < argc) {
-        v = argv[i + 1];
+      } else if (i + 1 < words.size()) {
+        v = words[i + 1];
       }
       if (a == "--path") {
         targets.push_back(fs_target{});

@@ -10,8 +10,11 @@ start_alert_servers
 TW=$BUILD/bin/trainwatch
 state=$TEST_DIR/state
 mail="smtp://127.0.0.1:$SMTP_PORT?from=trainwatch@example.org&to=ops@example.org&to=oncall@example.org"
-hook="webhook:http://127.0.0.1:$HTTP_PORT/hook/SECRET-TOKEN"
-slack="slack:http://127.0.0.1:$HTTP_PORT/services/T0/B0/SLACKSECRET"
+# URLs are secrets: from the environment, never on the command line (ps shows it).
+export HOOK_URL="http://127.0.0.1:$HTTP_PORT/hook/SECRET-TOKEN"
+export SLACK_URL="http://127.0.0.1:$HTTP_PORT/services/T0/B0/SLACKSECRET"
+hook="webhook:env:HOOK_URL"
+slack="slack:env:SLACK_URL"
 common=(--state-dir "$state" --notify "$mail" --notify "$hook" --delivery-timeout 3s)
 mkdir -p "$TEST_DIR/data"
 n_mail() { find "$MAILDIR" -name '*.eml' | wc -l; }
@@ -124,4 +127,41 @@ for _ in 1 2 3 4 5; do
 done
 for p in "${pids[@]}"; do wait "$p" || true; done
 [ "$(( $(n_mail) - before ))" = 1 ] || fail "$(( $(n_mail) - before )) mails from 5 concurrent runs"
-log "PASS: mail, slack and webhook delivered; dedupe, RESOLVED, spool and flush, 429, STARTTLS, sendmail, quota, concurrency"
+
+log "11. a secret on the command line is refused: one line, exit 3, nothing sent"
+before=$(n_req)
+for bad in "slack:$SLACK_URL" "webhook:$HOOK_URL" "smtps://u:pw@127.0.0.1:$SMTP_PORT?from=a@b.org&to=c@d.org"; do
+  rc=0
+  out=$("$TW" fs --path "$TEST_DIR/data" --min-free 1P --state-dir "$TEST_DIR/state-argv" --notify "$bad" 2>&1) || rc=$?
+  { [ "$rc" = 3 ] && [ "$(wc -l <<<"$out")" = 1 ]; } || fail "secret on argv: exit $rc, output: $out"
+  if grep -qE "SECRET|pw@" <<<"$out"; then fail "the refusal repeats the secret: $out"; fi
+done
+[ "$(n_req)" = "$before" ] || fail "a refused run still posted"
+
+log "12. sendmail that exits without reading, or hangs: no SIGPIPE death, --delivery-timeout holds"
+printf '#!/bin/sh\nexit 0\n' >"$TEST_DIR/sendmail-deaf"
+printf '#!/bin/sh\nexec sleep 60\n' >"$TEST_DIR/sendmail-hung"
+chmod +x "$TEST_DIR/sendmail-deaf" "$TEST_DIR/sendmail-hung"
+rc=0
+TRAINCTL_SENDMAIL=$TEST_DIR/sendmail-deaf "$TW" fs --path "$TEST_DIR/data" --min-free 1P --state-dir "$TEST_DIR/state-sm" \
+  --notify sendmail:ops@example.org >/dev/null 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "with a sendmail that reads nothing trainwatch exited $rc (141 is SIGPIPE), expected 2"
+rc=0
+start=$SECONDS
+TRAINCTL_SENDMAIL=$TEST_DIR/sendmail-hung "$TW" fs --path "$TEST_DIR/data" --min-free 1P --state-dir "$TEST_DIR/state-smh" \
+  --notify sendmail:ops@example.org --tries 1 --delivery-timeout 2s >/dev/null 2>"$TEST_DIR/err12" || rc=$?
+[ "$rc" = 2 ] || fail "a hung sendmail: exit $rc"
+[ $((SECONDS - start)) -lt 15 ] || fail "a hung sendmail held trainwatch $((SECONDS - start)) s past --delivery-timeout 2s"
+[ "$(find "$TEST_DIR/state-smh/spool" -name '*.json' | wc -l)" = 1 ] || fail "the alert for the hung sendmail was not kept"
+pkill -f "$TEST_DIR/sendmail-hung" 2>/dev/null || true
+
+log "13. a huge Retry-After is not a sleep until killed: refused at once, the alert kept"
+echo "429 99999999999999999999999" >"$PLAN"
+rc=0
+timeout 60 "$TW" fs --path "$TEST_DIR/data" --min-free 1P --state-dir "$TEST_DIR/state-ra" --notify "$hook" \
+  >/dev/null 2>"$TEST_DIR/err13" || rc=$?
+[ "$rc" = 2 ] || fail "huge Retry-After: exit $rc (124 is the timeout: it slept)"
+grep -q "longer than this run waits" "$TEST_DIR/err13" || fail "no word about the Retry-After: $(cat "$TEST_DIR/err13")"
+[ "$(find "$TEST_DIR/state-ra/spool" -name '*.json' | wc -l)" = 1 ] || fail "the alert was not kept"
+: >"$PLAN"
+log "PASS: mail, slack and webhook delivered; dedupe, RESOLVED, spool and flush, 429, STARTTLS, sendmail, quota, concurrency; secrets off argv, deaf and hung sendmail, huge Retry-After"

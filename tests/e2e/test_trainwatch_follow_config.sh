@@ -17,6 +17,7 @@ path = ["$TEST_DIR/logs/rank*.log"]
 max-age = "3s"
 on-stall = "touch $TEST_DIR/STALLED"
 CONF
+chmod 600 "$TEST_DIR/trainwatch.toml"  # it holds a webhook URL: a secret
 "$TW" --config "$TEST_DIR/trainwatch.toml" log-stall --follow >"$TEST_DIR/follow.out" 2>&1 &
 follower=$!
 stop_follower() { kill "$follower" 2>/dev/null || true; wait "$follower" 2>/dev/null || true; }

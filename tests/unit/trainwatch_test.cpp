@@ -1,8 +1,11 @@
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "alert_state.hpp"
@@ -200,4 +203,181 @@ TEST(Textfile, PrometheusFormat) {
   const std::string t = textfile_text({r});
   EXPECT_NE(t.find("trainwatch_status{check=\"job-running\",target=\"my \\\"job\\\"\"} 2"), std::string::npos) << t;
   EXPECT_NE(t.find("trainwatch_job_running_running{target="), std::string::npos) << t;
+}
+
+namespace {
+struct scoped_env {
+  std::string name;
+  scoped_env(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
+  ~scoped_env() { unsetenv(name.c_str()); }
+};
+std::string parse_error_of(const std::string& spec) {
+  try {
+    parse_sink(spec);
+  } catch (const parse_error& e) {
+    return e.what();
+  }
+  return "";
+}
+int count_files(const std::string& dir) {
+  int n = 0;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+    closedir(d);
+  }
+  return n;
+}
+}  // namespace
+
+// AUTH PLAIN over smtp:// sent the password in clear.
+TEST(SinkSafety, CredentialsNeedTls) {
+  EXPECT_NE(parse_error_of("smtp://alice:pw@mail.example.org?from=a@b.c&to=d@e.f").find("need TLS"), std::string::npos);
+  EXPECT_NE(parse_error_of("smtp://alice@mail.example.org?from=a@b.c&to=d@e.f").find("need TLS"), std::string::npos);
+  EXPECT_EQ(parse_error_of("smtps://alice:pw@mail.example.org?from=a@b.c&to=d@e.f"), "");
+  EXPECT_EQ(parse_error_of("smtp://alice:pw@mail.example.org?from=a@b.c&to=d@e.f&starttls=required"), "");
+  EXPECT_EQ(parse_error_of("smtp://mail.example.org?from=a@b.c&to=d@e.f"), "") << "no credentials, no TLS needed";
+}
+
+// TRAINWATCH_SMTP_PASSWORD went to whatever host a spec named.
+TEST(SinkSafety, ThePasswordVariableIsForOneHost) {
+  scoped_env pw("TRAINWATCH_SMTP_PASSWORD", "s3cret");
+  EXPECT_NE(parse_error_of("smtps://alice@evil.example.net?from=a@b.c&to=d@e.f").find("TRAINWATCH_SMTP_HOST"),
+            std::string::npos);
+  scoped_env host("TRAINWATCH_SMTP_HOST", "mail.example.org");
+  EXPECT_EQ(parse_sink("smtps://alice@mail.example.org:465?from=a@b.c&to=d@e.f").password, "s3cret");
+  const std::string why = parse_error_of("smtps://alice@evil.example.net?from=a@b.c&to=d@e.f");
+  EXPECT_NE(why.find("only for the host"), std::string::npos) << why;
+  EXPECT_EQ(why.find("s3cret"), std::string::npos);
+}
+
+TEST(SinkSafety, WhatHoldsASecretAndTheEnvironmentForm) {
+  EXPECT_TRUE(parse_sink("slack:https://hooks.slack.com/services/T/B/X").secret_in_spec);
+  EXPECT_TRUE(parse_sink("webhook:http://127.0.0.1:9/h").secret_in_spec);
+  EXPECT_TRUE(parse_sink("smtps://a:pw@h?from=a@b.c&to=d@e.f").secret_in_spec);
+  EXPECT_FALSE(parse_sink("smtp://h?from=a@b.c&to=d@e.f").secret_in_spec);
+  EXPECT_FALSE(parse_sink("sendmail:ops@example.org").secret_in_spec);
+  scoped_env url("MY_SLACK", "https://hooks.slack.com/services/T/B/X");
+  const sink s = parse_sink("slack:env:MY_SLACK");
+  EXPECT_FALSE(s.secret_in_spec);
+  EXPECT_EQ(s.url, "https://hooks.slack.com/services/T/B/X");
+  EXPECT_NE(parse_error_of("webhook:env:NOT_SET_ANYWHERE").find("'NOT_SET_ANYWHERE' is not set"), std::string::npos);
+}
+
+// A webhook URL with a query and no path was logged with its token; a sink with no
+// ':' was echoed whole.
+TEST(SinkSafety, RedactionHasNoTokenAnywhere) {
+  EXPECT_EQ(parse_sink("webhook:https://hooks.example.org?token=abc").redacted(), "webhook https://hooks.example.org");
+  EXPECT_EQ(parse_sink("webhook:https://hooks.example.org#abc").redacted(), "webhook https://hooks.example.org");
+  const std::string why = parse_error_of("xoxb-1234-SECRETTOKEN");
+  EXPECT_EQ(why.find("SECRETTOKEN"), std::string::npos) << why;
+  EXPECT_NE(why.find("no known scheme"), std::string::npos) << why;
+}
+
+TEST(SinkSafety, TheIdNamesTheSinkNotItsPassword) {
+  const sink a = parse_sink("smtps://u:one@h?from=a@b.c&to=d@e.f");
+  const sink b = parse_sink("smtps://u:two@h?from=a@b.c&to=d@e.f");
+  const sink c = parse_sink("smtps://u:one@other?from=a@b.c&to=d@e.f");
+  EXPECT_EQ(a.id(), b.id());
+  EXPECT_NE(a.id(), c.id());
+}
+
+// mallory made the state directory 0777 and planted files in it.
+TEST(StateDirSafety, AnotherUsersOrAnOpenDirectoryIsRefused) {
+  temp_dir t;
+  ASSERT_EQ(mkdir((t / "open").c_str(), 0777), 0);
+  ASSERT_EQ(chmod((t / "open").c_str(), 0777), 0);
+  try {
+    ensure_state_dir(t / "open");
+    ADD_FAILURE() << "a 0777 directory was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("can be written by group or others (mode 0777)"), std::string::npos);
+  }
+  if (getuid() == 0) {
+    ASSERT_EQ(mkdir((t / "hers").c_str(), 0700), 0);
+    ASSERT_EQ(chown((t / "hers").c_str(), 65534, 65534), 0);
+    EXPECT_THROW(ensure_state_dir(t / "hers"), std::runtime_error);
+  }
+  EXPECT_NO_THROW(ensure_state_dir(t / "new/state"));
+}
+
+// Planted *.tmp.* symlinks made a run overwrite the user's own files.
+TEST(StateDirSafety, APlantedTemporarySymlinkIsNotFollowed) {
+  temp_dir t;
+  t.write("victim", "precious");
+  const std::string tmp = t / ("alerts.json.tmp." + host_name() + "." + std::to_string(getpid()));
+  ASSERT_EQ(symlink((t / "victim").c_str(), tmp.c_str()), 0);
+  write_atomically(t / "alerts.json", "{}\n");
+  std::ifstream in(t / "victim");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "precious");
+}
+
+namespace {
+alert_setup setup_in(const temp_dir& t) {
+  alert_setup s;
+  s.state_dir = t / "state";
+  s.delivery.tries = 1;
+  s.delivery.timeout = 1s;
+  s.delivery.backoff = 10ms;
+  return s;
+}
+check_result critical(const std::string& target) {
+  check_result r;
+  r.check = "fs";
+  r.target = target;
+  r.status = kCritical;
+  r.text = target + " is full";
+  return r;
+}
+}  // namespace
+
+// A spooled alert named its sink by URL: mallory's planted item went to her server
+// (with the SMTP password). Now only configured sinks are used, by reference.
+TEST(SpoolSafety, ASpooledItemGoesOnlyToAConfiguredSink) {
+  temp_dir t;
+  alert_setup s = setup_in(t);
+  ensure_state_dir(s.state_dir + "/spool");
+  t.write("state/spool/1-planted.json",
+          R"({"sink":"webhook:http://127.0.0.1:9/mallory","message":{"check":"fs","target":"x","state":"FIRING",)"
+          R"("status":"CRITICAL","text":"t","host":"h","time":1},"tries":0})");
+  EXPECT_EQ(flush_spool(s), 1) << "kept: no configured sink matches";
+  EXPECT_EQ(count_files(s.state_dir + "/spool"), 1);
+}
+
+// With no sink the alert was still marked sent, and stayed suppressed for 4 h.
+TEST(SpoolSafety, WithNoSinkNothingIsMarkedSent) {
+  temp_dir t;
+  alert_setup s = setup_in(t);
+  handle_results({critical("/scratch")}, s);
+  s.sinks.push_back(parse_sink("webhook:http://127.0.0.1:9/down"));
+  handle_results({critical("/scratch")}, s);
+  EXPECT_EQ(count_files(s.state_dir + "/spool"), 1) << "the second run, with a sink, fires";
+}
+
+// One byte that is not UTF-8 in a path stopped all alerting and grew the spool.
+TEST(SpoolSafety, AnyBytesInATargetAreAlerted) {
+  temp_dir t;
+  alert_setup s = setup_in(t);
+  s.sinks.push_back(parse_sink("webhook:http://127.0.0.1:9/down"));
+  EXPECT_NO_THROW(handle_results({critical("/home/caf\xe9"), critical("/scratch")}, s));
+  EXPECT_EQ(count_files(s.state_dir + "/spool"), 2);
+  EXPECT_NO_THROW(handle_results({critical("/home/caf\xe9"), critical("/scratch")}, s));
+  EXPECT_EQ(count_files(s.state_dir + "/spool"), 2) << "the second run repeats nothing: the key is stable";
+  EXPECT_EQ(json_safe("caf\xe9"), "caf\\xE9");
+  EXPECT_EQ(json_safe("caf\xc3\xa9 \xf0\x9f\x9a\x80"), "caf\xc3\xa9 \xf0\x9f\x9a\x80");
+  EXPECT_EQ(json_safe("\xed\xa0\x80\xc0\xaf"), "\\xED\\xA0\\x80\\xC0\\xAF");
+}
+
+// Retrying an old spool had no budget: an unrelated OK check took 67 s.
+TEST(SpoolSafety, ADeadSinkIsTriedOncePerRunAndTheBudgetHolds) {
+  temp_dir t;
+  alert_setup s = setup_in(t);
+  s.sinks.push_back(parse_sink("webhook:http://127.0.0.1:9/down"));
+  std::vector<check_result> many;
+  for (int i = 0; i < 20; ++i) many.push_back(critical("/p" + std::to_string(i)));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(handle_results(many, s), 20);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "one try for the sink, not 20";
+  s.delivery.budget = 0s;
+  EXPECT_EQ(flush_spool(s), 20);
 }
