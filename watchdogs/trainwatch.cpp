@@ -334,7 +334,10 @@ int run_main(int argc, char** argv) {
   mem->add_option("--root", mem_root, "read /proc and /sys below this directory (tests)")->group("");
 
   // flush
-  auto* flush = app.add_subcommand("flush", "deliver alerts that earlier runs could not send");
+  auto* flush = app.add_subcommand(
+      "flush",
+      "deliver alerts that earlier runs could not send, to the sinks configured now (give the same --notify "
+      "or --config as the checks)");
 
   // notify: a result from a script (e.g. a cron chain that could not resubmit itself),
   // sent through the same alert layer: deduplicated, repeated, resolved, spooled.

@@ -61,9 +61,10 @@ before=$(n_req)
   >/dev/null 2>"$TEST_DIR/err4" || true
 grep -q "kept in" "$TEST_DIR/err4" || fail "the failed delivery was not reported as kept: $(cat "$TEST_DIR/err4")"
 [ "$(find "$state/spool" -name '*.json' | wc -l)" = 1 ] || fail "expected 1 spooled alert"
-"$TW" flush --state-dir "$state" --tries 2 --delivery-timeout 2s >/dev/null 2>&1 || true
+# flush sends only to sinks configured now: it takes the same alerting options.
+"$TW" flush --state-dir "$state" --notify "$hook" --tries 2 --delivery-timeout 2s >/dev/null 2>&1 || true
 [ "$(find "$state/spool" -name '*.json' | wc -l)" = 1 ] || fail "the alert left the spool though hang/close failed"
-"$TW" flush --state-dir "$state" --delivery-timeout 2s >/dev/null 2>&1 || fail "flush did not deliver"
+"$TW" flush --state-dir "$state" --notify "$hook" --delivery-timeout 2s >/dev/null 2>&1 || fail "flush did not deliver"
 [ "$(find "$state/spool" -name '*.json' | wc -l)" = 0 ] || fail "the spool is not empty after a good delivery"
 answers=$(cat "$REQDIR"/*.answer | tr '\n' ' ')
 log "webhook answers so far: $answers"

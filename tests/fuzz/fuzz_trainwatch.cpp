@@ -1,10 +1,13 @@
 // trainwatch's parsers of outside input: sink URLs, quota command output, squeue
-// lines, spooled alerts. Only parse_error / json exceptions may escape.
+// lines, spooled alerts, and json_safe over any bytes. Only parse_error / json
+// exceptions may escape; json_safe has an oracle: its output is UTF-8 that JSON accepts
+// and that json_safe leaves as it is.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "check.hpp"
 #include "checks.hpp"
 #include "parse.hpp"
 #include "sinks.hpp"
@@ -13,10 +16,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size == 0) return 0;
   const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
-    switch (data[0] % 4) {
+    switch (data[0] % 5) {
       case 0: {
         auto s = trainctl::parse_sink(text);
         (void)s.redacted();
+        break;
+      }
+      case 4: {
+        const std::string safe = trainctl::json_safe(text);
+        if (trainctl::json_safe(safe) != safe) __builtin_trap();
+        try {
+          (void)nlohmann::json(safe).dump();
+        } catch (const nlohmann::json::exception&) {
+          __builtin_trap();  // not UTF-8 after all
+        }
         break;
       }
       case 1:

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# e2e-modes: run plugin
+# Real users, never root: alice runs the job, bob (her teammate, group tcteam) touches
+# her switches in a group-shared setgid directory, mallory (another user of the same
+# nodes) attacks. Before alice's first job mallory squats every node-state name she can
+# guess for alice's next job ids: the state directory itself, the old /dev/shm names,
+# lock files, symlinks. Job 1 must still get its deadline, bob's save and a COMPLETED
+# end, and say in one line which path mallory owns. Then, with alice's own private
+# directory in place, mallory can plant nothing in it, cannot touch alice's switches,
+# and bob's kill switch ends job 2 at once.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+# The users, made here if this machine does not have them yet.
+getent group tcteam >/dev/null || groupadd tcteam
+getent group alice >/dev/null || groupadd alice
+id alice >/dev/null 2>&1 || useradd -m -g alice -G tcteam -s /bin/bash alice
+id bob >/dev/null 2>&1 || useradd -m -g tcteam -s /bin/bash bob
+getent group mallory >/dev/null || groupadd mallory
+id mallory >/dev/null 2>&1 || useradd -m -g mallory -s /bin/bash mallory
+usermod -a -G tcteam alice
+as() {  # as USER COMMAND...: as that user, with the cluster's environment, umask 007
+  local who=$1
+  shift
+  runuser -u "$who" -- env SLURM_CONF="$SLURM_CONF" PYTHONPATH="$PYTHONPATH" PATH="$PATH" \
+    bash -c 'umask 007; exec "$@"' bash "$@"
+}
+alice_uid=$(id -u alice)
+mallory_uid=$(id -u mallory)
+their_processes() { pgrep -u alice,bob,mallory 2>/dev/null | tr '\n' ' ' || true; }
+on_exit() {
+  local rc=$? p
+  for p in $(their_processes); do kill -9 "$p" 2>/dev/null || true; done
+  (exit "$rc")
+  cleanup
+}
+trap on_exit EXIT
+
+# alice's project: group tcteam, setgid, so bob's files are the team's; the switches
+# live in it (where the README says switches belong).
+chown alice:tcteam "$TEST_DIR"
+chmod 2770 "$TEST_DIR"
+as alice mkdir -p "$TEST_DIR/switches" "$TEST_DIR/events"
+sw=$TEST_DIR/switches
+export TRAINCTL_POLL_INTERVAL=1s
+
+# Start from a node where alice never ran trainctl (or mallory got there first).
+rm -rf "/dev/shm/trainctl-$alice_uid" "/dev/shm/trainctl-$alice_uid"-*
+
+log "mallory squats every name she can guess for alice's next job ids"
+probe=$(as mallory sbatch --parsable --hold --wrap true) || fail "mallory cannot submit"
+scancel "$probe"
+next=$((${probe%%;*} + 1))
+size=$(TRAINCTL_SIGNALS=none python3 - <<'PY'
+import os, tempfile, trainctl
+path = tempfile.mkdtemp() + "/s"
+os.environ["TRAINCTL_STATE"] = path
+c = trainctl.Controller()  # the state file exists while the controller does
+print(os.path.getsize(path))
+c.close()
+PY
+)
+[ "$size" -gt 1000 ] || fail "could not learn the node state size ($size)"
+as mallory bash -s "$alice_uid" "$next" "$size" <<'SQUAT' || fail "mallory's squatting script failed"
+uid=$1 next=$2 size=$3
+dir=/dev/shm/trainctl-$uid
+mkdir -p "$dir" && chmod 777 "$dir"
+for job in $(seq "$next" $((next + 20))); do
+  for step in 0 1 2 batch extern; do
+    for node in n1 n2 n3; do
+      name=$job.$step-$node
+      head -c "$size" /dev/zero >"$dir/$name" && chmod 666 "$dir/$name"
+      : >"$dir/$name.lock" && chmod 644 "$dir/$name.lock"
+      head -c "$size" /dev/zero >"/dev/shm/trainctl-$uid-$name" 2>/dev/null && chmod 666 "/dev/shm/trainctl-$uid-$name"
+      : >"/dev/shm/trainctl-$uid-$name.lock" 2>/dev/null
+    done
+  done
+  ln -sf "/home/alice/.bashrc" "$dir/$job.0-n1.new.1" 2>/dev/null || true
+done
+SQUAT
+[ "$(stat -c %U "/dev/shm/trainctl-$alice_uid")" = mallory ] || fail "the squat did not take"
+
+log "job 1 ($MODE): deadline and bob's save, on nodes where mallory owns alice's state names"
+if [ "$MODE" = plugin ] && ! as alice sbatch --help 2>&1 | grep -q graceful-exit; then
+  fail "the plugin does not load for alice: $(as alice sbatch --help 2>&1 | grep -i -E 'error|spank' | head -3)"
+fi
+supervised_job "$TEST_DIR/job1.sh" --graceful-exit=1 --kill-switch="$sw/KILL" --save-switch="$sw/SAVE"
+chmod 755 "$TEST_DIR/job1.sh"
+job=$(as alice sbatch --parsable -N2 --ntasks-per-node=1 --time=2 "${JOB_OPTS[@]}" -o "$TEST_DIR/job1.out" \
+  "$TEST_DIR/job1.sh") || fail "alice's sbatch was refused"
+job=${job%%;*}
+SUBMITTED+=("$job")
+{ [ "$job" -ge "$next" ] && [ "$job" -le $((next + 20)) ]; } || fail "job $job is not among the ids mallory squatted"
+[ "$(job_field "$job" UserId)" = "alice($alice_uid)" ] || fail "job $job does not run as alice: $(job_field "$job" UserId)"
+wait_for 120 "4 ranks started" events_at_least start 4
+sleep 2
+log "bob touches the save switch"
+as bob touch "$sw/SAVE" || fail "bob cannot touch alice's save switch"
+wait_for 40 "4 saves" events_at_least save 4
+wait_for 120 "job 1 to end" job_ended "$job"
+read -r n steps reasons < <(exit_summary)
+[ "$(job_state "$job")" = COMPLETED ] || fail "job 1 ended $(job_state "$job"), not COMPLETED"
+{ [ "$n" = 4 ] && [ "$steps" = 1 ]; } || fail "expected 4 ranks to exit at one step; got $n at $steps steps"
+# Without a node state the ranks learn the deadline from the supervisor's signal.
+case "$reasons" in deadline | signal) ;; *) fail "job 1: expected the deadline notice, got '$reasons'" ;; esac
+grep -q "node state directory /dev/shm/trainctl-$alice_uid belongs to mallory (uid $mallory_uid)" "$TEST_DIR/job1.out" ||
+  fail "no line naming mallory's directory in the job output: $(grep -i 'node state' "$TEST_DIR/job1.out" | head -3)"
+[ "$(stat -c %U /home/alice/.bashrc)" = alice ] || fail "alice's .bashrc changed owner"
+log "job 1: COMPLETED at the deadline ($reasons), bob's save taken by all 4 ranks, mallory's directory named"
+
+log "alice's own private state directory: mallory can plant nothing in it"
+rm -rf "/dev/shm/trainctl-$alice_uid" "/dev/shm/trainctl-$alice_uid"-*
+rm -rf "$TEST_DIR/events"
+as alice mkdir -p "$TEST_DIR/events"
+supervised_job "$TEST_DIR/job2.sh" --kill-switch="$sw/KILL" --save-switch="$sw/SAVE"
+chmod 755 "$TEST_DIR/job2.sh"
+job=$(as alice sbatch --parsable -N2 --ntasks-per-node=1 --time=5 "${JOB_OPTS[@]}" -o "$TEST_DIR/job2.out" \
+  "$TEST_DIR/job2.sh") || fail "alice's second sbatch was refused"
+job=${job%%;*}
+SUBMITTED+=("$job")
+wait_for 120 "4 ranks started" events_at_least start 4
+dir=/dev/shm/trainctl-$alice_uid
+[ "$(stat -c '%U %a' "$dir")" = "alice 700" ] || fail "alice's state directory is $(stat -c '%U %a' "$dir")"
+if as mallory touch "$dir/$job.0-n1.lock" 2>/dev/null; then fail "mallory planted a file in alice's state directory"; fi
+if as mallory touch "$sw/KILL" 2>/dev/null; then fail "mallory touched alice's kill switch"; fi
+if grep -q "node state" "$TEST_DIR/job2.out"; then fail "job 2 complained about its node state: $(grep 'node state' "$TEST_DIR/job2.out")"; fi
+log "bob touches the kill switch"
+as bob touch "$sw/KILL" || fail "bob cannot touch alice's kill switch"
+wait_for 60 "job 2 to end" job_ended "$job"
+read -r n steps reasons < <(exit_summary)
+[ "$(job_state "$job")" = COMPLETED ] || fail "job 2 ended $(job_state "$job"), not COMPLETED"
+{ [ "$n" = 4 ] && [ "$steps" = 1 ] && [ "$reasons" = kill-switch ]; } ||
+  fail "job 2: expected 4 ranks to exit at one step for the kill switch; got $n at $steps steps: $reasons"
+wait_for 30 "alice's node state files to be removed" test -z "$(ls -A "$dir" 2>/dev/null)"
+log "PASS ($MODE): mallory's squat changed nothing and was named; alice's directory is hers alone; bob's save and kill switch worked"
