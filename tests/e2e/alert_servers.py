@@ -1,7 +1,7 @@
 """Real alert receivers on loopback for the trainwatch tests (run with /usr/bin/python3).
 
     alert_servers.py smtp PORTFILE MAILDIR      aiosmtpd; each message saved as MAILDIR/N.eml
-    alert_servers.py http PORTFILE REQDIR PLAN  each POST saved as REQDIR/N.json; the answer
+    alert_servers.py http PORTFILE REQDIR PLAN  each POST saved as REQDIR/N.json (its path in N.path); the answer
                                                  is the first line of PLAN (removed when used):
                                                  200, 500, "429 SECONDS", hang, close; 200 when empty
 
@@ -79,6 +79,8 @@ def serve_http(portfile, reqdir, plan):
                 f.write(body)
             with open(os.path.join(reqdir, "%d.answer" % n), "w") as f:
                 f.write(answer + "\n")
+            with open(os.path.join(reqdir, "%d.path" % n), "w") as f:
+                f.write(self.path + "\n")
             if answer == "hang":
                 time.sleep(30)
                 return
