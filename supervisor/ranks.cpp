@@ -6,10 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <sstream>
 
 namespace trainctl {
 namespace {
@@ -79,26 +79,36 @@ bool cmdline_names_launcher(const std::string& blob, const std::vector<std::stri
   return false;
 }
 
-unsigned long long parse_stat_start_time(const std::string& text) {
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream in(text.substr(close + 1));
-  std::string field;
-  for (int i = 0; i < 19 && in >> field; ++i) {  // state .. itrealvalue: fields 3 to 21
+namespace {
+
+// Field `n` (1-based, as proc(5) counts: 4 is ppid, 22 is starttime) of a stat line,
+// as a number; -1 when missing. comm (field 2) may hold spaces and parentheses: the
+// last ')' ends it. Runs for every process on the node at each scan: no streams.
+long long stat_field(const std::string& text, int n) {
+  size_t pos = text.rfind(')');
+  if (pos == std::string::npos || n < 3) return -1;
+  for (int field = 2; field < n; ++field) {
+    pos = text.find(' ', pos + 1);
+    if (pos == std::string::npos) return -1;
   }
-  unsigned long long start = 0;
-  return in >> start ? start : 0;
+  const char* start = text.c_str() + pos + 1;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(start, &end, 10);
+  if (end == start || errno != 0 || (*end != ' ' && *end != '\n' && *end != '\0')) return -1;
+  return v;
+}
+
+}  // namespace
+
+unsigned long long parse_stat_start_time(const std::string& text) {
+  const long long v = stat_field(text, 22);
+  return v > 0 ? static_cast<unsigned long long>(v) : 0;
 }
 
 pid_t parse_stat_ppid(const std::string& text) {
-  // "pid (comm) S ppid ...": comm may hold spaces and parentheses; the last ')' ends it.
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream in(text.substr(close + 1));
-  std::string state;
-  long ppid = -1;
-  if (!(in >> state >> ppid) || ppid < 0) return -1;
-  return static_cast<pid_t>(ppid);
+  const long long v = stat_field(text, 4);
+  return v >= 0 && v <= 0x7fffffff ? static_cast<pid_t>(v) : -1;
 }
 
 std::vector<proc_info> descendants(pid_t root, const std::vector<std::string>& launcher_names,
