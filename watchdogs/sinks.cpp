@@ -315,7 +315,7 @@ sink parse_sink(const std::string& spec) {
   }
   // Only the scheme is echoed: whatever follows (or a whole spec without one) may be a secret.
   const size_t colon = spec.find(':');
-  if (colon == std::string::npos || colon > 16)
+  if (colon > 16)  // npos too: no scheme at all
     throw parse_error("a sink of " + std::to_string(spec.size()) + " characters with no known scheme; " + kAccepted);
   throw parse_error("'" + spec.substr(0, colon) + ":...' is not a sink; " + kAccepted);
 }
