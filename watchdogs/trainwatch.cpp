@@ -168,6 +168,24 @@ std::string unquoted(std::string v) {
   return v;
 }
 
+// The line without its comment (a '#' outside quotes, as CLI11 reads it) and without
+// the white space around what is left.
+std::string config_text(const std::string& line) {
+  char quote = 0;
+  size_t end = line.size();
+  for (size_t i = 0; i < line.size() && end == line.size(); ++i) {
+    if (quote != 0 && line[i] == quote)
+      quote = 0;
+    else if (quote == 0 && (line[i] == '"' || line[i] == '\''))
+      quote = line[i];
+    else if (quote == 0 && (line[i] == '#' || (line[i] == ';' && i == line.find_first_not_of(" \t"))))
+      end = i;
+  }
+  const size_t a = line.find_first_not_of(" \t\r");
+  if (a == std::string::npos || a >= end) return "";
+  return line.substr(a, line.find_last_not_of(" \t\r", end - 1) - a + 1);
+}
+
 // Reads a --config file the way CLI11 will, but strictly: every line is blank, a
 // comment, a [section] naming a subcommand, or "key = value" with a key the section
 // (or the top level) has. Anything else (a misspelt key, broken TOML, binary junk)
@@ -195,10 +213,8 @@ std::vector<std::string> check_config(const std::string& path, const CLI::App& a
     const std::string where = "--config " + path + ":" + std::to_string(n) + ": ";
     if (line.find('\0') != std::string::npos || json_safe(line) != line)
       usage_error(where + "not text (a NUL or a byte that is not UTF-8)");
-    const size_t a = line.find_first_not_of(" \t\r");
-    if (a == std::string::npos || line[a] == '#' || line[a] == ';') continue;
-    const size_t b = line.find_last_not_of(" \t\r");
-    std::string text = line.substr(a, b - a + 1);
+    const std::string text = config_text(line);
+    if (text.empty()) continue;
     if (text.front() == '[') {
       if (text.back() != ']') usage_error(where + "'" + text + "' is not a [section]");
       section = text.substr(text.find_first_not_of('['), text.find_last_not_of(']') - text.find_first_not_of('[') + 1);
@@ -208,12 +224,9 @@ std::vector<std::string> check_config(const std::string& path, const CLI::App& a
       continue;
     }
     const size_t eq = text.find('=');
-    std::string key = eq == std::string::npos ? "" : text.substr(0, text.find_last_not_of(" \t", eq - 1) + 1);
-    std::string value = eq == std::string::npos ? ""
-                                                : text.substr(text.find_first_not_of(" \t", eq + 1) == std::string::npos
-                                                                  ? text.size()
-                                                                  : text.find_first_not_of(" \t", eq + 1));
-    key = unquoted(key);
+    if (eq == std::string::npos) usage_error(where + "not 'key = value'");
+    std::string key = unquoted(config_text(text.substr(0, eq)));
+    std::string value = config_text(text.substr(eq + 1));
     if (key.empty() || value.empty()) usage_error(where + "not 'key = value'");
     std::string sec = section == "default" ? "" : section;
     if (sec.empty() && key.find('.') != std::string::npos) {  // subcommand.key at the top
@@ -234,8 +247,7 @@ std::vector<std::string> check_config(const std::string& path, const CLI::App& a
     if (value.front() == '[') {  // an array, possibly over several lines
       while (value.back() != ']' && std::getline(in, line)) {
         ++n;
-        const size_t c = line.find_first_not_of(" \t\r");
-        if (c != std::string::npos) value += line.substr(c, line.find_last_not_of(" \t\r") - c + 1);
+        value += config_text(line);
       }
       if (value.back() != ']') usage_error(where + "the array of '" + key + "' is not closed with ]");
     } else if ((value.front() == '"' || value.front() == '\'') && (value.size() < 2 || value.back() != value.front())) {
