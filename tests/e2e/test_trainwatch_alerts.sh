@@ -165,4 +165,20 @@ timeout 60 "$TW" fs --path "$TEST_DIR/data" --min-free 1P --state-dir "$TEST_DIR
 grep -q "longer than this run waits" "$TEST_DIR/err13" || fail "no word about the Retry-After: $(cat "$TEST_DIR/err13")"
 [ "$(find "$TEST_DIR/state-ra/spool" -name '*.json' | wc -l)" = 1 ] || fail "the alert was not kept"
 : >"$PLAN"
-log "PASS: mail, slack and webhook delivered; dedupe, RESOLVED, spool and flush, 429, STARTTLS, sendmail, quota, concurrency; secrets off argv, deaf and hung sendmail, huge Retry-After"
+log "14. --config read strictly: a misspelt key, junk, an unreadable --notify-file refused; [fs] and comments read"
+cfg=$TEST_DIR/tw.conf
+for bad in 'notfy = ["x"]' $'\x01\xfe\xff junk' 'state-dir = "unclosed' '[nosuchcheck]'; do
+  printf '%s\n' "$bad" >"$cfg"
+  rc=0
+  out=$("$TW" --config "$cfg" fs --path "$TEST_DIR/data" --state-dir "$state" 2>&1) || rc=$?
+  { [ "$rc" = 3 ] && [ "$(wc -l <<<"$out")" = 1 ] && grep -q "$cfg:1" <<<"$out"; } || fail "config '$bad': exit $rc: $out"
+done
+printf 'state-dir = "%s"  # comment\n[fs]\npath = "%s"\nmin-free = "1P"   # one petabyte: CRITICAL\n' \
+  "$TEST_DIR/state-cfg" "$TEST_DIR/data" >"$cfg"
+rc=0
+"$TW" --config "$cfg" fs >"$TEST_DIR/out14" 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "[fs] from --config was not applied: exit $rc: $(cat "$TEST_DIR/out14")"
+rc=0
+out=$("$TW" fs --path "$TEST_DIR/data" --state-dir "$state" --notify-file "$TEST_DIR/no-such-sinks" 2>&1) || rc=$?
+{ [ "$rc" = 3 ] && grep -q "cannot read it" <<<"$out"; } || fail "an unreadable --notify-file: exit $rc: $out"
+log "PASS: mail, slack and webhook delivered; dedupe, RESOLVED, spool and flush, 429, STARTTLS, sendmail, quota, concurrency; secrets off argv, deaf and hung sendmail, huge Retry-After, strict config"
