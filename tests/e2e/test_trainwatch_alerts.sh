@@ -178,6 +178,12 @@ printf 'state-dir = "%s"  # comment\n[fs]\npath = "%s"\nmin-free = "1P"   # one 
 rc=0
 "$TW" --config "$cfg" fs >"$TEST_DIR/out14" 2>&1 || rc=$?
 [ "$rc" = 2 ] || fail "[fs] from --config was not applied: exit $rc: $(cat "$TEST_DIR/out14")"
+printf 'notify = ["webhook:%s"]\n' "$HOOK_URL" >"$cfg"
+chmod 644 "$cfg"
+rc=0
+out=$("$TW" --config "$cfg" fs --path "$TEST_DIR/data" --state-dir "$state" 2>&1) || rc=$?
+{ [ "$rc" = 3 ] && grep -q "chmod 600" <<<"$out"; } || fail "a readable --config with a webhook URL: exit $rc: $out"
+if grep -q SECRET <<<"$out"; then fail "the refusal repeats the secret: $out"; fi
 rc=0
 out=$("$TW" fs --path "$TEST_DIR/data" --state-dir "$state" --notify-file "$TEST_DIR/no-such-sinks" 2>&1) || rc=$?
 { [ "$rc" = 3 ] && grep -q "cannot read it" <<<"$out"; } || fail "an unreadable --notify-file: exit $rc: $out"
