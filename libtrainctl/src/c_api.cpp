@@ -124,10 +124,13 @@ int trainctl_create(const trainctl_config* cfg, trainctl_ctl** out) {
 
 void trainctl_destroy(trainctl_ctl* ctl) { delete ctl; }
 
-int trainctl_should_exit(const trainctl_ctl* ctl) { return ctl != nullptr && ctl->ctl.should_exit() ? 1 : 0; }
+int trainctl_should_exit(const trainctl_ctl* ctl) {
+  if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_should_exit: ctl is NULL");
+  return ctl->ctl.should_exit() ? 1 : 0;
+}
 
 int trainctl_should_save(trainctl_ctl* ctl) {
-  if (ctl == nullptr) return 0;
+  if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_should_save: ctl is NULL");
   return guarded([&] { return ctl->ctl.should_save() ? 1 : 0; });
 }
 
@@ -194,7 +197,10 @@ int trainctl_set_rank(trainctl_ctl* ctl, int rank) {
   });
 }
 
-int trainctl_check_every(const trainctl_ctl* ctl) { return ctl != nullptr ? ctl->ctl.check_every() : 0; }
+int trainctl_check_every(const trainctl_ctl* ctl) {
+  if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_check_every: ctl is NULL");
+  return ctl->ctl.check_every();
+}
 
 const char* trainctl_state_path(const trainctl_ctl* ctl) { return ctl != nullptr ? ctl->ctl.state_path().c_str() : ""; }
 

@@ -44,7 +44,14 @@ int main(void) {
   EXPECT(strcmp(trainctl_strerror(TRAINCTL_EINVAL), "invalid argument or setting") == 0);
   trainctl_destroy(NULL); /* destroy accepts NULL */
   trainctl_config_destroy(NULL);
-  EXPECT(trainctl_should_exit(NULL) == 0);
+  EXPECT(trainctl_should_exit(NULL) == TRAINCTL_EINVAL); /* every int-returning call: EINVAL for NULL */
+  EXPECT(strstr(trainctl_last_error(), "trainctl_should_exit") != NULL);
+  EXPECT(trainctl_should_save(NULL) == TRAINCTL_EINVAL);
+  EXPECT(trainctl_check_every(NULL) == TRAINCTL_EINVAL);
+  EXPECT(trainctl_check(NULL, 0, NULL, NULL) == TRAINCTL_EINVAL);
+  EXPECT(trainctl_set_rank(NULL, 0) == TRAINCTL_EINVAL);
+  EXPECT(trainctl_set_deadline(NULL, 0) == TRAINCTL_EINVAL);
+  EXPECT(trainctl_config_set(NULL, "a", "b") == TRAINCTL_EINVAL);
   EXPECT(trainctl_create(NULL, NULL) == TRAINCTL_EINVAL);
 
   EXPECT(trainctl_config_create(&cfg) == TRAINCTL_OK);

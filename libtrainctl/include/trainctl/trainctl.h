@@ -79,6 +79,10 @@ TRAINCTL_EXPORT int trainctl_config_get(const trainctl_config* cfg, const char* 
 TRAINCTL_EXPORT int trainctl_create(const trainctl_config* cfg, trainctl_ctl** out);
 TRAINCTL_EXPORT void trainctl_destroy(trainctl_ctl* ctl);
 
+/* Every function that returns int returns TRAINCTL_EINVAL for a NULL handle (and
+ * trainctl_last_error() says which); those returning a string return "", and
+ * trainctl_stat_calls 0. */
+
 /* This process's view, no agreement: 1 or 0. A few atomic loads. */
 TRAINCTL_EXPORT int trainctl_should_exit(const trainctl_ctl* ctl);
 /* 1 once per touch of a save switch (consumed by the call), else 0. */
