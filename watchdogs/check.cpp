@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 
 namespace trainctl {
@@ -17,6 +18,14 @@ const char* status_name(int s) {
     default:
       return "UNKNOWN";
   }
+}
+
+int parse_status(const std::string& name) {
+  std::string upper = name;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (int s : {kOk, kWarning, kCritical, kUnknown})
+    if (upper == status_name(s)) return s;
+  return -1;
 }
 
 int worst_status(const std::vector<check_result>& results) {

@@ -10,6 +10,8 @@ namespace trainctl {
 
 enum status : int { kOk = 0, kWarning = 1, kCritical = 2, kUnknown = 3 };
 const char* status_name(int s);
+// The status a name gives, in any case ("critical", "CRITICAL"); -1 when none.
+int parse_status(const std::string& name);
 
 struct check_result {
   std::string check;   // "fs", "job-running", ...

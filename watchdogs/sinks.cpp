@@ -346,9 +346,8 @@ alert_message alert_message::from_json(const std::string& text) {
   m.check = j.at("check");
   m.target = j.at("target");
   m.state = j.at("state");
-  const std::string st = j.at("status");
-  for (int s = 0; s <= 3; ++s)
-    if (st == status_name(s)) m.status = s;
+  m.status = parse_status(j.at("status").get<std::string>());
+  if (m.status < 0) throw parse_error("alert status '" + j.at("status").get<std::string>() + "' is not a status");
   m.text = j.at("text");
   m.host = j.at("host");
   m.time = j.at("time");

@@ -494,17 +494,8 @@ int run_main(int argc, char** argv) {
     r.check = n_check;
     r.target = n_target;
     r.text = n_text;
-    const std::string& st = n_status;
-    if (st == "ok")
-      r.status = kOk;
-    else if (st == "warning")
-      r.status = kWarning;
-    else if (st == "critical")
-      r.status = kCritical;
-    else if (st == "unknown")
-      r.status = kUnknown;
-    else
-      usage_error("--status: '" + st + "'; accepted: ok, warning, critical, unknown");
+    r.status = parse_status(n_status);
+    if (r.status < 0) usage_error("--status: '" + n_status + "'; accepted: ok, warning, critical, unknown");
     return report({r}, setup);
   }
   if (flush->parsed()) {

@@ -381,3 +381,17 @@ TEST(SpoolSafety, ADeadSinkIsTriedOncePerRunAndTheBudgetHolds) {
   s.delivery.budget = 0s;
   EXPECT_EQ(flush_spool(s), 20);
 }
+
+// One mapping of status names, for `notify --status` and spooled alerts alike.
+TEST(Status, OneNameMappingInAnyCase) {
+  for (int s : {kOk, kWarning, kCritical, kUnknown}) {
+    EXPECT_EQ(parse_status(status_name(s)), s);
+    std::string lower = status_name(s);
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    EXPECT_EQ(parse_status(lower), s);
+  }
+  EXPECT_EQ(parse_status("fine"), -1);
+  EXPECT_THROW(alert_message::from_json(R"({"check":"c","target":"t","state":"FIRING","status":"SO-SO",)"
+                                        R"("text":"x","host":"h","time":1})"),
+               parse_error);
+}
