@@ -18,6 +18,7 @@
 #include "node_state.hpp"
 #include "publisher.hpp"
 #include "signals.hpp"
+#include "switch_paths.hpp"
 
 namespace trainctl {
 namespace {
@@ -31,18 +32,6 @@ enum vote_index : std::size_t {
   kVoteSwitch0 = 8
 };
 constexpr std::size_t kMaxLocalSwitches = kVoteLen - kVoteSwitch0;
-
-std::int64_t stat_token(const std::string& path) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return 0;
-  const std::int64_t t = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  return t > 0 ? t : 1;
-}
-
-std::string dir_of(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
-}
 
 }  // namespace
 
@@ -125,7 +114,7 @@ void controller::impl::register_switch(bool exit, const std::string& name, const
                  name.c_str(), path.c_str());
   // One stat at start, so a switch present before the job makes the first check exit,
   // whether or not the node's watcher has looked yet.
-  s.initial = stat_token(path);
+  s.initial = switch_token(path);
   if (exit && s.initial != 0) local_bits.fetch_or(kFlagExitSwitch, std::memory_order_release);
   const std::string dir = dir_of(path);
   struct stat st {};
@@ -181,7 +170,7 @@ void controller::impl::watch_loop() {
 void controller::impl::remove_consumed(const local_switch& s, std::int64_t token) const {
   // Only the file that was agreed on: a newer touch after the decision is kept for the
   // next save (its mtime is newer than the token).
-  const std::int64_t now_token = stat_token(s.path);
+  const std::int64_t now_token = switch_token(s.path);
   if (now_token != 0 && now_token <= token && unlink(s.path.c_str()) != 0 && errno != ENOENT)
     std::fprintf(stderr, "trainctl: cannot remove %s %s after the save (%s); it will not trigger another save\n",
                  s.name.c_str(), s.path.c_str(), std::strerror(errno));

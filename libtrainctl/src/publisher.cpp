@@ -2,7 +2,6 @@
 
 #include <poll.h>
 #include <sys/inotify.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,22 +10,12 @@
 
 #include "cgroup_memory.hpp"
 #include "gpu_memory.hpp"
+#include "switch_paths.hpp"
 
 namespace trainctl {
 namespace {
 
 using clock = std::chrono::steady_clock;
-
-std::string dir_of(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-std::int64_t mtime_token(const struct stat& st) {
-  const std::int64_t t = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  return t > 0 ? t : 1;  // a file with mtime 0 still exists
-}
 
 }  // namespace
 
@@ -64,8 +53,7 @@ bool publisher::refresh_switches() {
   std::int64_t save_max = 0;
   for (auto& slot : state_.slots) {
     if (slot.state.load(std::memory_order_acquire) != 2) continue;
-    struct stat st {};
-    const std::int64_t token = stat(slot.path, &st) == 0 ? mtime_token(st) : 0;
+    const std::int64_t token = switch_token(slot.path);
     state_.stat_calls.fetch_add(1, std::memory_order_relaxed);
     changed |= slot.token.exchange(token, std::memory_order_release) != token;
     if (slot.kind == static_cast<std::uint32_t>(switch_kind::exit))

@@ -1,5 +1,7 @@
 #include "switch_paths.hpp"
 
+#include <sys/stat.h>
+
 #include <unistd.h>
 
 #include <cctype>
@@ -19,6 +21,19 @@ std::string default_switch_path(const std::string& kind, const std::string& subm
     name += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ? c : '_';
   if (name.size() > 100) name.resize(100);
   return dir + "/" + kind + "-" + name;
+}
+
+std::string dir_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::int64_t switch_token(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return 0;
+  const std::int64_t t = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return t > 0 ? t : 1;  // a file with mtime 0 still exists
 }
 
 }  // namespace trainctl

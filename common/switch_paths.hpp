@@ -4,11 +4,20 @@
 // resubmission of the same job obeys one switch.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace trainctl {
 
 // `submit_dir` empty: the current directory; `job_name` empty: "trainctl".
 std::string default_switch_path(const std::string& kind, const std::string& submit_dir, const std::string& job_name);
+
+// The directory a switch file is in (what inotify watches and what must be searchable):
+// "/x" for "/x/KILL", "/" for "/KILL", "." for a bare name.
+std::string dir_of(const std::string& path);
+
+// A switch's token: its mtime in ns while the file exists (at least 1), 0 while it
+// does not. A newer touch gives a larger token; agreement reduces tokens with MAX.
+std::int64_t switch_token(const std::string& path);
 
 }  // namespace trainctl
