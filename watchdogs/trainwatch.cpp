@@ -283,122 +283,56 @@ int report(const std::vector<check_result>& results, const alert_setup& setup) {
   return worst_status(results);
 }
 
-int run_main(int argc, char** argv) {
-  CLI::App app{
-      "Watchdog checks for training runs on SLURM clusters, alerting by email, Slack and webhooks.\n"
-      "Exit status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.",
-      "trainwatch"};
-  app.set_version_flag("--version", "trainwatch " + std::to_string(TRAINCTL_VERSION_MAJOR) + "." +
-                                        std::to_string(TRAINCTL_VERSION_MINOR) + "." +
-                                        std::to_string(TRAINCTL_VERSION_PATCH));
-  app.set_config("--config", "", "read options from this file (TOML or INI, the same names as the flags)");
-  app.require_subcommand(1);
-  // The alerting options belong to the app, so a config file states them once at its
-  // top; fallthrough lets them stand after the subcommand on the command line too.
-  app.fallthrough();
-  common_options common;
-  common.add_to(&app);
+std::chrono::milliseconds seconds_option(const std::string& option, const std::string& value, char bare = 's') {
+  return parsed(option, value, [bare](const std::string& v) { return parse_duration(v, bare); });
+}
 
-  // job-running
-  auto* job = app.add_subcommand("job-running", "OK while a job of exactly that name is running or pending");
-  std::vector<std::string> job_names;
-  std::string job_user, job_timeout = "30s";
-  job->add_option("--job-name", job_names, "the job name (repeatable; spaces and long names work)")->required();
-  job->add_option("--user", job_user, "whose jobs (default: you)");
-  job->add_option("--timeout", job_timeout, "give up on the controller after this long (default 30s)");
+// One struct per subcommand: add() registers its options, run() checks and reports.
+struct job_running_command {
+  CLI::App* cmd = nullptr;
+  std::vector<std::string> names;
+  std::string user, timeout = "30s";
 
-  // log-stall
-  auto* log = app.add_subcommand("log-stall", "CRITICAL when the newest write among the logs is too old");
+  void add(CLI::App& app) {
+    cmd = app.add_subcommand("job-running", "OK while a job of exactly that name is running or pending");
+    cmd->add_option("--job-name", names, "the job name (repeatable; spaces and long names work)")->required();
+    cmd->add_option("--user", user, "whose jobs (default: you)");
+    cmd->add_option("--timeout", timeout, "give up on the controller after this long (default 30s)");
+  }
+  int run(const alert_setup& setup) {
+    if (user.empty()) {
+      const char* u = std::getenv("USER");
+      user = u != nullptr ? u : std::to_string(getuid());
+    }
+    return report(check_job_running(names, user, seconds_option("--timeout", timeout)), setup);
+  }
+};
+
+struct log_stall_command {
+  CLI::App* cmd = nullptr;
   log_stall_options lo;
   std::string max_age = "30m", save_max_age = "2h", on_stall;
   bool follow = false;
-  log->add_option("--path", lo.patterns, "log files or glob patterns (repeatable), e.g. 'logs/rank*.log'")->required();
-  log->add_option("--max-age", max_age, "how old the newest write may be (default 30m)");
-  log->add_option("--save-marker", lo.save_marker, "while this file exists a save is in progress ...");
-  log->add_option("--save-max-age", save_max_age, "... and this longer limit applies (default 2h)");
-  log->add_flag("--follow", follow, "keep watching (inotify), alert the moment the limit passes");
-  log->add_option("--on-stall", on_stall, "with --follow: run this shell command when a stall begins");
 
-  // fs
-  auto* fs = app.add_subcommand("fs", "free space and inodes of each --path, each with its own thresholds");
-  std::vector<std::string> fs_args;
-  fs->add_option(
-        "--path,--min-free,--warn-free,--min-free-inodes,--warn-free-inodes,--capacity,--quota-command,--timeout",
-        fs_args, "")
-      ->group("");
-  fs->footer(
-      "Options apply to the --path before them:\n"
-      "  --path P                 a filesystem to check (repeatable)\n"
-      "  --min-free SIZE|PCT      CRITICAL below this (2T, 10%)\n"
-      "  --warn-free SIZE|PCT     WARNING below this\n"
-      "  --min-free-inodes N|PCT  CRITICAL below this many free inodes (1M, 5%)\n"
-      "  --warn-free-inodes N|PCT WARNING below this\n"
-      "  --capacity F             effective capacity factor, e.g. 0.8 when 80% is full\n"
-      "  --quota-command CMD      a quota command whose figures also count (lfs quota -q -u $USER /scratch)\n"
-      "  --timeout D              give up on this path after D (default 5s): UNKNOWN, the others still checked");
-
-  // memory
-  auto* mem = app.add_subcommand("memory", "available memory of the node or the job's cgroup, and slow leaks");
-  std::string mem_min = "5%", mem_warn = "10%", mem_root, leak = "24h";
-  mem->add_option("--min-available", mem_min, "CRITICAL below this (default 5%)");
-  mem->add_option("--warn-available", mem_warn, "WARNING below this (default 10%)");
-  mem->add_option("--leak-horizon", leak, "WARNING when the growth reaches the limit within this (default 24h)");
-  mem->add_option("--root", mem_root, "read /proc and /sys below this directory (tests)")->group("");
-
-  // flush
-  auto* flush = app.add_subcommand(
-      "flush",
-      "deliver alerts that earlier runs could not send, to the sinks configured now (give the same --notify "
-      "or --config as the checks)");
-
-  // notify: a result from a script (e.g. a cron chain that could not resubmit itself),
-  // sent through the same alert layer: deduplicated, repeated, resolved, spooled.
-  auto* notify = app.add_subcommand("notify", "alert with a result given on the command line");
-  std::string n_check = "script", n_target, n_status, n_text;
-  notify->add_option("--check", n_check, "what kind of check (default script)");
-  notify->add_option("--target", n_target, "what it is about")->required();
-  notify->add_option("--status", n_status, "ok, warning, critical or unknown")->required();
-  notify->add_option("--text", n_text, "one line for a person")->required();
-
-  // The config is read strictly before CLI11 reads it leniently.
-  std::vector<std::string> fs_words;
-  const auto configs = argv_values(argc, argv, "--config");
-  if (!configs.empty()) {
-    common.config_file = configs.back();
-    fs_words = check_config(common.config_file, app);
+  void add(CLI::App& app) {
+    cmd = app.add_subcommand("log-stall", "CRITICAL when the newest write among the logs is too old");
+    cmd->add_option("--path", lo.patterns, "log files or glob patterns (repeatable), e.g. 'logs/rank*.log'")
+        ->required();
+    cmd->add_option("--max-age", max_age, "how old the newest write may be (default 30m)");
+    cmd->add_option("--save-marker", lo.save_marker, "while this file exists a save is in progress ...");
+    cmd->add_option("--save-max-age", save_max_age, "... and this longer limit applies (default 2h)");
+    cmd->add_flag("--follow", follow, "keep watching (inotify), alert the moment the limit passes");
+    cmd->add_option("--on-stall", on_stall, "with --follow: run this shell command when a stall begins");
   }
-  common.notify_on_argv = argv_values(argc, argv, "--notify");
-  try {
-    // fs options are positional per path: take them in order ourselves.
-    app.allow_extras(false);
-    app.allow_config_extras(CLI::config_extras_mode::error);
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    usage_error(e.what());
-  }
-
-  // Every option is checked before any check runs: bad input sends nothing.
-  const alert_setup setup = common.setup();
-  if (job->parsed()) {
-    if (job_user.empty()) {
-      const char* u = std::getenv("USER");
-      job_user = u != nullptr ? u : std::to_string(getuid());
-    }
-    const auto t = parsed("--timeout", job_timeout, [](const std::string& v) { return parse_duration(v, 's'); });
-    return report(check_job_running(job_names, job_user, t), setup);
-  }
-  if (log->parsed()) {
-    lo.max_age = parsed("--max-age", max_age, [](const std::string& v) { return parse_duration(v, 's'); });
-    lo.save_max_age =
-        parsed("--save-max-age", save_max_age, [](const std::string& v) { return parse_duration(v, 's'); });
+  int run(const alert_setup& setup) {
+    lo.max_age = seconds_option("--max-age", max_age);
+    lo.save_max_age = seconds_option("--save-max-age", save_max_age);
     if (!follow) return report({check_log_stall(lo)}, setup);
-    // --follow: wake on writes in the logs' directories or when the limit would pass.
+    run_follow(setup);
+  }
+
+  // --follow: wake on writes in the logs' directories or when the limit would pass.
+  [[noreturn]] void run_follow(const alert_setup& setup) const {
     const int fd = inotify_init1(IN_CLOEXEC);
     for (const auto& p : lo.patterns) {
       const size_t slash = p.rfind('/');
@@ -430,12 +364,34 @@ int run_main(int argc, char** argv) {
       }
     }
   }
-  if (fs->parsed()) {
-    std::vector<fs_target> targets;
-    // Walk the config's [fs] lines, then the raw arguments: each option belongs to the
-    // --path before it.
-    std::vector<std::string> words = fs_words;
-    for (int i = 1; i < argc; ++i) words.emplace_back(argv[i]);
+};
+
+struct fs_command {
+  CLI::App* cmd = nullptr;
+  std::vector<std::string> args;  // CLI11 only checks the names: the order is read from the words
+
+  void add(CLI::App& app) {
+    cmd = app.add_subcommand("fs", "free space and inodes of each --path, each with its own thresholds");
+    cmd->add_option(
+           "--path,--min-free,--warn-free,--min-free-inodes,--warn-free-inodes,--capacity,--quota-command,--timeout",
+           args, "")
+        ->group("");
+    cmd->footer(
+        "Options apply to the --path before them (also in a --config's [fs] section, one per line):\n"
+        "  --path P                 a filesystem to check (repeatable)\n"
+        "  --min-free SIZE|PCT      CRITICAL below this (2T, 10%)\n"
+        "  --warn-free SIZE|PCT     WARNING below this\n"
+        "  --min-free-inodes N|PCT  CRITICAL below this many free inodes (1M, 5%)\n"
+        "  --warn-free-inodes N|PCT WARNING below this\n"
+        "  --capacity F             effective capacity factor, e.g. 0.8 when 80% is full\n"
+        "  --quota-command CMD      a quota command whose figures also count (lfs quota -q -u $USER /scratch)\n"
+        "  --timeout D              give up on this path after D (default 5s): UNKNOWN, the others still checked");
+  }
+
+  // The targets from `words` (the config's [fs] lines, then the command line): each
+  // option belongs to the --path before it.
+  static std::vector<fs_target> targets(const std::vector<std::string>& words) {
+    std::vector<fs_target> out;
     for (size_t i = 0; i < words.size(); ++i) {
       std::string a = words[i], v;
       const size_t eq = a.find('=');
@@ -448,16 +404,16 @@ int run_main(int argc, char** argv) {
         v = words[i + 1];
       }
       if (a == "--path") {
-        targets.push_back(fs_target{});
-        targets.back().path = v;
+        out.push_back(fs_target{});
+        out.back().path = v;
         continue;
       }
       const bool per_path = a == "--min-free" || a == "--warn-free" || a == "--min-free-inodes" ||
                             a == "--warn-free-inodes" || a == "--capacity" || a == "--quota-command" ||
                             a == "--timeout";
       if (!per_path) continue;
-      if (targets.empty()) usage_error(a + " must follow the --path it applies to");
-      auto& t = targets.back();
+      if (out.empty()) usage_error(a + " must follow the --path it applies to");
+      auto& t = out.back();
       if (a == "--min-free")
         t.min_free = parsed(a, v, parse_threshold);
       else if (a == "--warn-free")
@@ -467,7 +423,7 @@ int run_main(int argc, char** argv) {
       else if (a == "--warn-free-inodes")
         t.warn_free_inodes = parsed(a, v, parse_threshold);
       else if (a == "--timeout")
-        t.timeout = parsed(a, v, [](const std::string& x) { return parse_duration(x, 's'); });
+        t.timeout = seconds_option(a, v);
       else if (a == "--quota-command")
         t.quota_command = v;
       else if (a == "--capacity") {
@@ -477,32 +433,135 @@ int run_main(int argc, char** argv) {
           usage_error("--capacity: '" + v + "' is not a factor; accepted: more than 0 and at most 1, e.g. 0.8");
       }
     }
-    if (targets.empty()) usage_error("fs: no --path given");
-    return report(check_fs(targets, common.state_dir), setup);
+    if (out.empty()) usage_error("fs: no --path given");
+    return out;
   }
-  if (mem->parsed()) {
+  int run(const alert_setup& setup, const std::vector<std::string>& words) const {
+    return report(check_fs(targets(words), setup.state_dir), setup);
+  }
+};
+
+struct memory_command {
+  CLI::App* cmd = nullptr;
+  std::string min = "5%", warn = "10%", root, leak = "24h";
+
+  void add(CLI::App& app) {
+    cmd = app.add_subcommand("memory", "available memory of the node or the job's cgroup, and slow leaks");
+    cmd->add_option("--min-available", min, "CRITICAL below this (default 5%)");
+    cmd->add_option("--warn-available", warn, "WARNING below this (default 10%)");
+    cmd->add_option("--leak-horizon", leak, "WARNING when the growth reaches the limit within this (default 24h)");
+    cmd->add_option("--root", root, "read /proc and /sys below this directory (tests)")->group("");
+  }
+  int run(const alert_setup& setup) const {
     memory_options mo;
-    mo.min_available = parsed("--min-available", mem_min, parse_threshold);
-    mo.warn_available = parsed("--warn-available", mem_warn, parse_threshold);
-    mo.leak_horizon = std::chrono::duration_cast<std::chrono::hours>(
-        parsed("--leak-horizon", leak, [](const std::string& v) { return parse_duration(v, 'h'); }));
-    mo.root = mem_root;
-    return report({check_memory(mo, common.state_dir)}, setup);
+    mo.min_available = parsed("--min-available", min, parse_threshold);
+    mo.warn_available = parsed("--warn-available", warn, parse_threshold);
+    mo.leak_horizon = std::chrono::duration_cast<std::chrono::hours>(seconds_option("--leak-horizon", leak, 'h'));
+    mo.root = root;
+    return report({check_memory(mo, setup.state_dir)}, setup);
   }
-  if (notify->parsed()) {
+};
+
+// A result from a script (e.g. a cron chain that could not resubmit itself), sent
+// through the same alert layer: deduplicated, repeated, resolved, spooled.
+struct notify_command {
+  CLI::App* cmd = nullptr;
+  std::string check = "script", target, status, text;
+
+  void add(CLI::App& app) {
+    cmd = app.add_subcommand("notify", "alert with a result given on the command line");
+    cmd->add_option("--check", check, "what kind of check (default script)");
+    cmd->add_option("--target", target, "what it is about")->required();
+    cmd->add_option("--status", status, "ok, warning, critical or unknown")->required();
+    cmd->add_option("--text", text, "one line for a person")->required();
+  }
+  int run(const alert_setup& setup) const {
     check_result r;
-    r.check = n_check;
-    r.target = n_target;
-    r.text = n_text;
-    r.status = parse_status(n_status);
-    if (r.status < 0) usage_error("--status: '" + n_status + "'; accepted: ok, warning, critical, unknown");
+    r.check = check;
+    r.target = target;
+    r.text = text;
+    r.status = parse_status(status);
+    if (r.status < 0) usage_error("--status: '" + status + "'; accepted: ok, warning, critical, unknown");
     return report({r}, setup);
   }
-  if (flush->parsed()) {
+};
+
+struct flush_command {
+  CLI::App* cmd = nullptr;
+
+  void add(CLI::App& app) {
+    cmd = app.add_subcommand("flush",
+                             "deliver alerts that earlier runs could not send, to the sinks configured now (give the "
+                             "same --notify or --config as the checks)");
+  }
+  static int run(const alert_setup& setup) {
     const int left = flush_spool(setup);
     std::printf("FLUSH %s - %d alert%s still undelivered\n", left ? "WARNING" : "OK", left, left == 1 ? "" : "s");
     return left ? kWarning : kOk;
   }
+};
+
+int run_main(int argc, char** argv) {
+  CLI::App app{
+      "Watchdog checks for training runs on SLURM clusters, alerting by email, Slack and webhooks.\n"
+      "Exit status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.",
+      "trainwatch"};
+  app.set_version_flag("--version", "trainwatch " + std::to_string(TRAINCTL_VERSION_MAJOR) + "." +
+                                        std::to_string(TRAINCTL_VERSION_MINOR) + "." +
+                                        std::to_string(TRAINCTL_VERSION_PATCH));
+  app.set_config("--config", "", "read options from this file (TOML or INI, the same names as the flags)");
+  app.require_subcommand(1);
+  // The alerting options belong to the app, so a config file states them once at its
+  // top; fallthrough lets them stand after the subcommand on the command line too.
+  app.fallthrough();
+  common_options common;
+  common.add_to(&app);
+  job_running_command job;
+  log_stall_command log;
+  fs_command fs;
+  memory_command mem;
+  flush_command flush;
+  notify_command notify;
+  job.add(app);
+  log.add(app);
+  fs.add(app);
+  mem.add(app);
+  flush.add(app);
+  notify.add(app);
+
+  // The config is read strictly before CLI11 reads it leniently.
+  std::vector<std::string> fs_words;
+  const auto configs = argv_values(argc, argv, "--config");
+  if (!configs.empty()) {
+    common.config_file = configs.back();
+    fs_words = check_config(common.config_file, app);
+  }
+  common.notify_on_argv = argv_values(argc, argv, "--notify");
+  try {
+    app.allow_extras(false);
+    app.allow_config_extras(CLI::config_extras_mode::error);
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    usage_error(e.what());
+  }
+
+  // Every option is checked before any check runs: bad input sends nothing.
+  const alert_setup setup = common.setup();
+  if (job.cmd->parsed()) return job.run(setup);
+  if (log.cmd->parsed()) return log.run(setup);
+  if (fs.cmd->parsed()) {
+    for (int i = 1; i < argc; ++i) fs_words.emplace_back(argv[i]);
+    return fs.run(setup, fs_words);
+  }
+  if (mem.cmd->parsed()) return mem.run(setup);
+  if (notify.cmd->parsed()) return notify.run(setup);
+  if (flush.cmd->parsed()) return flush_command::run(setup);
   return kUnknown;
 }
 
