@@ -1,5 +1,7 @@
 #include "parse.hpp"
 
+#include <algorithm>
+
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -186,18 +188,23 @@ int parse_signal(std::string_view text) {
   throw parse_error(quoted(s) + " is not a signal; " + accepted);
 }
 
+std::vector<std::string_view> split(std::string_view text, char sep) {
+  std::vector<std::string_view> out;
+  while (true) {
+    const size_t at = text.find(sep);
+    out.push_back(text.substr(0, at));
+    if (at == std::string_view::npos) return out;
+    text.remove_prefix(at + 1);
+  }
+}
+
 std::vector<int> parse_signal_list(std::string_view text) {
   std::vector<int> out;
   std::string_view s = trim(text);
   if (s.empty() || iequals(s, "none")) return out;
-  while (true) {
-    const size_t comma = s.find(',');
-    const int sig = parse_signal(s.substr(0, comma));
-    bool seen = false;
-    for (int x : out) seen |= x == sig;
-    if (!seen) out.push_back(sig);
-    if (comma == std::string_view::npos) break;
-    s.remove_prefix(comma + 1);
+  for (std::string_view piece : split(s, ',')) {  // an empty piece is an "empty signal"
+    const int sig = parse_signal(piece);
+    if (std::find(out.begin(), out.end(), sig) == out.end()) out.push_back(sig);
   }
   return out;
 }
@@ -228,9 +235,11 @@ std::vector<named_path> parse_named_paths(std::string_view text) {
   static const std::string accepted = "accepted: name=/path[,name=/path]..., names of letters, digits, '-' and '_'";
   std::vector<named_path> out;
   std::string_view s = trim(text);
-  while (!s.empty()) {
-    const size_t comma = s.find(',');
-    std::string_view item = trim(s.substr(0, comma));
+  if (s.empty()) return out;
+  const auto pieces = split(s, ',');
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    std::string_view item = trim(pieces[i]);
+    if (item.empty() && i + 1 == pieces.size()) break;  // a trailing comma
     const size_t eq = item.find('=');
     if (eq == std::string_view::npos || eq == 0 || eq + 1 == item.size())
       throw parse_error(quoted(item) + " is not name=path; " + accepted);
@@ -240,8 +249,6 @@ std::vector<named_path> parse_named_paths(std::string_view text) {
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
         throw parse_error(quoted(np.name) + " is not a valid name; " + accepted);
     out.push_back(std::move(np));
-    if (comma == std::string_view::npos) break;
-    s.remove_prefix(comma + 1);
   }
   return out;
 }

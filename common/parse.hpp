@@ -44,6 +44,10 @@ int parse_signal(std::string_view text);
 std::vector<int> parse_signal_list(std::string_view text);
 std::string signal_name(int sig);
 
+// Every piece of `text` between `sep`s, empty ones included ("a,,b" gives a, "", b;
+// "" gives one empty piece): each caller states its own rule for empty pieces.
+std::vector<std::string_view> split(std::string_view text, char sep);
+
 // A whole number in [lo, hi].
 long long parse_int(std::string_view text, long long lo, long long hi);
 

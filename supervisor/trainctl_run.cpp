@@ -118,16 +118,8 @@ int run_main(int argc, char** argv) {
   } catch (const parse_error& e) {
     usage_error(std::string("--endtime-poll: ") + e.what());
   }
-  if (!launchers.empty()) {
-    size_t start = 0;
-    while (start <= launchers.size()) {
-      const size_t comma = launchers.find(',', start);
-      const std::string name = launchers.substr(start, comma - start);
-      if (!name.empty()) o.launchers.push_back(name);
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  }
+  for (std::string_view name : split(launchers, ','))
+    if (!name.empty()) o.launchers.emplace_back(name);
   const std::string submit = env("SLURM_SUBMIT_DIR"), job_name = env("SLURM_JOB_NAME");
   // Given with a path: that path. Given bare: $KILL_SWITCH (or $SAVE_SWITCH), else the
   // default. Not given: whatever the environment says, possibly nothing.

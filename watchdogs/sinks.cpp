@@ -246,11 +246,9 @@ sink parse_sink(const std::string& spec) {
     if (authority.empty() || authority.find_first_of("/ ") != std::string::npos)
       throw parse_error("'" + spec.substr(0, scheme_end) + "...' has no host; " + kAccepted);
     s.url = spec.substr(0, scheme_end) + authority;
-    std::string query = q == std::string::npos ? "" : spec.substr(q + 1);
-    size_t pos = 0;
-    while (pos <= query.size() && !query.empty()) {
-      const size_t amp = query.find('&', pos);
-      const std::string kv = query.substr(pos, amp - pos);
+    const std::string query = q == std::string::npos ? "" : spec.substr(q + 1);
+    for (std::string_view piece : split(query, '&')) {  // empty pieces ("a=b&&c=d") are nothing
+      const std::string kv(piece);
       const size_t eq = kv.find('=');
       const std::string k = kv.substr(0, eq), v = eq == std::string::npos ? "" : url_decode(kv.substr(eq + 1));
       if (k == "from")
@@ -263,8 +261,6 @@ sink parse_sink(const std::string& spec) {
       } else if (!k.empty()) {
         throw parse_error("smtp sink: unknown parameter '" + k + "'; accepted: from, to, starttls");
       }
-      if (amp == std::string::npos) break;
-      pos = amp + 1;
     }
     if (!plausible_address(s.from)) throw parse_error("smtp sink: from=" + s.from + " is not an address; " + kAccepted);
     if (s.to.empty()) throw parse_error("smtp sink: no to= address; " + kAccepted);
@@ -280,15 +276,10 @@ sink parse_sink(const std::string& spec) {
   }
   if (starts("sendmail:")) {
     s.type = sink::kind::sendmail;
-    std::string rest = spec.substr(9);
-    size_t pos = 0;
-    while (true) {
-      const size_t comma = rest.find(',', pos);
-      const std::string a = rest.substr(pos, comma - pos);
+    for (std::string_view piece : split(std::string_view(spec).substr(9), ',')) {  // an empty one is no address
+      const std::string a(piece);
       if (!plausible_address(a)) throw parse_error("sendmail sink: '" + a + "' is not an address; " + kAccepted);
       s.to.push_back(a);
-      if (comma == std::string::npos) break;
-      pos = comma + 1;
     }
     const char* user = std::getenv("USER");
     s.from = std::string(user != nullptr ? user : "trainwatch") + "@" + host_name();

@@ -95,3 +95,14 @@ TEST(Format, RoundTrips) {
   EXPECT_EQ(format_duration(milliseconds(1500)), "1500ms");
   EXPECT_EQ(format_size(2ull << 30), "2.0G");
 }
+
+// One splitter; each list states its own rule for empty pieces.
+TEST(Parse, SplitKeepsEmptyPiecesForTheCallerToJudge) {
+  using v = std::vector<std::string_view>;
+  EXPECT_EQ(split("a,,b", ','), (v{"a", "", "b"}));
+  EXPECT_EQ(split("", ','), (v{""}));
+  EXPECT_EQ(split("a,", ','), (v{"a", ""}));
+  EXPECT_EQ(parse_named_paths("a=/x,").size(), 1u) << "a trailing comma is accepted in named paths";
+  EXPECT_THROW(parse_named_paths("a=/x,,b=/y"), parse_error);
+  EXPECT_THROW(parse_signal_list("USR1,"), parse_error) << "but not in signal lists";
+}
