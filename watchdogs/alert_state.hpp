@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "check.hpp"
+#include "check_result.hpp"
 
 namespace trainctl {
 

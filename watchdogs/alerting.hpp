@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "alert_state.hpp"
-#include "check.hpp"
+#include "check_result.hpp"
 #include "sinks.hpp"
 
 namespace trainctl {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "check.hpp"
+#include "check_result.hpp"
 #include "parse.hpp"
 
 namespace trainctl {

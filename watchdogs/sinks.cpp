@@ -12,7 +12,7 @@
 #include <random>
 #include <thread>
 
-#include "check.hpp"
+#include "check_result.hpp"
 #include "parse.hpp"
 #include "subprocess.hpp"
 

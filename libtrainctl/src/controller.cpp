@@ -176,7 +176,7 @@ void controller::impl::remove_consumed(const local_switch& s, std::int64_t token
                  s.name.c_str(), s.path.c_str(), std::strerror(errno));
 }
 
-controller::controller(const config& cfg) : impl_(std::make_unique<impl>(cfg.get_impl())) {
+controller::controller(const config& cfg) : impl_(std::make_unique<impl>(*cfg.impl_)) {
   impl& m = *impl_;
   m.open_state();
   m.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

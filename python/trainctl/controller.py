@@ -140,7 +140,7 @@ class Controller:
 
     @property
     def stat_calls(self):
-        """Metadata requests (stat calls) made by this node's watcher so far."""
+        """Metadata requests (stat calls) made by this node's publisher so far."""
         return self._L.trainctl_stat_calls(self._ctl)
 
     # -- lifetime -----------------------------------------------------------------------
@@ -151,7 +151,7 @@ class Controller:
         return _lib()
 
     def close(self):
-        """Stops the watcher and restores the signal handlers it replaced."""
+        """Stops this process's publisher thread and restores the signal handlers it replaced."""
         if self._ctl is not None:
             _lib().trainctl_destroy(self._ctl)
             self._ctl = None

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "check.hpp"
+#include "check_result.hpp"
 #include "checks.hpp"
 #include "parse.hpp"
 #include "sinks.hpp"

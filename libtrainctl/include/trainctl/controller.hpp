@@ -42,7 +42,7 @@ constexpr std::size_t kVoteLen = 24;
 //   deadline          TRAINCTL_DEADLINE         unix seconds; exit once now >= deadline
 //   memory_threshold  TRAINCTL_MEMORY_THRESHOLD 95% (of the limit used) or 2G (left)
 //   gpu_min_free      TRAINCTL_GPU_MIN_FREE     5% or 1G free on the fullest GPU (NVML)
-//   poll_interval     TRAINCTL_POLL_INTERVAL    how often the node's watcher stats (10s)
+//   poll_interval     TRAINCTL_POLL_INTERVAL    how often the node's publisher stats (10s)
 //   signals           TRAINCTL_SIGNALS          notice signals to catch (USR1,TERM); none
 //   check_every       TRAINCTL_CHECK_EVERY      steps between agreements across ranks (10)
 //   state_path        TRAINCTL_STATE            node state file (per job step and node)
@@ -59,10 +59,10 @@ class TRAINCTL_API config {
   // Lines describing malformed environment values (already printed by from_env()).
   const std::vector<std::string>& warnings() const;
 
-  struct impl;
-  const impl& get_impl() const { return *impl_; }
-
  private:
+  // The parsed settings: the library's own, not part of the installed API.
+  struct impl;
+  friend class controller;
   std::shared_ptr<impl> impl_;
 };
 
@@ -102,12 +102,11 @@ class TRAINCTL_API controller {
   void set_rank(int rank);
   int check_every() const;
   const std::string& state_path() const;
-  // Metadata requests (stat calls) made by this node's watchers so far.
+  // Metadata requests (stat calls) made by this node's publishers so far.
   std::uint64_t stat_calls() const;
 
-  struct impl;
-
  private:
+  struct impl;
   std::unique_ptr<impl> impl_;
 };
 

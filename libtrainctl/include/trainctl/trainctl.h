@@ -75,7 +75,7 @@ TRAINCTL_EXPORT int trainctl_config_set(trainctl_config* cfg, const char* key, c
 /* Copies the value's text into buf (always NUL-terminated); returns its full length. */
 TRAINCTL_EXPORT int trainctl_config_get(const trainctl_config* cfg, const char* key, char* buf, size_t len);
 
-/* cfg may be NULL: configured from the environment. Starts the node's watcher. */
+/* cfg may be NULL: configured from the environment. Starts the node's publisher (or takes part in electing one). */
 TRAINCTL_EXPORT int trainctl_create(const trainctl_config* cfg, trainctl_ctl** out);
 TRAINCTL_EXPORT void trainctl_destroy(trainctl_ctl* ctl);
 
@@ -110,7 +110,7 @@ TRAINCTL_EXPORT int trainctl_add_switch(trainctl_ctl* ctl, int kind, const char*
 TRAINCTL_EXPORT int trainctl_set_rank(trainctl_ctl* ctl, int rank);
 TRAINCTL_EXPORT int trainctl_check_every(const trainctl_ctl* ctl);
 TRAINCTL_EXPORT const char* trainctl_state_path(const trainctl_ctl* ctl);
-/* Metadata requests (stat calls) made by this node's watchers so far. */
+/* Metadata requests (stat calls) made by this node's publishers so far. */
 TRAINCTL_EXPORT uint64_t trainctl_stat_calls(const trainctl_ctl* ctl);
 
 #ifdef __cplusplus

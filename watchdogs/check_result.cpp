@@ -1,4 +1,4 @@
-#include "check.hpp"
+#include "check_result.hpp"
 
 #include <unistd.h>
 
