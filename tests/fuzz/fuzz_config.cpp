@@ -1,11 +1,13 @@
 // Configuration values as they come from the environment or Python keyword
-// arguments: the first byte picks the key. Only parse_error/invalid_argument escape.
+// arguments, through the public config API: the first byte picks the key. Only
+// invalid_argument escapes. Oracle: what get() says of an accepted value is accepted
+// by set() and said again the same way (the text a user sees can be given back).
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 
-#include "config_impl.hpp"
+#include "trainctl/controller.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const char* keys[] = {"kill_switch", "save_switch",      "exit_switches", "save_switches",
@@ -14,12 +16,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size == 0) return 0;
   const char* key = keys[data[0] % (sizeof keys / sizeof keys[0])];
   const std::string value(reinterpret_cast<const char*>(data) + 1, size - 1);
-  trainctl::config::impl cfg;
+  trainctl::config cfg;
   try {
     cfg.set(key, value);
-    cfg.get(key);
-  } catch (const trainctl::parse_error&) {
   } catch (const std::invalid_argument&) {
+    return 0;
   }
+  const std::string said = cfg.get(key);
+  try {
+    cfg.set(key, said);
+  } catch (const std::invalid_argument&) {
+    __builtin_trap();  // get() said something set() refuses
+  }
+  if (cfg.get(key) != said) __builtin_trap();
   return 0;
 }
