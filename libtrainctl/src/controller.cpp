@@ -96,19 +96,7 @@ void controller::impl::register_switch(bool exit, const std::string& name, const
   if (switches.size() >= kMaxLocalSwitches)
     throw std::invalid_argument("trainctl: too many switches (at most " + std::to_string(kMaxLocalSwitches) + ")");
   local_switch s{exit, name, path};
-  s.slot = file ? file->register_switch(exit ? switch_kind::exit : switch_kind::save, name, path) : -1;
-  if (!file) {
-    // Private state: claim slots directly (no other process can see them).
-    for (int i = 0; i < kMaxSlots && s.slot < 0; ++i) {
-      auto& slot = ns->slots[i];
-      if (slot.state.load() != 0) continue;
-      slot.kind = static_cast<std::uint32_t>(exit ? switch_kind::exit : switch_kind::save);
-      std::snprintf(slot.name, sizeof slot.name, "%s", name.c_str());
-      std::snprintf(slot.path, sizeof slot.path, "%s", path.c_str());
-      slot.state.store(2);
-      s.slot = i;
-    }
-  }
+  s.slot = claim_switch_slot(*ns, exit ? switch_kind::exit : switch_kind::save, name, path);  // shared or private
   if (s.slot < 0)
     std::fprintf(stderr, "trainctl: %s=%s: the node state has no free slot; only this process's first look counts\n",
                  name.c_str(), path.c_str());

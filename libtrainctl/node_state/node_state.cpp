@@ -241,9 +241,13 @@ void node_state_file::release_publisher() {
 }
 
 int node_state_file::register_switch(switch_kind kind, const std::string& name, const std::string& path) {
+  return claim_switch_slot(*state_, kind, name, path);
+}
+
+int claim_switch_slot(node_state& ns, switch_kind kind, const std::string& name, const std::string& path) {
   if (path.size() >= kMaxPath) return -1;
   for (int i = 0; i < kMaxSlots; ++i) {
-    switch_slot& s = state_->slots[i];
+    switch_slot& s = ns.slots[i];
     std::uint32_t st = s.state.load(std::memory_order_acquire);
     if (st == 0) {
       std::uint32_t expected = 0;
@@ -252,7 +256,7 @@ int node_state_file::register_switch(switch_kind kind, const std::string& name, 
         std::snprintf(s.name, sizeof s.name, "%s", name.c_str());
         std::snprintf(s.path, sizeof s.path, "%s", path.c_str());
         s.state.store(2, std::memory_order_release);
-        state_->seq.fetch_add(1, std::memory_order_release);
+        ns.seq.fetch_add(1, std::memory_order_release);
         return i;
       }
       st = expected;

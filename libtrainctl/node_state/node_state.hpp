@@ -104,6 +104,11 @@ class node_state_file {
   node_state* state_ = nullptr;
 };
 
+// Finds the slot holding (kind, path) in `ns` or claims a free one (lock-free: any
+// number of processes may register at once); -1 when all are taken. A slot is never
+// freed. Also serves a process's private node state.
+int claim_switch_slot(node_state& ns, switch_kind kind, const std::string& name, const std::string& path);
+
 // Where this user's node state files live on this node: $XDG_RUNTIME_DIR/trainctl when
 // XDG_RUNTIME_DIR names a directory of this user, else /dev/shm/trainctl-<uid>
 // (TRAINCTL_SHM_DIR replaces /dev/shm, for tests).
