@@ -74,6 +74,8 @@ std::vector<int> parse_notice_signal_list(std::string_view text) {
   return out;
 }
 
+std::string flag_spec::with(const std::string& value) const { return std::string(name) + "=" + value; }
+
 std::vector<int> default_shield() { return {SIGTERM, SIGUSR1}; }
 std::vector<int> default_notices() { return {SIGTERM, SIGUSR1, SIGUSR2}; }
 std::vector<int> default_rank_signals() { return {SIGUSR1, SIGTERM}; }

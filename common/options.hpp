@@ -46,5 +46,33 @@ std::vector<int> default_shield();          // TERM, USR1
 std::vector<int> default_notices();         // TERM, USR1, USR2: what a supervisor treats as a notice
 std::vector<int> default_rank_signals();    // USR1, TERM: what the library catches (TRAINCTL_SIGNALS)
 
+// The supervisor's flags: the name trainctl-run reads and the plugin passes (and offers
+// to srun, sbatch and salloc without the dashes), and one help text. Defaults are
+// added where the help is shown, from the constants above.
+struct flag_spec {
+  const char* name;
+  const char* help;
+  const char* bare() const { return name + 2; }      // "graceful-exit"
+  std::string with(const std::string& value) const;  // "--graceful-exit=VALUE"
+};
+inline constexpr flag_spec kGracefulExit{
+    "--graceful-exit",
+    "ask the ranks to save and exit this long before the job's EndTime: 90s, 10m, 1h (a bare number is minutes)"};
+inline constexpr flag_spec kKillSwitch{"--kill-switch",
+                                       "while this file exists the ranks save and exit, and a new task ends at once "
+                                       "(default $SLURM_SUBMIT_DIR/kill-switch-<job name>)"};
+inline constexpr flag_spec kSaveSwitch{
+    "--save-switch",
+    "each touch of this file makes every rank save once (default $SLURM_SUBMIT_DIR/save-switch-<job name>)"};
+inline constexpr flag_spec kGracefulSignal{"--graceful-signal", "the signal ranks receive with a notice"};
+inline constexpr flag_spec kPollInterval{"--poll-interval", "how often the switch files are stat'ed"};
+inline constexpr flag_spec kEndtimePoll{"--endtime-poll", "how often the job's EndTime is read from the controller"};
+inline constexpr flag_spec kLaunchers{"--launchers", "extra launcher names that are never ranks, comma separated"};
+inline constexpr flag_spec kNoShield{"--no-shield", "do not shield the command from any signal"};
+inline constexpr flag_spec kBatch{"--batch",
+                                  "this is the batch step: signal only processes that carry a rank variable"};
+inline constexpr flag_spec kAdopt{"--adopt",
+                                  "supervise this existing child instead of starting COMMAND (SPANK plugin)"};
+
 }  // namespace option
 }  // namespace trainctl

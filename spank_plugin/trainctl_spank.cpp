@@ -108,23 +108,29 @@ int option_cb(int val, const char* optarg, int remote) {
   return 0;
 }
 
-struct spank_option g_options[] = {
-    {const_cast<char*>("graceful-exit"), const_cast<char*>("DURATION"),
-     const_cast<char*>("trainctl: ask the ranks to save and exit this long before the time limit (90s, 10m, 1h; "
-                       "a bare number is minutes)"),
-     1, kGracefulExit, option_cb},
-    {const_cast<char*>("kill-switch"), const_cast<char*>("PATH"),
-     const_cast<char*>("trainctl: while PATH exists, ranks save and exit and new tasks end at once "
-                       "(default $SLURM_SUBMIT_DIR/kill-switch-<job name>); exported as KILL_SWITCH"),
-     2, kKillSwitch, option_cb},
-    {const_cast<char*>("save-switch"), const_cast<char*>("PATH"),
-     const_cast<char*>("trainctl: each touch of PATH makes every rank save once "
-                       "(default $SLURM_SUBMIT_DIR/save-switch-<job name>); exported as SAVE_SWITCH"),
-     2, kSaveSwitch, option_cb},
-    {const_cast<char*>("graceful-signal"), const_cast<char*>("SIG"),
-     const_cast<char*>("trainctl: the signal ranks receive with a notice (default USR1)"), 1, kGracefulSignal,
-     option_cb},
-    SPANK_OPTIONS_TABLE_END};
+// The names and help texts are the supervisor's (options.hpp); slurm_spank_init fills
+// the usage lines in from them, with the site's defaults.
+struct spank_option g_options[] = {{const_cast<char*>(trainctl::option::kGracefulExit.bare()),
+                                    const_cast<char*>("DURATION"), nullptr, 1, kGracefulExit, option_cb},
+                                   {const_cast<char*>(trainctl::option::kKillSwitch.bare()), const_cast<char*>("PATH"),
+                                    nullptr, 2, kKillSwitch, option_cb},
+                                   {const_cast<char*>(trainctl::option::kSaveSwitch.bare()), const_cast<char*>("PATH"),
+                                    nullptr, 2, kSaveSwitch, option_cb},
+                                   {const_cast<char*>(trainctl::option::kGracefulSignal.bare()),
+                                    const_cast<char*>("SIG"), nullptr, 1, kGracefulSignal, option_cb},
+                                   SPANK_OPTIONS_TABLE_END};
+
+// "trainctl: " + the shared help + what the plugin adds; alive as long as the plugin.
+void fill_usage() {
+  namespace opt = trainctl::option;
+  static std::string usage[4];
+  usage[0] = std::string("trainctl: ") + opt::kGracefulExit.help;
+  usage[1] = std::string("trainctl: ") + opt::kKillSwitch.help + "; exported as KILL_SWITCH";
+  usage[2] = std::string("trainctl: ") + opt::kSaveSwitch.help + "; exported as SAVE_SWITCH";
+  usage[3] = std::string("trainctl: ") + opt::kGracefulSignal.help + " (default " +
+             trainctl::signal_name(g.site.default_signal) + ")";
+  for (int i = 0; i < 4; ++i) g_options[i].usage = &usage[i][0];
+}
 
 bool active() {
   return g.graceful_given || g.kill_given || g.save_given || g.signal_given || g.site.always ||
@@ -187,6 +193,7 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
   }
   g.graceful_signal = g.site.default_signal;
   g.graceful_exit = g.site.default_graceful_exit;
+  fill_usage();
   for (struct spank_option* o = g_options; o->name != nullptr; ++o) {
     if (spank_option_register(sp, o) != ESPANK_SUCCESS) {
       slurm_error("trainctl: cannot register --%s", o->name);
@@ -227,16 +234,18 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   spank_get_item(sp, S_JOB_STEPID, &step);
   const bool batch = step == SLURM_BATCH_SCRIPT;
 
+  namespace opt = trainctl::option;
+  auto ms = [](std::chrono::milliseconds d) { return std::to_string(d.count()) + "ms"; };
   std::vector<std::string> args{g.site.supervisor};
-  if (batch) args.push_back("--batch");
-  if (g.graceful_exit.count() > 0) args.push_back("--graceful-exit=" + std::to_string(g.graceful_exit.count()) + "ms");
-  if (!g.kill_switch.empty()) args.push_back("--kill-switch=" + g.kill_switch);
-  if (!g.save_switch.empty()) args.push_back("--save-switch=" + g.save_switch);
-  args.push_back("--graceful-signal=" + trainctl::signal_name(g.graceful_signal));
-  args.push_back("--poll-interval=" + std::to_string(g.site.poll_interval.count()) + "ms");
-  args.push_back("--endtime-poll=" + std::to_string(g.site.endtime_poll.count()) + "ms");
-  if (!g.site.launchers.empty()) args.push_back("--launchers=" + g.site.launchers);
-  if (!g.site.shield) args.push_back("--no-shield");
+  if (batch) args.emplace_back(opt::kBatch.name);
+  if (g.graceful_exit.count() > 0) args.push_back(opt::kGracefulExit.with(ms(g.graceful_exit)));
+  if (!g.kill_switch.empty()) args.push_back(opt::kKillSwitch.with(g.kill_switch));
+  if (!g.save_switch.empty()) args.push_back(opt::kSaveSwitch.with(g.save_switch));
+  args.push_back(opt::kGracefulSignal.with(trainctl::signal_name(g.graceful_signal)));
+  args.push_back(opt::kPollInterval.with(ms(g.site.poll_interval)));
+  args.push_back(opt::kEndtimePoll.with(ms(g.site.endtime_poll)));
+  if (!g.site.launchers.empty()) args.push_back(opt::kLaunchers.with(g.site.launchers));
+  if (!g.site.shield) args.emplace_back(opt::kNoShield.name);
 
 #ifdef TRAINCTL_HAVE_PREPEND_ARGV
   // The supervisor starts the command itself: argv becomes trainctl-run OPTIONS -- argv.
@@ -268,7 +277,7 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     }
     return 0;  // slurmstepd goes on and execs the user's command here
   }
-  args.insert(args.begin() + 1, "--adopt=" + std::to_string(child));
+  args.insert(args.begin() + 1, opt::kAdopt.with(std::to_string(child)));
   std::vector<char*> argv;
   argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(&a[0]);

@@ -44,30 +44,26 @@ int run_main(int argc, char** argv) {
   bool no_shield = false, batch = false;
   long adopt = 0;
   std::vector<std::string> command;
-  app.add_option("--graceful-exit", graceful,
-                 "ask the ranks to exit this long before the job's EndTime: 90s, 10m, 1h (a bare number is minutes)");
+  app.add_option(option::kGracefulExit.name, graceful, option::kGracefulExit.help);
   app.add_option("--deadline", deadline, "ask the ranks to exit at this unix time (seconds)");
-  auto* ks = app.add_option("--kill-switch", kill_switch,
-                            "watch this file; while it exists ranks exit, and a new task does not start "
-                            "(default $SLURM_SUBMIT_DIR/kill-switch-$SLURM_JOB_NAME, or $KILL_SWITCH)")
+  auto* ks = app.add_option(option::kKillSwitch.name, kill_switch,
+                            std::string(option::kKillSwitch.help) + "; given bare: $KILL_SWITCH if set")
                  ->expected(0, 1);
-  auto* ss = app.add_option("--save-switch", save_switch,
-                            "watch this file; each touch makes every rank save once "
-                            "(default $SLURM_SUBMIT_DIR/save-switch-$SLURM_JOB_NAME, or $SAVE_SWITCH)")
+  auto* ss = app.add_option(option::kSaveSwitch.name, save_switch,
+                            std::string(option::kSaveSwitch.help) + "; given bare: $SAVE_SWITCH if set")
                  ->expected(0, 1);
-  app.add_option("--graceful-signal", signal_text,
-                 "the signal ranks receive with a notice (default " + signal_text + ")");
+  app.add_option(option::kGracefulSignal.name, signal_text,
+                 std::string(option::kGracefulSignal.help) + " (default " + signal_text + ")");
   app.add_option("--shield", shield,
                  "signals the command ignores so they cannot kill a launcher (default TERM,USR1 "
                  "and the graceful signal)");
-  app.add_flag("--no-shield", no_shield, "do not shield the command from any signal");
-  app.add_option("--poll-interval", poll, "how often the switch files are stat'ed (default " + poll + ")");
-  app.add_option("--endtime-poll", endtime_poll,
-                 "how often the job's EndTime is read from the controller (default " + endtime_poll + ")");
-  app.add_option("--launchers", launchers, "extra launcher names that are never ranks, comma separated");
-  app.add_flag("--batch", batch, "this is the batch step: signal only processes that carry a rank variable");
-  app.add_option("--adopt", adopt, "supervise this existing child instead of starting COMMAND (SPANK plugin)")
-      ->group("");
+  app.add_flag(option::kNoShield.name, no_shield, option::kNoShield.help);
+  app.add_option(option::kPollInterval.name, poll, std::string(option::kPollInterval.help) + " (default " + poll + ")");
+  app.add_option(option::kEndtimePoll.name, endtime_poll,
+                 std::string(option::kEndtimePoll.help) + " (default " + endtime_poll + ")");
+  app.add_option(option::kLaunchers.name, launchers, option::kLaunchers.help);
+  app.add_flag(option::kBatch.name, batch, option::kBatch.help);
+  app.add_option(option::kAdopt.name, adopt, option::kAdopt.help)->group("");
   app.add_option("--state", state, "node state file (default: per job step and node)")->group("");
   app.add_option("command", command, "the command to run")->expected(-1);
   app.positionals_at_end(true);
