@@ -23,9 +23,8 @@ class TrainctlError(RuntimeError):
 
 def _untrusted(path):
     """Why a library at `path` must not be loaded ('' when it may): it and every directory
-    above it must belong to root or to this user and be writable by nobody else (a
-    root-owned sticky directory such as /tmp is fine), or another user could plant it."""
-    me = os.getuid()
+    above it must be writable by nobody but their owner and group (a root-owned sticky
+    directory such as /tmp is fine), or any user of the machine could plant it."""
     st = os.stat(path)
     checks = [(path, st, False)]
     d = os.path.dirname(os.path.realpath(path))
@@ -35,10 +34,8 @@ def _untrusted(path):
             break
         d = os.path.dirname(d)
     for p, s, is_dir in checks:
-        if s.st_uid not in (0, me):
-            return "%s belongs to uid %d" % (p, s.st_uid)
-        if s.st_mode & 0o022 and not (is_dir and s.st_uid == 0 and s.st_mode & 0o1000):
-            return "%s is writable by group or others (mode %04o)" % (p, s.st_mode & 0o7777)
+        if s.st_mode & 0o002 and not (is_dir and s.st_uid == 0 and s.st_mode & 0o1000):
+            return "%s is writable by every user (mode %04o)" % (p, s.st_mode & 0o7777)
     return ""
 
 

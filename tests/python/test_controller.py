@@ -138,7 +138,7 @@ class PackageTest(unittest.TestCase):
             env.pop("TRAINCTL_LIBRARY", None)
             out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
             self.assertNotIn(top, out.stdout, "a planted library was loaded")
-            self.assertIn("writable by group or others (mode 0777)", out.stderr + out.stdout)
+            self.assertIn("writable by every user (mode 0777)", out.stderr + out.stdout)
             os.chmod(lib, 0o755)  # the same tree, private: loaded from beside the package
             out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
             self.assertEqual(out.stdout.strip(), os.path.join(lib, "libtrainctl.so.0"), out.stderr)
