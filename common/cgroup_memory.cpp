@@ -166,8 +166,8 @@ std::optional<memory_reading> read_memory(const std::string& root, const std::st
 
 bool memory_crossed(const memory_reading& r, const threshold& t) {
   switch (t.type) {
-    case threshold::kind::percent:
-      return r.used_percent() >= t.percent;
+    case threshold::kind::percent:  // left, as for the GPU and in trainwatch
+      return 100.0 - r.used_percent() < t.percent;
     case threshold::kind::bytes:
       return r.available() < t.bytes;
     case threshold::kind::none:

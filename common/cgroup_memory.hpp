@@ -24,8 +24,8 @@ struct memory_reading {
 // nothing could be read (no /proc); never throws.
 std::optional<memory_reading> read_memory(const std::string& root = "", const std::string& pid = "self");
 
-// True when the reading crosses the threshold: a percentage of the limit used, or less
-// than `bytes` available.
+// True when less is left than the threshold: a percentage of the limit, or `bytes`
+// (the same meaning as every other threshold in trainctl).
 bool memory_crossed(const memory_reading& r, const threshold& t);
 
 // Pieces exposed for tests and fuzzing.

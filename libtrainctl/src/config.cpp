@@ -22,10 +22,11 @@ constexpr env_key kEnvKeys[] = {
     {"TRAINCTL_EXIT_SWITCHES", "exit_switches", "no user exit switches"},
     {"TRAINCTL_SAVE_SWITCHES", "save_switches", "no user save switches"},
     {"TRAINCTL_DEADLINE", "deadline", "no deadline"},
-    {"TRAINCTL_MEMORY_THRESHOLD", "memory_threshold", "no memory check"},
+    {"TRAINCTL_MEMORY_MIN_FREE", "memory_min_free", "no memory check"},
+    {"TRAINCTL_MEMORY_THRESHOLD", "memory_threshold", "no memory check"},  // deprecated: % used
     {"TRAINCTL_GPU_MIN_FREE", "gpu_min_free", "no GPU memory check"},
-    {"TRAINCTL_POLL_INTERVAL", "poll_interval", "10s"},
-    {"TRAINCTL_SIGNALS", "signals", "USR1,TERM"},
+    {"TRAINCTL_POLL_INTERVAL", "poll_interval", "the default"},
+    {"TRAINCTL_SIGNALS", "signals", "the default"},
     {"TRAINCTL_CHECK_EVERY", "check_every", "10"},
     {"TRAINCTL_STATE", "state_path", "the default per job step"},
 };
@@ -64,8 +65,13 @@ void config::impl::set(std::string_view key, std::string_view value) {
     (key == "exit_switches" ? exit_switches : save_switches) = std::move(list);
   } else if (key == "deadline") {
     deadline = value.empty() || value == "0" ? 0 : parse_unix_time(value);
-  } else if (key == "memory_threshold") {
+  } else if (key == "memory_min_free") {
     memory = value.empty() || value == "none" ? threshold{} : parse_threshold(value);
+  } else if (key == "memory_threshold") {
+    // The older name, whose percentage meant "in use" while every other threshold's
+    // means "left": 95% here is memory_min_free=5%. A size meant "left" in both.
+    memory = value.empty() || value == "none" ? threshold{} : parse_threshold(value);
+    if (memory.type == threshold::kind::percent) memory.percent = 100 - memory.percent;
   } else if (key == "gpu_min_free") {
     gpu = value.empty() || value == "none" ? threshold{} : parse_threshold(value);
   } else if (key == "poll_interval") {
@@ -79,10 +85,9 @@ void config::impl::set(std::string_view key, std::string_view value) {
   } else if (key == "rank") {
     rank = static_cast<int>(parse_int(value, 0, 1 << 30));
   } else {
-    throw std::invalid_argument(
-        "trainctl: unknown setting '" + std::string(key) +
-        "'; accepted: kill_switch, save_switch, exit_switches, save_switches, deadline, "
-        "memory_threshold, gpu_min_free, poll_interval, signals, check_every, state_path, rank");
+    throw std::invalid_argument("trainctl: unknown setting '" + std::string(key) +
+                                "'; accepted: kill_switch, save_switch, exit_switches, save_switches, deadline, "
+                                "memory_min_free, gpu_min_free, poll_interval, signals, check_every, state_path, rank");
   }
 }
 
@@ -92,7 +97,12 @@ std::string config::impl::get(std::string_view key) const {
   if (key == "exit_switches") return join_paths(exit_switches);
   if (key == "save_switches") return join_paths(save_switches);
   if (key == "deadline") return deadline > 0 ? std::to_string(deadline) : "";
-  if (key == "memory_threshold") return memory.str();
+  if (key == "memory_min_free") return memory.str();
+  if (key == "memory_threshold") {
+    threshold used = memory;
+    if (used.type == threshold::kind::percent) used.percent = 100 - used.percent;
+    return used.str();
+  }
   if (key == "gpu_min_free") return gpu.str();
   if (key == "poll_interval") return format_duration(poll_interval);
   if (key == "signals") return join_signals(signals);
@@ -113,8 +123,15 @@ config config::from_env() {
     try {
       m.set(e.key, v);
     } catch (const std::exception& ex) {
-      m.warnings.push_back(std::string("trainctl: ") + e.env + ": " + ex.what() + "; using " + e.fallback);
+      std::string fallback = e.fallback;
+      if (fallback == "the default") fallback = config().get(e.key);  // from options.hpp, not written here
+      m.warnings.push_back(std::string("trainctl: ") + e.env + ": " + ex.what() + "; using " + fallback);
+      continue;
     }
+    if (std::string(e.key) == "memory_threshold")
+      m.warnings.push_back(std::string("trainctl: TRAINCTL_MEMORY_THRESHOLD is deprecated (its % meant in use, every "
+                                       "other threshold's means left); using it as TRAINCTL_MEMORY_MIN_FREE=") +
+                           m.get("memory_min_free"));
   }
   for (const char* rank_env : {"RANK", "SLURM_PROCID"}) {
     const char* v = std::getenv(rank_env);

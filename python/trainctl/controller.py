@@ -24,7 +24,7 @@ class Decision:
             self.exit, self.save, self.reason, self.save_reason)
 
 
-_SETTINGS = ("kill_switch", "save_switch", "deadline", "memory_threshold", "gpu_min_free",
+_SETTINGS = ("kill_switch", "save_switch", "deadline", "memory_min_free", "memory_threshold", "gpu_min_free",
              "poll_interval", "signals", "check_every", "state_path", "rank")
 
 
@@ -43,7 +43,7 @@ def _distributed():
 class Controller:
     """Configured from the environment (KILL_SWITCH, SAVE_SWITCH, TRAINCTL_*); keyword
     arguments override it: kill_switch, save_switch, deadline (unix seconds),
-    memory_threshold ("95%" or "2G"), gpu_min_free, poll_interval ("10s"), signals
+    memory_min_free ("5%" or "2G" left), gpu_min_free, poll_interval ("10s"), signals
     ("USR1,TERM" or "none"), check_every (steps between agreements), state_path, rank,
     exit_switches / save_switches ({name: path})."""
 

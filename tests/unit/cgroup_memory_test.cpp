@@ -38,8 +38,8 @@ TEST(CgroupMemory, V2TakesTheTightestLimitAboveAndSubtractsInactiveCache) {
   EXPECT_EQ(r->used, 2ull << 30);  // 3 GiB current - 1 GiB inactive file cache
   EXPECT_EQ(r->source, "cgroup v2 /slurm/job_7");
   EXPECT_DOUBLE_EQ(r->used_percent(), 50.0);
-  EXPECT_TRUE(memory_crossed(*r, parse_threshold("50%")));
-  EXPECT_FALSE(memory_crossed(*r, parse_threshold("51%")));
+  EXPECT_TRUE(memory_crossed(*r, parse_threshold("51%"))) << "50% left is less than 51% left";
+  EXPECT_FALSE(memory_crossed(*r, parse_threshold("50%")));
   EXPECT_TRUE(memory_crossed(*r, parse_threshold("3G")));  // 2 GiB left < 3G
   EXPECT_FALSE(memory_crossed(*r, parse_threshold("2G")));
 }

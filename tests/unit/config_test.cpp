@@ -44,13 +44,27 @@ TEST(Config, MalformedEnvironmentGivesOneLineAndTheFallback) {
 TEST(Config, GoodEnvironmentIsRead) {
   scoped_env a("KILL_SWITCH", "/scratch/run/KILL");
   scoped_env b("TRAINCTL_DEADLINE", "1767225600");
-  scoped_env c("TRAINCTL_MEMORY_THRESHOLD", "95%");
+  scoped_env c("TRAINCTL_MEMORY_MIN_FREE", "5%");
   scoped_env d("RANK", "3");
   config cfg = config::from_env();
   EXPECT_TRUE(cfg.warnings().empty());
   EXPECT_EQ(cfg.get("kill_switch"), "/scratch/run/KILL");
-  EXPECT_EQ(cfg.get("memory_threshold"), "95%");
+  EXPECT_EQ(cfg.get("memory_min_free"), "5%");
   EXPECT_EQ(cfg.get("rank"), "3");
+}
+
+// A percentage means "left" everywhere; the old name, whose % meant "in use", is read
+// as what it meant, with a line saying so.
+TEST(Config, TheOldMemoryThresholdIsConvertedAndSaysSo) {
+  scoped_env c("TRAINCTL_MEMORY_THRESHOLD", "95%");
+  config cfg = config::from_env();
+  EXPECT_EQ(cfg.get("memory_min_free"), "5%");
+  EXPECT_EQ(cfg.get("memory_threshold"), "95%");
+  ASSERT_EQ(cfg.warnings().size(), 1u);
+  EXPECT_NE(cfg.warnings()[0].find("TRAINCTL_MEMORY_MIN_FREE=5%"), std::string::npos) << cfg.warnings()[0];
+  config sized;
+  sized.set("memory_threshold", "2G");
+  EXPECT_EQ(sized.get("memory_min_free"), "2.0G") << "a size always meant left";
 }
 
 TEST(Config, SetValidatesAndNamesTheKey) {

@@ -276,7 +276,7 @@ TEST(Controller, UnusableStatePathFallsBackToAPrivateWatcher) {
 TEST(Controller, MemoryThresholdCrossedIsTheReason) {
   temp_dir t;
   config c = base_config(t);
-  c.set("memory_threshold", "0.001%");  // any process uses more than that
+  c.set("memory_min_free", "99.999%");  // any process uses more than 0.001%
   controller ctl(c);
   EXPECT_TRUE(wait_until([&] { return ctl.should_exit(); }));
   EXPECT_EQ(ctl.check(0).reason, "memory");
@@ -285,7 +285,7 @@ TEST(Controller, MemoryThresholdCrossedIsTheReason) {
 TEST(Controller, MemoryThresholdNotCrossedStaysQuiet) {
   temp_dir t;
   config c = base_config(t);
-  c.set("memory_threshold", "1K");  // exit only with less than 1 KiB left
+  c.set("memory_min_free", "1K");  // exit only with less than 1 KiB left
   controller ctl(c);
   std::this_thread::sleep_for(300ms);
   EXPECT_FALSE(ctl.should_exit());

@@ -40,7 +40,8 @@ constexpr std::size_t kVoteLen = 24;
 //   exit_switches     TRAINCTL_EXIT_SWITCHES    name=path,...  (user exit switches)
 //   save_switches     TRAINCTL_SAVE_SWITCHES    name=path,...  (user save switches)
 //   deadline          TRAINCTL_DEADLINE         unix seconds; exit once now >= deadline
-//   memory_threshold  TRAINCTL_MEMORY_THRESHOLD 95% (of the limit used) or 2G (left)
+//   memory_min_free   TRAINCTL_MEMORY_MIN_FREE  5% or 2G left of the memory domain's limit
+//                     (memory_threshold, TRAINCTL_MEMORY_THRESHOLD: deprecated, % in use)
 //   gpu_min_free      TRAINCTL_GPU_MIN_FREE     5% or 1G free on the fullest GPU (NVML)
 //   poll_interval     TRAINCTL_POLL_INTERVAL    how often the node's publisher stats (10s)
 //   signals           TRAINCTL_SIGNALS          notice signals to catch (USR1,TERM); none
