@@ -21,8 +21,6 @@ namespace {
 
 std::string spool_dir(const alert_setup& s) { return s.state_dir + "/spool"; }
 
-// The configured sink a spool item names; an item of an older trainctl names its sink
-// by its spec, which is parsed only to find which configured sink it was.
 // How to name an item's sink in a log line: never a spec an older version spooled.
 std::string spooled_sink_name(const nlohmann::json& item) {
   if (item.contains("sink_id")) return json_safe(item.value("sink", std::string("?")));
@@ -33,6 +31,8 @@ std::string spooled_sink_name(const nlohmann::json& item) {
   }
 }
 
+// The configured sink a spool item names; an item of an older trainctl names its sink
+// by its spec, which is parsed only to find which configured sink it was.
 const sink* configured_sink(const alert_setup& setup, const nlohmann::json& item) {
   std::string id = item.value("sink_id", std::string());
   if (id.empty()) {
