@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include <csignal>
+#include <iterator>
 
 namespace trainctl {
 namespace option {
@@ -76,7 +77,7 @@ std::vector<int> parse_notice_signal_list(std::string_view text) {
 
 std::string flag_spec::with(const std::string& value) const { return std::string(name) + "=" + value; }
 
-std::vector<int> default_shield() { return {SIGTERM, SIGUSR1}; }
+std::vector<int> default_shield() { return {std::begin(kDefaultShield), std::end(kDefaultShield)}; }
 std::vector<int> default_notices() { return {SIGTERM, SIGUSR1, SIGUSR2}; }
 std::vector<int> default_rank_signals() { return {SIGUSR1, SIGTERM}; }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <csignal>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,9 +43,12 @@ std::vector<int> parse_notice_signal_list(std::string_view text);
 
 // The graceful signal ranks receive, and the signals a launcher ignores by default.
 constexpr int kGracefulSignalDefault = 10;  // SIGUSR1 on Linux (static_assert'ed in options.cpp)
-std::vector<int> default_shield();          // TERM, USR1
-std::vector<int> default_notices();         // TERM, USR1, USR2: what a supervisor treats as a notice
-std::vector<int> default_rank_signals();    // USR1, TERM: what the library catches (TRAINCTL_SIGNALS)
+// TERM, USR1: an array, because the plugin's forked task reads it before exec, where
+// nothing should allocate.
+inline constexpr int kDefaultShield[] = {SIGTERM, SIGUSR1};
+std::vector<int> default_shield();        // the same, as a list
+std::vector<int> default_notices();       // TERM, USR1, USR2: what a supervisor treats as a notice
+std::vector<int> default_rank_signals();  // USR1, TERM: what the library catches (TRAINCTL_SIGNALS)
 
 // The supervisor's flags: the name trainctl-run reads and the plugin passes (and offers
 // to srun, sbatch and salloc without the dashes), and one help text. Defaults are

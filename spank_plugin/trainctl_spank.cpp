@@ -272,7 +272,7 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     if (g.site.shield) {
-      for (int sig : trainctl::option::default_shield()) signal(sig, SIG_IGN);
+      for (int sig : trainctl::option::kDefaultShield) signal(sig, SIG_IGN);
       signal(g.graceful_signal, SIG_IGN);
     }
     return 0;  // slurmstepd goes on and execs the user's command here
