@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """A minimal training loop that uses trainctl: copy it and put your model in.
 
-Runs under torchrun (torch.distributed on gloo, or nccl when CUDA is there), under
-`srun python train_example.py` (one process per task), or alone without torch.
+Runs under torchrun (torch.distributed on gloo, or nccl when CUDA is there), under MPI
+with --mpi (mpi4py; `srun --mpi=pmix` or `mpirun`), or alone without torch.
 It resumes from the newest complete checkpoint, saves when trainctl says so, and
 exits cleanly (status 0) when trainctl asks for an exit, saying why.
 
     python3 train_example.py --ckpt-dir ckpt --steps 1000
+    srun --mpi=pmix -n 4 python3 train_example.py --mpi --ckpt-dir ckpt
 """
 
 import argparse
@@ -27,8 +28,11 @@ except ImportError:  # runs without torch: a single process
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ckpt-dir", required=True, help="checkpoints go to DIR/step_NNNNNNNN/")
-    p.add_argument("--steps", type=int, default=1000, help="train until this many steps are done")
+    # The default runs about 14 hours at the default step time: far past any time limit,
+    # so the first run shows trainctl's deadline exit and the array resuming.
+    p.add_argument("--steps", type=int, default=1000000, help="train until this many steps are done")
     p.add_argument("--step-time", type=float, default=0.05, help="seconds one fake step takes")
+    p.add_argument("--mpi", action="store_true", help="agree through MPI (mpi4py) instead of torch.distributed")
     p.add_argument("--events", help="append one JSON line per event of this rank to this file "
                    "({rank} is replaced by the rank)")
     return p.parse_args()
@@ -39,7 +43,13 @@ class Run:
         self.args = args
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0")))
-        if dist is not None and self.world > 1 and not dist.is_initialized():
+        self.comm = self.allreduce = None
+        if args.mpi:
+            from mpi4py import MPI
+            self.comm = MPI.COMM_WORLD
+            self.rank, self.world = self.comm.Get_rank(), self.comm.Get_size()
+            self.allreduce = trainctl.mpi_allreduce(self.comm)  # what check() agrees through
+        elif dist is not None and self.world > 1 and not dist.is_initialized():
             backend = "nccl" if torch.cuda.is_available() else "gloo"
             dist.init_process_group(backend)
             self.rank = dist.get_rank()
@@ -57,7 +67,9 @@ class Run:
             print("train: " + " ".join("%s=%s" % kv for kv in record.items()), flush=True)
 
     def barrier(self):
-        if dist is not None and dist.is_initialized():
+        if self.comm is not None:
+            self.comm.Barrier()
+        elif dist is not None and dist.is_initialized():
             dist.barrier()
 
     def close(self):
@@ -116,7 +128,7 @@ def train(args, run):
     run.log("start", step=start, world=run.world, resumed_from=last)
     for step in range(start, args.steps):
         time.sleep(args.step_time)  # train_step(batch) goes here
-        d = ctl.check(step)
+        d = ctl.check(step, allreduce=run.allreduce)  # None: torch.distributed, if initialised
         if d.save or d.exit:
             run.save(step, d.reason or d.save_reason)
         if d.exit:

@@ -133,7 +133,8 @@ config config::from_env() {
                                        "other threshold's means left); using it as TRAINCTL_MEMORY_MIN_FREE=") +
                            m.get("memory_min_free"));
   }
-  for (const char* rank_env : {"RANK", "SLURM_PROCID"}) {
+  // The launcher's rank first: under mpirun, SLURM_PROCID is the orted's, not the rank's.
+  for (const char* rank_env : {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
     const char* v = std::getenv(rank_env);
     if (v == nullptr || *v == '\0') continue;
     try {

@@ -4,7 +4,8 @@
     ctl = trainctl.Controller()      # reads the environment, starts watching
     for step, batch in enumerate(loader):
         train_step(batch)
-        d = ctl.check(step)          # agreed across ranks when torch.distributed is up
+        d = ctl.check(step)          # agreed across ranks when torch.distributed is up;
+                                     # MPI: ctl.check(step, allreduce=trainctl.mpi_allreduce(comm))
         if d.save: save_checkpoint(step)
         if d.exit: save_checkpoint(step); sys.exit(0)   # d.reason says why
 
@@ -13,9 +14,9 @@ Imports on Python 3.8+ with no compiler and without torch; the C library
 """
 
 from ._native import TrainctlError, VOTE_LEN
-from .controller import Controller, Decision
+from .controller import Controller, Decision, mpi_allreduce
 
-__all__ = ["Controller", "Decision", "TrainctlError", "VOTE_LEN", "version"]
+__all__ = ["Controller", "Decision", "TrainctlError", "VOTE_LEN", "mpi_allreduce", "version"]
 
 
 def version():

@@ -11,6 +11,7 @@ SAVE = 2
 SWITCH_EXIT = 1
 SWITCH_SAVE = 2
 _EINVAL = -1
+EREDUCE = -4  # TRAINCTL_EREDUCE: the reduction failed
 
 
 class TrainctlError(RuntimeError):

@@ -4,7 +4,7 @@ import ctypes
 import sys
 
 from . import _native
-from ._native import check as _check, lib as _lib
+from ._native import TrainctlError, check as _check, lib as _lib
 
 
 class Decision:
@@ -45,7 +45,8 @@ class Controller:
     arguments override it: kill_switch, save_switch, deadline (unix seconds),
     memory_min_free ("5%" or "2G" left), gpu_min_free, poll_interval ("10s"), signals
     ("USR1,TERM" or "none"), check_every (steps between agreements), state_path, rank,
-    exit_switches / save_switches ({name: path})."""
+    exit_switches / save_switches ({name: path}). The rank comes from RANK,
+    OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID unless `rank` is given."""
 
     def __init__(self, exit_switches=None, save_switches=None, **settings):
         L = _lib()
@@ -89,35 +90,55 @@ class Controller:
         return bool(_check(self._L.trainctl_should_save(self._ctl)))
 
     # -- the agreed decision ----------------------------------------------------------
-    def check(self, step):
-        """The decision all ranks take at this step. With torch.distributed initialised
-        (world size > 1) ranks agree every `check_every` steps through one all_reduce
-        (MAX) of a small integer vector; in a single process every step decides."""
+    def check(self, step, allreduce=None):
+        """The decision all ranks take at this step.
+
+        Ranks agree every `check_every` steps through one element-wise MAX reduction of
+        a small integer vector; between agreements only an exit already agreed is
+        repeated. The reduction is `allreduce` when given: any callable that takes a list
+        of ints and returns the element-wise MAX over all ranks as a sequence of ints
+        (for mpi4py: `trainctl.mpi_allreduce(comm)`). Without it, torch.distributed when
+        it is initialised with world size > 1; otherwise one process, and every step
+        decides."""
         L = self._L
-        dist = _distributed()
         due = _check(L.trainctl_vote(self._ctl, step, self._vote, _native.VOTE_LEN))
-        if dist is not None:
-            if not self._rank_set:
-                _check(L.trainctl_set_rank(self._ctl, dist.get_rank()))
-                self._rank_set = True
+        if allreduce is None:
+            dist = _distributed()
+            if dist is not None:
+                if not self._rank_set:
+                    _check(L.trainctl_set_rank(self._ctl, dist.get_rank()))
+                    self._rank_set = True
+                allreduce = self._torch_allreduce
+        if allreduce is not None:
             if not due:
                 return Decision(self.last.exit, False, self.last.reason, "")
-            self._reduce(dist)
+            self._reduce(allreduce)
         bits = _check(L.trainctl_decide(self._ctl, step, self._vote, _native.VOTE_LEN))
         self.last = Decision(bool(bits & _native.EXIT), bool(bits & _native.SAVE),
                              L.trainctl_exit_reason(self._ctl).decode(),
                              L.trainctl_save_reason(self._ctl).decode())
         return self.last
 
-    def _reduce(self, dist):
+    def _reduce(self, allreduce):
+        reduced = allreduce(list(self._vote))
+        if reduced is None or len(reduced) != _native.VOTE_LEN:
+            raise TrainctlError(_native.EREDUCE,
+                                "trainctl: check(): allreduce returned %s; expected the %d element-wise "
+                                "maxima as a sequence of ints" % (
+                                    "None" if reduced is None else "%d values" % len(reduced), _native.VOTE_LEN))
+        for i, v in enumerate(reduced):
+            self._vote[i] = int(v)
+
+    @staticmethod
+    def _torch_allreduce(values):
         import torch  # present: torch.distributed is initialised
+        dist = sys.modules["torch.distributed"]
         device = "cpu"
         if dist.get_backend() == "nccl":
             device = torch.device("cuda", torch.cuda.current_device())
-        t = torch.tensor(list(self._vote), dtype=torch.int64, device=device)
+        t = torch.tensor(values, dtype=torch.int64, device=device)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        for i, v in enumerate(t.tolist()):
-            self._vote[i] = v
+        return t.tolist()
 
     # -- settings that may change while running --------------------------------------
     def set_deadline(self, unix_seconds):
@@ -167,3 +188,23 @@ class Controller:
             self.close()
         except Exception:
             pass
+
+
+def mpi_allreduce(comm):
+    """The reduction check() needs, over an mpi4py communicator:
+
+        from mpi4py import MPI
+        reduce = trainctl.mpi_allreduce(MPI.COMM_WORLD)
+        d = ctl.check(step, allreduce=reduce)
+
+    One MPI_Allreduce (MAX) of VOTE_LEN int64 values; no numpy needed. mpi4py is
+    imported here, never by `import trainctl`."""
+    from array import array
+    from mpi4py import MPI
+
+    def reduce(values):
+        send = array("q", values)
+        recv = array("q", bytes(8 * len(send)))
+        comm.Allreduce([send, MPI.INT64_T], [recv, MPI.INT64_T], op=MPI.MAX)
+        return recv
+    return reduce

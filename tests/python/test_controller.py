@@ -99,6 +99,60 @@ class ControllerTest(unittest.TestCase):
         self.assertEqual(len(lines), 1, out.stderr)
         self.assertIn("using no deadline", lines[0])
 
+    def test_an_allreduce_callable_makes_every_rank_agree(self):
+        # Two "ranks" in two threads, each with its own node state and kill switch; only
+        # rank 0's switch is touched. The callable stands in for MPI's MAX allreduce.
+        import threading
+        world = 2
+        barrier = threading.Barrier(world, timeout=10)
+        slots = [None] * world
+
+        def make_reduce(rank):
+            def reduce(values):
+                slots[rank] = list(values)
+                barrier.wait()
+                out = [max(col) for col in zip(*slots)]
+                barrier.wait()
+                return out
+            return reduce
+
+        results = [None] * world
+
+        def rank_main(rank):
+            d = os.path.join(self.dir, "r%d" % rank)
+            os.mkdir(d)
+            with trainctl.Controller(kill_switch=os.path.join(d, "KILL"), state_path=os.path.join(d, "state"),
+                                     signals="none", poll_interval="100ms", check_every=4, rank=rank) as ctl:
+                reduce = make_reduce(rank)
+                for step in range(2000):
+                    if rank == 0 and step == 6:
+                        open(os.path.join(d, "KILL"), "w").close()
+                    dec = ctl.check(step, allreduce=reduce)
+                    if dec.exit:
+                        results[rank] = (step, dec.reason)
+                        return
+                    time.sleep(0.005)
+
+        threads = [threading.Thread(target=rank_main, args=(r,)) for r in range(world)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        self.assertIsNotNone(results[0])
+        self.assertEqual(results[0], results[1], "both ranks exit at the same step for the same reason")
+        self.assertEqual(results[0][1], "kill-switch")
+        self.assertEqual(results[0][0] % 4, 0, "decided only where an agreement is due")
+
+    def test_an_allreduce_that_returns_the_wrong_shape_is_one_clear_error(self):
+        with self.make(check_every=1) as ctl:
+            with self.assertRaises(trainctl.TrainctlError) as e:
+                ctl.check(0, allreduce=lambda values: values[:3])
+            self.assertIn("allreduce returned 3 values", str(e.exception))
+
+    def test_mpi_allreduce_is_importable_without_mpi4py(self):
+        self.assertTrue(callable(trainctl.mpi_allreduce))
+        self.assertNotIn("mpi4py", sys.modules)
+
     def test_version(self):
         self.assertRegex(trainctl.version(), r"^\d+\.\d+\.\d+$")
 

@@ -47,7 +47,8 @@ constexpr std::size_t kVoteLen = 24;
 //   signals           TRAINCTL_SIGNALS          notice signals to catch (USR1,TERM); none
 //   check_every       TRAINCTL_CHECK_EVERY      steps between agreements across ranks (10)
 //   state_path        TRAINCTL_STATE            node state file (per job step and node)
-//   rank              RANK / SLURM_PROCID       this process's rank; rank 0 removes switches
+//   rank              RANK, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID (the first set)
+//                                               this process's rank; rank 0 removes switches
 class TRAINCTL_API config {
  public:
   // Reads the environment. A malformed value is reported as one line on stderr naming

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# e2e-modes: run plugin
+# MPI users get check() semantics without torch: train_example.py --mpi agrees through
+# Controller.check(step, allreduce=trainctl.mpi_allreduce(comm)) over a real Open MPI
+# (Debian's openmpi-bin and python3-mpi4py). Launched two ways, each under the mode's
+# supervisor (trainctl-run, or the SPANK plugin's options given to sbatch):
+#   1. srun --mpi=pmix, 2 ranks on one node (in this one-host bed the nodes' slurmstepds
+#      would share PMIx's directory in /tmp, so srun's MPI steps stay on one node);
+#   2. mpirun inside the batch script, 3 ranks over 3 nodes (--mca btl self,tcp).
+# One touch of the save switch: every rank saves once, at one step. The kill switch:
+# every rank exits at one step, reason kill-switch; the launcher survives the notices
+# and the job ends COMPLETED.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+command -v mpirun >/dev/null || fail "mpirun is missing: scripts/install-deps installs openmpi-bin"
+/usr/bin/python3 -c 'import mpi4py' || fail "mpi4py is missing: scripts/install-deps installs python3-mpi4py"
+
+export KILL_SWITCH=$TEST_DIR/KILL SAVE_SWITCH=$TEST_DIR/SAVE TRAINCTL_POLL_INTERVAL=1s
+TRAIN_CMD="/usr/bin/python3 $TRAIN --mpi --ckpt-dir $TEST_DIR/ckpt --steps 100000 --step-time 0.05"
+MPIRUN="mpirun --allow-run-as-root --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo"
+
+# agree_on EVENT COUNT: every one of COUNT ranks wrote EVENT at one and the same step.
+agree_on() {
+  python3 - "$TEST_DIR" "$1" "$2" <<'PY'
+import glob, json, sys
+d, event, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ev = [json.loads(l) for f in glob.glob(d + "/events/rank*.jsonl") for l in open(f) if '"%s"' % event in l]
+steps = sorted({e["step"] for e in ev})
+reasons = sorted({e.get("reason", e.get("why", "")) for e in ev})
+assert len(ev) == count and len(steps) == 1, "%d %s events at steps %s, expected %d at one step" % (len(ev), event, steps, count)
+print("%d ranks: %s at step %d (%s)" % (count, event, steps[0], ",".join(reasons)))
+PY
+}
+
+# run_case NAME RANKS JOB_SCRIPT SBATCH_ARGS...: submits, touches save then kill, checks.
+run_case() {
+  local name=$1 ranks=$2 script=$3 job
+  shift 3
+  rm -rf "$TEST_DIR/events" "$TEST_DIR/ckpt" "$KILL_SWITCH" "$SAVE_SWITCH"
+  if [ "$MODE" = plugin ]; then
+    job=$(submit --kill-switch="$KILL_SWITCH" --save-switch="$SAVE_SWITCH" "$@" -o "$TEST_DIR/$name.out" "$script")
+  else
+    job=$(submit "$@" -o "$TEST_DIR/$name.out" "$script")
+  fi
+  log "$name: job $job, $ranks ranks"
+  wait_for 120 "$ranks ranks started" events_at_least start "$ranks"
+  sleep 1
+  touch "$SAVE_SWITCH"
+  wait_for 30 "$ranks saves" events_at_least save "$ranks"
+  sleep 2  # room for a wrong second save
+  agree_on save "$ranks" || fail "$name: the save was not agreed"
+  touch "$KILL_SWITCH"
+  wait_for 60 "the job to end" job_ended "$job"
+  agree_on exit "$ranks" || fail "$name: the exit was not agreed"
+  grep -q '"reason": "kill-switch"' "$TEST_DIR"/events/rank0.jsonl || fail "$name: rank 0's exit reason is not kill-switch"
+  [ "$(job_state "$job")" = COMPLETED ] || fail "$name: job ended $(job_state "$job"), not COMPLETED: $(cat "$TEST_DIR/$name.out")"
+  log "$name: agreed save and exit, job COMPLETED"
+}
+
+if [ "$MODE" = plugin ]; then wrap=""; else wrap="$BUILD/bin/trainctl-run --kill-switch --save-switch --"; fi
+
+cat >"$TEST_DIR/srun.sh" <<JOB
+#!/bin/bash
+srun --mpi=pmix -N1 -n2 $wrap $TRAIN_CMD --events "$TEST_DIR/events/rank{rank}.jsonl"
+JOB
+run_case srun 2 "$TEST_DIR/srun.sh" -N1 -n2 --time=10
+
+cat >"$TEST_DIR/mpirun.sh" <<JOB
+#!/bin/bash
+$wrap $MPIRUN -np 3 $TRAIN_CMD --events "$TEST_DIR/events/rank{rank}.jsonl"
+echo "mpirun exited with status \$?"
+JOB
+run_case mpirun 3 "$TEST_DIR/mpirun.sh" -N3 -n3 --time=10
+grep -q "mpirun exited with status 0" "$TEST_DIR/mpirun.out" || fail "mpirun did not survive: $(cat "$TEST_DIR/mpirun.out")"
+log "PASS"
