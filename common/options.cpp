@@ -33,6 +33,24 @@ milliseconds parse_endtime_poll(std::string_view text) { return bounded(text, 's
 
 milliseconds parse_graceful_exit(std::string_view text) { return parse_duration(text, 'm', false, kGracefulExitMax); }
 
+milliseconds parse_on_notice_timeout(std::string_view text) {
+  try {
+    return bounded(text, 's', milliseconds(1000), kOnNoticeTimeoutMax);
+  } catch (const parse_error& e) {
+    throw parse_error(std::string(kOnNoticeTimeout.name) + ": " + e.what());
+  }
+}
+
+std::string check_on_notice(std::string_view command) {
+  const std::string name = kOnNotice.name;
+  if (command.size() >= 4096) throw parse_error(name + ": the command is longer than 4095 characters");
+  if (command.find('\n') != std::string_view::npos)
+    throw parse_error(name + ": the command spans lines; accepted: one line of shell (put more in a script)");
+  if (!command.empty() && command.find_first_not_of(" \t") == std::string_view::npos)
+    throw parse_error(name + ": the command is blank; accepted: one line of shell, e.g. --on-notice='./on_notice.sh'");
+  return std::string(command);
+}
+
 bool is_notice_signal(int sig) {
   switch (sig) {
     case SIGHUP:

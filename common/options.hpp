@@ -18,6 +18,8 @@ using std::chrono::milliseconds;
 
 // How often the node's watcher stats the switch files.
 constexpr milliseconds kPollIntervalDefault{10000};
+constexpr milliseconds kOnNoticeTimeoutDefault{60000};  // --on-notice's command, 1 s to 1 h
+constexpr milliseconds kOnNoticeTimeoutMax{3600 * 1000};
 constexpr milliseconds kPollIntervalMin{100};
 constexpr milliseconds kPollIntervalMax{3600 * 1000};
 // How often a supervisor reads the job's EndTime from the controller (12 RPCs an hour).
@@ -30,6 +32,10 @@ constexpr milliseconds kGracefulExitMax{30LL * 24 * 3600 * 1000};
 milliseconds parse_poll_interval(std::string_view text);
 milliseconds parse_endtime_poll(std::string_view text);
 milliseconds parse_graceful_exit(std::string_view text);
+// --on-notice-timeout (1 s to 1 h) and --on-notice (non-empty, under 4 KiB, one line);
+// each parse_error names the option.
+milliseconds parse_on_notice_timeout(std::string_view text);
+std::string check_on_notice(std::string_view command);
 
 // The signals that can carry a notice: ones a process can catch and that no fault
 // (SEGV, BUS, ILL, FPE, ABRT, TRAP, SYS), job control (STOP, TSTP, CONT, TTIN, TTOU)
@@ -75,6 +81,11 @@ inline constexpr flag_spec kLaunchers{"--launchers", "extra launcher names that 
 inline constexpr flag_spec kNoShield{"--no-shield", "do not shield the command from any signal"};
 inline constexpr flag_spec kBatch{"--batch",
                                   "this is the batch step: signal only processes that carry a rank variable"};
+inline constexpr flag_spec kOnNotice{
+    "--on-notice",
+    "run this shell command on the job's first node when a notice arrives, once per kind (deadline, preempted, "
+    "signal); TRAINCTL_NOTICE, TRAINCTL_DEADLINE and TRAINCTL_END_TIME say which and when"};
+inline constexpr flag_spec kOnNoticeTimeout{"--on-notice-timeout", "end the --on-notice command after this long"};
 inline constexpr flag_spec kAdopt{"--adopt",
                                   "supervise this existing child instead of starting COMMAND (SPANK plugin)"};
 

@@ -62,14 +62,14 @@ namespace {
 
 using trainctl::parse_error;
 
-enum option_id { kGracefulExit = 1, kKillSwitch, kSaveSwitch, kGracefulSignal };
+enum option_id { kGracefulExit = 1, kKillSwitch, kSaveSwitch, kGracefulSignal, kOnNotice };
 
 // One process holds one copy: srun/sbatch, or one slurmstepd.
 struct state {
   trainctl::site_settings site;
-  bool graceful_given = false, kill_given = false, save_given = false, signal_given = false;
+  bool graceful_given = false, kill_given = false, save_given = false, signal_given = false, notice_given = false;
   std::chrono::milliseconds graceful_exit{0};
-  std::string kill_switch, save_switch;
+  std::string kill_switch, save_switch, on_notice;
   int graceful_signal = trainctl::option::kGracefulSignalDefault;
 } g;
 
@@ -96,6 +96,10 @@ int option_cb(int val, const char* optarg, int remote) {
         g.graceful_signal = trainctl::check_graceful_signal(value, g.site);
         g.signal_given = true;
         break;
+      case kOnNotice:
+        g.on_notice = trainctl::option::check_on_notice(value);
+        g.notice_given = !g.on_notice.empty();
+        break;
       default:
         return -1;
     }
@@ -118,22 +122,26 @@ struct spank_option g_options[] = {{const_cast<char*>(trainctl::option::kGracefu
                                     nullptr, 2, kSaveSwitch, option_cb},
                                    {const_cast<char*>(trainctl::option::kGracefulSignal.bare()),
                                     const_cast<char*>("SIG"), nullptr, 1, kGracefulSignal, option_cb},
+                                   {const_cast<char*>(trainctl::option::kOnNotice.bare()), const_cast<char*>("COMMAND"),
+                                    nullptr, 1, kOnNotice, option_cb},
                                    SPANK_OPTIONS_TABLE_END};
 
 // "trainctl: " + the shared help + what the plugin adds; alive as long as the plugin.
 void fill_usage() {
   namespace opt = trainctl::option;
-  static std::string usage[4];
+  static std::string usage[5];
   usage[0] = std::string("trainctl: ") + opt::kGracefulExit.help;
   usage[1] = std::string("trainctl: ") + opt::kKillSwitch.help + "; exported as KILL_SWITCH";
   usage[2] = std::string("trainctl: ") + opt::kSaveSwitch.help + "; exported as SAVE_SWITCH";
   usage[3] = std::string("trainctl: ") + opt::kGracefulSignal.help + " (default " +
              trainctl::signal_name(g.site.default_signal) + ")";
-  for (int i = 0; i < 4; ++i) g_options[i].usage = &usage[i][0];
+  usage[4] = std::string("trainctl: ") + opt::kOnNotice.help + " (time limit " +
+             trainctl::format_duration(opt::kOnNoticeTimeoutDefault) + ")";
+  for (int i = 0; i < 5; ++i) g_options[i].usage = &usage[i][0];
 }
 
 bool active() {
-  return g.graceful_given || g.kill_given || g.save_given || g.signal_given || g.site.always ||
+  return g.graceful_given || g.kill_given || g.save_given || g.signal_given || g.notice_given || g.site.always ||
          g.site.default_graceful_exit.count() > 0;
 }
 
@@ -246,6 +254,7 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   args.push_back(opt::kEndtimePoll.with(ms(g.site.endtime_poll)));
   if (!g.site.launchers.empty()) args.push_back(opt::kLaunchers.with(g.site.launchers));
   if (!g.site.shield) args.emplace_back(opt::kNoShield.name);
+  if (!g.on_notice.empty()) args.push_back(opt::kOnNotice.with(g.on_notice));
 
 #ifdef TRAINCTL_HAVE_PREPEND_ARGV
   // The supervisor starts the command itself: argv becomes trainctl-run OPTIONS -- argv.

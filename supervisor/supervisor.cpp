@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "node_state.hpp"
+#include "notice_hook.hpp"
 #include "parse.hpp"
 #include "publisher.hpp"
 #include "ranks.hpp"
@@ -39,7 +40,10 @@ std::string clock_time(std::int64_t unix_ms) {
 
 class supervisor {
  public:
-  supervisor(const supervisor_options& o) : opts_(o) {}
+  supervisor(const supervisor_options& o)
+      : opts_(o), hook_(o.on_notice, o.on_notice_timeout, o.shield, [this](const std::string& line) {
+          log("%s", line.c_str());
+        }) {}
   int run(char* const* argv, pid_t adopt);
 
  private:
@@ -52,6 +56,7 @@ class supervisor {
   void query_job(const char* why);
   void fire(std::uint32_t flag, const char* why);
   void relay_to_ranks(const char* why);
+  void run_hook(std::uint32_t flag);
   void follow_node_flags();
   void check_deadline();
   void end_leftovers();
@@ -66,6 +71,7 @@ class supervisor {
   }
 
   supervisor_options opts_;
+  notice_hook hook_;
   std::unique_ptr<node_state_file> state_;
   std::unique_ptr<publisher> pub_;
   int sigfd_ = -1;
@@ -150,6 +156,7 @@ void supervisor::reap() {
     int status = 0;
     const pid_t p = waitpid(-1, &status, WNOHANG);
     if (p <= 0) break;
+    if (hook_.reaped(p, status)) continue;
     if (p == child_) {
       child_done_ = true;
       child_status_ = status;
@@ -160,7 +167,7 @@ void supervisor::reap() {
 void supervisor::relay_to_ranks(const char* why) {
   size_t sent = 0;
   for (const auto& rank : find_rank_procs(getpid(), opts_.launchers, !opts_.batch))
-    sent += pid_handle(rank).signal(opts_.graceful_signal);
+    if (!hook_.owns(rank.pid)) sent += pid_handle(rank).signal(opts_.graceful_signal);
   log("%s: sent SIG%s to %zu rank process%s", why, signal_name(opts_.graceful_signal).c_str(), sent,
       sent == 1 ? "" : "es");
 }
@@ -172,6 +179,12 @@ void supervisor::fire(std::uint32_t flag, const char* why) {
     seen_flags_ |= flag;
   }
   relay_to_ranks(why);
+  run_hook(flag);
+}
+
+void supervisor::run_hook(std::uint32_t flag) {
+  const char* kind = flag & kFlagPreempted ? "preempted" : flag & kFlagDeadline ? "deadline" : "signal";
+  hook_.notice(kind, deadline_ms_, end_ms_);
 }
 
 void supervisor::query_job(const char* why) {
@@ -251,6 +264,7 @@ void supervisor::follow_node_flags() {
   seen_flags_ |= fresh;
   relay_to_ranks(fresh & kFlagPreempted ? "preempted (from the node's publisher)"
                                         : "deadline (from the node's publisher)");
+  run_hook(fresh);
 }
 
 void supervisor::end_leftovers() {
@@ -354,6 +368,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     if (reads_job_itself() && tracks_endtime())
       wait = std::min(wait, std::chrono::duration_cast<milliseconds>(next_query_ - clock::now()));
     if (deadline_ms_ && !deadline_fired_) wait = std::min(wait, milliseconds(deadline_ms_ - unix_now_ms()));
+    wait = std::min(wait, hook_.tick());
     wait = std::max(wait, milliseconds(0));
     if (pub_) {
       pub_->wait_and_refresh(sigfd_, wait);
@@ -371,6 +386,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     take_publisher_role();
     follow_node_flags();
   }
+  hook_.finish();  // before end_leftovers, which would count it as left behind
   end_leftovers();
   if (opts_.batch) requeue_if_preempted();
   close_state();

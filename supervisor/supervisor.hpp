@@ -31,6 +31,8 @@ struct supervisor_options {
   std::string job_id;      // SLURM_JOB_ID; empty: no controller queries
   std::string state_path;  // node state; empty: the default for this step and node
   std::string log_prefix = "trainctl-run";
+  std::string on_notice;  // a shell command for notices; empty: none
+  std::chrono::milliseconds on_notice_timeout = option::kOnNoticeTimeoutDefault;
 };
 
 // Runs `argv` (argv[0] looked up in PATH) under supervision and returns what this

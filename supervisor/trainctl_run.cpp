@@ -37,7 +37,8 @@ int run_main(int argc, char** argv) {
   app.set_version_flag("--version", "trainctl-run " + std::to_string(TRAINCTL_VERSION_MAJOR) + "." +
                                         std::to_string(TRAINCTL_VERSION_MINOR) + "." +
                                         std::to_string(TRAINCTL_VERSION_PATCH));
-  std::string graceful, deadline, kill_switch, save_switch, launchers, state, shield;
+  std::string graceful, deadline, kill_switch, save_switch, launchers, state, shield, on_notice;
+  std::string on_notice_timeout = format_duration(option::kOnNoticeTimeoutDefault);
   std::string signal_text = signal_name(option::kGracefulSignalDefault);
   std::string poll = format_duration(option::kPollIntervalDefault);
   std::string endtime_poll = format_duration(option::kEndtimePollDefault);
@@ -63,6 +64,9 @@ int run_main(int argc, char** argv) {
                  std::string(option::kEndtimePoll.help) + " (default " + endtime_poll + ")");
   app.add_option(option::kLaunchers.name, launchers, option::kLaunchers.help);
   app.add_flag(option::kBatch.name, batch, option::kBatch.help);
+  app.add_option(option::kOnNotice.name, on_notice, option::kOnNotice.help);
+  app.add_option(option::kOnNoticeTimeout.name, on_notice_timeout,
+                 std::string(option::kOnNoticeTimeout.help) + " (default " + on_notice_timeout + ")");
   app.add_option(option::kAdopt.name, adopt, option::kAdopt.help)->group("");
   app.add_option("--state", state, "node state file (default: per job step and node)")->group("");
   app.add_option("command", command, "the command to run")->expected(-1);
@@ -113,6 +117,12 @@ int run_main(int argc, char** argv) {
     o.endtime_poll = option::parse_endtime_poll(endtime_poll);
   } catch (const parse_error& e) {
     usage_error(std::string("--endtime-poll: ") + e.what());
+  }
+  try {
+    o.on_notice_timeout = option::parse_on_notice_timeout(on_notice_timeout);
+    o.on_notice = option::check_on_notice(on_notice);
+  } catch (const parse_error& e) {
+    usage_error(e.what());
   }
   for (std::string_view name : split(launchers, ','))
     if (!name.empty()) o.launchers.emplace_back(name);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cassert>
 #include <cerrno>
 #include <cstddef>
 #include <cstdlib>
@@ -98,6 +99,8 @@ void create_state_file(int dir_fd, const std::string& dir, const std::string& na
 }
 
 }  // namespace
+
+constexpr std::int64_t kOnceKeepS = std::int64_t{7} * 24 * 3600;
 
 std::int64_t unix_now_ms() {
   timespec ts{};
@@ -277,6 +280,21 @@ void node_state_file::unlink_if_last() {
   }
 }
 
+bool claim_once(const std::string& name) {
+  assert(name.compare(0, 5, "once.") == 0 && name.find('/') == std::string::npos);
+  const int dir_fd = open_private_dir(state_dir());
+  const int fd = openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  const int err = errno;
+  close(dir_fd);
+  if (fd >= 0) {
+    close(fd);
+    return true;
+  }
+  if (err == EEXIST) return false;
+  errno = err;
+  throw sys_error("cannot create " + state_dir() + "/" + name);
+}
+
 int sweep_stale_state(const std::string& dir, int min_age_s) {
   struct stat st {};
   if (lstat(dir.c_str(), &st) != 0) return 0;  // nothing was ever made here
@@ -297,6 +315,10 @@ int sweep_stale_state(const std::string& dir, int min_age_s) {
     const std::string name = e->d_name;
     if (name == "." || name == ".." || fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (!S_ISREG(st.st_mode) || st.st_uid != getuid() || st.st_ctim.tv_sec > old_enough) continue;
+    if (name.compare(0, 5, "once.") == 0) {  // claim_once: kept while its job may still run
+      if (st.st_ctim.tv_sec <= old_enough - kOnceKeepS) stale.push_back(name);
+      continue;
+    }
     const bool lock = name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0;
     if (lock || name.find(".new.") != std::string::npos) {
       // A lock whose state file is gone, or a temporary file a killed creator left.

@@ -125,6 +125,12 @@ std::string default_state_path();
 // left alone.
 int sweep_stale_state(const std::string& dir, int min_age_s = 60);
 
+// Claims `name` ("once.<key>") in state_dir() for this user on this node: true for the
+// first caller only, across processes (an exclusive create). What happens once per job
+// on a node (the --on-notice command) keys on it. Throws runtime_error (one line) when
+// the directory is refused. sweep_stale_state removes claims older than a week.
+bool claim_once(const std::string& name);
+
 std::int64_t unix_now_ms();
 
 }  // namespace trainctl

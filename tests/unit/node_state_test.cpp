@@ -208,3 +208,16 @@ TEST(NodeStateSafety, StaleFilesAreSweptLiveOnesKept) {
   EXPECT_EQ(sweep_stale_state(t / "absent", -1), 0);
   EXPECT_FALSE(trainctl_test::exists(t / "absent"));
 }
+
+// --on-notice runs once per notice and job though every supervisor on the node sees it.
+TEST(NodeStateSafety, AClaimIsWonOnceAndSweptOnlyWhenAWeekOld) {
+  temp_dir t;
+  setenv("TRAINCTL_SHM_DIR", t.path().c_str(), 1);
+  unsetenv("XDG_RUNTIME_DIR");
+  EXPECT_TRUE(claim_once("once.on-notice.7.0.deadline"));
+  EXPECT_FALSE(claim_once("once.on-notice.7.0.deadline"));
+  EXPECT_TRUE(claim_once("once.on-notice.7.1.deadline")) << "a requeued run claims again";
+  EXPECT_EQ(sweep_stale_state(state_dir(), -1), 0) << "claims are kept while their job may run";
+  EXPECT_EQ(sweep_stale_state(state_dir(), -8 * 24 * 3600), 2) << "as if a week had passed";
+  unsetenv("TRAINCTL_SHM_DIR");
+}

@@ -53,3 +53,20 @@ TEST(EndtimePoll, BoundsAndDefault) {
   EXPECT_THROW(option::parse_endtime_poll("25h"), parse_error);
   EXPECT_EQ(option::kEndtimePollDefault, 5min);
 }
+
+TEST(OnNotice, OneLineOfShellAndASaneTimeLimit) {
+  EXPECT_EQ(option::check_on_notice("./hook.sh $SLURM_JOB_ID"), "./hook.sh $SLURM_JOB_ID");
+  EXPECT_EQ(option::check_on_notice(""), "");
+  EXPECT_THROW(option::check_on_notice("a\nb"), parse_error);
+  EXPECT_THROW(option::check_on_notice("  "), parse_error);
+  EXPECT_THROW(option::check_on_notice(std::string(4096, 'x')), parse_error);
+  EXPECT_EQ(option::parse_on_notice_timeout("90"), 90s);
+  EXPECT_THROW(option::parse_on_notice_timeout("500ms"), parse_error);
+  EXPECT_THROW(option::parse_on_notice_timeout("2h"), parse_error);
+  try {
+    option::parse_on_notice_timeout("soon");
+    ADD_FAILURE() << "accepted 'soon'";
+  } catch (const parse_error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("--on-notice-timeout: ", 0), 0u) << e.what();
+  }
+}
