@@ -18,6 +18,7 @@ using shutdown_fn = nvml_return (*)();
 using count_fn = nvml_return (*)(unsigned*);
 using by_index_fn = nvml_return (*)(unsigned, nvml_device*);
 using meminfo_fn = nvml_return (*)(nvml_device, nvml_memory*);
+using uuid_fn = nvml_return (*)(nvml_device, char*, unsigned);
 
 }  // namespace
 
@@ -69,6 +70,23 @@ std::optional<gpu_reading> gpu_memory::read() const {
   }
   return least;
 }
+
+std::string gpu_memory::uuids() const {
+  if (handle_ == nullptr) return "";
+  auto uuid = reinterpret_cast<uuid_fn>(dlsym(handle_, "nvmlDeviceGetUUID"));
+  unsigned count = 0;
+  if (uuid == nullptr || reinterpret_cast<count_fn>(count_)(&count) != 0) return "";
+  std::string out;
+  for (unsigned i = 0; i < count; ++i) {
+    nvml_device dev = nullptr;
+    char buf[96] = {};
+    if (reinterpret_cast<by_index_fn>(by_index_)(i, &dev) != 0 || uuid(dev, buf, sizeof buf - 1) != 0) continue;
+    out += (out.empty() ? "" : ",") + std::string(buf);
+  }
+  return out;
+}
+
+std::string gpu_uuids() { return gpu_memory().uuids(); }
 
 bool gpu_crossed(const gpu_reading& r, const threshold& t) {
   switch (t.type) {

@@ -28,6 +28,8 @@ class gpu_memory {
   // Why it is not available: "libnvidia-ml.so.1: cannot open shared object file".
   const std::string& why_not() const { return why_not_; }
   std::optional<gpu_reading> read() const;
+  // The visible devices' UUIDs ("GPU-8f2e...,GPU-..."); "" without NVML.
+  std::string uuids() const;
 
  private:
   void* handle_ = nullptr;
@@ -41,5 +43,8 @@ class gpu_memory {
 };
 
 bool gpu_crossed(const gpu_reading& r, const threshold& t);
+
+// The UUIDs of the GPUs this process sees, for reports ("" without NVML).
+std::string gpu_uuids();
 
 }  // namespace trainctl

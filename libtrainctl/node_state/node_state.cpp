@@ -10,6 +10,7 @@
 
 #include <cassert>
 #include <cerrno>
+#include <csignal>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -267,6 +268,27 @@ int claim_switch_slot(node_state& ns, switch_kind kind, const std::string& name,
     // Another process is writing this slot: its fields are complete within microseconds.
     for (int spin = 0; st == 1 && spin < 100000; ++spin) st = s.state.load(std::memory_order_acquire);
     if (st == 2 && s.kind == static_cast<std::uint32_t>(kind) && path == s.path) return i;
+  }
+  return -1;
+}
+
+int claim_beat_slot(node_state& ns, std::int32_t pid) {
+  for (int i = 0; i < kMaxRanks; ++i)
+    if (ns.beats[i].pid.load(std::memory_order_acquire) == pid) return i;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < kMaxRanks; ++i) {
+      rank_beat& b = ns.beats[i];
+      std::int32_t old = b.pid.load(std::memory_order_acquire);
+      // First pass: free slots; second: slots of processes that are gone.
+      if (pass == 0 ? old != 0 : (old == 0 || kill(old, 0) == 0 || errno != ESRCH)) continue;
+      if (!b.pid.compare_exchange_strong(old, pid, std::memory_order_acq_rel)) continue;
+      b.beat_ms.store(0, std::memory_order_relaxed);
+      b.step.store(0, std::memory_order_relaxed);
+      b.step_us.store(0, std::memory_order_relaxed);
+      b.slow.store(0, std::memory_order_relaxed);
+      b.rank.store(-1, std::memory_order_release);
+      return i;
+    }
   }
   return -1;
 }

@@ -41,9 +41,23 @@ struct switch_slot {
   char path[kMaxPath];
 };
 
+// One rank process's progress, written by its controller at every check() and read by
+// the supervisor (hang detection) and trainwatch-like readers. Claimed by a CAS on pid
+// (0: free); a slot whose pid is gone is claimed again.
+constexpr int kMaxRanks = 64;
+struct rank_beat {
+  std::atomic<std::int32_t> pid;
+  std::atomic<std::int32_t> rank;
+  std::atomic<std::int64_t> step;     // the last step check() saw
+  std::atomic<std::int64_t> beat_ms;  // unix ms of that check(); 0 before the first
+  std::atomic<std::int64_t> step_us;  // work per step outside check(), last agreement window
+  std::atomic<std::int32_t> slow;     // agreements in a row this rank was the straggler
+  std::atomic<std::int32_t> spare;
+};
+
 struct node_state {
   static constexpr std::uint64_t kMagic = 0x31534c5443444e54ull;  // "TNDCTLS1"
-  static constexpr std::uint32_t kVersion = 1;
+  static constexpr std::uint32_t kVersion = 2;
 
   std::uint64_t magic;
   std::uint32_t version;
@@ -57,6 +71,7 @@ struct node_state {
   std::atomic<std::uint64_t> stat_calls;   // metadata requests made by publishers
   std::atomic<std::int64_t> published_ms;  // when the publisher last looked
   switch_slot slots[kMaxSlots];
+  rank_beat beats[kMaxRanks];
 };
 
 static_assert(std::atomic<std::int64_t>::is_always_lock_free, "node state needs lock-free 64-bit atomics");
@@ -108,6 +123,10 @@ class node_state_file {
 // number of processes may register at once); -1 when all are taken. A slot is never
 // freed. Also serves a process's private node state.
 int claim_switch_slot(node_state& ns, switch_kind kind, const std::string& name, const std::string& path);
+
+// A heartbeat slot for process `pid` in `ns` (its own slot again if it has one; a free
+// one or one whose process is gone otherwise); -1 when all 64 are taken by live ones.
+int claim_beat_slot(node_state& ns, std::int32_t pid);
 
 // Where this user's node state files live on this node: $XDG_RUNTIME_DIR/trainctl when
 // XDG_RUNTIME_DIR names a directory of this user, else /dev/shm/trainctl-<uid>

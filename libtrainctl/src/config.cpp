@@ -29,7 +29,20 @@ constexpr env_key kEnvKeys[] = {
     {"TRAINCTL_SIGNALS", "signals", "the default"},
     {"TRAINCTL_CHECK_EVERY", "check_every", "10"},
     {"TRAINCTL_STATE", "state_path", "the default per job step"},
+    {"TRAINCTL_STRAGGLER_FACTOR", "straggler_factor", "the default"},
+    {"TRAINCTL_STRAGGLER_AGREEMENTS", "straggler_agreements", "the default"},
+    {"TRAINCTL_LOG_DIR", "log_dir", "the default"},
 };
+
+// 0 (off), or a factor from 1.05 to 100.
+double parse_factor(std::string_view text) {
+  const std::string t(text);
+  char* end = nullptr;
+  const double f = std::strtod(t.c_str(), &end);
+  if (t.empty() || end == nullptr || *end != '\0' || !(f == 0 || (f >= 1.05 && f <= 100)))
+    throw parse_error("'" + t + "'; accepted: a factor from 1.05 to 100, e.g. 1.5, or 0 for off");
+  return f;
+}
 
 std::string join_signals(const std::vector<int>& sigs) {
   std::string out;
@@ -84,10 +97,17 @@ void config::impl::set(std::string_view key, std::string_view value) {
     state_path = value.empty() ? "" : absolute(value);
   } else if (key == "rank") {
     rank = static_cast<int>(parse_int(value, 0, 1 << 30));
+  } else if (key == "straggler_factor") {
+    straggler_factor = parse_factor(value);
+  } else if (key == "straggler_agreements") {
+    straggler_agreements = static_cast<int>(parse_int(value, 1, 1000000));
+  } else if (key == "log_dir") {
+    log_dir = value.empty() ? "" : absolute(value);
   } else {
     throw std::invalid_argument("trainctl: unknown setting '" + std::string(key) +
                                 "'; accepted: kill_switch, save_switch, exit_switches, save_switches, deadline, "
-                                "memory_min_free, gpu_min_free, poll_interval, signals, check_every, state_path, rank");
+                                "memory_min_free, gpu_min_free, poll_interval, signals, check_every, state_path, rank, "
+                                "straggler_factor, straggler_agreements, log_dir");
   }
 }
 
@@ -109,6 +129,13 @@ std::string config::impl::get(std::string_view key) const {
   if (key == "check_every") return std::to_string(check_every);
   if (key == "state_path") return state_path;
   if (key == "rank") return std::to_string(rank);
+  if (key == "straggler_factor") {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", straggler_factor);
+    return buf;
+  }
+  if (key == "straggler_agreements") return std::to_string(straggler_agreements);
+  if (key == "log_dir") return log_dir;
   throw std::invalid_argument("trainctl: unknown setting '" + std::string(key) + "'");
 }
 

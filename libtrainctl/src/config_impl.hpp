@@ -25,6 +25,9 @@ struct config::impl {
   int check_every = 10;
   std::string state_path;  // empty: default_state_path()
   int rank = 0;
+  double straggler_factor = 1.5;  // slowest vs fastest rank's work per step; 0: off
+  int straggler_agreements = 5;   // in a row, before a rank is reported
+  std::string log_dir;            // empty: $SLURM_SUBMIT_DIR, else the working directory
   std::vector<std::string> warnings;
 
   // Throws parse_error (without the key) for a bad value, std::invalid_argument for a bad key.

@@ -5,16 +5,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <time.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
 
 #include "config_impl.hpp"
+#include "gpu_memory.hpp"
 #include "node_state.hpp"
 #include "publisher.hpp"
 #include "signals.hpp"
@@ -23,15 +29,39 @@
 namespace trainctl {
 namespace {
 
-// Vote layout: one element per exit reason (0/1), then one token per switch.
+// Vote layout: one element per exit reason (0/1), the step times, then one token per
+// switch. The step times ride in the same MAX reduction: the slowest rank's work per
+// step (with its rank in the low bits, so the maximum also names it) and the negated
+// fastest (so the maximum is the minimum).
 enum vote_index : std::size_t {
   kVoteDeadline = 0,
   kVotePreempted = 1,
   kVoteSignal = 2,
   kVoteMemory = 3,
+  kVoteSlowest = 4,
+  kVoteNegFastest = 5,
   kVoteSwitch0 = 8
 };
 constexpr std::size_t kMaxLocalSwitches = kVoteLen - kVoteSwitch0;
+constexpr int kRankBits = 20;  // ranks below 2^20 are named; larger ones are not reported
+constexpr std::int64_t kNoTime = std::numeric_limits<std::int64_t>::min();
+
+std::int64_t clock_us(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+// Step times need the fine clock: a coarse one ticks every 1-4 ms, as long as a short
+// step. The heartbeat takes the coarse one (a few ns instead of ~20): hang timeouts
+// are minutes.
+std::int64_t steady_us() { return clock_us(CLOCK_MONOTONIC); }
+
+std::string host_name() {
+  char h[256] = {};
+  gethostname(h, sizeof h - 1);
+  const char* node = std::getenv("SLURMD_NODENAME");  // the node's name where hosts share one
+  return node != nullptr && *node != '\0' ? node : h;
+}
 
 }  // namespace
 
@@ -54,7 +84,13 @@ struct controller::impl {
   std::uint64_t signal_mask = 0;
   std::vector<local_switch> switches;
   std::int64_t save_consumed_max = 0;
-  decision decided;  // sticky exit
+  decision decided;                  // sticky exit
+  rank_beat* beat = nullptr;         // this process's heartbeat in the node state
+  std::int64_t window_start_us = 0;  // when the last agreement returned (0: none yet)
+  std::int64_t window_start_step = 0;
+  std::int64_t work_us = 0;  // work per step in the window that ended at the last vote
+  int straggler = -1;        // the rank found slowest at the last agreements, and
+  int strikes = 0;           // in how many agreements in a row
   int wake_fd = -1;
   std::atomic<bool> stop{false};
   std::thread watcher;
@@ -72,6 +108,9 @@ struct controller::impl {
   // Marks the save switches in the reduced vote `r` as consumed; true when one asks for
   // a save now. Never touches the exit decision.
   bool consume_saves(std::int64_t step, const std::int64_t* r, decision& d);
+  void fill_vote(std::int64_t* v, std::size_t len) const;
+  void judge_stragglers(std::int64_t step, const std::int64_t* r);
+  void report_straggler(std::int64_t step, std::int64_t slowest_us, std::int64_t fastest_us) const;
   void wake() const {
     const std::uint64_t one = 1;
     if (wake_fd >= 0 && write(wake_fd, &one, sizeof one) < 0) { /* the watcher wakes on its timeout */
@@ -90,6 +129,8 @@ void controller::impl::open_state() {
     private_state = std::make_unique<node_state>();
     ns = private_state.get();
   }
+  const int slot = claim_beat_slot(*ns, static_cast<std::int32_t>(getpid()));
+  if (slot >= 0) beat = &ns->beats[slot];
 }
 
 void controller::impl::register_switch(bool exit, const std::string& name, const std::string& path) {
@@ -188,6 +229,7 @@ controller::~controller() {
   m.wake();
   if (m.watcher.joinable()) m.watcher.join();
   remove_notice_handlers(m.cfg.signals);
+  if (m.beat != nullptr) m.beat->pid.store(0, std::memory_order_release);
   if (m.file) {
     m.file->release_publisher();
     m.file->unlink_if_last();
@@ -214,7 +256,7 @@ bool controller::should_save() noexcept {  // NOLINT(bugprone-exception-escape)
     if (!pending) return false;
   }
   std::int64_t local[kVoteLen] = {};
-  vote(0, local, kVoteLen);
+  m.fill_vote(local, kVoteLen);
   // Saves only: an exit decided here, from this process's view alone, would be latched
   // and make check() answer "exit" on a step where the other ranks agree on nothing.
   decision d;
@@ -225,14 +267,35 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
   if (len < kVoteLen)
     throw std::invalid_argument("trainctl: vote vector needs " + std::to_string(kVoteLen) + " elements");
   impl& m = *impl_;
+  m.fill_vote(v, len);
+  const bool due = step % m.cfg.check_every == 0;
+  if (!due) return false;
+  if (m.beat != nullptr) {  // the supervisor's hang detection reads these
+    m.beat->step.store(step, std::memory_order_relaxed);
+    m.beat->beat_ms.store(clock_us(CLOCK_REALTIME_COARSE) / 1000, std::memory_order_relaxed);
+  }
+  if (m.cfg.straggler_factor > 0 && m.window_start_us != 0 && step > m.window_start_step) {
+    const std::int64_t now_us = steady_us();
+    // Work per step since the last agreement returned: the time this rank spent outside
+    // the agreement, so a fast rank's wait for a slow one is not counted.
+    m.work_us = std::max<std::int64_t>(1, (now_us - m.window_start_us) / (step - m.window_start_step));
+    const std::int64_t capped = std::min<std::int64_t>(m.work_us, std::int64_t{1} << 40);
+    if (m.cfg.rank < (1 << kRankBits)) v[kVoteSlowest] = (capped << kRankBits) | m.cfg.rank;
+    v[kVoteNegFastest] = -capped;
+  }
+  return due;
+}
+
+// This process's view of every exit reason and switch, no step times.
+void controller::impl::fill_vote(std::int64_t* v, std::size_t len) const {
   std::fill(v, v + len, 0);
-  const std::uint32_t bits = m.local_bits.load(std::memory_order_acquire) | m.ns->flags.load(std::memory_order_acquire);
+  const std::uint32_t bits = local_bits.load(std::memory_order_acquire) | ns->flags.load(std::memory_order_acquire);
   v[kVoteDeadline] = (bits & kFlagDeadline) != 0;
   v[kVotePreempted] = (bits & kFlagPreempted) != 0;
   v[kVoteMemory] = (bits & kFlagMemory) != 0;
-  v[kVoteSignal] = (g_signals_seen.load(std::memory_order_acquire) & m.signal_mask) != 0;
-  for (std::size_t i = 0; i < m.switches.size(); ++i) v[kVoteSwitch0 + i] = m.token_of(m.switches[i]);
-  return step % m.cfg.check_every == 0;
+  v[kVoteSignal] = (g_signals_seen.load(std::memory_order_acquire) & signal_mask) != 0;
+  v[kVoteNegFastest] = kNoTime;
+  for (std::size_t i = 0; i < switches.size(); ++i) v[kVoteSwitch0 + i] = token_of(switches[i]);
 }
 
 decision controller::decide(std::int64_t step, const std::int64_t* r, std::size_t len) {
@@ -266,7 +329,64 @@ decision controller::decide(std::int64_t step, const std::int64_t* r, std::size_
   d.exit = m.decided.exit;
   d.reason = m.decided.reason;
   m.consume_saves(step, r, d);
+  if (m.cfg.straggler_factor > 0) {
+    m.judge_stragglers(step, r);
+    m.window_start_us = steady_us();
+    m.window_start_step = step;
+  }
   return d;
+}
+
+// Every rank sees the same reduced vector, so every rank counts the same strikes; the
+// straggler itself writes where it runs (host, GPUs) and rank 0 says it in the log.
+void controller::impl::judge_stragglers(std::int64_t step, const std::int64_t* r) {
+  if (cfg.straggler_factor <= 0 || r[kVoteNegFastest] == kNoTime || r[kVoteSlowest] <= 0) return;
+  const std::int64_t slowest_us = r[kVoteSlowest] >> kRankBits, fastest_us = -r[kVoteNegFastest];
+  const int slowest = static_cast<int>(r[kVoteSlowest] & ((1 << kRankBits) - 1));
+  // Under a millisecond per step apart is noise, whatever the ratio.
+  const bool slow = fastest_us > 0 && static_cast<double>(slowest_us) >= cfg.straggler_factor * fastest_us &&
+                    slowest_us - fastest_us >= 1000;
+  if (!slow) {
+    strikes = 0;
+    straggler = -1;
+  } else {
+    strikes = slowest == straggler ? strikes + 1 : 1;
+    straggler = slowest;
+  }
+  if (beat != nullptr) beat->slow.store(straggler == cfg.rank ? strikes : 0, std::memory_order_relaxed);
+  if (beat != nullptr) beat->step_us.store(work_us, std::memory_order_relaxed);
+  if (strikes == cfg.straggler_agreements) report_straggler(step, slowest_us, fastest_us);
+}
+
+void controller::impl::report_straggler(std::int64_t step, std::int64_t slowest_us, std::int64_t fastest_us) const {
+  const double factor = static_cast<double>(slowest_us) / static_cast<double>(fastest_us);
+  if (cfg.rank == 0 && straggler != 0)
+    std::fprintf(stderr,
+                 "trainctl: straggler at step %lld: rank %d takes %.1f ms per step, the fastest rank %.1f ms (x%.2f), "
+                 "%d agreements in a row\n",
+                 static_cast<long long>(step), straggler, slowest_us / 1000.0, fastest_us / 1000.0, factor, strikes);
+  if (straggler != cfg.rank) return;
+  const std::string host = host_name(), gpus = gpu_uuids();
+  std::fprintf(stderr,
+               "trainctl: straggler at step %lld: this rank (%d) on %s takes %.1f ms per step, the fastest rank %.1f "
+               "ms (x%.2f); recorded in slow_nodes\n",
+               static_cast<long long>(step), cfg.rank, host.c_str(), slowest_us / 1000.0, fastest_us / 1000.0, factor);
+  std::string dir = cfg.log_dir;
+  if (dir.empty() && std::getenv("SLURM_SUBMIT_DIR") != nullptr) dir = std::getenv("SLURM_SUBMIT_DIR");
+  if (dir.empty()) dir = ".";
+  const char* job = std::getenv("SLURM_JOB_ID");
+  char line[1024];
+  const int n = std::snprintf(
+      line, sizeof line, "%lld host=%s rank=%d job=%s step=%lld step_ms=%.1f fastest_ms=%.1f factor=%.2f gpus=%s\n",
+      static_cast<long long>(unix_now_ms() / 1000), host.c_str(), cfg.rank, job != nullptr ? job : "-",
+      static_cast<long long>(step), slowest_us / 1000.0, fastest_us / 1000.0, factor,
+      gpus.empty() ? "-" : gpus.c_str());
+  // One append of one line: lines of ranks on several nodes do not interleave.
+  const std::string path = dir + "/slow_nodes";
+  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0 || write(fd, line, static_cast<size_t>(std::min<int>(n, sizeof line - 1))) < 0)
+    std::fprintf(stderr, "trainctl: cannot append to %s: %s\n", path.c_str(), std::strerror(errno));
+  if (fd >= 0) close(fd);
 }
 
 bool controller::impl::consume_saves(std::int64_t step, const std::int64_t* r, decision& d) {

@@ -25,7 +25,8 @@ class Decision:
 
 
 _SETTINGS = ("kill_switch", "save_switch", "deadline", "memory_min_free", "memory_threshold", "gpu_min_free",
-             "poll_interval", "signals", "check_every", "state_path", "rank")
+             "poll_interval", "signals", "check_every", "state_path", "rank", "straggler_factor",
+             "straggler_agreements", "log_dir")
 
 
 def _distributed():

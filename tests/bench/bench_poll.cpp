@@ -57,6 +57,21 @@ void BM_trainctl_should_exit_c(benchmark::State& state) {
 }
 BENCHMARK(BM_trainctl_should_exit_c);
 
+// check() at every step with an agreement due every step (check_every 1), through a
+// reducer that does no communication: the library's own cost per agreement (vote,
+// heartbeat, step time, decision). Arg 1: straggler detection on (the default), 0: off.
+void BM_trainctl_check_agreement(benchmark::State& state) {
+  trainctl::config c = bench_config();
+  c.set("state_path", g_dir.dir + "/state-check");
+  c.set("check_every", "1");
+  if (state.range(0) == 0) c.set("straggler_factor", "0");
+  trainctl::controller ctl(c);
+  std::int64_t step = 0;
+  const trainctl::controller::reducer local = [](std::int64_t*, std::size_t) {};
+  for (auto _ : state) benchmark::DoNotOptimize(ctl.check(step++, local));
+}
+BENCHMARK(BM_trainctl_check_agreement)->Arg(0)->Arg(1);
+
 void BM_stat_absent_switch(benchmark::State& state) {
   const std::string path = g_dir.dir + "/KILL";
   struct stat st {};

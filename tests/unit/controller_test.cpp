@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <limits>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "fixture.hpp"
@@ -358,4 +361,71 @@ TEST(Controller, ShouldSaveNeverSplitsTheAgreedExit) {
   auto ds = step(4);
   EXPECT_TRUE(ds[0].exit && ds[1].exit);
   EXPECT_EQ(ds[1].reason, "preempted");
+}
+
+namespace {
+
+// Ranks in threads, each working `work[i]` per step, agreeing through a MAX over their
+// votes at every step (check_every 1) as an all_reduce would: the fast ones wait.
+struct threaded_world {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::int64_t> reduced = std::vector<std::int64_t>(kVoteLen);
+  int arrived = 0;
+  long round = 0;
+
+  void allreduce(std::int64_t* v, int world_size) {
+    std::unique_lock<std::mutex> lock(mu);
+    const long my_round = round;
+    if (arrived == 0) std::fill(reduced.begin(), reduced.end(), std::numeric_limits<std::int64_t>::min());
+    for (size_t k = 0; k < kVoteLen; ++k) reduced[k] = std::max(reduced[k], v[k]);
+    if (++arrived == world_size) {
+      arrived = 0;
+      ++round;
+      cv.notify_all();
+    } else {
+      cv.wait(lock, [&] { return round != my_round; });
+    }
+    std::copy(reduced.begin(), reduced.end(), v);
+  }
+
+  // Runs `steps` steps; returns slow_nodes' text ("" when nothing was written).
+  std::string run(const temp_dir& t, const std::vector<std::chrono::milliseconds>& work, int steps) {
+    std::vector<std::thread> threads;
+    const int n = static_cast<int>(work.size());
+    for (int r = 0; r < n; ++r)
+      threads.emplace_back([&, r] {
+        config c = base_config(t, "node" + std::to_string(r));
+        c.set("rank", std::to_string(r));
+        c.set("log_dir", t.path());
+        c.set("straggler_agreements", "3");
+        controller ctl(c);
+        for (int s = 0; s < steps; ++s) {
+          std::this_thread::sleep_for(work[r]);
+          ctl.check(s, [&](std::int64_t* v, std::size_t) { allreduce(v, n); });
+        }
+      });
+    for (auto& th : threads) th.join();
+    return trainctl_test::read_file(t / "slow_nodes");
+  }
+};
+
+}  // namespace
+
+// Varuna's slow-GPU detection, through the agreement check() already makes.
+TEST(Stragglers, TheSlowRankIsRecordedWithItsHostTheOthersAreNot) {
+  temp_dir t;
+  threaded_world w;
+  const std::string text = w.run(t, {3ms, 3ms, 12ms}, 8);
+  EXPECT_NE(text.find(" rank=2 "), std::string::npos) << text;
+  EXPECT_EQ(text.find(" rank=0 "), std::string::npos) << text;
+  EXPECT_EQ(text.find(" rank=1 "), std::string::npos) << text;
+  EXPECT_NE(text.find(" host="), std::string::npos) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << "reported once per episode: " << text;
+}
+
+TEST(Stragglers, AnEvenRunReportsNobody) {
+  temp_dir t;
+  threaded_world w;
+  EXPECT_EQ(w.run(t, {5ms, 5ms, 5ms}, 12), "");
 }

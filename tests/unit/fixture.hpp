@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace trainctl_test {
@@ -40,6 +41,11 @@ class temp_dir {
 };
 
 inline void touch(const std::string& path) { std::ofstream(path, std::ios::app).flush(); }
+// The whole file, "" when it cannot be read.
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
 inline bool exists(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0;
