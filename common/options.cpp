@@ -41,6 +41,23 @@ milliseconds parse_on_notice_timeout(std::string_view text) {
   }
 }
 
+milliseconds parse_hang_timeout(std::string_view text) {
+  if (text == "off" || text == "0") return milliseconds(0);
+  try {
+    return bounded(text, 'm', milliseconds(1000), milliseconds(7LL * 24 * 3600 * 1000));
+  } catch (const parse_error& e) {
+    throw parse_error(std::string(kHangTimeout.name) + ": " + e.what() + " (or off)");
+  }
+}
+
+int parse_hang_action(std::string_view text) {
+  if (text == "alert") return 0;
+  if (text == "save-exit") return 1;
+  if (text == "end-step") return 2;
+  throw parse_error(std::string(kHangAction.name) + ": '" + std::string(text) +
+                    "'; accepted: alert, save-exit, end-step");
+}
+
 std::string check_on_notice(std::string_view command) {
   const std::string name = kOnNotice.name;
   if (command.size() >= 4096) throw parse_error(name + ": the command is longer than 4095 characters");

@@ -35,6 +35,10 @@ milliseconds parse_graceful_exit(std::string_view text);
 // --on-notice-timeout (1 s to 1 h) and --on-notice (non-empty, under 4 KiB, one line);
 // each parse_error names the option.
 milliseconds parse_on_notice_timeout(std::string_view text);
+// --hang-timeout: "off" or 0 (none), or 1 s to 7 days; a bare number is minutes.
+milliseconds parse_hang_timeout(std::string_view text);
+// --hang-action: alert, save-exit, end-step; returns 0, 1, 2 in that order.
+int parse_hang_action(std::string_view text);
 std::string check_on_notice(std::string_view command);
 
 // The signals that can carry a notice: ones a process can catch and that no fault
@@ -86,6 +90,17 @@ inline constexpr flag_spec kOnNotice{
     "run this shell command on the job's first node when a notice arrives, once per kind (deadline, preempted, "
     "signal); TRAINCTL_NOTICE, TRAINCTL_DEADLINE and TRAINCTL_END_TIME say which and when"};
 inline constexpr flag_spec kOnNoticeTimeout{"--on-notice-timeout", "end the --on-notice command after this long"};
+inline constexpr flag_spec kHangTimeout{
+    "--hang-timeout",
+    "a rank that reaches no agreement (check()) for this long is hung: every rank's Python and native stacks go "
+    "to LOG_DIR/stacks-<job>/, then --hang-action; e.g. 20m (default off)"};
+inline constexpr flag_spec kHangAction{
+    "--hang-action",
+    "after the stacks of a hang: alert (log, and --on-notice with TRAINCTL_NOTICE=hang), save-exit (the ranks save "
+    "and exit, reason hang), or end-step (kill the step so the next array task resumes)"};
+inline constexpr flag_spec kLogDir{"--log-dir",
+                                   "where stacks-<job>/ and slow_nodes go (default $TRAINCTL_LOG_DIR, else "
+                                   "$SLURM_SUBMIT_DIR)"};
 inline constexpr flag_spec kAdopt{"--adopt",
                                   "supervise this existing child instead of starting COMMAND (SPANK plugin)"};
 

@@ -35,7 +35,23 @@ def parse_args():
     p.add_argument("--mpi", action="store_true", help="agree through MPI (mpi4py) instead of torch.distributed")
     p.add_argument("--events", help="append one JSON line per event of this rank to this file "
                    "({rank} is replaced by the rank)")
+    faults = p.add_argument_group("faults, to try trainctl's diagnosis (stragglers, hangs)")
+    faults.add_argument("--slow-rank", type=int, default=-1, help="this rank's steps take --slow-factor times longer")
+    faults.add_argument("--slow-factor", type=float, default=3.0)
+    faults.add_argument("--hang-rank", type=int, default=-1, help="this rank stops making progress at --hang-at")
+    faults.add_argument("--hang-at", type=int, default=50, help="the step at which --hang-rank hangs")
+    faults.add_argument("--hang-in", choices=("python", "c"), default="python",
+                        help="hang in a Python loop, or inside a C call (libc pause)")
     return p.parse_args()
+
+
+def hang(run, step, where):
+    run.log("hang", step=step, where=where)
+    if where == "c":
+        import ctypes
+        ctypes.CDLL(None).pause()  # blocked in C: only a native stack shows where
+    while True:
+        time.sleep(1)
 
 
 class Run:
@@ -126,8 +142,11 @@ def train(args, run):
     last = run.newest_checkpoint()
     start = 0 if last is None else last + 1
     run.log("start", step=start, world=run.world, resumed_from=last)
+    step_time = args.step_time * (args.slow_factor if run.rank == args.slow_rank else 1)
     for step in range(start, args.steps):
-        time.sleep(args.step_time)  # train_step(batch) goes here
+        if run.rank == args.hang_rank and step == args.hang_at:
+            hang(run, step, args.hang_in)
+        time.sleep(step_time)  # train_step(batch) goes here
         d = ctl.check(step, allreduce=run.allreduce)  # None: torch.distributed, if initialised
         if d.save or d.exit:
             run.save(step, d.reason or d.save_reason)

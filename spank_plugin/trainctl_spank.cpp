@@ -62,14 +62,14 @@ namespace {
 
 using trainctl::parse_error;
 
-enum option_id { kGracefulExit = 1, kKillSwitch, kSaveSwitch, kGracefulSignal, kOnNotice };
+enum option_id { kGracefulExit = 1, kKillSwitch, kSaveSwitch, kGracefulSignal, kOnNotice, kHangTimeout, kHangAction };
 
 // One process holds one copy: srun/sbatch, or one slurmstepd.
 struct state {
   trainctl::site_settings site;
   bool graceful_given = false, kill_given = false, save_given = false, signal_given = false, notice_given = false;
-  std::chrono::milliseconds graceful_exit{0};
-  std::string kill_switch, save_switch, on_notice;
+  std::chrono::milliseconds graceful_exit{0}, hang_timeout{0};
+  std::string kill_switch, save_switch, on_notice, hang_action;
   int graceful_signal = trainctl::option::kGracefulSignalDefault;
 } g;
 
@@ -100,6 +100,13 @@ int option_cb(int val, const char* optarg, int remote) {
         g.on_notice = trainctl::option::check_on_notice(value);
         g.notice_given = !g.on_notice.empty();
         break;
+      case kHangTimeout:
+        g.hang_timeout = trainctl::option::parse_hang_timeout(value);
+        break;
+      case kHangAction:
+        trainctl::option::parse_hang_action(value);
+        g.hang_action = value;
+        break;
       default:
         return -1;
     }
@@ -124,12 +131,16 @@ struct spank_option g_options[] = {{const_cast<char*>(trainctl::option::kGracefu
                                     const_cast<char*>("SIG"), nullptr, 1, kGracefulSignal, option_cb},
                                    {const_cast<char*>(trainctl::option::kOnNotice.bare()), const_cast<char*>("COMMAND"),
                                     nullptr, 1, kOnNotice, option_cb},
+                                   {const_cast<char*>(trainctl::option::kHangTimeout.bare()),
+                                    const_cast<char*>("DURATION"), nullptr, 1, kHangTimeout, option_cb},
+                                   {const_cast<char*>(trainctl::option::kHangAction.bare()),
+                                    const_cast<char*>("ACTION"), nullptr, 1, kHangAction, option_cb},
                                    SPANK_OPTIONS_TABLE_END};
 
 // "trainctl: " + the shared help + what the plugin adds; alive as long as the plugin.
 void fill_usage() {
   namespace opt = trainctl::option;
-  static std::string usage[5];
+  static std::string usage[7];
   usage[0] = std::string("trainctl: ") + opt::kGracefulExit.help;
   usage[1] = std::string("trainctl: ") + opt::kKillSwitch.help + "; exported as KILL_SWITCH";
   usage[2] = std::string("trainctl: ") + opt::kSaveSwitch.help + "; exported as SAVE_SWITCH";
@@ -137,12 +148,14 @@ void fill_usage() {
              trainctl::signal_name(g.site.default_signal) + ")";
   usage[4] = std::string("trainctl: ") + opt::kOnNotice.help + " (time limit " +
              trainctl::format_duration(opt::kOnNoticeTimeoutDefault) + ")";
-  for (int i = 0; i < 5; ++i) g_options[i].usage = &usage[i][0];
+  usage[5] = std::string("trainctl: ") + opt::kHangTimeout.help;
+  usage[6] = std::string("trainctl: ") + opt::kHangAction.help;
+  for (int i = 0; i < 7; ++i) g_options[i].usage = &usage[i][0];
 }
 
 bool active() {
-  return g.graceful_given || g.kill_given || g.save_given || g.signal_given || g.notice_given || g.site.always ||
-         g.site.default_graceful_exit.count() > 0;
+  return g.graceful_given || g.kill_given || g.save_given || g.signal_given || g.notice_given ||
+         g.hang_timeout.count() > 0 || g.site.always || g.site.default_graceful_exit.count() > 0;
 }
 
 std::string job_env(spank_t sp, const char* name) {
@@ -255,6 +268,8 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   if (!g.site.launchers.empty()) args.push_back(opt::kLaunchers.with(g.site.launchers));
   if (!g.site.shield) args.emplace_back(opt::kNoShield.name);
   if (!g.on_notice.empty()) args.push_back(opt::kOnNotice.with(g.on_notice));
+  if (g.hang_timeout.count() > 0) args.push_back(opt::kHangTimeout.with(ms(g.hang_timeout)));
+  if (!g.hang_action.empty()) args.push_back(opt::kHangAction.with(g.hang_action));
 
 #ifdef TRAINCTL_HAVE_PREPEND_ARGV
   // The supervisor starts the command itself: argv becomes trainctl-run OPTIONS -- argv.

@@ -33,7 +33,7 @@ notice_hook::~notice_hook() {
   waitpid(pid_, nullptr, 0);
 }
 
-void notice_hook::notice(const char* kind, std::int64_t deadline_ms, std::int64_t end_ms) {
+void notice_hook::notice(const char* kind, std::int64_t deadline_ms, std::int64_t end_ms, const std::string& detail) {
   if (command_.empty()) return;
   const std::string node = env("SLURM_NODEID");
   if (!node.empty() && node != "0") return;  // the first node only
@@ -69,6 +69,7 @@ void notice_hook::notice(const char* kind, std::int64_t deadline_ms, std::int64_
     setenv("TRAINCTL_NOTICE", kind, 1);
     setenv("TRAINCTL_DEADLINE", deadline.c_str(), 1);
     setenv("TRAINCTL_END_TIME", end.c_str(), 1);
+    setenv("TRAINCTL_NOTICE_DETAIL", detail.c_str(), 1);
     execl("/bin/sh", "sh", "-c", command_.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }

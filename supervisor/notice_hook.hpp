@@ -1,5 +1,5 @@
 // The user's --on-notice command: run on the job's first node when a notice arrives
-// (deadline, preempted, signal), once per kind of notice per job run, in its own
+// (deadline, preempted, signal, hang), once per kind of notice per job run, in its own
 // process group, time-limited, its output in the job's log. Runs in the supervisor, as
 // the user; never blocks the supervisor's loop.
 #pragma once
@@ -30,7 +30,8 @@ class notice_hook {
   // A notice of `kind` arrived. Starts the command unless this is not the job's first
   // node, one is already running, or this job run already ran it for `kind` (on this
   // node, by any supervisor). deadline_ms / end_ms: unix ms, 0 when unknown.
-  void notice(const char* kind, std::int64_t deadline_ms, std::int64_t end_ms);
+  // `detail` (one line, may be empty) reaches the command as TRAINCTL_NOTICE_DETAIL.
+  void notice(const char* kind, std::int64_t deadline_ms, std::int64_t end_ms, const std::string& detail);
   // Takes a status the supervisor's waitpid(-1) reaped: true when it was the hook's.
   bool reaped(pid_t pid, int status);
   // Ends the command at its time limit; how long until it must be called again.

@@ -51,6 +51,24 @@ bool environ_has_rank(const std::string& blob) {
   return false;
 }
 
+std::string environ_value(const std::string& blob, const std::string& name) {
+  const std::string key = name + "=";
+  size_t start = 0;
+  while (start < blob.size()) {
+    size_t end = blob.find('\0', start);
+    if (end == std::string::npos) end = blob.size();
+    if (blob.compare(start, key.size(), key) == 0) return blob.substr(start + key.size(), end - start - key.size());
+    start = end + 1;
+  }
+  return "";
+}
+
+std::string proc_environ_value(pid_t pid, const std::string& name, const std::string& proc) {
+  std::string blob;
+  if (!read_file(proc + "/" + std::to_string(pid) + "/environ", blob)) return "";
+  return environ_value(blob, name);
+}
+
 bool cmdline_names_launcher(const std::string& blob, const std::vector<std::string>& names) {
   std::vector<std::string> args;
   std::string cur;
@@ -205,6 +223,28 @@ std::vector<proc_info> find_rank_procs(pid_t root, const std::vector<std::string
   if (ranks.empty() && command_is_rank)
     for (const auto& p : all)
       if (p.ppid == root && p.ours && !p.launcher) ranks.push_back(p);
+  return ranks;
+}
+
+std::vector<proc_info> find_job_rank_procs(const std::string& job_id, const std::vector<std::string>& launcher_names,
+                                           const std::string& proc) {
+  std::vector<proc_info> all = descendants(1, launcher_names, proc);
+  std::map<pid_t, bool> in_job;  // ours, a rank, of this job, not a launcher
+  for (const auto& p : all)
+    in_job[p.pid] = p.ours && p.has_rank && !p.launcher && proc_environ_value(p.pid, "SLURM_JOB_ID", proc) == job_id;
+  std::map<pid_t, pid_t> parent;
+  for (const auto& p : all) parent[p.pid] = p.ppid;
+  std::vector<proc_info> ranks;
+  for (const auto& p : all) {
+    if (!in_job[p.pid]) continue;
+    bool under_rank = false;
+    for (auto it = parent.find(p.ppid); it != parent.end(); it = parent.find(it->second))
+      if (in_job[it->first]) {
+        under_rank = true;
+        break;
+      }
+    if (!under_rank) ranks.push_back(p);
+  }
   return ranks;
 }
 

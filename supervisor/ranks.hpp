@@ -35,6 +35,15 @@ std::vector<pid_t> find_ranks(pid_t root, const std::vector<std::string>& launch
 std::vector<proc_info> find_rank_procs(pid_t root, const std::vector<std::string>& launcher_names, bool command_is_rank,
                                        const std::string& proc = "/proc");
 
+// The rank processes of job `job_id` on this node, whoever started them: topmost
+// processes of this user that carry a rank variable and SLURM_JOB_ID=job_id
+// (trainctl-run --dump-stacks, from outside the job's supervisors).
+std::vector<proc_info> find_job_rank_procs(const std::string& job_id, const std::vector<std::string>& launcher_names,
+                                           const std::string& proc = "/proc");
+
+// NAME's value in process `pid`'s environment; "" when unset or unreadable.
+std::string proc_environ_value(pid_t pid, const std::string& name, const std::string& proc = "/proc");
+
 // A process found in /proc, held by a pidfd that is kept only if the pid still names
 // the process that was found (the same start time): a signal sent through it reaches
 // that process or nobody, never a process that got its pid later.
@@ -59,6 +68,8 @@ class pid_handle {
 
 // Pieces for tests and fuzzing.
 bool environ_has_rank(const std::string& environ_blob);
+// NAME's value in a NUL-separated environment; "" when unset.
+std::string environ_value(const std::string& environ_blob, const std::string& name);
 bool cmdline_names_launcher(const std::string& cmdline_blob, const std::vector<std::string>& launcher_names);
 pid_t parse_stat_ppid(const std::string& stat_text);
 unsigned long long parse_stat_start_time(const std::string& stat_text);  // 0 when unreadable

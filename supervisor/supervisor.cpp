@@ -22,6 +22,7 @@
 #include "publisher.hpp"
 #include "ranks.hpp"
 #include "slurm_job.hpp"
+#include "stack_dump.hpp"
 
 namespace trainctl {
 namespace {
@@ -61,6 +62,10 @@ class supervisor {
   void check_deadline();
   void end_leftovers();
   void requeue_if_preempted();
+  void check_hang();
+  void on_hang(const rank_beat& stale, std::int64_t silent_ms);
+  std::string stacks_dir() const;
+  void kill_ranks();
   void close_state();
   bool tracks_endtime() const { return !opts_.job_id.empty() && opts_.graceful_exit.count() > 0; }
   // Whether this supervisor reads EndTime and preemption itself: always, unless another
@@ -86,7 +91,20 @@ class supervisor {
   std::uint32_t seen_flags_ = 0;  // node flags already relayed (followers)
   clock::time_point next_query_{};
   std::string lock_problem_;  // reported once
+  bool hung_ = false;         // a hang was handled and the ranks have not moved since
 };
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+std::string log_dir_for(const std::string& given) {
+  if (!given.empty()) return given;
+  if (!env_or_empty("TRAINCTL_LOG_DIR").empty()) return env_or_empty("TRAINCTL_LOG_DIR");
+  if (!env_or_empty("SLURM_SUBMIT_DIR").empty()) return env_or_empty("SLURM_SUBMIT_DIR");
+  return ".";
+}
 
 void supervisor::log(const char* fmt, ...) {
   char buf[1024];
@@ -183,8 +201,9 @@ void supervisor::fire(std::uint32_t flag, const char* why) {
 }
 
 void supervisor::run_hook(std::uint32_t flag) {
+  if (flag & kFlagHang) return;  // on_hang runs the hook itself, with the summary
   const char* kind = flag & kFlagPreempted ? "preempted" : flag & kFlagDeadline ? "deadline" : "signal";
-  hook_.notice(kind, deadline_ms_, end_ms_);
+  hook_.notice(kind, deadline_ms_, end_ms_, "");
 }
 
 void supervisor::query_job(const char* why) {
@@ -289,6 +308,94 @@ void supervisor::end_leftovers() {
   }
 }
 
+std::string supervisor::stacks_dir() const {
+  const std::string job = opts_.job_id.empty() ? "pid" + std::to_string(getpid()) : opts_.job_id;
+  return log_dir_for(opts_.log_dir) + "/stacks-" + job;
+}
+
+// A rank whose last agreement is older than --hang-timeout is hung. Its peers block in
+// the next collective soon after, so every node's supervisor finds its own ranks hung
+// at about the same time, and each takes the stacks of its node.
+void supervisor::check_hang() {
+  if (opts_.hang_timeout.count() == 0 || !state_) return;
+  const std::int64_t now = unix_now_ms();
+  const rank_beat* stale = nullptr;
+  std::int64_t oldest = now;
+  for (const auto& b : state_->get().beats) {
+    const std::int32_t pid = b.pid.load(std::memory_order_acquire);
+    const std::int64_t beat = b.beat_ms.load(std::memory_order_relaxed);
+    if (pid <= 0 || beat == 0 || (kill(pid, 0) != 0 && errno == ESRCH)) continue;
+    if (now - beat > opts_.hang_timeout.count() && beat < oldest) {
+      oldest = beat;
+      stale = &b;
+    }
+  }
+  if (stale == nullptr) {
+    if (hung_) log("hang: the ranks make progress again");
+    hung_ = false;
+    return;
+  }
+  if (!hung_) on_hang(*stale, now - oldest);
+  hung_ = true;
+}
+
+void supervisor::on_hang(const rank_beat& stale, std::int64_t silent_ms) {
+  const auto t0 = clock::now();
+  const std::string dir = stacks_dir();
+  log("hang: rank %d (pid %d) has not reached an agreement for %s (last at step %lld); taking every rank's stacks",
+      stale.rank.load(), stale.pid.load(), format_duration(milliseconds(silent_ms)).c_str(),
+      static_cast<long long>(stale.step.load()));
+  std::vector<proc_info> ranks;
+  for (const auto& r : find_rank_procs(getpid(), opts_.launchers, !opts_.batch))
+    if (!hook_.owns(r.pid)) ranks.push_back(r);
+  dump_options o;
+  o.out_dir = dir;
+  o.python_dir = state_->path().substr(0, state_->path().rfind('/'));
+  o.stack_signal = stack_signal_from_env();
+  o.reason = "hang: no agreement for " + format_duration(milliseconds(silent_ms));
+  const auto stacks = dump_stacks(ranks, o);
+  std::string summary = summarize(stacks);
+  log("hang: stacks of %zu rank%s in %s/ after %lld ms: %s", stacks.size(), stacks.size() == 1 ? "" : "s", dir.c_str(),
+      static_cast<long long>(std::chrono::duration_cast<milliseconds>(clock::now() - t0).count()), summary.c_str());
+  // The first node waits a little for the other nodes' files and says where the whole
+  // job is stuck.
+  const std::string node = env_or_empty("SLURM_NODEID");
+  const int world = ranks.empty() ? 0 : std::atoi(proc_environ_value(ranks[0].pid, "WORLD_SIZE").c_str());
+  if ((node.empty() || node == "0") && world > static_cast<int>(stacks.size())) {
+    std::vector<rank_stack> all = read_dumps(dir);
+    for (int i = 0; i < 300 && static_cast<int>(all.size()) < world; ++i) {
+      usleep(100000);
+      all = read_dumps(dir);
+    }
+    summary = summarize(all);
+    log("hang: the whole job (%zu of %d ranks dumped): %s", all.size(), world, summary.c_str());
+  }
+  if (FILE* f = std::fopen((dir + "/summary.txt").c_str(), "a")) {
+    std::fprintf(f, "%s %s\n", clock_time(unix_now_ms()).c_str(), summary.c_str());
+    std::fclose(f);
+  }
+  hook_.notice("hang", deadline_ms_, end_ms_, summary);
+  switch (opts_.on_hang) {
+    case hang_action::alert:
+      break;
+    case hang_action::save_exit:
+      log("hang: asking the ranks to save and exit (--hang-action=save-exit)");
+      fire(kFlagHang, "hang");
+      break;
+    case hang_action::end_step:
+      log("hang: ending the step so that the next array task or requeue resumes (--hang-action=end-step)");
+      kill_ranks();
+      break;
+  }
+}
+
+// Everything below this supervisor but the notice hook: a hung rank ignores polite
+// signals, and its stacks are already on disk.
+void supervisor::kill_ranks() {
+  for (const auto& p : descendants(getpid(), {}))
+    if (p.ours && !hook_.owns(p.pid)) pid_handle(p).signal(SIGKILL);
+}
+
 // The batch script ended while the job was being preempted (its ranks saved and
 // exited within the grace): SLURM would count the job as finished, so put it back in
 // the queue now, as preemption with requeue would have at the end of the grace.
@@ -354,6 +461,9 @@ int supervisor::run(char* const* argv, pid_t adopt) {
   const std::string sigs = signal_name(opts_.graceful_signal) + ",TERM";
   setenv("TRAINCTL_SIGNALS", sigs.c_str(), 0);
   setenv("TRAINCTL_SUPERVISED", "1", 1);  // a batch script can tell it already runs under one
+  setenv("TRAINCTL_LOG_DIR", log_dir_for(opts_.log_dir).c_str(), 1);  // slow_nodes beside the stacks
+  if (opts_.hang_timeout.count() > 0 && !state_)
+    log("--hang-timeout needs the node state, which was refused above: hangs go undetected in this step");
 
   child_ = adopt > 0 ? adopt : start_command(argv);
   if (child_ < 0) {
@@ -369,6 +479,9 @@ int supervisor::run(char* const* argv, pid_t adopt) {
       wait = std::min(wait, std::chrono::duration_cast<milliseconds>(next_query_ - clock::now()));
     if (deadline_ms_ && !deadline_fired_) wait = std::min(wait, milliseconds(deadline_ms_ - unix_now_ms()));
     wait = std::min(wait, hook_.tick());
+    if (opts_.hang_timeout.count() > 0)
+      wait = std::min(wait,
+                      std::max(milliseconds(1000), std::chrono::duration_cast<milliseconds>(opts_.hang_timeout / 10)));
     wait = std::max(wait, milliseconds(0));
     if (pub_) {
       pub_->wait_and_refresh(sigfd_, wait);
@@ -385,6 +498,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     check_deadline();
     take_publisher_role();
     follow_node_flags();
+    check_hang();
   }
   hook_.finish();  // before end_leftovers, which would count it as left behind
   end_leftovers();
@@ -398,6 +512,25 @@ int supervisor::run(char* const* argv, pid_t adopt) {
 }
 
 }  // namespace
+
+int dump_job_stacks_here(const std::string& job_id, const std::string& out_dir, const std::string& reason) {
+  const std::vector<std::string> launchers{"torchrun", "accelerate", "deepspeed", "mpirun", "mpiexec", "srun", "orted"};
+  // Only this node's: where nodes share a host (containers, test beds) the others'
+  // ranks are visible here too.
+  const std::string node = env_or_empty("SLURMD_NODENAME");
+  std::vector<proc_info> ranks;
+  for (const auto& r : find_job_rank_procs(job_id, launchers))
+    if (node.empty() || proc_environ_value(r.pid, "SLURMD_NODENAME") == node) ranks.push_back(r);
+  dump_options o;
+  o.out_dir = out_dir;
+  o.python_dir = state_dir();
+  o.stack_signal = stack_signal_from_env();
+  o.reason = reason;
+  for (const auto& s : dump_stacks(ranks, o))
+    std::printf("stack rank=%d pid=%d host=%s frame=%s\n", s.rank, s.pid, s.host.c_str(), s.frame.c_str());
+  std::fflush(stdout);
+  return 0;
+}
 
 int run_supervised(const supervisor_options& opts, char* const* argv, pid_t adopt) {
   supervisor s(opts);

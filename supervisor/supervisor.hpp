@@ -16,6 +16,9 @@
 
 namespace trainctl {
 
+// What the supervisor does after taking the stacks of a hung step.
+enum class hang_action { alert, save_exit, end_step };
+
 struct supervisor_options {
   std::chrono::milliseconds graceful_exit{0};  // 0: no deadline from the job's EndTime
   double deadline = 0;                         // an explicit unix deadline (seconds), 0: none
@@ -31,13 +34,21 @@ struct supervisor_options {
   std::string job_id;      // SLURM_JOB_ID; empty: no controller queries
   std::string state_path;  // node state; empty: the default for this step and node
   std::string log_prefix = "trainctl-run";
-  std::string on_notice;  // a shell command for notices; empty: none
+  std::string on_notice;                      // a shell command for notices; empty: none
+  std::chrono::milliseconds hang_timeout{0};  // a rank without an agreement this long is hung; 0: off
+  hang_action on_hang = hang_action::alert;
+  std::string log_dir;  // stacks-<job>/ and slow_nodes; empty: $SLURM_SUBMIT_DIR, else .
   std::chrono::milliseconds on_notice_timeout = option::kOnNoticeTimeoutDefault;
 };
 
 // Runs `argv` (argv[0] looked up in PATH) under supervision and returns what this
 // process should exit with. With `adopt` > 0 the command already runs as that child.
 int run_supervised(const supervisor_options& opts, char* const* argv, pid_t adopt = 0);
+
+// Writes every rank's stacks on this node for job `job_id` (found in /proc, not below a
+// supervisor) into `out_dir`; prints one "rank R host H frame F" line per rank on
+// stdout. trainctl-run --dump-stacks runs it on each node of the job through srun.
+int dump_job_stacks_here(const std::string& job_id, const std::string& out_dir, const std::string& reason);
 
 // Exits this process the way the command ended: its exit code, or the same signal.
 [[noreturn]] void exit_like(int wait_status);

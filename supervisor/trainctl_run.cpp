@@ -1,16 +1,20 @@
 // trainctl-run: the supervisor by hand, for clusters without the SPANK plugin.
 //   srun trainctl-run --graceful-exit=10 --kill-switch -- torchrun ... train.py
 #include <sys/wait.h>
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "options.hpp"
 #include "parse.hpp"
+#include "stack_dump.hpp"
+#include "subprocess.hpp"
 #include "supervisor.hpp"
 #include "switch_paths.hpp"
 #include "trainctl/trainctl.h"
@@ -27,6 +31,80 @@ std::string env(const char* name) {
   std::exit(2);
 }
 
+// A field of `scontrol show job -o` output ("" when absent).
+std::string job_field(const std::string& line, const std::string& name) {
+  const std::string key = " " + name + "=";
+  size_t at = (" " + line).find(key);
+  if (at == std::string::npos) return "";
+  at += key.size() - 1;
+  return line.substr(at, line.find_first_of(" \n", at) - at);
+}
+
+// --dump-stacks JOB: one task on each of the job's nodes (srun --overlap, beside the
+// running steps) writes its ranks' stacks; the summary is made from what they print.
+int dump_stacks_of_job(const std::string& job, std::string log_dir) {
+  using namespace trainctl;
+  child_spec q;
+  q.argv = {"scontrol", "show", "job", "-o", job};
+  const child_result info = run_child(q);
+  if (!info.ok() || job_field(info.output, "JobState") != "RUNNING") {
+    const std::string why = info.ok() ? "the job is " + job_field(info.output, "JobState") + ", not RUNNING"
+                                      : "no such job that scontrol can show (" + info.error + ")";
+    std::fprintf(stderr, "trainctl-run: --dump-stacks %s: %s; accepted: the id of a running job\n", job.c_str(),
+                 why.c_str());
+    return 1;
+  }
+  if (log_dir.empty())
+    log_dir = !env("TRAINCTL_LOG_DIR").empty() ? env("TRAINCTL_LOG_DIR") : job_field(info.output, "WorkDir");
+  const std::string dir = log_dir + "/stacks-" + job;
+  char self[4096] = {};
+  if (readlink("/proc/self/exe", self, sizeof self - 1) <= 0) std::snprintf(self, sizeof self, "trainctl-run");
+  child_spec d;
+  d.argv = {"srun",
+            "--jobid=" + job,
+            "--overlap",
+            "--quiet",
+            "-N",
+            job_field(info.output, "NumNodes"),
+            "--ntasks-per-node=1",
+            "-w",
+            job_field(info.output, "NodeList"),
+            self,
+            "--dump-stacks-here",
+            job,
+            "--stacks-dir",
+            dir};
+  d.deadline = std::chrono::milliseconds(180000);
+  const auto t0 = std::chrono::steady_clock::now();
+  const child_result r = run_child(d);
+  std::vector<rank_stack> stacks;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.compare(0, 11, "stack rank=") != 0) continue;
+    rank_stack s;
+    s.rank = std::atoi(line.c_str() + 11);
+    s.host = job_field(line, "host");
+    const size_t f = line.find(" frame=");
+    s.frame = f == std::string::npos ? "" : line.substr(f + 7);
+    stacks.push_back(s);
+  }
+  if (!r.ok() && stacks.empty()) {
+    std::fprintf(stderr, "trainctl-run: --dump-stacks %s: %s\n", job.c_str(), r.error.c_str());
+    return 1;
+  }
+  std::sort(stacks.begin(), stacks.end(), [](const rank_stack& a, const rank_stack& b) { return a.rank < b.rank; });
+  const long long ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  if (stacks.empty()) {
+    std::fprintf(stderr, "trainctl-run: --dump-stacks %s: no rank processes found on its nodes (%lld ms)\n",
+                 job.c_str(), ms);
+    return 1;
+  }
+  std::printf("trainctl-run: stacks of %zu ranks of job %s in %s/ (%lld ms): %s\n", stacks.size(), job.c_str(),
+              dir.c_str(), ms, summarize(stacks).c_str());
+  return 0;
+}
+
 int run_main(int argc, char** argv) {
   using namespace trainctl;
   CLI::App app{
@@ -39,6 +117,7 @@ int run_main(int argc, char** argv) {
                                         std::to_string(TRAINCTL_VERSION_PATCH));
   std::string graceful, deadline, kill_switch, save_switch, launchers, state, shield, on_notice;
   std::string on_notice_timeout = format_duration(option::kOnNoticeTimeoutDefault);
+  std::string hang_timeout = "off", hang_action = "alert", log_dir, dump_job, dump_here, stacks_dir;
   std::string signal_text = signal_name(option::kGracefulSignalDefault);
   std::string poll = format_duration(option::kPollIntervalDefault);
   std::string endtime_poll = format_duration(option::kEndtimePollDefault);
@@ -67,6 +146,14 @@ int run_main(int argc, char** argv) {
   app.add_option(option::kOnNotice.name, on_notice, option::kOnNotice.help);
   app.add_option(option::kOnNoticeTimeout.name, on_notice_timeout,
                  std::string(option::kOnNoticeTimeout.help) + " (default " + on_notice_timeout + ")");
+  app.add_option(option::kHangTimeout.name, hang_timeout, option::kHangTimeout.help);
+  app.add_option(option::kHangAction.name, hang_action, std::string(option::kHangAction.help) + " (default alert)");
+  app.add_option(option::kLogDir.name, log_dir, option::kLogDir.help);
+  app.add_option("--dump-stacks", dump_job,
+                 "write every rank's Python and native stacks of running job JOB into LOG_DIR/stacks-JOB/ (through "
+                 "srun on each of its nodes), say where they are stuck, and exit");
+  app.add_option("--dump-stacks-here", dump_here, "the part of --dump-stacks that runs on each node")->group("");
+  app.add_option("--stacks-dir", stacks_dir, "with --dump-stacks-here: where the files go")->group("");
   app.add_option(option::kAdopt.name, adopt, option::kAdopt.help)->group("");
   app.add_option("--state", state, "node state file (default: per job step and node)")->group("");
   app.add_option("command", command, "the command to run")->expected(-1);
@@ -80,6 +167,9 @@ int run_main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     usage_error(e.what());
   }
+
+  if (!dump_here.empty()) return dump_job_stacks_here(dump_here, stacks_dir, "on demand (trainctl-run --dump-stacks)");
+  if (!dump_job.empty()) return dump_stacks_of_job(dump_job, log_dir);
 
   supervisor_options o;
   try {
@@ -119,6 +209,9 @@ int run_main(int argc, char** argv) {
     usage_error(std::string("--endtime-poll: ") + e.what());
   }
   try {
+    o.hang_timeout = option::parse_hang_timeout(hang_timeout);
+    o.on_hang = static_cast<trainctl::hang_action>(option::parse_hang_action(hang_action));
+    o.log_dir = log_dir;
     o.on_notice_timeout = option::parse_on_notice_timeout(on_notice_timeout);
     o.on_notice = option::check_on_notice(on_notice);
   } catch (const parse_error& e) {

@@ -337,6 +337,11 @@ int sweep_stale_state(const std::string& dir, int min_age_s) {
     const std::string name = e->d_name;
     if (name == "." || name == ".." || fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (!S_ISREG(st.st_mode) || st.st_uid != getuid() || st.st_ctim.tv_sec > old_enough) continue;
+    if (name.compare(0, 7, "stacks.") == 0) {  // a rank's Python stack file: kept while it lives
+      const long pid = std::strtol(name.c_str() + 7, nullptr, 10);
+      if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.push_back(name);
+      continue;
+    }
     if (name.compare(0, 5, "once.") == 0) {  // claim_once: kept while its job may still run
       if (st.st_ctim.tv_sec <= old_enough - kOnceKeepS) stale.push_back(name);
       continue;

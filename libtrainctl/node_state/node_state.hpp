@@ -21,9 +21,10 @@ enum flag_bits : std::uint32_t {
   kFlagMemory = 1u << 3,      // memory threshold crossed
   kFlagExitSwitch = 1u << 4,  // some exit switch (kill switch or user exit switch) exists
   kFlagDecided = 1u << 5,     // local only: an agreed exit was already decided
+  kFlagHang = 1u << 6,        // the supervisor found a rank hung (--hang-action=save-exit)
 };
 constexpr std::uint32_t kExitMask =
-    kFlagDeadline | kFlagPreempted | kFlagSignal | kFlagMemory | kFlagExitSwitch | kFlagDecided;
+    kFlagDeadline | kFlagPreempted | kFlagSignal | kFlagMemory | kFlagExitSwitch | kFlagDecided | kFlagHang;
 
 enum class switch_kind : std::uint32_t { exit = 1, save = 2 };
 

@@ -40,6 +40,7 @@ enum vote_index : std::size_t {
   kVoteMemory = 3,
   kVoteSlowest = 4,
   kVoteNegFastest = 5,
+  kVoteHang = 6,
   kVoteSwitch0 = 8
 };
 constexpr std::size_t kMaxLocalSwitches = kVoteLen - kVoteSwitch0;
@@ -271,6 +272,7 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
   const bool due = step % m.cfg.check_every == 0;
   if (!due) return false;
   if (m.beat != nullptr) {  // the supervisor's hang detection reads these
+    m.beat->rank.store(m.cfg.rank, std::memory_order_relaxed);
     m.beat->step.store(step, std::memory_order_relaxed);
     m.beat->beat_ms.store(clock_us(CLOCK_REALTIME_COARSE) / 1000, std::memory_order_relaxed);
   }
@@ -293,6 +295,7 @@ void controller::impl::fill_vote(std::int64_t* v, std::size_t len) const {
   v[kVoteDeadline] = (bits & kFlagDeadline) != 0;
   v[kVotePreempted] = (bits & kFlagPreempted) != 0;
   v[kVoteMemory] = (bits & kFlagMemory) != 0;
+  v[kVoteHang] = (bits & kFlagHang) != 0;
   v[kVoteSignal] = (g_signals_seen.load(std::memory_order_acquire) & signal_mask) != 0;
   v[kVoteNegFastest] = kNoTime;
   for (std::size_t i = 0; i < switches.size(); ++i) v[kVoteSwitch0 + i] = token_of(switches[i]);
@@ -316,6 +319,7 @@ decision controller::decide(std::int64_t step, const std::int64_t* r, std::size_
     if (reason.empty() && r[kVotePreempted]) reason = "preempted";
     if (reason.empty() && r[kVoteDeadline]) reason = "deadline";
     if (reason.empty() && r[kVoteMemory]) reason = "memory";
+    if (reason.empty() && r[kVoteHang]) reason = "hang";
     if (reason.empty() && r[kVoteSignal]) reason = "signal";
     if (reason.empty()) reason = first_switch(false);
     if (!reason.empty()) {

@@ -1,6 +1,7 @@
 """The Python face of trainctl_ctl."""
 
 import ctypes
+import os
 import sys
 
 from . import _native
@@ -9,7 +10,7 @@ from ._native import TrainctlError, check as _check, lib as _lib
 
 class Decision:
     """What every rank does at this step. `reason` is why it exits ("" when it does not):
-    kill-switch, deadline, preempted, memory, signal, or a user switch's name."""
+    kill-switch, deadline, preempted, memory, hang, signal, or a user switch's name."""
 
     __slots__ = ("exit", "save", "reason", "save_reason")
 
@@ -27,6 +28,69 @@ class Decision:
 _SETTINGS = ("kill_switch", "save_switch", "deadline", "memory_min_free", "memory_threshold", "gpu_min_free",
              "poll_interval", "signals", "check_every", "state_path", "rank", "straggler_factor",
              "straggler_agreements", "log_dir")
+
+
+def _stack_signal():
+    """The signal on which this process writes its Python stacks (all threads) for the
+    supervisor's hang diagnosis: TRAINCTL_STACK_SIGNAL (a name or number; "none" turns
+    it off), by default URG, which every process ignores unless it asks for it, so a
+    stray one harms nothing."""
+    import signal
+    name = os.environ.get("TRAINCTL_STACK_SIGNAL", "URG").strip().upper()
+    if name in ("", "NONE", "0"):
+        return None
+    try:
+        return int(name) if name.isdigit() else getattr(signal, name if name.startswith("SIG") else "SIG" + name)
+    except AttributeError:
+        sys.stderr.write("trainctl: TRAINCTL_STACK_SIGNAL=%s: not a signal; accepted: a name such as URG, a number, "
+                         "or none; using URG\n" % name)
+        return signal.SIGURG
+
+
+def _register_stack_dump(state_path):
+    """faulthandler on the stack signal, chained (a handler the program set before keeps
+    running after the dump), writing to stacks.<pid> beside the node state, where the
+    supervisor reads it; to stderr when this process has no node state directory. A
+    handler the program sets later replaces it: the program's choice wins."""
+    import faulthandler
+    sig = _stack_signal()
+    if sig is None:
+        return None
+    out = None
+    if state_path and state_path.startswith("/"):
+        path = os.path.join(os.path.dirname(state_path), "stacks.%d" % os.getpid())
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            out = (os.fdopen(fd, "a"), path)
+        except OSError as e:
+            sys.stderr.write("trainctl: cannot create %s (%s); stacks go to stderr\n" % (path, e))
+    try:
+        faulthandler.register(sig, file=out[0] if out else sys.stderr, all_threads=True, chain=True)
+    except (ValueError, RuntimeError, OSError) as e:
+        sys.stderr.write("trainctl: cannot dump stacks on signal %d (%s)\n" % (sig, e))
+        if out:
+            _remove(out)
+        return None
+    return (sig, out)
+
+
+def _remove(out):
+    f, path = out
+    f.close()
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _unregister_stack_dump(registered):
+    if not registered:
+        return
+    import faulthandler
+    sig, out = registered
+    faulthandler.unregister(sig)
+    if out:
+        _remove(out)
 
 
 def _distributed():
@@ -73,6 +137,7 @@ class Controller:
         for kind, switches in ((_native.SWITCH_EXIT, exit_switches), (_native.SWITCH_SAVE, save_switches)):
             for name, path in (switches or {}).items():
                 _check(L.trainctl_add_switch(self._ctl, kind, name.encode(), str(path).encode()))
+        self._stacks = _register_stack_dump(self.state_path)
         # Bound once: the poll is then one ctypes call and no attribute lookups.
         self._poll = L.trainctl_should_exit
         self._vote = (ctypes.c_int64 * _native.VOTE_LEN)()
@@ -174,6 +239,7 @@ class Controller:
 
     def close(self):
         """Stops this process's publisher thread and restores the signal handlers it replaced."""
+        _unregister_stack_dump(self.__dict__.pop("_stacks", None))
         if self._ctl is not None:
             _lib().trainctl_destroy(self._ctl)
             self._ctl = None

@@ -129,6 +129,21 @@ TEST(Controller, DeadlineFromTheSupervisorInTheNodeState) {
   EXPECT_EQ(ctl.check(0).reason, "deadline");
 }
 
+// --hang-action=save-exit: the supervisor's flag is an exit with its own reason, and
+// every check() leaves a heartbeat the supervisor reads.
+TEST(Controller, AHangFlagFromTheSupervisorExitsWithReasonHang) {
+  temp_dir t;
+  controller ctl(base_config(t));
+  node_state_file f(t / "state-node0");
+  EXPECT_FALSE(ctl.check(7).exit);
+  bool beat = false;
+  for (const auto& b : f.get().beats) beat |= b.pid.load() == getpid() && b.step.load() == 7 && b.beat_ms.load() > 0;
+  EXPECT_TRUE(beat) << "no heartbeat for step 7";
+  f.get().flags.fetch_or(kFlagHang);
+  EXPECT_TRUE(ctl.should_exit());
+  EXPECT_EQ(ctl.check(8).reason, "hang");
+}
+
 TEST(Controller, PreemptionOutranksDeadline) {
   temp_dir t;
   controller ctl(base_config(t));

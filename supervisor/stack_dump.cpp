@@ -1,0 +1,282 @@
+#include "stack_dump.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "parse.hpp"
+#include "subprocess.hpp"
+
+namespace trainctl {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string host_name() {
+  const char* node = std::getenv("SLURMD_NODENAME");  // the node's name where nodes share a host
+  if (node != nullptr && *node != '\0') return node;
+  char h[256] = {};
+  gethostname(h, sizeof h - 1);
+  return h;
+}
+
+std::string now_text() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return buf;
+}
+
+int rank_of(pid_t pid) {
+  for (const char* var : {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    const std::string v = proc_environ_value(pid, var);
+    if (!v.empty()) return std::atoi(v.c_str());
+  }
+  return -1;
+}
+
+// Whether `pid` has a handler for `sig` (SigCgt in /proc/PID/status): a signal it does
+// not catch is never sent, whatever its default action.
+bool catches(pid_t pid, int sig) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.compare(0, 7, "SigCgt:") == 0) {
+      const unsigned long long mask = std::strtoull(line.c_str() + 7, nullptr, 16);
+      return sig >= 1 && sig <= 64 && ((mask >> (sig - 1)) & 1) != 0;
+    }
+  return false;
+}
+
+off_t file_size(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 ? st.st_size : -1;
+}
+
+// What the rank wrote into its stacks file after `from`, once it stopped growing.
+std::string python_stacks(const std::string& path, off_t from, milliseconds wait) {
+  const auto end = std::chrono::steady_clock::now() + wait;
+  off_t last = from;
+  int still = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(milliseconds(20));
+    const off_t now = file_size(path);
+    if (now > from && now == last && ++still >= 3) break;  // 60 ms without growth
+    if (now != last) still = 0;
+    last = now;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in || last <= from) return "";
+  in.seekg(from);
+  std::string out(static_cast<size_t>(last - from), '\0');
+  in.read(&out[0], static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<size_t>(in.gcount()));
+  return out;
+}
+
+std::string native_stacks(pid_t pid, milliseconds limit, std::string* tool) {
+  const std::string p = std::to_string(pid);
+  const std::vector<std::vector<std::string>> tools = {
+      {"eu-stack", "-p", p},
+      {"gdb", "-p", p, "-batch", "-nx", "-ex", "set pagination off", "-ex", "thread apply all bt"}};
+  for (const auto& argv : tools) {
+    child_spec spec;
+    spec.argv = argv;
+    spec.deadline = limit;
+    const child_result r = run_child(spec);
+    if (r.finished && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 127) continue;  // not installed
+    *tool = argv[0];
+    if (!r.finished) return "(" + r.error + ")\n" + r.output;
+    return r.output.empty() ? "(" + argv[0] + " printed nothing: " + r.error + ")\n" : r.output;
+  }
+  *tool = "none";
+  return "(neither eu-stack nor gdb is installed: no native stack)\n";
+}
+
+std::string one_line(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
+}  // namespace
+
+int stack_signal_from_env() {
+  const char* v = std::getenv("TRAINCTL_STACK_SIGNAL");
+  std::string name = v != nullptr ? v : "URG";
+  if (name.empty() || name == "none" || name == "NONE" || name == "0") return 0;
+  try {
+    return parse_signal(name);
+  } catch (const parse_error&) {
+    return SIGURG;  // the ranks fall back to URG too, and say so
+  }
+}
+
+std::string innermost_python_frame(const std::string& text) {
+  // Blocks start with "Thread 0x..." or "Current thread 0x..."; frames are
+  // '  File "PATH", line N in FUNC', innermost first. The main thread's block ends
+  // with the module's frame.
+  std::istringstream in(text);
+  std::string line, first, fallback;
+  bool in_block = false;
+  while (std::getline(in, line)) {
+    if (line.find("hread 0x") != std::string::npos) {
+      in_block = true;
+      first.clear();
+      continue;
+    }
+    const size_t f = line.find("File \"");
+    if (!in_block || f == std::string::npos) continue;
+    const size_t q = line.find('"', f + 6);
+    const size_t ln = line.find(", line ", q);
+    const size_t fn = line.find(" in ", ln);
+    if (q == std::string::npos || ln == std::string::npos || fn == std::string::npos) continue;
+    std::string path = line.substr(f + 6, q - f - 6);
+    path = path.substr(path.rfind('/') + 1);
+    const std::string frame = line.substr(fn + 4) + " (" + path + ":" + line.substr(ln + 7, fn - ln - 7) + ")";
+    if (first.empty()) first = frame;
+    if (fallback.empty()) fallback = frame;
+    if (line.find(" in <module>") != std::string::npos) return first;
+  }
+  return fallback;
+}
+
+std::string innermost_native_frame(const std::string& text, pid_t pid) {
+  // eu-stack: "TID 123:" then "#0  0x00007f... func"; gdb: "Thread 1 (... LWP 123 ...)"
+  // then "#0  0x... in func (...) at file:line".
+  std::istringstream in(text);
+  std::string line;
+  const std::string tid = "TID " + std::to_string(pid) + ":", lwp = "LWP " + std::to_string(pid) + ")";
+  bool ours = false;
+  while (std::getline(in, line)) {
+    if (line.compare(0, 4, "TID ") == 0 || line.compare(0, 7, "Thread ") == 0) {
+      ours = line.find(tid) != std::string::npos || line.find(lwp) != std::string::npos;
+      continue;
+    }
+    if (!ours || line.compare(0, 2, "#0") != 0) continue;
+    std::istringstream words(line);
+    std::string w, prev, name;
+    while (words >> w) {
+      if (prev.compare(0, 2, "0x") == 0 && w != "in") {
+        name = w;
+        break;
+      }
+      if (prev == "in") {
+        name = w;
+        break;
+      }
+      prev = w;
+    }
+    return name.empty() ? "" : name + " (native)";
+  }
+  return "";
+}
+
+std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const dump_options& o) {
+  mkdir(o.out_dir.c_str(), 0755);
+  const std::string host = host_name();
+  // Native stacks first: the stack signal would interrupt a rank blocked in a C call
+  // (pause, poll...) and move it, while a ptrace attach restarts the call.
+  std::vector<std::string> native(ranks.size()), tool(ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i) native[i] = native_stacks(ranks[i].pid, o.per_rank, &tool[i]);
+  // Then every rank writes its own Python stacks, all at once.
+  std::vector<off_t> before(ranks.size(), -1);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const std::string path = o.python_dir + "/stacks." + std::to_string(ranks[i].pid);
+    if (o.stack_signal == 0 || o.python_dir.empty() || !catches(ranks[i].pid, o.stack_signal)) continue;
+    before[i] = std::max<off_t>(0, file_size(path));
+    if (!pid_handle(ranks[i]).signal(o.stack_signal)) before[i] = -1;
+  }
+  std::vector<rank_stack> out;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    rank_stack s;
+    s.pid = ranks[i].pid;
+    s.rank = rank_of(s.pid);
+    s.host = host;
+    std::string py;
+    if (before[i] >= 0) py = python_stacks(o.python_dir + "/stacks." + std::to_string(s.pid), before[i], o.python_wait);
+    s.python = !py.empty();
+    s.native = native[i].find("#0") != std::string::npos;
+    s.frame = innermost_python_frame(py);
+    if (s.frame.empty()) s.frame = innermost_native_frame(native[i], s.pid);
+    if (s.frame.empty()) s.frame = "(unknown)";
+    s.file = o.out_dir + "/rank" + (s.rank >= 0 ? std::to_string(s.rank) : "-pid" + std::to_string(s.pid)) + ".txt";
+    std::ostringstream text;
+    text << "=== trainctl stacks: rank " << s.rank << ", pid " << s.pid << ", host " << host << ", " << now_text()
+         << ": " << one_line(o.reason) << "\n=== innermost: " << s.frame << "\n";
+    text << "--- Python, all threads (faulthandler)\n"
+         << (py.empty() ? "(none: the rank does not use trainctl's Python package, or did not answer)\n" : py);
+    text << "--- native (" << tool[i] << ")\n" << native[i] << "\n";
+    const int fd = open(s.file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+    const std::string t = text.str();
+    if (fd < 0 || write(fd, t.data(), t.size()) != static_cast<ssize_t>(t.size()))
+      std::fprintf(stderr, "trainctl: cannot write %s: %s\n", s.file.c_str(), std::strerror(errno));
+    if (fd >= 0) close(fd);
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::string summarize(const std::vector<rank_stack>& stacks) {
+  if (stacks.empty()) return "no rank processes found";
+  std::map<std::string, std::vector<int>> by_frame;
+  for (const auto& s : stacks) by_frame[s.frame].push_back(s.rank);
+  auto most = std::max_element(by_frame.begin(), by_frame.end(),
+                               [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+  std::string out =
+      std::to_string(most->second.size()) + " of " + std::to_string(stacks.size()) + " ranks in " + most->first;
+  std::vector<std::string> differ;
+  for (const auto& s : stacks)
+    if (s.frame != most->first) differ.push_back("rank " + std::to_string(s.rank) + " on " + s.host + " in " + s.frame);
+  std::sort(differ.begin(), differ.end());
+  if (!differ.empty()) {
+    out += "; elsewhere: ";
+    for (size_t i = 0; i < differ.size(); ++i) out += (i ? ", " : "") + differ[i];
+  }
+  return out;
+}
+
+std::vector<rank_stack> read_dumps(const std::string& dir) {
+  std::vector<rank_stack> out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.compare(0, 4, "rank") != 0 || name.size() < 9 || name.compare(name.size() - 4, 4, ".txt") != 0) continue;
+    std::ifstream in(dir + "/" + name);
+    std::string line;
+    rank_stack s;
+    bool found = false;
+    while (std::getline(in, line)) {
+      if (line.compare(0, 21, "=== trainctl stacks: ") == 0) {
+        found = true;
+        s = rank_stack{};
+        s.file = dir + "/" + name;
+        std::sscanf(line.c_str(), "=== trainctl stacks: rank %d, pid %d", &s.rank, &s.pid);
+        const size_t h = line.find(", host ");
+        if (h != std::string::npos) s.host = line.substr(h + 7, line.find(',', h + 7) - h - 7);
+      } else if (found && line.compare(0, 15, "=== innermost: ") == 0) {
+        s.frame = line.substr(15);
+      }
+    }
+    if (found) out.push_back(s);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end(), [](const rank_stack& a, const rank_stack& b) { return a.rank < b.rank; });
+  return out;
+}
+
+}  // namespace trainctl

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# e2e-modes: run plugin
+# Hang diagnosis with a real torchrun, 2 nodes x 2 ranks. First `trainctl-run
+# --dump-stacks JOB` from outside takes every rank's stacks on demand. Then, with
+# --hang-timeout=10s: at step 160
+# rank 3 (node n2) stops in a Python loop and rank 1 (n1) blocks inside a C call (libc
+# pause); ranks 0 and 2 then wait in check()'s all_reduce. Each node's supervisor finds
+# its ranks silent, writes every rank's Python stacks (faulthandler, all threads) and
+# native stacks (eu-stack) to LOG_DIR/stacks-<job>/rank<R>.txt; the first node says where
+# the whole job is stuck; --on-notice runs once with TRAINCTL_NOTICE=hang and the
+# summary, and sends it through `trainwatch notify` to a real HTTP receiver on loopback;
+# then --hang-action=end-step ends the step. Prints the time from the stall to the
+# stacks on disk.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+start_alert_servers
+export TRAINCTL_LOG_DIR=$TEST_DIR/logs HOOK_URL="http://127.0.0.1:$HTTP_PORT/hook" TRAINWATCH_STATE_DIR=$TEST_DIR/tw
+mkdir -p "$TRAINCTL_LOG_DIR"
+cat >"$TEST_DIR/on_hang.sh" <<HOOK
+#!/bin/bash
+echo "\$TRAINCTL_NOTICE: \$TRAINCTL_NOTICE_DETAIL" >>"$TEST_DIR/hook.log"
+[ "\$TRAINCTL_NOTICE" = hang ] || exit 0
+exec $BUILD/bin/trainwatch notify --check hang --target "job \$SLURM_JOB_ID" --status critical \
+  --text "\$TRAINCTL_NOTICE_DETAIL" --notify webhook:env:HOOK_URL
+HOOK
+chmod +x "$TEST_DIR/on_hang.sh"
+FAULTS="--hang-rank 3 --hang-at 160 --hang-in python"
+write_hang_job() {  # the two hung ranks differ in how: a second fault for rank 1
+  sed -i "s|--step-time 0.05|--step-time 0.05 $FAULTS|" "$TEST_DIR/job.sh"
+  sed -i "s|^srun |RANK1_C=1 srun |" "$TEST_DIR/job.sh"
+}
+supervised_job "$TEST_DIR/job.sh" --hang-timeout=10s --hang-action=end-step --on-notice="$TEST_DIR/on_hang.sh"
+write_hang_job
+# Rank 1 hangs in C: the example reads its fault from the arguments, so give rank 1 its
+# own through a tiny wrapper around the training script.
+cat >"$TEST_DIR/train_wrapper.py" <<PY
+import os, runpy, sys
+if os.environ.get("RANK") == "1":
+    sys.argv += ["--hang-rank", "1", "--hang-in", "c"]
+sys.argv[0] = "$TRAIN"
+runpy.run_path("$TRAIN", run_name="__main__")
+PY
+sed -i "s|$TRAIN |$TEST_DIR/train_wrapper.py |" "$TEST_DIR/job.sh"
+job=$(submit -N2 --ntasks-per-node=1 --time=10 "${JOB_OPTS[@]}" -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
+log "submitted job $job"
+wait_for 120 "4 ranks started" events_at_least start 4
+# On demand, while nothing hangs: from outside the job, through srun --overlap.
+out=$("$BUILD/bin/trainctl-run" --dump-stacks "$job") || fail "--dump-stacks failed: $out"
+log "$out"
+grep -q "stacks of 4 ranks of job $job in $TRAINCTL_LOG_DIR/stacks-$job/" <<<"$out" || fail "--dump-stacks: $out"
+for r in 0 1 2 3; do
+  grep -q "on demand (trainctl-run --dump-stacks)" "$TRAINCTL_LOG_DIR/stacks-$job/rank$r.txt" || fail "no on-demand stacks of rank $r"
+done
+"$BUILD/bin/trainctl-run" --dump-stacks 999999 2>"$TEST_DIR/err" && fail "--dump-stacks of no job succeeded"
+log "--dump-stacks 999999: $(cat "$TEST_DIR/err")"
+[ "$(wc -l <"$TEST_DIR/err")" -eq 1 ] || fail "not one line: $(cat "$TEST_DIR/err")"
+wait_for 120 "2 ranks to hang" events_at_least hang 2
+hung_at=$(cat "$TEST_DIR"/events/rank*.jsonl | python3 -c '
+import json, sys
+print(max(json.loads(l)["time"] for l in sys.stdin if "\"hang\"" in l))')
+dir=$TRAINCTL_LOG_DIR/stacks-$job
+wait_for 60 "stacks of 4 ranks" bash -c "[ \$(ls $dir/rank*.txt 2>/dev/null | wc -l) -ge 4 ]"
+wait_for 60 "the job to end (end-step)" job_ended "$job"
+for r in 0 1 2 3; do
+  f=$dir/rank$r.txt
+  [ -s "$f" ] || fail "no stacks for rank $r: $(ls "$dir")"
+  grep -q '^  File "' "$f" || fail "rank $r: no Python stack in $f"
+  grep -q '^#0 ' "$f" || fail "rank $r: no native stack in $f"
+done
+grep -q "hang (train_example.py" "$dir/rank3.txt" || fail "rank 3's innermost frame is not hang(): $(head -3 "$dir/rank3.txt")"
+grep -Eq '^#[0-9]+ +0x[0-9a-f]+ (__)?pause' "$dir/rank1.txt" || fail "rank 1 (blocked in C) has no pause frame: $(cat "$dir/rank1.txt")"
+summary=$(grep -o 'hang: the whole job (4 of 4 ranks dumped): .*' "$TEST_DIR/job.out") ||
+  fail "no whole-job summary: $(grep 'hang' "$TEST_DIR/job.out")"
+log "$summary"
+grep -q "2 of 4 ranks in all_reduce" <<<"$summary" || fail "the common frame is not the collective"
+grep -q "rank 1 on n1 in" <<<"$summary" || fail "rank 1 is not named"
+grep -q "rank 3 on n2 in hang (train_example.py" <<<"$summary" || fail "rank 3 is not named with its frame"
+[ "$(grep -c '^hang:' "$TEST_DIR/hook.log")" -eq 1 ] || fail "the hang hook ran $(grep -c '^hang:' "$TEST_DIR/hook.log") times"
+wait_for 20 "the alert at the HTTP receiver" bash -c "grep -l 'rank 3 on n2' $REQDIR/*.json"
+grep -q "hang: ending the step" "$TEST_DIR/job.out" || fail "end-step did not run"
+[ "$(job_state "$job")" != COMPLETED ] || fail "the hung step was not ended"
+python3 - "$hung_at" "$dir" <<'PY'
+import glob, os, sys
+hung = float(sys.argv[1])
+last = max(os.stat(f).st_mtime for f in glob.glob(sys.argv[2] + "/rank*.txt"))
+print("figure: the last rank's stacks were on disk %.2f s after the stall, %.2f s after the 10 s hang timeout"
+      % (last - hung, last - hung - 10))
+PY
+sleep 2  # the killed step's processes are reaped
+stop_alert_servers
+left=$(pgrep -f "$TEST_DIR" || true)
+[ -z "$left" ] || fail "processes left behind: $(ps -o pid,args -p "${left//$'\n'/,}")"
+log "PASS: 4 ranks' stacks, hung ranks named, alert sent, step ended"
