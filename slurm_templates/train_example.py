@@ -42,7 +42,15 @@ def parse_args():
     faults.add_argument("--hang-at", type=int, default=50, help="the step at which --hang-rank hangs")
     faults.add_argument("--hang-in", choices=("python", "c"), default="python",
                         help="hang in a Python loop, or inside a C call (libc pause)")
+    faults.add_argument("--crash-on", metavar="NODE", help="ranks on this node crash (SIGABRT) at --crash-at, "
+                        "as on a node with a broken GPU")
+    faults.add_argument("--crash-at", type=int, default=50)
     return p.parse_args()
+
+
+def node_name():
+    import socket
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
 
 
 def hang(run, step, where):
@@ -146,6 +154,9 @@ def train(args, run):
     for step in range(start, args.steps):
         if run.rank == args.hang_rank and step == args.hang_at:
             hang(run, step, args.hang_in)
+        if args.crash_on and step == args.crash_at and node_name() == args.crash_on:
+            run.log("crash", step=step, node=args.crash_on)
+            os.abort()
         time.sleep(step_time)  # train_step(batch) goes here
         d = ctl.check(step, allreduce=run.allreduce)  # None: torch.distributed, if initialised
         if d.save or d.exit:

@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdarg>
@@ -14,8 +16,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <memory>
+#include <set>
 
+#include "bad_nodes.hpp"
+#include "gpu_memory.hpp"
 #include "node_state.hpp"
 #include "notice_hook.hpp"
 #include "parse.hpp"
@@ -66,6 +72,8 @@ class supervisor {
   void on_hang(const rank_beat& stale, std::int64_t silent_ms);
   std::string stacks_dir() const;
   void kill_ranks();
+  void record_if_crashed();
+  void remember_bad(const std::string& host, const std::string& reason, const std::string& gpus = "");
   void close_state();
   bool tracks_endtime() const { return !opts_.job_id.empty() && opts_.graceful_exit.count() > 0; }
   // Whether this supervisor reads EndTime and preemption itself: always, unless another
@@ -92,6 +100,7 @@ class supervisor {
   clock::time_point next_query_{};
   std::string lock_problem_;  // reported once
   bool hung_ = false;         // a hang was handled and the ranks have not moved since
+  bool noticed_ = false;      // a notice or a termination signal came: a failure then is no crash
 };
 
 std::string env_or_empty(const char* name) {
@@ -197,6 +206,7 @@ void supervisor::fire(std::uint32_t flag, const char* why) {
     seen_flags_ |= flag;
   }
   relay_to_ranks(why);
+  noticed_ = true;
   run_hook(flag);
 }
 
@@ -272,6 +282,7 @@ void supervisor::handle_signal(const signalfd_siginfo& si) {
     check_deadline();
     return;
   }
+  noticed_ = true;
   if (child_ > 0) kill(child_, sig);  // INT, HUP, QUIT: passed on as they are
 }
 
@@ -369,6 +380,17 @@ void supervisor::on_hang(const rank_beat& stale, std::int64_t silent_ms) {
     }
     summary = summarize(all);
     log("hang: the whole job (%zu of %d ranks dumped): %s", all.size(), world, summary.c_str());
+    // The ranks stuck elsewhere than most are the suspects, when they are few.
+    std::map<std::string, std::size_t> by_frame;
+    for (const auto& r : all) ++by_frame[r.frame];
+    std::size_t most = 0;
+    std::string common;
+    for (const auto& [frame, n] : by_frame)
+      if (n > most) most = n, common = frame;
+    std::set<std::string> hosts;
+    for (const auto& r : all)
+      if (r.frame != common && 2 * (all.size() - most) < all.size()) hosts.insert(r.host);
+    for (const auto& h : hosts) remember_bad(h, "hung (stacks in " + dir + ")");
   }
   if (FILE* f = std::fopen((dir + "/summary.txt").c_str(), "a")) {
     std::fprintf(f, "%s %s\n", clock_time(unix_now_ms()).c_str(), summary.c_str());
@@ -387,6 +409,42 @@ void supervisor::on_hang(const rank_beat& stale, std::int64_t silent_ms) {
       kill_ranks();
       break;
   }
+}
+
+void supervisor::remember_bad(const std::string& host, const std::string& reason, const std::string& gpus) {
+  bad_node b;
+  b.when = unix_now_ms() / 1000;
+  b.host = host;
+  b.job = opts_.job_id.empty() ? "-" : opts_.job_id;
+  b.reason = reason;
+  b.gpus = gpus;
+  const std::string path = bad_nodes_path();
+  const std::string why = record_bad_node(path, b);
+  if (why.empty())
+    log("remembered %s as a bad node (%s) in %s", host.c_str(), reason.c_str(), path.c_str());
+  else
+    log("could not remember %s as a bad node: %s", host.c_str(), why.c_str());
+}
+
+// A step that failed on its own (no notice, no termination signal, no hang handled) is
+// a crash; the node whose command failed first is the suspect, since the others fail
+// after it, when their collectives lose the crashed rank. "First" is an exclusive
+// create in the log directory, which every node shares.
+void supervisor::record_if_crashed() {
+  const int st = child_status_;
+  const bool failed = (WIFEXITED(st) && WEXITSTATUS(st) != 0) || WIFSIGNALED(st);
+  if (!failed || opts_.batch || noticed_ || hung_ || opts_.job_id.empty()) return;
+  const std::string restart = env_or_empty("SLURM_RESTART_COUNT").empty() ? "0" : env_or_empty("SLURM_RESTART_COUNT");
+  const std::string claim = log_dir_for(opts_.log_dir) + "/.trainctl-first-failure-" + opts_.job_id + "." + restart;
+  const int fd = open(claim.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return;  // another node failed first (or the directory is not writable)
+  close(fd);
+  const std::string node = env_or_empty("SLURMD_NODENAME");
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const std::string how =
+      WIFEXITED(st) ? "exit status " + std::to_string(WEXITSTATUS(st)) : "SIG" + signal_name(WTERMSIG(st));
+  remember_bad(node.empty() ? host : node, "crashed (" + how + ", the first node of the job to fail)", gpu_uuids());
 }
 
 // Everything below this supervisor but the notice hook: a hung rank ignores polite
@@ -462,6 +520,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
   setenv("TRAINCTL_SIGNALS", sigs.c_str(), 0);
   setenv("TRAINCTL_SUPERVISED", "1", 1);  // a batch script can tell it already runs under one
   setenv("TRAINCTL_LOG_DIR", log_dir_for(opts_.log_dir).c_str(), 1);  // slow_nodes beside the stacks
+  if (!bad_nodes_path().empty()) setenv("TRAINCTL_BAD_NODES", bad_nodes_path().c_str(), 1);
   if (opts_.hang_timeout.count() > 0 && !state_)
     log("--hang-timeout needs the node state, which was refused above: hangs go undetected in this step");
 
@@ -501,6 +560,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     check_hang();
   }
   hook_.finish();  // before end_leftovers, which would count it as left behind
+  record_if_crashed();
   end_leftovers();
   if (opts_.batch) requeue_if_preempted();
   close_state();

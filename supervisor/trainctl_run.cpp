@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "bad_nodes.hpp"
 #include "options.hpp"
 #include "parse.hpp"
 #include "stack_dump.hpp"
@@ -105,6 +107,63 @@ int dump_stacks_of_job(const std::string& job, std::string log_dir) {
   return 0;
 }
 
+// --bad-nodes: the hosts the next task should keep off, comma separated, on stdout;
+// one line per host on stderr says why. The cap keeps enough of the partition for the
+// job: its node count minus the job's, unless --bad-node-cap says less.
+int print_bad_nodes(const std::string& expiry_text, const std::string& cap_text) {
+  using namespace trainctl;
+  std::chrono::milliseconds expiry{};
+  long long cap = -1;
+  try {
+    expiry = parse_duration(expiry_text, 'h');
+    if (!cap_text.empty()) cap = parse_int(cap_text, 0, 100000);
+  } catch (const parse_error& e) {
+    usage_error(std::string(cap_text.empty() ? "--bad-node-expiry: " : "--bad-node-expiry/--bad-node-cap: ") +
+                e.what());
+  }
+  std::string why_cap = "--bad-node-cap";
+  if (cap < 0 && !env("SLURM_JOB_ID").empty()) {
+    child_spec j;
+    j.argv = {"scontrol", "show", "job", "-o", env("SLURM_JOB_ID")};
+    const child_result job = run_child(j);
+    child_spec p;
+    p.argv = {"scontrol", "show", "partition", "-o", job_field(job.output, "Partition")};
+    const child_result part = run_child(p);
+    if (job.ok() && part.ok()) {
+      const long long total = std::atoll(job_field(part.output, "TotalNodes").c_str());
+      const long long need = std::atoll(job_field(job.output, "NumNodes").c_str());
+      cap = std::max(0LL, total - need);
+      why_cap = "partition " + job_field(job.output, "Partition") + " has " + std::to_string(total) +
+                " nodes and the job needs " + std::to_string(need);
+    }
+  }
+  if (cap < 0) {
+    cap = 4;
+    why_cap = "at most 4 outside a job";
+  }
+  const std::string path = bad_nodes_path();
+  const auto all = read_bad_nodes(path);
+  const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
+  const auto keep_off = nodes_to_exclude(all, now, std::chrono::duration_cast<std::chrono::seconds>(expiry),
+                                         static_cast<std::size_t>(cap));
+  const auto every = nodes_to_exclude(all, now, std::chrono::duration_cast<std::chrono::seconds>(expiry), 1 << 20);
+  std::string list;
+  for (const auto& host : keep_off) {
+    list += (list.empty() ? "" : ",") + host;
+    for (auto it = all.rbegin(); it != all.rend(); ++it)
+      if (it->host == host) {
+        std::fprintf(stderr, "trainctl-run: keeping off %s: %s, %llds ago (job %s)\n", host.c_str(), it->reason.c_str(),
+                     static_cast<long long>(now - it->when), it->job.c_str());
+        break;
+      }
+  }
+  if (every.size() > keep_off.size())
+    std::fprintf(stderr, "trainctl-run: %zu more bad node%s not excluded (%s)\n", every.size() - keep_off.size(),
+                 every.size() - keep_off.size() == 1 ? "" : "s", why_cap.c_str());
+  std::printf("%s\n", list.c_str());
+  return 0;
+}
+
 int run_main(int argc, char** argv) {
   using namespace trainctl;
   CLI::App app{
@@ -118,6 +177,9 @@ int run_main(int argc, char** argv) {
   std::string graceful, deadline, kill_switch, save_switch, launchers, state, shield, on_notice;
   std::string on_notice_timeout = format_duration(option::kOnNoticeTimeoutDefault);
   std::string hang_timeout = "off", hang_action = "alert", log_dir, dump_job, dump_here, stacks_dir;
+  bool bad_nodes = false;
+  std::string bad_expiry = env("TRAINCTL_BAD_NODE_EXPIRY").empty() ? "24h" : env("TRAINCTL_BAD_NODE_EXPIRY");
+  std::string bad_cap = env("TRAINCTL_BAD_NODE_CAP");
   std::string signal_text = signal_name(option::kGracefulSignalDefault);
   std::string poll = format_duration(option::kPollIntervalDefault);
   std::string endtime_poll = format_duration(option::kEndtimePollDefault);
@@ -152,6 +214,14 @@ int run_main(int argc, char** argv) {
   app.add_option("--dump-stacks", dump_job,
                  "write every rank's Python and native stacks of running job JOB into LOG_DIR/stacks-JOB/ (through "
                  "srun on each of its nodes), say where they are stuck, and exit");
+  app.add_flag("--bad-nodes", bad_nodes,
+               "print the nodes the next array task should keep off (where a task of yours crashed, hung or "
+               "straggled), comma separated, for scontrol update ExcNodeList= or sbatch --exclude=, and exit");
+  app.add_option("--bad-node-expiry", bad_expiry,
+                 "with --bad-nodes: forget a finding after this long (default 24h, $TRAINCTL_BAD_NODE_EXPIRY)");
+  app.add_option("--bad-node-cap", bad_cap,
+                 "with --bad-nodes: at most this many (default: the partition's nodes minus the job's, "
+                 "$TRAINCTL_BAD_NODE_CAP)");
   app.add_option("--dump-stacks-here", dump_here, "the part of --dump-stacks that runs on each node")->group("");
   app.add_option("--stacks-dir", stacks_dir, "with --dump-stacks-here: where the files go")->group("");
   app.add_option(option::kAdopt.name, adopt, option::kAdopt.help)->group("");
@@ -170,6 +240,7 @@ int run_main(int argc, char** argv) {
 
   if (!dump_here.empty()) return dump_job_stacks_here(dump_here, stacks_dir, "on demand (trainctl-run --dump-stacks)");
   if (!dump_job.empty()) return dump_stacks_of_job(dump_job, log_dir);
+  if (bad_nodes) return print_bad_nodes(bad_expiry, bad_cap);
 
   supervisor_options o;
   try {

@@ -19,6 +19,7 @@
 #include <system_error>
 #include <thread>
 
+#include "bad_nodes.hpp"
 #include "config_impl.hpp"
 #include "gpu_memory.hpp"
 #include "node_state.hpp"
@@ -391,6 +392,17 @@ void controller::impl::report_straggler(std::int64_t step, std::int64_t slowest_
   if (fd < 0 || write(fd, line, static_cast<size_t>(std::min<int>(n, sizeof line - 1))) < 0)
     std::fprintf(stderr, "trainctl: cannot append to %s: %s\n", path.c_str(), std::strerror(errno));
   if (fd >= 0) close(fd);
+  bad_node b;
+  b.when = unix_now_ms() / 1000;
+  b.host = host;
+  b.job = job != nullptr ? job : "-";
+  b.gpus = gpus;
+  char reason[128];
+  std::snprintf(reason, sizeof reason, "slow (rank %d, x%.2f the fastest rank's step time)", cfg.rank, factor);
+  b.reason = reason;
+  const std::string why = record_bad_node(bad_nodes_path(), b);
+  if (!why.empty())
+    std::fprintf(stderr, "trainctl: could not remember %s as a slow node: %s\n", host.c_str(), why.c_str());
 }
 
 bool controller::impl::consume_saves(std::int64_t step, const std::int64_t* r, decision& d) {

@@ -22,6 +22,8 @@ log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
 cleanup() {
   local rc=$? j
   [ "$(type -t stop_alert_servers)" = function ] && stop_alert_servers
+  # submit runs in $(...), a subshell: the ids it records there are read back here.
+  if [ -f "$TEST_DIR/.submitted" ]; then mapfile -t -O "${#SUBMITTED[@]}" SUBMITTED <"$TEST_DIR/.submitted"; fi
   for j in "${SUBMITTED[@]}"; do scancel "$j" 2>/dev/null || true; done
   if [ "$rc" -ne 0 ]; then
     log "test failed; job output and events follow"
@@ -67,6 +69,7 @@ submit() {
   id=$(sbatch --parsable "$@") || fail "sbatch $* was refused"
   id=${id%%;*}
   SUBMITTED+=("$id")
+  echo "$id" >>"$TEST_DIR/.submitted"  # for cleanup: this usually runs in a subshell
   echo "$id"
 }
 

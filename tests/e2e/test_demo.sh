@@ -16,7 +16,7 @@ on_exit() {
 trap on_exit EXIT
 TRAINCTL_DEMO_DIR=$TEST_DIR/demo timeout 480 bash "$SRC/scripts/demo" --no-setup || fail "the demo failed (status $?)"
 grep -q 'job-running demo-train: CRITICAL' "$TEST_DIR"/demo/mailbox/*.eml || fail "no alert mail in the demo's mailbox"
-grep -q "supervised by trainctl's SPANK plugin" "$TEST_DIR"/demo/project/demo-train-*_1.out ||
+grep -q "supervised by trainctl's SPANK plugin" "$TEST_DIR"/demo/project/demo-train-*.out ||
   fail "train.slurm did not say it ran under the plugin"
 left=$(squeue -h -u "$(id -un)" -n "$names" -o '%i %j %T')
 [ -z "$left" ] || fail "the demo left jobs behind: $left"

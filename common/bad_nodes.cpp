@@ -1,0 +1,101 @@
+#include "bad_nodes.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace trainctl {
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+// mkdir -p, each new directory 0700.
+bool make_dirs(const std::string& dir) {
+  for (size_t at = 1; at != std::string::npos;) {
+    at = dir.find('/', at + 1);
+    const std::string part = dir.substr(0, at);
+    if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) return false;
+  }
+  return true;
+}
+
+std::string no_spaces(std::string s) {
+  for (char& c : s)
+    if (c == ' ' || c == '\n' || c == '\t') c = '_';
+  return s.empty() ? "-" : s;
+}
+
+}  // namespace
+
+std::string bad_nodes_path() {
+  if (!env("TRAINCTL_BAD_NODES").empty()) return env("TRAINCTL_BAD_NODES");
+  if (!env("XDG_STATE_HOME").empty()) return env("XDG_STATE_HOME") + "/trainctl/bad_nodes";
+  if (!env("HOME").empty()) return env("HOME") + "/.local/state/trainctl/bad_nodes";
+  return "";
+}
+
+std::string record_bad_node(const std::string& path, const bad_node& b) {
+  if (path.empty()) return "no file for bad nodes (set TRAINCTL_BAD_NODES or HOME)";
+  const size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0 && !make_dirs(path.substr(0, slash)))
+    return "cannot create " + path.substr(0, slash) + ": " + std::strerror(errno);
+  std::string reason = b.reason;
+  std::replace(reason.begin(), reason.end(), '\n', ' ');
+  const std::string line = std::to_string(b.when) + " " + no_spaces(b.host) + " job=" + no_spaces(b.job) +
+                           " gpus=" + no_spaces(b.gpus) + " reason=" + reason + "\n";
+  // One write of one line in append mode: findings of several nodes do not interleave.
+  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return "cannot open " + path + ": " + std::strerror(errno);
+  const bool ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  std::string why = ok ? "" : "cannot append to " + path + ": " + std::strerror(errno);
+  close(fd);
+  return why;
+}
+
+std::vector<bad_node> read_bad_nodes(const std::string& path) {
+  std::vector<bad_node> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    bad_node b;
+    std::string job, gpus;
+    if (!(words >> b.when >> b.host >> job >> gpus) || job.compare(0, 4, "job=") != 0 ||
+        gpus.compare(0, 5, "gpus=") != 0)
+      continue;
+    b.job = job.substr(4);
+    b.gpus = gpus.substr(5);
+    const size_t r = line.find(" reason=");
+    b.reason = r == std::string::npos ? "" : line.substr(r + 8);
+    out.push_back(b);
+  }
+  return out;
+}
+
+std::vector<std::string> nodes_to_exclude(const std::vector<bad_node>& all, std::int64_t now_s,
+                                          std::chrono::seconds expiry, std::size_t cap) {
+  std::vector<bad_node> recent;
+  for (const auto& b : all)
+    if (now_s - b.when < expiry.count()) recent.push_back(b);
+  std::stable_sort(recent.begin(), recent.end(), [](const bad_node& a, const bad_node& b) { return a.when > b.when; });
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const auto& b : recent) {
+    if (out.size() >= cap) break;
+    if (seen.insert(b.host).second) out.push_back(b.host);
+  }
+  return out;
+}
+
+}  // namespace trainctl

@@ -1,0 +1,35 @@
+// Bad-node memory: nodes where this user's task crashed, hung or straggled, with why,
+// when and the GPUs it had, so that the next array task keeps off them for a while.
+// One line per finding, appended to a per-user file (on the shared home, so every
+// node and login node reads the same):
+//   <unix seconds> <host> job=<id> gpus=<uuids or -> reason=<text>
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainctl {
+
+struct bad_node {
+  std::int64_t when = 0;  // unix seconds
+  std::string host, job, gpus, reason;
+};
+
+// TRAINCTL_BAD_NODES, else $XDG_STATE_HOME/trainctl/bad_nodes, else
+// $HOME/.local/state/trainctl/bad_nodes; "" when none of them can be named.
+std::string bad_nodes_path();
+
+// Appends one finding (creating the directory, 0700). Returns "" or why it could not.
+std::string record_bad_node(const std::string& path, const bad_node& b);
+
+// Every well-formed line of the file (others are skipped); empty when it is missing.
+std::vector<bad_node> read_bad_nodes(const std::string& path);
+
+// The hosts to keep off: findings younger than `expiry`, newest first, each host once,
+// at most `cap` of them (so a run never excludes itself off the cluster).
+std::vector<std::string> nodes_to_exclude(const std::vector<bad_node>& all, std::int64_t now_s,
+                                          std::chrono::seconds expiry, std::size_t cap);
+
+}  // namespace trainctl

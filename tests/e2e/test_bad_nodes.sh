@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Bad-node memory with the template as users submit it (trainctl-run, no plugin):
+# `sbatch --array=1-2%1 -N1`. Task 1 is made to land on n2 (a placeholder job holds n1
+# and n3, and keeps holding them), where the ranks crash as on a node with a broken GPU. Its supervisor records
+# n2 in the user's bad_nodes file; the template puts the array's pending tasks off it:
+# task 2 waits while only n2 is free, then runs elsewhere and trains. The memory expires (TRAINCTL_BAD_NODE_EXPIRY,
+# 40 s here), and the cap never excludes more nodes than the partition can spare.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+export TRAINCTL_BAD_NODES=$TEST_DIR/state/bad_nodes TRAINCTL_BAD_NODE_EXPIRY=40s
+use_train_template "--steps 100000 --step-time 0.05 --crash-on n2 --crash-at 30"
+export GPUS_PER_NODE=2
+hold=$(submit -N2 -w n1,n3 --exclusive --time=5 -J hold --wrap "sleep 300")
+wait_for 30 "the placeholder to hold n1 and n3" bash -c "[ \"\$(squeue -h -j $hold -o %T)\" = RUNNING ]"
+job=$(submit --array=1-2%1 -N1 --time=5 -J bad train.slurm)
+log "submitted array $job; task 1 can only run on n2"
+wait_for 60 "task 1 to start" bash -c "[ \"\$(squeue -h -j ${job}_1 -o %T 2>/dev/null)\" = RUNNING ]"
+[ "$(job_field "${job}_1" NodeList)" = n2 ] || fail "task 1 runs on $(job_field "${job}_1" NodeList), not n2"
+task1=$(job_field "${job}_1" JobId)
+ev=$TEST_DIR/logs/bad
+count() { cat "$ev"/rank*.jsonl 2>/dev/null | grep -c "\"event\": \"$1\"" || true; }
+wait_for 120 "task 1 to crash" bash -c "[ \$(cat $ev/rank*.jsonl 2>/dev/null | grep -c '\"crash\"') -ge 1 ]"
+# The placeholder still holds n1 and n3, and n2 is free again: task 2 waits, kept off n2.
+wait_for 60 "task 2 to be kept off n2" bash -c "[ \"\$(squeue -h -j ${job}_2 -o %T 2>/dev/null)\" = PENDING ] &&
+  scontrol show job ${job}_2 | grep -q 'ExcNodeList=n2'"
+sleep 5
+[ "$(squeue -h -j "${job}_2" -o %T)" = PENDING ] || fail "task 2 did not wait: $(squeue -h -j "${job}_2" -o '%T %N')"
+log "task 2 waits although n2 is idle; releasing n1 and n3"
+scancel "$hold"
+wait_for 120 "task 2 to train" bash -c "[ \$(cat $ev/rank*.jsonl 2>/dev/null | grep -c '\"start\"') -ge 4 ]"
+[ -s "$TRAINCTL_BAD_NODES" ] || fail "nothing recorded: $(cat "$TEST_DIR"/bad-*.out)"
+log "recorded: $(cat "$TRAINCTL_BAD_NODES")"
+[ "$(wc -l <"$TRAINCTL_BAD_NODES")" -eq 1 ] || fail "expected one finding (the first node to fail)"
+grep -q "^[0-9]* n2 job=$task1 .*reason=crashed (exit status 1, the first node of the job to fail)" "$TRAINCTL_BAD_NODES" ||
+  fail "the finding is not n2's crash: $(cat "$TRAINCTL_BAD_NODES")"
+node2=$(job_field "${job}_2" NodeList)
+{ [ -n "$node2" ] && [ "$node2" != n2 ]; } || fail "task 2 runs on '$node2'"
+grep -q "the array's pending tasks (1) keep off n2" "$TEST_DIR/bad-$task1.out" || fail "the template did not keep the array off n2"
+log "task 2 runs on $node2, not n2"
+touch "$TEST_DIR/kill-switch-bad"
+wait_for 90 "the array to end" bash -c "[ -z \"\$(squeue -h -j $job 2>/dev/null)\" ]"
+
+# The list as the template reads it: n2 until the memory expires, then nothing; and a
+# cap of 0 excludes nothing however many nodes are bad.
+[ "$("$BUILD/bin/trainctl-run" --bad-nodes 2>/dev/null)" = n2 ] || fail "n2 was forgotten too early"
+[ -z "$("$BUILD/bin/trainctl-run" --bad-nodes --bad-node-cap=0 2>"$TEST_DIR/err")" ] || fail "the cap was ignored"
+grep -q "1 more bad node not excluded (--bad-node-cap)" "$TEST_DIR/err" || fail "the cap was silent: $(cat "$TEST_DIR/err")"
+recorded=$(cut -d' ' -f1 "$TRAINCTL_BAD_NODES")
+wait_for 60 "the memory to expire" bash -c "[ \$(date +%s) -ge $((recorded + 41)) ]"
+[ -z "$("$BUILD/bin/trainctl-run" --bad-nodes 2>/dev/null)" ] || fail "n2 is still excluded after the expiry"
+log "PASS: crash on n2 recorded, task 2 kept off n2, the memory expired after 40 s"
