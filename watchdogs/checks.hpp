@@ -66,4 +66,20 @@ struct memory_options {
 };
 check_result check_memory(const memory_options& o, const std::string& state_dir);
 
+// --- nodes: stragglers and bad nodes ---------------------------------------------------------
+struct slow_node {
+  std::int64_t when = 0;
+  std::string host, rank, job;
+  double factor = 0;
+};
+// The lines of a slow_nodes file (as the library writes them); malformed ones skipped.
+std::vector<slow_node> parse_slow_nodes(const std::string& text);
+// WARNING when a straggler was reported within `max_age` (named: host, rank, factor);
+// OK when none (also when the file does not exist: it appears with the first one).
+check_result check_slow_nodes(const std::string& path, std::chrono::milliseconds max_age, std::int64_t now_s);
+// WARNING when a job of `name` runs on a node remembered as bad (bad_nodes, not expired):
+// the node came back into the job's allocation. `nodes` are the job's hosts.
+check_result check_bad_node_back(const std::string& name, const std::vector<std::string>& nodes,
+                                 const std::string& bad_nodes_file, std::chrono::seconds expiry, std::int64_t now_s);
+
 }  // namespace trainctl

@@ -12,13 +12,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "alerting.hpp"
+#include "bad_nodes.hpp"
 #include "checks.hpp"
 #include "parse.hpp"
+#include "subprocess.hpp"
 #include "trainctl/trainctl.h"
 
 namespace {
@@ -308,6 +312,64 @@ struct job_running_command {
   }
 };
 
+// Stragglers the ranks reported (slow_nodes in the job's log directory).
+struct slow_nodes_command {
+  CLI::App* cmd = nullptr;
+  std::string path, max_age = "1h";
+
+  void add(CLI::App& app) {
+    cmd = app.add_subcommand("slow-nodes", "WARNING while a straggler rank was reported lately (LOG_DIR/slow_nodes)");
+    cmd->add_option("--path", path, "the slow_nodes file, e.g. logs/train/slow_nodes")->required();
+    cmd->add_option("--max-age", max_age, "reports older than this are over (default 1h)");
+  }
+  int run(const alert_setup& setup) const {
+    return report({check_slow_nodes(path, seconds_option("--max-age", max_age), std::time(nullptr))}, setup);
+  }
+};
+
+// A running job back on a node remembered as bad (trainctl-run --bad-nodes' memory).
+struct bad_nodes_command {
+  CLI::App* cmd = nullptr;
+  std::string name, expiry = "24h", file, timeout = "30s";
+
+  void add(CLI::App& app) {
+    cmd = app.add_subcommand("bad-nodes", "WARNING when a running job of that name is on a node remembered as bad");
+    cmd->add_option("--job-name", name, "the job name")->required();
+    cmd->add_option("--expiry", expiry, "forget a bad node after this long (default 24h)");
+    cmd->add_option("--file", file, "the memory (default $TRAINCTL_BAD_NODES, else ~/.local/state/trainctl/bad_nodes)");
+    cmd->add_option("--timeout", timeout, "give up on the controller after this long (default 30s)");
+  }
+  int run(const alert_setup& setup) {
+    if (file.empty()) file = bad_nodes_path();
+    const char* u = std::getenv("USER");
+    child_spec q;
+    q.argv = {"squeue", "-h", "-u", u != nullptr ? u : std::to_string(getuid()), "-t", "RUNNING", "-n",
+              name,     "-o", "%N"};
+    q.deadline = seconds_option("--timeout", timeout);
+    const child_result r = run_child(q);
+    std::vector<std::string> nodes;
+    if (r.ok() && !r.output.empty()) {
+      child_spec h;
+      h.argv = {"scontrol", "show", "hostnames", r.output.substr(0, r.output.find_last_not_of("\n ") + 1)};
+      h.deadline = q.deadline;
+      const child_result hosts = run_child(h);
+      std::istringstream lines(hosts.output);
+      for (std::string line; std::getline(lines, line);)
+        if (!line.empty()) nodes.push_back(line);
+    }
+    if (!r.ok()) {
+      check_result u_r;
+      u_r.check = "bad-nodes";
+      u_r.target = name;
+      u_r.status = kUnknown;
+      u_r.text = "cannot ask the controller: " + r.error;
+      return report({u_r}, setup);
+    }
+    const auto days = std::chrono::duration_cast<std::chrono::seconds>(seconds_option("--expiry", expiry, 'h'));
+    return report({check_bad_node_back(name, nodes, file, days, std::time(nullptr))}, setup);
+  }
+};
+
 struct log_stall_command {
   CLI::App* cmd = nullptr;
   log_stall_options lo;
@@ -518,12 +580,16 @@ int run_main(int argc, char** argv) {
   common.add_to(&app);
   job_running_command job;
   log_stall_command log;
+  slow_nodes_command slow;
+  bad_nodes_command bad;
   fs_command fs;
   memory_command mem;
   flush_command flush;
   notify_command notify;
   job.add(app);
   log.add(app);
+  slow.add(app);
+  bad.add(app);
   fs.add(app);
   mem.add(app);
   flush.add(app);
@@ -555,6 +621,8 @@ int run_main(int argc, char** argv) {
   const alert_setup setup = common.setup();
   if (job.cmd->parsed()) return job.run(setup);
   if (log.cmd->parsed()) return log.run(setup);
+  if (slow.cmd->parsed()) return slow.run(setup);
+  if (bad.cmd->parsed()) return bad.run(setup);
   if (fs.cmd->parsed()) {
     for (int i = 1; i < argc; ++i) fs_words.emplace_back(argv[i]);
     return fs.run(setup, fs_words);

@@ -14,6 +14,10 @@ TORCHRUN=(/usr/bin/python3 "$SRC/tests/e2e/torchrun_shim.py")
 # shellcheck disable=SC2034
 TRAIN=$SRC/slurm_templates/train_example.py
 TEST_DIR=$(mktemp -d /tmp/trainctl-e2e-XXXXXX)
+# What jobs write for later ones (hang stacks, slow_nodes, the bad-node memory) stays in
+# this test: one test's crash must not keep the next test's jobs off a node.
+export TRAINCTL_LOG_DIR=$TEST_DIR/logs TRAINCTL_BAD_NODES=$TEST_DIR/state/bad_nodes
+mkdir -p "$TRAINCTL_LOG_DIR"
 SUBMITTED=()
 PLUGSTACK_SAVED=""
 

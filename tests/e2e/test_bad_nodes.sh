@@ -7,7 +7,7 @@
 # 40 s here), and the cap never excludes more nodes than the partition can spare.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
-export TRAINCTL_BAD_NODES=$TEST_DIR/state/bad_nodes TRAINCTL_BAD_NODE_EXPIRY=40s
+export TRAINCTL_BAD_NODE_EXPIRY=40s
 use_train_template "--steps 100000 --step-time 0.05 --crash-on n2 --crash-at 30"
 export GPUS_PER_NODE=2
 hold=$(submit -N2 -w n1,n3 --exclusive --time=5 -J hold --wrap "sleep 300")

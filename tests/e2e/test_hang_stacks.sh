@@ -15,8 +15,7 @@
 source "$(dirname "$0")/lib.sh"
 
 start_alert_servers
-export TRAINCTL_LOG_DIR=$TEST_DIR/logs HOOK_URL="http://127.0.0.1:$HTTP_PORT/hook" TRAINWATCH_STATE_DIR=$TEST_DIR/tw
-mkdir -p "$TRAINCTL_LOG_DIR"
+export HOOK_URL="http://127.0.0.1:$HTTP_PORT/hook" TRAINWATCH_STATE_DIR=$TEST_DIR/tw
 cat >"$TEST_DIR/on_hang.sh" <<HOOK
 #!/bin/bash
 echo "\$TRAINCTL_NOTICE: \$TRAINCTL_NOTICE_DETAIL" >>"$TEST_DIR/hook.log"

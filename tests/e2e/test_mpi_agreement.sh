@@ -73,4 +73,5 @@ echo "mpirun exited with status \$?"
 JOB
 run_case mpirun 3 "$TEST_DIR/mpirun.sh" -N3 -n3 --time=10
 grep -q "mpirun exited with status 0" "$TEST_DIR/mpirun.out" || fail "mpirun did not survive: $(cat "$TEST_DIR/mpirun.out")"
+[ ! -e "$TRAINCTL_LOG_DIR/slow_nodes" ] || fail "an even run reported a straggler: $(cat "$TRAINCTL_LOG_DIR/slow_nodes")"
 log "PASS"

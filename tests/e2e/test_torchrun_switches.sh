@@ -48,4 +48,5 @@ assert len(steps) == 1 and reasons == {"kill-switch"}, (steps, reasons)
 assert sum(1 for s in saves if s["step"] in steps) == 4, "every rank saves at the exit step"
 print("exit at step %s on all 4 ranks, reason kill-switch" % steps.pop())
 PY
-log "PASS"
+[ ! -e "$TRAINCTL_LOG_DIR/slow_nodes" ] || fail "an even run reported a straggler: $(cat "$TRAINCTL_LOG_DIR/slow_nodes")"
+log "PASS (and no straggler reported on this even run)"

@@ -10,6 +10,7 @@
 
 #include "alert_state.hpp"
 #include "alerting.hpp"
+#include "bad_nodes.hpp"
 #include "checks.hpp"
 #include "fixture.hpp"
 #include "sinks.hpp"
@@ -394,4 +395,31 @@ TEST(Status, OneNameMappingInAnyCase) {
   EXPECT_THROW(alert_message::from_json(R"({"check":"c","target":"t","state":"FIRING","status":"SO-SO",)"
                                         R"("text":"x","host":"h","time":1})"),
                parse_error);
+}
+
+TEST(SlowNodes, ARecentReportIsAWarningNamingHostAndRankAnOldOneIsOver) {
+  trainctl_test::temp_dir t;
+  const std::string path = t / "slow_nodes";
+  std::ofstream(path) << "1000 host=n2 rank=2 job=7 step=50 step_ms=150.0 fastest_ms=50.0 factor=3.00 gpus=-\n"
+                         "junk\n";
+  const check_result r = check_slow_nodes(path, std::chrono::hours(1), 1060);
+  EXPECT_EQ(r.status, kWarning);
+  EXPECT_NE(r.text.find("n2 rank 2 x3.00 (job 7, 60 s ago)"), std::string::npos) << r.text;
+  EXPECT_EQ(check_slow_nodes(path, std::chrono::hours(1), 1000 + 7200).status, kOk);
+  EXPECT_EQ(check_slow_nodes(t / "none", std::chrono::hours(1), 1000).status, kOk) << "no file: nobody was slow";
+}
+
+TEST(BadNodeBack, AJobOnARememberedNodeIsAWarning) {
+  trainctl_test::temp_dir t;
+  bad_node b;
+  b.when = 1000;
+  b.host = "n2";
+  b.job = "7";
+  b.reason = "crashed";
+  ASSERT_EQ(record_bad_node(t / "bad", b), "");
+  const auto r = check_bad_node_back("train", {"n1", "n2"}, t / "bad", std::chrono::hours(24), 1100);
+  EXPECT_EQ(r.status, kWarning);
+  EXPECT_NE(r.text.find("n2 (crashed, 100 s ago)"), std::string::npos) << r.text;
+  EXPECT_EQ(check_bad_node_back("train", {"n1", "n3"}, t / "bad", std::chrono::hours(24), 1100).status, kOk);
+  EXPECT_EQ(check_bad_node_back("train", {"n2"}, t / "bad", std::chrono::hours(24), 1000 + 90000).status, kOk);
 }

@@ -1,0 +1,111 @@
+// Stragglers (slow_nodes, written by the ranks) and bad nodes coming back (bad_nodes,
+// written by the supervisors), as trainwatch results with their figures.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "bad_nodes.hpp"
+#include "checks.hpp"
+
+namespace trainctl {
+namespace {
+
+std::string field(const std::string& line, const std::string& name) {
+  const std::string key = " " + name + "=";
+  const size_t at = line.find(key);
+  if (at == std::string::npos) return "";
+  const size_t start = at + key.size();
+  return line.substr(start, line.find(' ', start) - start);
+}
+
+std::string ago(std::int64_t seconds) {
+  if (seconds < 120) return std::to_string(seconds) + " s ago";
+  if (seconds < 7200) return std::to_string(seconds / 60) + " min ago";
+  return std::to_string(seconds / 3600) + " h ago";
+}
+
+}  // namespace
+
+std::vector<slow_node> parse_slow_nodes(const std::string& text) {
+  std::vector<slow_node> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    slow_node s;
+    char* end = nullptr;
+    s.when = std::strtoll(line.c_str(), &end, 10);
+    s.host = field(line, "host");
+    s.rank = field(line, "rank");
+    s.job = field(line, "job");
+    s.factor = std::atof(field(line, "factor").c_str());
+    if (end == line.c_str() || s.when <= 0 || s.host.empty() || s.factor <= 0) continue;
+    out.push_back(s);
+  }
+  return out;
+}
+
+check_result check_slow_nodes(const std::string& path, std::chrono::milliseconds max_age, std::int64_t now_s) {
+  check_result r;
+  r.check = "slow-nodes";
+  r.target = path;
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::vector<slow_node> recent;
+  for (const auto& s : parse_slow_nodes(text.str()))
+    if (now_s - s.when <= max_age.count() / 1000) recent.push_back(s);
+  double worst = 0;
+  std::string names;
+  for (auto it = recent.rbegin(); it != recent.rend(); ++it) {
+    if (names.size() < 300) {
+      char one[256];
+      std::snprintf(one, sizeof one, "%s%s rank %s x%.2f (job %s, %s)", names.empty() ? "" : "; ", it->host.c_str(),
+                    it->rank.c_str(), it->factor, it->job.c_str(), ago(now_s - it->when).c_str());
+      names += one;
+    }
+    worst = std::max(worst, it->factor);
+  }
+  r.figures = {{"stragglers", static_cast<double>(recent.size())}, {"worst_factor", worst}};
+  if (recent.empty()) {
+    r.status = kOk;
+    r.text = "no straggler reported in the last " + format_duration(max_age);
+  } else {
+    r.status = kWarning;
+    r.text = std::to_string(recent.size()) + " straggler report" + (recent.size() == 1 ? "" : "s") + ": " + names;
+  }
+  return r;
+}
+
+check_result check_bad_node_back(const std::string& name, const std::vector<std::string>& nodes,
+                                 const std::string& bad_nodes_file, std::chrono::seconds expiry, std::int64_t now_s) {
+  check_result r;
+  r.check = "bad-nodes";
+  r.target = name;
+  const auto all = read_bad_nodes(bad_nodes_file);
+  const auto bad = nodes_to_exclude(all, now_s, expiry, 1 << 20);
+  std::string back;
+  int n = 0;
+  for (const auto& node : nodes)
+    for (const auto& b : bad)
+      if (b == node) {
+        ++n;
+        for (auto it = all.rbegin(); it != all.rend(); ++it)
+          if (it->host == node) {
+            back += (back.empty() ? "" : "; ") + node + " (" + it->reason + ", " + ago(now_s - it->when) + ")";
+            break;
+          }
+      }
+  r.figures = {{"bad_nodes_in_job", static_cast<double>(n)}};
+  if (n == 0) {
+    r.status = kOk;
+    r.text = nodes.empty() ? "no running job of that name"
+                           : "none of the job's " + std::to_string(nodes.size()) + " nodes is remembered as bad";
+  } else {
+    r.status = kWarning;
+    r.text = "the job runs on a node remembered as bad: " + back;
+  }
+  return r;
+}
+
+}  // namespace trainctl
