@@ -107,6 +107,27 @@ std::string native_stacks(pid_t pid, milliseconds limit, std::string* tool) {
   return "(neither eu-stack nor gdb is installed: no native stack)\n";
 }
 
+// PyTorch's NCCL flight recorder (TORCH_NCCL_TRACE_BUFFER_SIZE > 0) reads a FIFO named
+// TORCH_NCCL_DEBUG_INFO_PIPE_FILE<rank>.pipe; anything written there makes the rank
+// dump its recent collectives to TORCH_NCCL_DEBUG_INFO_TEMP_FILE<rank>, from a
+// thread of its own, whatever Python is doing. Returns the line for the stack file.
+std::string request_flight_recorder(pid_t pid, int rank) {
+  const std::string stem = proc_environ_value(pid, "TORCH_NCCL_DEBUG_INFO_PIPE_FILE");
+  if (stem.empty() || rank < 0) return "";
+  const std::string pipe = stem + std::to_string(rank) + ".pipe";
+  struct stat st {};
+  if (lstat(pipe.c_str(), &st) != 0 || !S_ISFIFO(st.st_mode) || st.st_uid != getuid())
+    return "(no flight recorder pipe " + pipe + ": the run has none, or TORCH_NCCL_TRACE_BUFFER_SIZE is 0)\n";
+  const int fd = open(pipe.c_str(), O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return "(flight recorder pipe " + pipe + ": nobody reads it: " + std::strerror(errno) + ")\n";
+  const bool ok = write(fd, "1\n", 2) == 2;
+  close(fd);
+  std::string out = proc_environ_value(pid, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE");
+  if (out.empty()) out = "/tmp/nccl_trace_rank_";
+  return ok ? "dump requested through " + pipe + "; PyTorch writes it to " + out + std::to_string(rank) + "\n"
+            : "(could not write to " + pipe + ")\n";
+}
+
 std::string one_line(std::string s) {
   std::replace(s.begin(), s.end(), '\n', ' ');
   return s;
@@ -220,6 +241,8 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
     text << "--- Python, all threads (faulthandler)\n"
          << (py.empty() ? "(none: the rank does not use trainctl's Python package, or did not answer)\n" : py);
     text << "--- native (" << tool[i] << ")\n" << native[i] << "\n";
+    const std::string fr = request_flight_recorder(s.pid, s.rank);
+    if (!fr.empty()) text << "--- NCCL flight recorder\n" << fr;
     const int fd = open(s.file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
     const std::string t = text.str();
     if (fd < 0 || write(fd, t.data(), t.size()) != static_cast<ssize_t>(t.size()))

@@ -4,6 +4,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -29,6 +31,7 @@
 #include "ranks.hpp"
 #include "slurm_job.hpp"
 #include "stack_dump.hpp"
+#include "subprocess.hpp"
 
 namespace trainctl {
 namespace {
@@ -56,6 +59,7 @@ class supervisor {
  private:
   void log(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
   void open_state();
+  int pick_log_fd() const;
   void take_publisher_role();
   pid_t start_command(char* const* argv);
   void handle_signal(const signalfd_siginfo& si);
@@ -100,6 +104,7 @@ class supervisor {
   clock::time_point next_query_{};
   std::string lock_problem_;  // reported once
   bool hung_ = false;         // a hang was handled and the ranks have not moved since
+  mutable int log_fd_ = -1;   // see pick_log_fd
   bool noticed_ = false;      // a notice or a termination signal came: a failure then is no crash
 };
 
@@ -121,7 +126,38 @@ void supervisor::log(const char* fmt, ...) {
   va_start(ap, fmt);
   std::vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
-  std::fprintf(stderr, "%s: %s\n", opts_.log_prefix.c_str(), buf);
+  if (log_fd_ < 0) log_fd_ = pick_log_fd();
+  dprintf(log_fd_, "%s: %s\n", opts_.log_prefix.c_str(), buf);
+}
+
+// Where the log lines go: stderr, unless nobody reads it: /dev/null, or the step of an
+// MPI daemon (Open MPI's orted, PRRTE's prted), whose srun mpirun starts with its output
+// thrown away. Then the job's own error file, appended, so that what trainctl did on
+// every node reaches the job log. Decided once, at the first line.
+int supervisor::pick_log_fd() const {
+  struct stat st {};
+  const bool devnull = fstat(2, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3);
+  std::string cmd;
+  if (child_ > 0) {
+    std::ifstream in("/proc/" + std::to_string(child_) + "/cmdline");
+    std::getline(in, cmd, '\0');
+    cmd = cmd.substr(cmd.rfind('/') + 1);
+  }
+  if ((!devnull && cmd != "orted" && cmd != "prted") || opts_.job_id.empty()) return 2;
+  child_spec q;
+  q.argv = {"scontrol", "show", "job", "-o", opts_.job_id};
+  q.deadline = milliseconds(5000);
+  const child_result r = run_child(q);
+  for (const char* key : {" StdErr=", " StdOut="}) {
+    const size_t at = r.output.find(key);
+    if (!r.ok() || at == std::string::npos) continue;
+    const size_t start = at + std::strlen(key);
+    const std::string path = r.output.substr(start, r.output.find_first_of(" \n", start) - start);
+    if (path.empty() || path[0] != '/') continue;
+    const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0) return fd;
+  }
+  return 2;
 }
 
 void supervisor::open_state() {

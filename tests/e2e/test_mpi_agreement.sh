@@ -7,9 +7,10 @@
 #   1. srun --mpi=pmix, 2 ranks on one node (in this one-host bed the nodes' slurmstepds
 #      would share PMIx's directory in /tmp, so srun's MPI steps stay on one node);
 #   2. mpirun inside the batch script, 3 ranks over 3 nodes (--mca btl self,tcp).
-# One touch of the save switch: every rank saves once, at one step. The kill switch:
-# every rank exits at one step, reason kill-switch; the launcher survives the notices
-# and the job ends COMPLETED.
+# One touch of the save switch: every rank saves once, at one step. Then the kill switch
+# (srun) or a notice, scancel --signal=USR1 (mpirun): every rank exits at one step for
+# that reason; the launcher survives and the job ends COMPLETED. Under the plugin the
+# orted steps' supervisor lines reach the job's output.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -33,10 +34,11 @@ print("%d ranks: %s at step %d (%s)" % (count, event, steps[0], ",".join(reasons
 PY
 }
 
-# run_case NAME RANKS JOB_SCRIPT SBATCH_ARGS...: submits, touches save then kill, checks.
+# run_case NAME RANKS HOW JOB_SCRIPT SBATCH_ARGS...: submits, touches the save switch,
+# then ends the run HOW: kill-switch (touched) or signal (scancel --signal=USR1), checks.
 run_case() {
-  local name=$1 ranks=$2 script=$3 job
-  shift 3
+  local name=$1 ranks=$2 how=$3 script=$4 job
+  shift 4
   rm -rf "$TEST_DIR/events" "$TEST_DIR/ckpt" "$KILL_SWITCH" "$SAVE_SWITCH"
   if [ "$MODE" = plugin ]; then
     job=$(submit --kill-switch="$KILL_SWITCH" --save-switch="$SAVE_SWITCH" "$@" -o "$TEST_DIR/$name.out" "$script")
@@ -50,10 +52,10 @@ run_case() {
   wait_for 30 "$ranks saves" events_at_least save "$ranks"
   sleep 2  # room for a wrong second save
   agree_on save "$ranks" || fail "$name: the save was not agreed"
-  touch "$KILL_SWITCH"
+  if [ "$how" = kill-switch ]; then touch "$KILL_SWITCH"; else scancel --signal=USR1 "$job"; fi
   wait_for 60 "the job to end" job_ended "$job"
   agree_on exit "$ranks" || fail "$name: the exit was not agreed"
-  grep -q '"reason": "kill-switch"' "$TEST_DIR"/events/rank0.jsonl || fail "$name: rank 0's exit reason is not kill-switch"
+  grep -q "\"reason\": \"$how\"" "$TEST_DIR"/events/rank0.jsonl || fail "$name: rank 0's exit reason is not $how"
   [ "$(job_state "$job")" = COMPLETED ] || fail "$name: job ended $(job_state "$job"), not COMPLETED: $(cat "$TEST_DIR/$name.out")"
   log "$name: agreed save and exit, job COMPLETED"
 }
@@ -64,14 +66,22 @@ cat >"$TEST_DIR/srun.sh" <<JOB
 #!/bin/bash
 srun --mpi=pmix -N1 -n2 $wrap $TRAIN_CMD --events "$TEST_DIR/events/rank{rank}.jsonl"
 JOB
-run_case srun 2 "$TEST_DIR/srun.sh" -N1 -n2 --time=10
+run_case srun 2 kill-switch "$TEST_DIR/srun.sh" -N1 -n2 --time=10
 
 cat >"$TEST_DIR/mpirun.sh" <<JOB
 #!/bin/bash
 $wrap $MPIRUN -np 3 $TRAIN_CMD --events "$TEST_DIR/events/rank{rank}.jsonl"
 echo "mpirun exited with status \$?"
 JOB
-run_case mpirun 3 "$TEST_DIR/mpirun.sh" -N3 -n3 --time=10
+run_case mpirun 3 signal "$TEST_DIR/mpirun.sh" -N3 -n3 --time=10
 grep -q "mpirun exited with status 0" "$TEST_DIR/mpirun.out" || fail "mpirun did not survive: $(cat "$TEST_DIR/mpirun.out")"
+if [ "$MODE" = plugin ]; then
+  # mpirun starts its orted steps with their output thrown away: the supervisors there
+  # write to the job's own file instead.
+  for n in n2 n3; do
+    grep -q "^trainctl-run\[$n task [0-9]*\]: received SIGUSR1" "$TEST_DIR/mpirun.out" ||
+      fail "no line from the orted step's supervisor on $n: $(grep trainctl "$TEST_DIR/mpirun.out")"
+  done
+fi
 [ ! -e "$TRAINCTL_LOG_DIR/slow_nodes" ] || fail "an even run reported a straggler: $(cat "$TRAINCTL_LOG_DIR/slow_nodes")"
 log "PASS"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e-modes: run plugin
+# e2e-modes: run
 # Stragglers through the agreement check() already makes: real torchrun, 2 nodes x 2
 # ranks, rank 2 (on the second node) made 3x slower per step. After 5 agreements in a
 # row it is reported once: in the job log (rank 0 and the rank itself, with its node),

@@ -1,9 +1,12 @@
 #include "stack_dump.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <thread>
 
 #include "fixture.hpp"
 
@@ -85,4 +88,40 @@ TEST(StackDump, ARankWithoutThePythonPackageGetsANativeStackAndTheDumpReadsBack)
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].frame, out[0].frame);
   EXPECT_EQ(back[0].pid, child);
+}
+
+// PyTorch's flight recorder cannot run here (no NCCL, no GPU): a thread reading the FIFO
+// stands in for the rank's reader, which is all the supervisor talks to.
+TEST(StackDump, TheFlightRecorderPipeOfTheRankIsWrittenTo) {
+  trainctl_test::temp_dir t;
+  const std::string stem = t / "nccl_pipe_", pipe = stem + "5.pipe";
+  ASSERT_EQ(mkfifo(pipe.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] {
+    std::ifstream in(pipe);
+    std::getline(in, got);
+  });
+  const pid_t child = fork();
+  if (child == 0) {
+    setenv("RANK", "5", 1);
+    setenv("TORCH_NCCL_DEBUG_INFO_PIPE_FILE", stem.c_str(), 1);
+    execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 200 && proc_environ_value(child, "RANK") != "5"; ++i) usleep(10000);
+  proc_info p;
+  p.pid = child;
+  p.ours = true;
+  dump_options o;
+  o.out_dir = t / "stacks";
+  o.reason = "test";
+  const auto out = dump_stacks({p}, o);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  reader.join();
+  EXPECT_EQ(got, "1");
+  const std::string text = trainctl_test::read_file(t / "stacks/rank5.txt");
+  EXPECT_NE(text.find("dump requested through " + pipe + "; PyTorch writes it to /tmp/nccl_trace_rank_5"),
+            std::string::npos)
+      << text;
 }
