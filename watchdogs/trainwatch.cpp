@@ -373,7 +373,7 @@ struct bad_nodes_command {
 struct log_stall_command {
   CLI::App* cmd = nullptr;
   log_stall_options lo;
-  std::string max_age = "30m", save_max_age = "2h", on_stall;
+  std::string max_age = "30m", save_max_age = "2h", on_stall, stacks_of;
   bool follow = false;
 
   void add(CLI::App& app) {
@@ -385,12 +385,40 @@ struct log_stall_command {
     cmd->add_option("--save-max-age", save_max_age, "... and this longer limit applies (default 2h)");
     cmd->add_flag("--follow", follow, "keep watching (inotify), alert the moment the limit passes");
     cmd->add_option("--on-stall", on_stall, "with --follow: run this shell command when a stall begins");
+    cmd->add_option("--stacks-of", stacks_of,
+                    "when a stall begins, take every rank's stacks of this running job (trainctl-run --dump-stacks) "
+                    "and say in the alert where the ranks are stuck");
   }
   int run(const alert_setup& setup) {
     lo.max_age = seconds_option("--max-age", max_age);
     lo.save_max_age = seconds_option("--save-max-age", save_max_age);
-    if (!follow) return report({check_log_stall(lo)}, setup);
+    if (!stacks_of.empty() && stacks_of.find_first_not_of("0123456789_") != std::string::npos)
+      usage_error("--stacks-of: '" + stacks_of + "'; accepted: a job id such as 12345 or 12345_7");
+    if (!follow) return report({with_stacks(check_log_stall(lo), setup)}, setup);
     run_follow(setup);
+  }
+
+  // Once per stall, also from cron: a dump is due when none was taken since the logs'
+  // last write (the time of the last dump is kept in the state directory).
+  check_result with_stacks(check_result r, const alert_setup& setup) const {
+    if (stacks_of.empty() || r.status != kCritical) return r;
+    double age = 0;
+    for (const auto& [k, v] : r.figures)
+      if (k == "age_seconds") age = v;
+    const std::string stamp = setup.state_dir + "/stacks-" + stacks_of;
+    const std::time_t now = std::time(nullptr), stall_began = now - static_cast<std::time_t>(age);
+    struct stat st {};
+    if (stat(stamp.c_str(), &st) == 0 && st.st_mtime >= stall_began) return r;
+    std::ofstream(stamp).flush();
+    child_spec d;
+    d.argv = {"trainctl-run", "--dump-stacks", stacks_of};
+    d.deadline = std::chrono::milliseconds(200000);
+    const child_result out = run_child(d);
+    std::string line = out.output.substr(0, out.output.find('\n'));
+    const std::string prefix = "trainctl-run: ";
+    if (line.compare(0, prefix.size(), prefix) == 0) line = line.substr(prefix.size());
+    r.text += "; " + (out.ok() && !line.empty() ? line : "no stacks of job " + stacks_of + ": " + out.error);
+    return r;
   }
 
   // --follow: wake on writes in the logs' directories or when the limit would pass.
@@ -403,8 +431,9 @@ struct log_stall_command {
     }
     bool stalled = false;
     while (true) {
-      const check_result r = check_log_stall(lo);
-      const bool now_stalled = r.status == kCritical;
+      const check_result plain = check_log_stall(lo);
+      const bool now_stalled = plain.status == kCritical;
+      const check_result r = now_stalled && !stalled ? with_stacks(plain, setup) : plain;
       if (now_stalled != stalled || r.status == kUnknown) report({r}, setup);
       if (now_stalled && !stalled && !on_stall.empty()) {
         const int rc = std::system(on_stall.c_str());

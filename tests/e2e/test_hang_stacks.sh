@@ -55,6 +55,18 @@ done
 log "--dump-stacks 999999: $(cat "$TEST_DIR/err")"
 [ "$(wc -l <"$TEST_DIR/err")" -eq 1 ] || fail "not one line: $(cat "$TEST_DIR/err")"
 wait_for 120 "2 ranks to hang" events_at_least hang 2
+# From outside, as cron would: trainwatch log-stall finds the logs silent and, once per
+# stall, puts where the ranks are stuck into its alert.
+sleep 4
+set +e
+stall=$(PATH=$BUILD/bin:$PATH "$BUILD/bin/trainwatch" log-stall --path "$TEST_DIR/events/rank*.jsonl" --max-age 3s \
+  --stacks-of "$job")
+rc=$?
+set -e
+log "$stall"
+[ "$rc" -eq 2 ] || fail "log-stall exited $rc, not 2 (CRITICAL)"
+grep -q "stacks of 4 ranks of job $job in .*rank 3 on n2 in hang (train_example.py" <<<"$stall" ||
+  fail "the stall alert does not say where the ranks are stuck"
 hung_at=$(cat "$TEST_DIR"/events/rank*.jsonl | python3 -c '
 import json, sys
 print(max(json.loads(l)["time"] for l in sys.stdin if "\"hang\"" in l))')
