@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -223,6 +224,12 @@ controller::controller(const config& cfg) : impl_(std::make_unique<impl>(*cfg.im
     std::fprintf(stderr, "trainctl: cannot catch signal %s; it is ignored\n", signal_name(sig).c_str());
   for (int sig : m.cfg.signals) m.signal_mask |= 1ull << (sig - 1);
   m.watcher = std::thread([&m] { m.watch_loop(); });
+  // Where Yama restricts ptrace to ancestors (ptrace_scope 1), let the supervisor's own
+  // children (eu-stack, gdb) read this process's native stack for the hang diagnosis.
+  if (const char* sup = std::getenv("TRAINCTL_SUPERVISOR_PID")) {
+    const long pid = std::strtol(sup, nullptr, 10);
+    if (pid > 1) prctl(PR_SET_PTRACER, static_cast<unsigned long>(pid), 0, 0, 0);  // EINVAL without Yama: fine
+  }
 }
 
 controller::~controller() {
