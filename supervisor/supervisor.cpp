@@ -556,7 +556,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
   setenv("TRAINCTL_SIGNALS", sigs.c_str(), 0);
   setenv("TRAINCTL_SUPERVISED", "1", 1);  // a batch script can tell it already runs under one
   setenv("TRAINCTL_SUPERVISOR_PID", std::to_string(getpid()).c_str(), 1);  // ranks allow its stack readers
-  setenv("TRAINCTL_LOG_DIR", log_dir_for(opts_.log_dir).c_str(), 1);  // slow_nodes beside the stacks
+  setenv("TRAINCTL_LOG_DIR", log_dir_for(opts_.log_dir).c_str(), 1);       // slow_nodes beside the stacks
   if (!bad_nodes_path().empty()) setenv("TRAINCTL_BAD_NODES", bad_nodes_path().c_str(), 1);
   if (opts_.hang_timeout.count() > 0 && !state_)
     log("--hang-timeout needs the node state, which was refused above: hangs go undetected in this step");
