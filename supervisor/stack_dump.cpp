@@ -272,13 +272,15 @@ std::string summarize(const std::vector<rank_stack>& stacks) {
   return out;
 }
 
-std::vector<rank_stack> read_dumps(const std::string& dir) {
+std::vector<rank_stack> read_dumps(const std::string& dir, std::int64_t since) {
   std::vector<rank_stack> out;
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return out;
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
     if (name.compare(0, 4, "rank") != 0 || name.size() < 9 || name.compare(name.size() - 4, 4, ".txt") != 0) continue;
+    struct stat st {};
+    if (stat((dir + "/" + name).c_str(), &st) != 0 || st.st_mtime < since) continue;
     std::ifstream in(dir + "/" + name);
     std::string line;
     rank_stack s;

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -48,7 +49,8 @@ std::string innermost_native_frame(const std::string& native_text, pid_t pid);
 // One line: the frame most ranks are stuck in, and the ranks stuck elsewhere.
 std::string summarize(const std::vector<rank_stack>& stacks);
 // The rank_stack lines that dump_stacks wrote in `dir` (header lines of rank*.txt),
-// the newest dump of each rank.
-std::vector<rank_stack> read_dumps(const std::string& dir);
+// the newest dump of each rank, from files written at or after `since` (unix seconds):
+// a file from an earlier dump is not this stall's.
+std::vector<rank_stack> read_dumps(const std::string& dir, std::int64_t since = 0);
 
 }  // namespace trainctl

@@ -409,10 +409,12 @@ void supervisor::on_hang(const rank_beat& stale, std::int64_t silent_ms) {
   const std::string node = env_or_empty("SLURM_NODEID");
   const int world = ranks.empty() ? 0 : std::atoi(proc_environ_value(ranks[0].pid, "WORLD_SIZE").c_str());
   if ((node.empty() || node == "0") && world > static_cast<int>(stacks.size())) {
-    std::vector<rank_stack> all = read_dumps(dir);
+    // Files of this stall only: an earlier dump (--dump-stacks) left files of every rank.
+    const std::int64_t stall_began = (unix_now_ms() - silent_ms) / 1000;
+    std::vector<rank_stack> all = read_dumps(dir, stall_began);
     for (int i = 0; i < 300 && static_cast<int>(all.size()) < world; ++i) {
       usleep(100000);
-      all = read_dumps(dir);
+      all = read_dumps(dir, stall_began);
     }
     summary = summarize(all);
     log("hang: the whole job (%zu of %d ranks dumped): %s", all.size(), world, summary.c_str());

@@ -88,6 +88,7 @@ TEST(StackDump, ARankWithoutThePythonPackageGetsANativeStackAndTheDumpReadsBack)
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].frame, out[0].frame);
   EXPECT_EQ(back[0].pid, child);
+  EXPECT_TRUE(read_dumps(t / "stacks", time(nullptr) + 60).empty()) << "an earlier dump is not this stall's";
 }
 
 // PyTorch's flight recorder cannot run here (no NCCL, no GPU): a thread reading the FIFO
