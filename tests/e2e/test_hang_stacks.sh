@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e-modes: run plugin
+# e2e-modes: plugin
 # Hang diagnosis with a real torchrun, 2 nodes x 2 ranks. First `trainctl-run
 # --dump-stacks JOB` from outside takes every rank's stacks on demand. Then, with
 # --hang-timeout=10s: at step 160
