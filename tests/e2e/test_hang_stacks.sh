@@ -95,8 +95,8 @@ python3 - "$hung_at" "$dir" <<'PY'
 import glob, os, sys
 hung = float(sys.argv[1])
 last = max(os.stat(f).st_mtime for f in glob.glob(sys.argv[2] + "/rank*.txt"))
-print("figure: the last rank's stacks were on disk %.2f s after the stall, %.2f s after the 10 s hang timeout"
-      % (last - hung, last - hung - 10))
+print("figure: the last rank's stacks were on disk %.2f s after the stall (hang timeout 10 s, counted from the "
+      "last agreement, up to 0.5 s before the stall)" % (last - hung))
 PY
 sleep 2  # the killed step's processes are reaped
 stop_alert_servers
