@@ -214,11 +214,15 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
   std::vector<std::string> native(ranks.size()), tool(ranks.size());
   for (size_t i = 0; i < ranks.size(); ++i) native[i] = native_stacks(ranks[i].pid, o.per_rank, &tool[i]);
   // Then every rank writes its own Python stacks, all at once.
+  // A rank writes them beside its node state (TRAINCTL_STATE, which its supervisor set).
   std::vector<off_t> before(ranks.size(), -1);
+  std::vector<std::string> py_file(ranks.size());
   for (size_t i = 0; i < ranks.size(); ++i) {
-    const std::string path = o.python_dir + "/stacks." + std::to_string(ranks[i].pid);
-    if (o.stack_signal == 0 || o.python_dir.empty() || !catches(ranks[i].pid, o.stack_signal)) continue;
-    before[i] = std::max<off_t>(0, file_size(path));
+    std::string dir = proc_environ_value(ranks[i].pid, "TRAINCTL_STATE");
+    dir = dir.find('/') == std::string::npos ? o.python_dir : dir.substr(0, dir.rfind('/'));
+    py_file[i] = dir + "/stacks." + std::to_string(ranks[i].pid);
+    if (o.stack_signal == 0 || dir.empty() || !catches(ranks[i].pid, o.stack_signal)) continue;
+    before[i] = std::max<off_t>(0, file_size(py_file[i]));
     if (!pid_handle(ranks[i]).signal(o.stack_signal)) before[i] = -1;
   }
   std::vector<rank_stack> out;
@@ -228,7 +232,7 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
     s.rank = rank_of(s.pid);
     s.host = host;
     std::string py;
-    if (before[i] >= 0) py = python_stacks(o.python_dir + "/stacks." + std::to_string(s.pid), before[i], o.python_wait);
+    if (before[i] >= 0) py = python_stacks(py_file[i], before[i], o.python_wait);
     s.python = !py.empty();
     s.native = native[i].find("#0") != std::string::npos;
     s.frame = innermost_python_frame(py);

@@ -27,7 +27,7 @@ struct rank_stack {
 
 struct dump_options {
   std::string out_dir;                          // rank<R>.txt files go here (created)
-  std::string python_dir;                       // where ranks write stacks.<pid> (the node state's)
+  std::string python_dir;                       // where ranks write stacks.<pid> unless their TRAINCTL_STATE says
   int stack_signal = 0;                         // the ranks' faulthandler signal; 0: none
   std::chrono::milliseconds per_rank{10000};    // native stack time limit
   std::chrono::milliseconds python_wait{2000};  // how long a rank may take to write its own

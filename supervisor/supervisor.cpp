@@ -612,7 +612,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
 
 }  // namespace
 
-int dump_job_stacks_here(const std::string& job_id, const std::string& out_dir, const std::string& reason) {
+int dump_job_stacks_here(const std::string& job_id, std::string out_dir, const std::string& reason) {
   const std::vector<std::string> launchers{"torchrun", "accelerate", "deepspeed", "mpirun", "mpiexec", "srun", "orted"};
   // Only this node's: where nodes share a host (containers, test beds) the others'
   // ranks are visible here too.
@@ -620,13 +620,20 @@ int dump_job_stacks_here(const std::string& job_id, const std::string& out_dir, 
   std::vector<proc_info> ranks;
   for (const auto& r : find_job_rank_procs(job_id, launchers))
     if (node.empty() || proc_environ_value(r.pid, "SLURMD_NODENAME") == node) ranks.push_back(r);
+  // Unless told where, beside the job's own hang stacks: its ranks' TRAINCTL_LOG_DIR
+  // (the template sets it inside the job, where a login shell cannot see it).
+  if (out_dir.compare(0, 9, "fallback:") == 0) {
+    const std::string logs = ranks.empty() ? "" : proc_environ_value(ranks[0].pid, "TRAINCTL_LOG_DIR");
+    out_dir = logs.empty() ? out_dir.substr(9) : logs + "/stacks-" + job_id;
+  }
   dump_options o;
   o.out_dir = out_dir;
   o.python_dir = state_dir();
   o.stack_signal = stack_signal_from_env();
   o.reason = reason;
   for (const auto& s : dump_stacks(ranks, o))
-    std::printf("stack rank=%d pid=%d host=%s frame=%s\n", s.rank, s.pid, s.host.c_str(), s.frame.c_str());
+    std::printf("stack rank=%d pid=%d host=%s dir=%s frame=%s\n", s.rank, s.pid, s.host.c_str(), out_dir.c_str(),
+                s.frame.c_str());
   std::fflush(stdout);
   return 0;
 }

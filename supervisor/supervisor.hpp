@@ -46,9 +46,10 @@ struct supervisor_options {
 int run_supervised(const supervisor_options& opts, char* const* argv, pid_t adopt = 0);
 
 // Writes every rank's stacks on this node for job `job_id` (found in /proc, not below a
-// supervisor) into `out_dir`; prints one "rank R host H frame F" line per rank on
+// supervisor) into `out_dir` ("fallback:DIR": the ranks' TRAINCTL_LOG_DIR/stacks-JOB,
+// else DIR); prints one "stack rank=R pid=P host=H dir=D frame=F" line per rank on
 // stdout. trainctl-run --dump-stacks runs it on each node of the job through srun.
-int dump_job_stacks_here(const std::string& job_id, const std::string& out_dir, const std::string& reason);
+int dump_job_stacks_here(const std::string& job_id, std::string out_dir, const std::string& reason);
 
 // Exits this process the way the command ended: its exit code, or the same signal.
 [[noreturn]] void exit_like(int wait_status);

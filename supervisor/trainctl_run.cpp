@@ -44,7 +44,7 @@ std::string job_field(const std::string& line, const std::string& name) {
 
 // --dump-stacks JOB: one task on each of the job's nodes (srun --overlap, beside the
 // running steps) writes its ranks' stacks; the summary is made from what they print.
-int dump_stacks_of_job(const std::string& job, std::string log_dir) {
+int dump_stacks_of_job(const std::string& job, const std::string& log_dir) {
   using namespace trainctl;
   child_spec q;
   q.argv = {"scontrol", "show", "job", "-o", job};
@@ -56,9 +56,10 @@ int dump_stacks_of_job(const std::string& job, std::string log_dir) {
                  why.c_str());
     return 1;
   }
-  if (log_dir.empty())
-    log_dir = !env("TRAINCTL_LOG_DIR").empty() ? env("TRAINCTL_LOG_DIR") : job_field(info.output, "WorkDir");
-  const std::string dir = log_dir + "/stacks-" + job;
+  // Given (--log-dir, TRAINCTL_LOG_DIR here): that. Else where the job's ranks put
+  // theirs, which only the nodes can read, falling back to the job's working directory.
+  std::string dir = log_dir.empty() ? env("TRAINCTL_LOG_DIR") : log_dir;
+  dir = dir.empty() ? "fallback:" + job_field(info.output, "WorkDir") + "/stacks-" + job : dir + "/stacks-" + job;
   char self[4096] = {};
   if (readlink("/proc/self/exe", self, sizeof self - 1) <= 0) std::snprintf(self, sizeof self, "trainctl-run");
   child_spec d;
@@ -88,6 +89,7 @@ int dump_stacks_of_job(const std::string& job, std::string log_dir) {
     s.host = job_field(line, "host");
     const size_t f = line.find(" frame=");
     s.frame = f == std::string::npos ? "" : line.substr(f + 7);
+    s.file = job_field(line.substr(0, f), "dir");  // where that node wrote
     stacks.push_back(s);
   }
   if (!r.ok() && stacks.empty()) {
@@ -103,7 +105,7 @@ int dump_stacks_of_job(const std::string& job, std::string log_dir) {
     return 1;
   }
   std::printf("trainctl-run: stacks of %zu ranks of job %s in %s/ (%lld ms): %s\n", stacks.size(), job.c_str(),
-              dir.c_str(), ms, summarize(stacks).c_str());
+              stacks[0].file.c_str(), ms, summarize(stacks).c_str());
   return 0;
 }
 
