@@ -44,8 +44,9 @@ sed -i "s|$TRAIN |$TEST_DIR/train_wrapper.py |" "$TEST_DIR/job.sh"
 job=$(submit -N2 --ntasks-per-node=1 --time=10 "${JOB_OPTS[@]}" -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
 log "submitted job $job"
 wait_for 120 "4 ranks started" events_at_least start 4
-# On demand, while nothing hangs: from outside the job, through srun --overlap.
-out=$("$BUILD/bin/trainctl-run" --dump-stacks "$job") || fail "--dump-stacks failed: $out"
+# On demand, while nothing hangs: from outside the job, through srun --overlap, from a
+# shell that does not know the job's log directory (the nodes find it in the ranks').
+out=$(env -u TRAINCTL_LOG_DIR "$BUILD/bin/trainctl-run" --dump-stacks "$job") || fail "--dump-stacks failed: $out"
 log "$out"
 grep -q "stacks of 4 ranks of job $job in $TRAINCTL_LOG_DIR/stacks-$job/" <<<"$out" || fail "--dump-stacks: $out"
 for r in 0 1 2 3; do
