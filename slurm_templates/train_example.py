@@ -41,7 +41,7 @@ def parse_args():
     faults.add_argument("--hang-rank", type=int, default=-1, help="this rank stops making progress at --hang-at")
     faults.add_argument("--hang-at", type=int, default=50, help="the step at which --hang-rank hangs")
     faults.add_argument("--hang-in", choices=("python", "c"), default="python",
-                        help="hang in a Python loop, or inside a C call (libc pause)")
+                        help="hang in a Python loop, or inside a C call (a mutex locked twice)")
     faults.add_argument("--crash-on", metavar="NODE", help="ranks on this node crash (SIGABRT) at --crash-at, "
                         "as on a node with a broken GPU")
     faults.add_argument("--crash-at", type=int, default=50)
@@ -55,9 +55,11 @@ def node_name():
 
 def hang(run, step, where):
     run.log("hang", step=step, where=where)
-    if where == "c":
+    if where == "c":  # a deadlock inside C: a mutex locked twice, as a lock-order bug would
         import ctypes
-        ctypes.CDLL(None).pause()  # blocked in C: only a native stack shows where
+        libc, mutex = ctypes.CDLL(None), ctypes.create_string_buffer(64)  # zeroed: a default mutex
+        libc.pthread_mutex_lock(mutex)
+        libc.pthread_mutex_lock(mutex)
     while True:
         time.sleep(1)
 
