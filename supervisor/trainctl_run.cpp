@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bad_nodes.hpp"
+#include "gpu_memory.hpp"
 #include "options.hpp"
 #include "parse.hpp"
 #include "stack_dump.hpp"
@@ -166,6 +167,30 @@ int print_bad_nodes(const std::string& expiry_text, const std::string& cap_text)
   return 0;
 }
 
+// --mark-bad-node REASON: this node into the bad-node memory, for a health check that
+// failed (the template's HEALTH_CHECK, or a user's own prolog script).
+int mark_bad_node(const std::string& reason) {
+  using namespace trainctl;
+  if (reason.find('\n') != std::string::npos)
+    usage_error("--mark-bad-node: the reason spans lines; accepted: one line");
+  bad_node b;
+  b.when = static_cast<std::int64_t>(std::time(nullptr));
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  b.host = !env("SLURMD_NODENAME").empty() ? env("SLURMD_NODENAME") : host;
+  b.job = env("SLURM_JOB_ID").empty() ? "-" : env("SLURM_JOB_ID");
+  b.gpus = gpu_uuids();
+  b.reason = reason;
+  const std::string path = bad_nodes_path(), why = record_bad_node(path, b);
+  if (!why.empty()) {
+    std::fprintf(stderr, "trainctl-run: --mark-bad-node: %s\n", why.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "trainctl-run: remembered %s as a bad node (%s) in %s\n", b.host.c_str(), reason.c_str(),
+               path.c_str());
+  return 0;
+}
+
 int run_main(int argc, char** argv) {
   using namespace trainctl;
   CLI::App app{
@@ -180,6 +205,7 @@ int run_main(int argc, char** argv) {
   std::string on_notice_timeout = format_duration(option::kOnNoticeTimeoutDefault);
   std::string hang_timeout = "off", hang_action = "alert", log_dir, dump_job, dump_here, stacks_dir;
   bool bad_nodes = false;
+  std::string mark_bad;
   std::string bad_expiry = env("TRAINCTL_BAD_NODE_EXPIRY").empty() ? "24h" : env("TRAINCTL_BAD_NODE_EXPIRY");
   std::string bad_cap = env("TRAINCTL_BAD_NODE_CAP");
   std::string signal_text = signal_name(option::kGracefulSignalDefault);
@@ -219,6 +245,8 @@ int run_main(int argc, char** argv) {
   app.add_flag("--bad-nodes", bad_nodes,
                "print the nodes the next array task should keep off (where a task of yours crashed, hung or "
                "straggled), comma separated, for scontrol update ExcNodeList= or sbatch --exclude=, and exit");
+  app.add_option("--mark-bad-node", mark_bad,
+                 "remember this node as bad, with this reason (e.g. from a health check that failed), and exit");
   app.add_option("--bad-node-expiry", bad_expiry,
                  "with --bad-nodes: forget a finding after this long (default 24h, $TRAINCTL_BAD_NODE_EXPIRY)");
   app.add_option("--bad-node-cap", bad_cap,
@@ -243,6 +271,7 @@ int run_main(int argc, char** argv) {
   if (!dump_here.empty()) return dump_job_stacks_here(dump_here, stacks_dir, "on demand (trainctl-run --dump-stacks)");
   if (!dump_job.empty()) return dump_stacks_of_job(dump_job, log_dir);
   if (bad_nodes) return print_bad_nodes(bad_expiry, bad_cap);
+  if (!mark_bad.empty()) return mark_bad_node(mark_bad);
 
   supervisor_options o;
   try {

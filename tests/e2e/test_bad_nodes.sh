@@ -4,7 +4,8 @@
 # and n3, and keeps holding them), where the ranks crash as on a node with a broken GPU. Its supervisor records
 # n2 in the user's bad_nodes file; the template puts the array's pending tasks off it:
 # task 2 waits while only n2 is free, then runs elsewhere and trains. The memory expires (TRAINCTL_BAD_NODE_EXPIRY,
-# 40 s here), and the cap never excludes more nodes than the partition can spare.
+# 40 s here), and the cap never excludes more nodes than the partition can spare. Last,
+# a node failing the template's HEALTH_CHECK is remembered and its task ends.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 export TRAINCTL_BAD_NODE_EXPIRY=40s
@@ -48,4 +49,15 @@ grep -q "1 more bad node not excluded (--bad-node-cap)" "$TEST_DIR/err" || fail 
 recorded=$(cut -d' ' -f1 "$TRAINCTL_BAD_NODES")
 wait_for 60 "the memory to expire" bash -c "[ \$(date +%s) -ge $((recorded + 41)) ]"
 [ -z "$("$BUILD/bin/trainctl-run" --bad-nodes 2>/dev/null)" ] || fail "n2 is still excluded after the expiry"
-log "PASS: crash on n2 recorded, task 2 kept off n2, the memory expired after 40 s"
+
+# A node that fails the template's HEALTH_CHECK is remembered too, and the task ends
+# before training.
+# shellcheck disable=SC2016  # expanded on the node
+export HEALTH_CHECK='[ "$SLURMD_NODENAME" != n3 ]'
+hc=$(submit -N1 -w n3 --time=5 -J health train.slurm)
+wait_for 60 "the health-checked job to end" job_ended "$hc"
+[ "$(job_state "$hc")" = FAILED ] || fail "a failed health check left the job $(job_state "$hc")"
+grep -q "^[0-9]* n3 job=$hc .*reason=failed the health check: " "$TRAINCTL_BAD_NODES" ||
+  fail "n3 not remembered: $(cat "$TRAINCTL_BAD_NODES")"
+[ "$("$BUILD/bin/trainctl-run" --bad-nodes 2>/dev/null)" = n3 ] || fail "n3 is not excluded after its health check"
+log "PASS: crash on n2 recorded, task 2 kept off n2, the memory expired after 40 s; n3 failed its health check"
