@@ -38,6 +38,13 @@ std::string no_spaces(std::string s) {
 
 }  // namespace
 
+std::string node_name() {
+  if (!env("SLURMD_NODENAME").empty()) return env("SLURMD_NODENAME");
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return host;
+}
+
 std::string bad_nodes_path() {
   if (!env("TRAINCTL_BAD_NODES").empty()) return env("TRAINCTL_BAD_NODES");
   if (!env("XDG_STATE_HOME").empty()) return env("XDG_STATE_HOME") + "/trainctl/bad_nodes";

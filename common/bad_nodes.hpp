@@ -17,6 +17,10 @@ struct bad_node {
   std::string host, job, gpus, reason;
 };
 
+// This node as SLURM names it (SLURMD_NODENAME, which differs where nodes share a
+// host), else the host name: what bad-node records, stack files and reports call it.
+std::string node_name();
+
 // TRAINCTL_BAD_NODES, else $XDG_STATE_HOME/trainctl/bad_nodes, else
 // $HOME/.local/state/trainctl/bad_nodes; "" when none of them can be named.
 std::string bad_nodes_path();

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <ctime>
 #include <sstream>
+#include <utility>
 
 #include "parse.hpp"
 #include "subprocess.hpp"
@@ -91,6 +92,27 @@ std::optional<job_times> parse_scontrol_job(const std::string& line) {
   }
   if (!have_end) return std::nullopt;
   return jt;
+}
+
+std::string scontrol_field(const std::string& line, const std::string& name) {
+  const std::string key = " " + name + "=";
+  size_t at = (" " + line).find(key);
+  if (at == std::string::npos) return "";
+  at += key.size() - 1;
+  return line.substr(at, line.find_first_of(" \n", at) - at);
+}
+
+std::optional<std::string> scontrol_show(const std::string& kind, const std::string& id,
+                                         std::chrono::milliseconds timeout, std::string* error) {
+  child_spec spec;
+  spec.argv = {"scontrol", "show", kind, "-o", id};
+  spec.deadline = timeout;
+  child_result r = run_child(spec);
+  if (!r.ok()) {
+    if (error != nullptr) *error = r.error;
+    return std::nullopt;
+  }
+  return std::move(r.output);
 }
 
 std::optional<job_times> query_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error) {

@@ -30,6 +30,13 @@ std::int64_t parse_slurm_duration(const std::string& text);
 // "2026-11-22T07:22:34" (local time) -> unix ms; 0 for "Unknown"/"None"/"N/A".
 std::int64_t parse_slurm_timestamp(const std::string& text);
 
+// NAME's value in one line of `scontrol show ... -o` ("" when absent).
+std::string scontrol_field(const std::string& line, const std::string& name);
+// `scontrol show KIND -o ID` (job, partition) with a timeout: its one line, or nullopt
+// with `error` saying why in one line.
+std::optional<std::string> scontrol_show(const std::string& kind, const std::string& id,
+                                         std::chrono::milliseconds timeout, std::string* error);
+
 // Runs `scontrol show job -o JOB` with a timeout. nullopt when it failed or timed out;
 // `error` then says why in one line.
 std::optional<job_times> query_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error);

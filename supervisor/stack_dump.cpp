@@ -13,9 +13,11 @@
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
+#include "bad_nodes.hpp"
 #include "parse.hpp"
 #include "subprocess.hpp"
 
@@ -23,14 +25,6 @@ namespace trainctl {
 namespace {
 
 using std::chrono::milliseconds;
-
-std::string host_name() {
-  const char* node = std::getenv("SLURMD_NODENAME");  // the node's name where nodes share a host
-  if (node != nullptr && *node != '\0') return node;
-  char h[256] = {};
-  gethostname(h, sizeof h - 1);
-  return h;
-}
 
 std::string now_text() {
   const std::time_t t = std::time(nullptr);
@@ -208,7 +202,7 @@ std::string innermost_native_frame(const std::string& text, pid_t pid) {
 
 std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const dump_options& o) {
   mkdir(o.out_dir.c_str(), 0755);
-  const std::string host = host_name();
+  const std::string host = node_name();
   // Native stacks first: the stack signal would interrupt a rank blocked in a C call
   // (pause, poll...) and move it, while a ptrace attach restarts the call.
   std::vector<std::string> native(ranks.size()), tool(ranks.size());
@@ -257,23 +251,40 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
   return out;
 }
 
+namespace {
+// The frame most ranks are in, and how many are in it.
+std::pair<std::string, std::size_t> most_common_frame(const std::vector<rank_stack>& stacks) {
+  std::map<std::string, std::size_t> by_frame;
+  for (const auto& s : stacks) ++by_frame[s.frame];
+  std::pair<std::string, std::size_t> most{"", 0};
+  for (const auto& [frame, n] : by_frame)
+    if (n > most.second) most = {frame, n};
+  return most;
+}
+}  // namespace
+
 std::string summarize(const std::vector<rank_stack>& stacks) {
   if (stacks.empty()) return "no rank processes found";
-  std::map<std::string, std::vector<int>> by_frame;
-  for (const auto& s : stacks) by_frame[s.frame].push_back(s.rank);
-  auto most = std::max_element(by_frame.begin(), by_frame.end(),
-                               [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
-  std::string out =
-      std::to_string(most->second.size()) + " of " + std::to_string(stacks.size()) + " ranks in " + most->first;
+  const auto [common, n] = most_common_frame(stacks);
+  std::string out = std::to_string(n) + " of " + std::to_string(stacks.size()) + " ranks in " + common;
   std::vector<std::string> differ;
   for (const auto& s : stacks)
-    if (s.frame != most->first) differ.push_back("rank " + std::to_string(s.rank) + " on " + s.host + " in " + s.frame);
+    if (s.frame != common) differ.push_back("rank " + std::to_string(s.rank) + " on " + s.host + " in " + s.frame);
   std::sort(differ.begin(), differ.end());
   if (!differ.empty()) {
     out += "; elsewhere: ";
     for (size_t i = 0; i < differ.size(); ++i) out += (i ? ", " : "") + differ[i];
   }
   return out;
+}
+
+std::set<std::string> suspect_hosts(const std::vector<rank_stack>& stacks) {
+  const auto [common, n] = most_common_frame(stacks);
+  std::set<std::string> hosts;
+  if (2 * (stacks.size() - n) >= stacks.size()) return hosts;  // no clear odd ones out
+  for (const auto& s : stacks)
+    if (s.frame != common) hosts.insert(s.host);
+  return hosts;
 }
 
 std::vector<rank_stack> read_dumps(const std::string& dir, std::int64_t since) {

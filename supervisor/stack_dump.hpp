@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ std::string innermost_native_frame(const std::string& native_text, pid_t pid);
 
 // One line: the frame most ranks are stuck in, and the ranks stuck elsewhere.
 std::string summarize(const std::vector<rank_stack>& stacks);
+// The nodes of the ranks stuck elsewhere than most, when they are fewer than half:
+// the suspects of a hang (empty when there is no clear odd one out).
+std::set<std::string> suspect_hosts(const std::vector<rank_stack>& stacks);
 // The rank_stack lines that dump_stacks wrote in `dir` (header lines of rank*.txt),
 // the newest dump of each rank, from files written at or after `since` (unix seconds):
 // a file from an earlier dump is not this stall's.

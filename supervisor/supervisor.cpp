@@ -18,9 +18,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
-#include <map>
 #include <memory>
-#include <set>
 
 #include "bad_nodes.hpp"
 #include "gpu_memory.hpp"
@@ -31,7 +29,6 @@
 #include "ranks.hpp"
 #include "slurm_job.hpp"
 #include "stack_dump.hpp"
-#include "subprocess.hpp"
 
 namespace trainctl {
 namespace {
@@ -144,15 +141,9 @@ int supervisor::pick_log_fd() const {
     cmd = cmd.substr(cmd.rfind('/') + 1);
   }
   if ((!devnull && cmd != "orted" && cmd != "prted") || opts_.job_id.empty()) return 2;
-  child_spec q;
-  q.argv = {"scontrol", "show", "job", "-o", opts_.job_id};
-  q.deadline = milliseconds(5000);
-  const child_result r = run_child(q);
-  for (const char* key : {" StdErr=", " StdOut="}) {
-    const size_t at = r.output.find(key);
-    if (!r.ok() || at == std::string::npos) continue;
-    const size_t start = at + std::strlen(key);
-    const std::string path = r.output.substr(start, r.output.find_first_of(" \n", start) - start);
+  const auto job = scontrol_show("job", opts_.job_id, milliseconds(5000), nullptr);
+  for (const char* key : {"StdErr", "StdOut"}) {
+    const std::string path = job ? scontrol_field(*job, key) : "";
     if (path.empty() || path[0] != '/') continue;
     const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
     if (fd >= 0) return fd;
@@ -418,17 +409,7 @@ void supervisor::on_hang(const rank_beat& stale, std::int64_t silent_ms) {
     }
     summary = summarize(all);
     log("hang: the whole job (%zu of %d ranks dumped): %s", all.size(), world, summary.c_str());
-    // The ranks stuck elsewhere than most are the suspects, when they are few.
-    std::map<std::string, std::size_t> by_frame;
-    for (const auto& r : all) ++by_frame[r.frame];
-    std::size_t most = 0;
-    std::string common;
-    for (const auto& [frame, n] : by_frame)
-      if (n > most) most = n, common = frame;
-    std::set<std::string> hosts;
-    for (const auto& r : all)
-      if (r.frame != common && 2 * (all.size() - most) < all.size()) hosts.insert(r.host);
-    for (const auto& h : hosts) remember_bad(h, "hung (stacks in " + dir + ")");
+    for (const auto& h : suspect_hosts(all)) remember_bad(h, "hung (stacks in " + dir + ")");
   }
   if (FILE* f = std::fopen((dir + "/summary.txt").c_str(), "a")) {
     std::fprintf(f, "%s %s\n", clock_time(unix_now_ms()).c_str(), summary.c_str());
@@ -477,12 +458,9 @@ void supervisor::record_if_crashed() {
   const int fd = open(claim.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return;  // another node failed first (or the directory is not writable)
   close(fd);
-  const std::string node = env_or_empty("SLURMD_NODENAME");
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
   const std::string how =
       WIFEXITED(st) ? "exit status " + std::to_string(WEXITSTATUS(st)) : "SIG" + signal_name(WTERMSIG(st));
-  remember_bad(node.empty() ? host : node, "crashed (" + how + ", the first node of the job to fail)", gpu_uuids());
+  remember_bad(node_name(), "crashed (" + how + ", the first node of the job to fail)", gpu_uuids());
 }
 
 // Everything below this supervisor but the notice hook: a hung rank ignores polite

@@ -16,6 +16,7 @@
 #include "gpu_memory.hpp"
 #include "options.hpp"
 #include "parse.hpp"
+#include "slurm_job.hpp"
 #include "stack_dump.hpp"
 #include "subprocess.hpp"
 #include "supervisor.hpp"
@@ -34,25 +35,16 @@ std::string env(const char* name) {
   std::exit(2);
 }
 
-// A field of `scontrol show job -o` output ("" when absent).
-std::string job_field(const std::string& line, const std::string& name) {
-  const std::string key = " " + name + "=";
-  size_t at = (" " + line).find(key);
-  if (at == std::string::npos) return "";
-  at += key.size() - 1;
-  return line.substr(at, line.find_first_of(" \n", at) - at);
-}
-
 // --dump-stacks JOB: one task on each of the job's nodes (srun --overlap, beside the
 // running steps) writes its ranks' stacks; the summary is made from what they print.
 int dump_stacks_of_job(const std::string& job, const std::string& log_dir) {
   using namespace trainctl;
-  child_spec q;
-  q.argv = {"scontrol", "show", "job", "-o", job};
-  const child_result info = run_child(q);
-  if (!info.ok() || job_field(info.output, "JobState") != "RUNNING") {
-    const std::string why = info.ok() ? "the job is " + job_field(info.output, "JobState") + ", not RUNNING"
-                                      : "no such job that scontrol can show (" + info.error + ")";
+  std::string error;
+  const auto info = scontrol_show("job", job, std::chrono::milliseconds(10000), &error);
+  const std::string job_line = info ? *info : "";
+  if (!info || scontrol_field(job_line, "JobState") != "RUNNING") {
+    const std::string why = info ? "the job is " + scontrol_field(job_line, "JobState") + ", not RUNNING"
+                                 : "no such job that scontrol can show (" + error + ")";
     std::fprintf(stderr, "trainctl-run: --dump-stacks %s: %s; accepted: the id of a running job\n", job.c_str(),
                  why.c_str());
     return 1;
@@ -60,7 +52,7 @@ int dump_stacks_of_job(const std::string& job, const std::string& log_dir) {
   // Given (--log-dir, TRAINCTL_LOG_DIR here): that. Else where the job's ranks put
   // theirs, which only the nodes can read, falling back to the job's working directory.
   std::string dir = log_dir.empty() ? env("TRAINCTL_LOG_DIR") : log_dir;
-  dir = dir.empty() ? "fallback:" + job_field(info.output, "WorkDir") + "/stacks-" + job : dir + "/stacks-" + job;
+  dir = dir.empty() ? "fallback:" + scontrol_field(job_line, "WorkDir") + "/stacks-" + job : dir + "/stacks-" + job;
   char self[4096] = {};
   if (readlink("/proc/self/exe", self, sizeof self - 1) <= 0) std::snprintf(self, sizeof self, "trainctl-run");
   child_spec d;
@@ -69,10 +61,10 @@ int dump_stacks_of_job(const std::string& job, const std::string& log_dir) {
             "--overlap",
             "--quiet",
             "-N",
-            job_field(info.output, "NumNodes"),
+            scontrol_field(job_line, "NumNodes"),
             "--ntasks-per-node=1",
             "-w",
-            job_field(info.output, "NodeList"),
+            scontrol_field(job_line, "NodeList"),
             self,
             "--dump-stacks-here",
             job,
@@ -87,10 +79,10 @@ int dump_stacks_of_job(const std::string& job, const std::string& log_dir) {
     if (line.compare(0, 11, "stack rank=") != 0) continue;
     rank_stack s;
     s.rank = std::atoi(line.c_str() + 11);
-    s.host = job_field(line, "host");
+    s.host = scontrol_field(line, "host");
     const size_t f = line.find(" frame=");
     s.frame = f == std::string::npos ? "" : line.substr(f + 7);
-    s.file = job_field(line.substr(0, f), "dir");  // where that node wrote
+    s.file = scontrol_field(line.substr(0, f), "dir");  // where that node wrote
     stacks.push_back(s);
   }
   if (!r.ok() && stacks.empty()) {
@@ -126,18 +118,16 @@ int print_bad_nodes(const std::string& expiry_text, const std::string& cap_text)
   }
   std::string why_cap = "--bad-node-cap";
   if (cap < 0 && !env("SLURM_JOB_ID").empty()) {
-    child_spec j;
-    j.argv = {"scontrol", "show", "job", "-o", env("SLURM_JOB_ID")};
-    const child_result job = run_child(j);
-    child_spec p;
-    p.argv = {"scontrol", "show", "partition", "-o", job_field(job.output, "Partition")};
-    const child_result part = run_child(p);
-    if (job.ok() && part.ok()) {
-      const long long total = std::atoll(job_field(part.output, "TotalNodes").c_str());
-      const long long need = std::atoll(job_field(job.output, "NumNodes").c_str());
+    const std::chrono::milliseconds timeout(10000);
+    const auto job = scontrol_show("job", env("SLURM_JOB_ID"), timeout, nullptr);
+    const std::string partition = job ? scontrol_field(*job, "Partition") : "";
+    const auto part = job ? scontrol_show("partition", partition, timeout, nullptr) : std::nullopt;
+    if (part) {
+      const long long total = std::atoll(scontrol_field(*part, "TotalNodes").c_str());
+      const long long need = std::atoll(scontrol_field(*job, "NumNodes").c_str());
       cap = std::max(0LL, total - need);
-      why_cap = "partition " + job_field(job.output, "Partition") + " has " + std::to_string(total) +
-                " nodes and the job needs " + std::to_string(need);
+      why_cap = "partition " + partition + " has " + std::to_string(total) + " nodes and the job needs " +
+                std::to_string(need);
     }
   }
   if (cap < 0) {
@@ -175,9 +165,7 @@ int mark_bad_node(const std::string& reason) {
     usage_error("--mark-bad-node: the reason spans lines; accepted: one line");
   bad_node b;
   b.when = static_cast<std::int64_t>(std::time(nullptr));
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  b.host = !env("SLURMD_NODENAME").empty() ? env("SLURMD_NODENAME") : host;
+  b.host = node_name();
   b.job = env("SLURM_JOB_ID").empty() ? "-" : env("SLURM_JOB_ID");
   b.gpus = gpu_uuids();
   b.reason = reason;

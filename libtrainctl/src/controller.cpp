@@ -59,13 +59,6 @@ std::int64_t clock_us(clockid_t clock) {
 // are minutes.
 std::int64_t steady_us() { return clock_us(CLOCK_MONOTONIC); }
 
-std::string host_name() {
-  char h[256] = {};
-  gethostname(h, sizeof h - 1);
-  const char* node = std::getenv("SLURMD_NODENAME");  // the node's name where hosts share one
-  return node != nullptr && *node != '\0' ? node : h;
-}
-
 }  // namespace
 
 struct local_switch {
@@ -378,7 +371,7 @@ void controller::impl::report_straggler(std::int64_t step, std::int64_t slowest_
                  "%d agreements in a row\n",
                  static_cast<long long>(step), straggler, slowest_us / 1000.0, fastest_us / 1000.0, factor, strikes);
   if (straggler != cfg.rank) return;
-  const std::string host = host_name(), gpus = gpu_uuids();
+  const std::string host = node_name(), gpus = gpu_uuids();
   std::fprintf(stderr,
                "trainctl: straggler at step %lld: this rank (%d) on %s takes %.1f ms per step, the fastest rank %.1f "
                "ms (x%.2f); recorded in slow_nodes\n",

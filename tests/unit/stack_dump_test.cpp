@@ -54,6 +54,9 @@ TEST(StackDump, TheSummaryNamesTheCommonFrameAndTheRanksElsewhere) {
       summarize(s),
       "3 of 4 ranks in all_reduce (distributed_c10d.py:1541); elsewhere: rank 3 on n2 in load_batch (train.py:88)");
   EXPECT_EQ(summarize({}), "no rank processes found");
+  EXPECT_EQ(suspect_hosts(s), (std::set<std::string>{"n2"}));
+  s[2].frame = "load_batch (train.py:88)";
+  EXPECT_TRUE(suspect_hosts(s).empty()) << "half the ranks elsewhere: no clear odd one out";
 }
 
 // A rank that is no Python program still gets its native stack, and the header says so.
