@@ -3,11 +3,13 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cerrno>
 #include <csignal>
@@ -15,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <mutex>
 #include <new>
 #include <stdexcept>
 #include <system_error>
@@ -79,9 +82,7 @@ void create_state_file(int dir_fd, const std::string& dir, const std::string& na
   const int fd = openat(dir_fd, tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) throw sys_error("cannot create node state " + dir + "/" + tmp);
   node_state header{};
-  header.magic = node_state::kMagic;
-  header.version = node_state::kVersion;
-  header.size = sizeof(node_state);
+  init_header(header);
   const bool written = write(fd, &header, sizeof header) == static_cast<ssize_t>(sizeof header);
   const int saved = errno;
   close(fd);
@@ -98,6 +99,70 @@ void create_state_file(int dir_fd, const std::string& dir, const std::string& na
     throw sys_error("cannot create node state " + dir + "/" + name);
   }
 }
+
+
+// The SIGBUS guard. A mapped file that someone truncates (`> file`, a cleanup of
+// /dev/shm) raises SIGBUS at the next read of its pages, in every process that maps
+// it: the ranks and their supervisor would die at once, and the death would look like
+// a bad node. The handler replaces a faulting node-state mapping with zero pages of
+// its own and returns, so the read retries and sees an invalid state (magic 0), which
+// the watcher then reports. Faults anywhere else go to the handler that was there
+// before, or kill the process as they would have.
+// Runs in a signal handler, any thread: only atomics and syscalls.
+constexpr int kGuardSlots = 32;
+std::atomic<std::uintptr_t> g_guard_start[kGuardSlots];
+std::atomic<int> g_guard_faults[kGuardSlots];
+struct sigaction g_previous_bus {};
+std::once_flag g_guard_once;
+
+void on_sigbus(int sig, siginfo_t* info, void* uctx) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
+  for (int i = 0; i < kGuardSlots; ++i) {
+    const std::uintptr_t start = g_guard_start[i].load(std::memory_order_acquire);
+    if (start == 0 || addr < start || addr >= start + sizeof(node_state)) continue;
+    void* again = mmap(reinterpret_cast<void*>(start), sizeof(node_state), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (again != MAP_FAILED) {
+      g_guard_faults[i].fetch_add(1, std::memory_order_release);
+      return;
+    }
+  }
+  if ((g_previous_bus.sa_flags & SA_SIGINFO) != 0 && g_previous_bus.sa_sigaction != nullptr) {
+    g_previous_bus.sa_sigaction(sig, info, uctx);
+    return;
+  }
+  if (g_previous_bus.sa_handler != SIG_DFL && g_previous_bus.sa_handler != SIG_IGN) {
+    g_previous_bus.sa_handler(sig);
+    return;
+  }
+  signal(SIGBUS, SIG_DFL);  // the faulting access repeats and kills the process as before
+}
+
+int guard_mapping(void* map) {
+  std::call_once(g_guard_once, [] {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &g_previous_bus);
+  });
+  for (int i = 0; i < kGuardSlots; ++i) {
+    std::uintptr_t free = 0;
+    if (g_guard_start[i].compare_exchange_strong(free, reinterpret_cast<std::uintptr_t>(map))) {
+      g_guard_faults[i].store(0, std::memory_order_release);
+      return i;
+    }
+  }
+  return -1;  // more than 32 states in one process: unguarded, as before
+}
+
+void unguard_mapping(int slot) {
+  if (slot >= 0) g_guard_start[slot].store(0, std::memory_order_release);
+}
+
+bool process_alive(std::int32_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH); }
+
+std::atomic<std::uint32_t> g_publisher_serial{0};
 
 }  // namespace
 
@@ -176,8 +241,11 @@ void node_state_file::open_file() {
       throw sys_error("cannot map node state " + path_);
     }
     state_ = static_cast<node_state*>(map);
+    guard_ = guard_mapping(map);
     if (state_->magic != node_state::kMagic || state_->version != node_state::kVersion ||
         state_->size != sizeof(node_state)) {
+      unguard_mapping(guard_);
+      guard_ = -1;
       munmap(map, sizeof(node_state));
       state_ = nullptr;
       close(fd_);
@@ -197,6 +265,8 @@ void node_state_file::open_file() {
     if (attempt >= 3 || (fstatat(dir_fd_, name_.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_ino == st.st_ino &&
                          now.st_dev == st.st_dev))
       return;
+    unguard_mapping(guard_);
+    guard_ = -1;
     munmap(state_, sizeof(node_state));
     state_ = nullptr;
     close(fd_);
@@ -206,42 +276,94 @@ void node_state_file::open_file() {
 
 node_state_file::~node_state_file() {
   release_publisher();
+  unguard_mapping(guard_);
   if (state_ != nullptr) munmap(state_, sizeof(node_state));
   if (fd_ >= 0) close(fd_);
   if (dir_fd_ >= 0) close(dir_fd_);
 }
 
-bool node_state_file::try_become_publisher(std::string* problem) {
-  if (lock_fd_ >= 0) return true;
-  const std::string lock_name = name_ + ".lock";
-  const int fd = openat(dir_fd_, lock_name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) {
-    if (problem != nullptr) *problem = "cannot open the publisher lock " + path_ + ".lock: " + std::strerror(errno);
-    return false;
+bool node_state_file::try_become_publisher(std::string* problem, std::int64_t stale_ms, int* taken_from) {
+  node_state& ns = *state_;
+  if (is_publisher()) return true;
+  if (lock_fd_ < 0) {
+    const std::string lock_name = name_ + ".lock";
+    const int fd = openat(dir_fd_, lock_name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+      if (problem != nullptr) *problem = "cannot open the publisher lock " + path_ + ".lock: " + std::strerror(errno);
+    } else {
+      struct stat st {};
+      const std::string why = fstat(fd, &st) != 0 ? std::strerror(errno) : untrusted(st, false);
+      if (!why.empty()) {
+        close(fd);
+        if (problem != nullptr) *problem = "publisher lock " + path_ + ".lock " + why + ": not using it";
+      } else if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+      } else {
+        lock_fd_ = fd;
+      }
+    }
   }
-  struct stat st {};
-  const std::string why = fstat(fd, &st) != 0 ? std::strerror(errno) : untrusted(st, false);
-  if (!why.empty()) {
-    close(fd);
-    if (problem != nullptr) *problem = "publisher lock " + path_ + ".lock " + why + ": not using it";
-    return false;
-  }
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    close(fd);
-    return false;
-  }
-  lock_fd_ = fd;
-  state_->supervised.store(0, std::memory_order_relaxed);  // a supervisor says so itself
-  state_->publisher_pid.store(getpid(), std::memory_order_relaxed);
+  // The lock elects the first holder; the role itself is the id in the state, which a
+  // process takes from a holder that is gone or stopped looking (then without the lock,
+  // which a stopped holder still has).
+  std::uint64_t current = ns.publisher_id.load(std::memory_order_acquire);
+  const bool free_for_lock_holder = lock_fd_ >= 0 && (current == 0 || !process_alive(static_cast<std::int32_t>(current >> 32)));
+  const bool stale = current != 0 && publisher_stale(ns, unix_now_ms(), stale_ms);
+  if (!free_for_lock_holder && !stale) return false;
+  if (my_id_ == 0)
+    my_id_ = (static_cast<std::uint64_t>(getpid()) << 32) | (g_publisher_serial.fetch_add(1) + 1);
+  if (!ns.publisher_id.compare_exchange_strong(current, my_id_, std::memory_order_acq_rel)) return false;
+  ns.published_ms.store(unix_now_ms(), std::memory_order_release);
+  ns.supervised.store(0, std::memory_order_relaxed);  // a supervisor says so itself
+  if (taken_from != nullptr) *taken_from = stale ? static_cast<int>(current >> 32) : 0;
   return true;
 }
 
+bool node_state_file::is_publisher() const {
+  return my_id_ != 0 && state_->publisher_id.load(std::memory_order_acquire) == my_id_;
+}
+
 void node_state_file::release_publisher() {
-  if (lock_fd_ < 0) return;
-  state_->publisher_pid.store(0, std::memory_order_relaxed);
-  state_->supervised.store(0, std::memory_order_relaxed);
-  close(lock_fd_);  // closing drops the flock
+  if (is_publisher()) {
+    state_->supervised.store(0, std::memory_order_relaxed);
+    std::uint64_t mine = my_id_;
+    state_->publisher_id.compare_exchange_strong(mine, 0, std::memory_order_acq_rel);
+  }
+  if (lock_fd_ >= 0) close(lock_fd_);  // closing drops the flock
   lock_fd_ = -1;
+}
+
+std::string node_state_file::damage() const {
+  std::string what;
+  struct stat st {};
+  if (guard_ >= 0 && g_guard_faults[guard_].load(std::memory_order_acquire) != 0)
+    what = "was truncated (reading it faulted)";
+  else if (fstat(fd_, &st) == 0 && static_cast<size_t>(st.st_size) != sizeof(node_state))
+    what = "changed size to " + std::to_string(st.st_size) + " bytes (" + std::to_string(sizeof(node_state)) +
+           " expected)";
+  else if (__atomic_load_n(&state_->magic, __ATOMIC_RELAXED) != node_state::kMagic ||
+           state_->version != node_state::kVersion || state_->size != sizeof(node_state))
+    what = "was overwritten (no trainctl header)";
+  else if ((state_->flags.load(std::memory_order_relaxed) & ~kKnownFlags) != 0)
+    what = "was overwritten (unknown flag bits)";
+  return what.empty() ? "" : "node state " + path_ + " " + what;
+}
+
+void init_header(node_state& ns) {
+  ns.magic = node_state::kMagic;
+  ns.version = node_state::kVersion;
+  ns.size = sizeof(node_state);
+}
+
+bool publisher_stale(const node_state& ns, std::int64_t now_ms, std::int64_t stale_ms) {
+  const std::uint64_t id = ns.publisher_id.load(std::memory_order_acquire);
+  if (id == 0 || !process_alive(static_cast<std::int32_t>(id >> 32))) return true;
+  return stale_ms > 0 && now_ms - ns.published_ms.load(std::memory_order_acquire) > stale_ms;
+}
+
+std::int64_t publisher_stale_after_ms(const node_state& ns) {
+  const std::int64_t every = ns.publish_every_ms.load(std::memory_order_relaxed);
+  return std::max<std::int64_t>(3000, 2 * (every > 0 ? every : 10000) + 1000);
 }
 
 int node_state_file::register_switch(switch_kind kind, const std::string& name, const std::string& path) {

@@ -23,6 +23,8 @@ enum flag_bits : std::uint32_t {
   kFlagDecided = 1u << 5,     // local only: an agreed exit was already decided
   kFlagHang = 1u << 6,        // the supervisor found a rank hung (--hang-action=save-exit)
 };
+// Any other bit in a node state's flags means the file is not what a publisher wrote.
+constexpr std::uint32_t kKnownFlags = (kFlagHang << 1) - 1;
 constexpr std::uint32_t kExitMask =
     kFlagDeadline | kFlagPreempted | kFlagSignal | kFlagMemory | kFlagExitSwitch | kFlagDecided | kFlagHang;
 
@@ -36,8 +38,12 @@ struct switch_slot {
   // 0 free, 1 being written, 2 ready. A slot is claimed with a CAS 0 -> 1 and never freed.
   std::atomic<std::uint32_t> state;
   std::uint32_t kind;  // switch_kind
-  // mtime of the file in ns while it exists, 0 while it does not.
+  // Exit switches: mtime of the file in ns while it exists, 0 while it does not.
+  // Save switches: the mtime of the newest touch counted (kept after the file is gone).
   std::atomic<std::int64_t> token;
+  // Save switches: how many touches the node's publishers have seen (each new mtime
+  // counts once), so that every rank saves once per touch, agreed or not.
+  std::atomic<std::int64_t> count;
   char name[kMaxName];
   char path[kMaxPath];
 };
@@ -58,19 +64,25 @@ struct rank_beat {
 
 struct node_state {
   static constexpr std::uint64_t kMagic = 0x31534c5443444e54ull;  // "TNDCTLS1"
-  static constexpr std::uint32_t kVersion = 2;
+  static constexpr std::uint32_t kVersion = 3;
 
   std::uint64_t magic;
   std::uint32_t version;
   std::uint32_t size;
   std::atomic<std::uint32_t> flags;       // flag_bits
   std::atomic<std::uint32_t> seq;         // bumped on every change
-  std::atomic<std::int64_t> deadline_ms;  // unix ms; 0 = none
-  std::atomic<std::int64_t> save_max;     // max token over save slots
-  std::atomic<std::int32_t> publisher_pid;
+  // Unix ms; 0 = none. Written as soon as it is known (and again when EndTime moves),
+  // so that any process on the node can fire it on time, whoever publishes.
+  std::atomic<std::int64_t> deadline_ms;
+  std::atomic<std::int64_t> save_max;  // sum of the save slots' counts: "anything new?"
+  // The publisher role: (pid << 32 | serial) of the holder, 0 for none. It is held while
+  // published_ms stays fresh; a process that finds it stale (the holder stopped, or hangs
+  // in a stat of a dead mount) takes it over with a compare-and-swap (publisher_stale).
+  std::atomic<std::uint64_t> publisher_id;
   std::atomic<std::int32_t> supervised;    // 1 while a supervisor publishes
+  std::atomic<std::int32_t> publish_every_ms;  // the holder's poll interval
   std::atomic<std::uint64_t> stat_calls;   // metadata requests made by publishers
-  std::atomic<std::int64_t> published_ms;  // when the publisher last looked
+  std::atomic<std::int64_t> published_ms;  // when the publisher last looked (its heartbeat)
   switch_slot slots[kMaxSlots];
   rank_beat beats[kMaxRanks];
 };
@@ -97,13 +109,23 @@ class node_state_file {
   node_state& get() const { return *state_; }
   const std::string& path() const { return path_; }
 
-  // Takes the publisher lock without blocking; true when this process now publishes.
+  // Takes the publisher role without blocking; true when this object now publishes.
+  // The first holder is elected by the publisher lock (a flock: it goes with a dead
+  // holder); besides, a role whose holder is gone or whose heartbeat is older than
+  // `stale_ms` (> 0) is taken over, and *taken_from then names the old holder's pid.
   // When the lock file itself cannot be used (not merely held by another process),
   // *problem gets one line that says why, naming the path and its owner.
-  bool try_become_publisher(std::string* problem = nullptr);
-  bool is_publisher() const { return lock_fd_ >= 0; }
-  // Gives the publisher lock up (the next try_become_publisher elsewhere succeeds).
+  bool try_become_publisher(std::string* problem = nullptr, std::int64_t stale_ms = 0, int* taken_from = nullptr);
+  // True while this object holds the role: false once another process took it over.
+  bool is_publisher() const;
+  // Gives the role and the lock up (the next try_become_publisher elsewhere succeeds).
   void release_publisher();
+
+  // Whether the file is still the state this object mapped: the same size, magic and
+  // version, no unknown flag bits, and no fault on its pages (a truncated file reads as
+  // zeros here instead of killing the process with SIGBUS; see guard_mapping). "" when
+  // intact, else one line naming the file and what is wrong.
+  std::string damage() const;
 
   // Finds the slot holding (kind, path) or claims a free one; -1 when all are taken.
   int register_switch(switch_kind kind, const std::string& name, const std::string& path);
@@ -117,8 +139,30 @@ class node_state_file {
   int dir_fd_ = -1;
   int fd_ = -1;
   int lock_fd_ = -1;
+  std::uint64_t my_id_ = 0;
+  int guard_ = -1;  // slot in the SIGBUS guard
   node_state* state_ = nullptr;
 };
+
+// Fills in magic, version and size (a private state that never was a file).
+void init_header(node_state& ns);
+
+// Whether the role's holder looks gone: none, a pid that no longer exists, or a
+// heartbeat older than `stale_ms` (0: never by age).
+bool publisher_stale(const node_state& ns, std::int64_t now_ms, std::int64_t stale_ms);
+
+// How old a heartbeat may be before others take the role over: a few of the holder's
+// poll intervals, never under 3 s.
+std::int64_t publisher_stale_after_ms(const node_state& ns);
+
+// The hot path's validity test: a plain load of the magic (on the same cache line as
+// the flags) and the flags' unknown bits. A state another program overwrote reads as
+// "no flags" until the watcher notices and falls back.
+inline std::uint32_t valid_flags(const node_state& ns) {
+  const std::uint32_t f = ns.flags.load(std::memory_order_relaxed);
+  const std::uint64_t magic = __atomic_load_n(&ns.magic, __ATOMIC_RELAXED);
+  return magic == node_state::kMagic && (f & ~kKnownFlags) == 0 ? f : 0;
+}
 
 // Finds the slot holding (kind, path) in `ns` or claims a free one (lock-free: any
 // number of processes may register at once); -1 when all are taken. A slot is never

@@ -29,7 +29,7 @@ publisher::publisher(node_state& state, publisher_options opts) : state_(state),
                    "trainctl: TRAINCTL_GPU_MIN_FREE is set but NVML is not available (%s); no GPU memory check\n",
                    gpu_->why_not().c_str());
   }
-  state_.supervised.load();  // touch: the mapping is live
+  state_.publish_every_ms.store(static_cast<std::int32_t>(opts_.poll_interval.count()), std::memory_order_relaxed);
 }
 
 publisher::~publisher() {
@@ -50,22 +50,26 @@ void publisher::set_deadline_ms(std::int64_t deadline_ms) {
 
 bool publisher::refresh_switches() {
   bool changed = false, any_exit = false;
-  std::int64_t save_max = 0;
+  std::int64_t saves = 0;
   for (auto& slot : state_.slots) {
     if (slot.state.load(std::memory_order_acquire) != 2) continue;
     const std::int64_t token = switch_token(slot.path);
     state_.stat_calls.fetch_add(1, std::memory_order_relaxed);
-    changed |= slot.token.exchange(token, std::memory_order_release) != token;
-    if (slot.kind == static_cast<std::uint32_t>(switch_kind::exit))
+    if (slot.kind == static_cast<std::uint32_t>(switch_kind::exit)) {
+      changed |= slot.token.exchange(token, std::memory_order_release) != token;
       any_exit |= token != 0;
-    else
-      save_max = std::max(save_max, token);
+    } else {
+      // A touch is a newer mtime; the removal of the file is not one. The CAS makes a
+      // touch count once even when a publisher that was taken over finishes a look.
+      std::int64_t counted = slot.token.load(std::memory_order_acquire);
+      if (token > counted && slot.token.compare_exchange_strong(counted, token, std::memory_order_acq_rel)) {
+        slot.count.fetch_add(1, std::memory_order_acq_rel);
+        changed = true;
+      }
+      saves += slot.count.load(std::memory_order_acquire);
+    }
   }
-  // save_max only grows: a removed save switch was consumed, not withdrawn.
-  if (save_max > state_.save_max.load(std::memory_order_relaxed)) {
-    state_.save_max.store(save_max, std::memory_order_release);
-    changed = true;
-  }
+  if (saves != state_.save_max.load(std::memory_order_relaxed)) state_.save_max.store(saves, std::memory_order_release);
   set_flag(kFlagExitSwitch, any_exit, changed);
   next_stat_ = clock::now() + opts_.poll_interval;
   return changed;

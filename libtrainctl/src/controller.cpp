@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <fcntl.h>
@@ -15,7 +16,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
+#include <mutex>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
@@ -59,27 +62,67 @@ std::int64_t clock_us(clockid_t clock) {
 // are minutes.
 std::int64_t steady_us() { return clock_us(CLOCK_MONOTONIC); }
 
+pid_t parent_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos || paren + 4 > text.size()) return 0;
+  return static_cast<pid_t>(std::strtol(text.c_str() + paren + 4, nullptr, 10));  // ") S PPID"
+}
+
+bool is_ancestor(pid_t pid) {
+  pid_t p = getppid();
+  for (int depth = 0; depth < 8 && p > 1; ++depth, p = parent_of(p))
+    if (p == pid) return true;
+  return false;
+}
+
+// The supervisor named by TRAINCTL_SUPERVISOR_PID, held by a pidfd (readable when it
+// dies), if it is an ancestor of this process: a variable inherited from elsewhere,
+// naming some other process, is ignored. -1 when there is none.
+int open_supervisor_pidfd() {
+  const char* env = std::getenv("TRAINCTL_SUPERVISOR_PID");
+  const long pid = env != nullptr ? std::strtol(env, nullptr, 10) : 0;
+  if (pid <= 1 || !is_ancestor(static_cast<pid_t>(pid))) return -1;
+  const int fd = static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
+  if (fd >= 0 && !is_ancestor(static_cast<pid_t>(pid))) {  // it died and the pid was reused meanwhile
+    close(fd);
+    return -1;
+  }
+  if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
+  return fd;
+}
+
 }  // namespace
 
 struct local_switch {
   bool exit;
   std::string name;
   std::string path;
-  int slot = -1;              // index in the node state, -1 when it could not register
-  std::int64_t initial = 0;   // token seen by this process at registration
-  std::int64_t consumed = 0;  // save switches: the newest token already saved for
+  int slot = -1;             // index in the node state, -1 when it could not register
+  std::int64_t initial = 0;  // token seen by this process at registration
+  // Save switches count touches (the node state's slot count): this process has saved
+  // for `consumed` of them, and knows of at least `floor` (a file present at its start
+  // that the node's publisher has not counted yet).
+  std::int64_t consumed = 0;
+  std::int64_t floor = 0;
 };
 
 struct controller::impl {
   config::impl cfg;
-  std::unique_ptr<node_state_file> file;      // the shared node state, or
-  std::unique_ptr<node_state> private_state;  // a private one when shared memory fails
-  node_state* ns = nullptr;
+  std::unique_ptr<node_state_file> file;      // the shared node state (kept mapped to the end), and
+  std::unique_ptr<node_state> private_state;  // a private one when it fails or is damaged
+  std::atomic<node_state*> ns{nullptr};       // the one in use (the hot path's one load)
   std::atomic<std::uint32_t> local_bits{0};
   std::atomic<std::int64_t> local_deadline_ms{0};
   std::uint64_t signal_mask = 0;
+  // The switches belong to the rank's thread (check, should_save, add_switch); the
+  // watcher takes them only to fall back to a private state and to remove a consumed
+  // save switch. The hot path (should_exit) never takes the lock.
+  mutable std::recursive_mutex switches_mu;
   std::vector<local_switch> switches;
-  std::int64_t save_consumed_max = 0;
+  std::string reported_lock_problem;
+  std::atomic<std::int64_t> remove_save_at_ms{0};  // rank 0 without agreement: when to remove the consumed file
   decision decided;                  // sticky exit
   rank_beat* beat = nullptr;         // this process's heartbeat in the node state
   std::int64_t window_start_us = 0;  // when the last agreement returned (0: none yet)
@@ -88,6 +131,7 @@ struct controller::impl {
   int straggler = -1;        // the rank found slowest at the last agreements, and
   int strikes = 0;           // in how many agreements in a row
   int wake_fd = -1;
+  int supervisor_fd = -1;  // pidfd of this rank's supervisor, -1: none known
   std::atomic<bool> stop{false};
   std::thread watcher;
 
@@ -95,15 +139,27 @@ struct controller::impl {
   void open_state();
   void register_switch(bool exit, const std::string& name, const std::string& path);
   void watch_loop();
+  node_state& state() const { return *ns.load(std::memory_order_acquire); }
+  // Exit switches: the file's mtime while it exists. Save switches: touches seen.
   std::int64_t token_of(const local_switch& s) const {
+    const node_state& n = state();
+    if (!s.exit) return std::max(s.floor, s.slot >= 0 ? n.slots[s.slot].count.load(std::memory_order_acquire) : 0);
     std::int64_t t = s.initial;
-    if (s.slot >= 0) t = std::max(t, ns->slots[s.slot].token.load(std::memory_order_acquire));
+    if (s.slot >= 0) t = std::max(t, n.slots[s.slot].token.load(std::memory_order_acquire));
     return t;
   }
-  void remove_consumed(const local_switch& s, std::int64_t token) const;
-  // Marks the save switches in the reduced vote `r` as consumed; true when one asks for
-  // a save now. Never touches the exit decision.
-  bool consume_saves(std::int64_t step, const std::int64_t* r, decision& d);
+  void remove_consumed(const local_switch& s) const;
+  // Marks the save switches in the vote `r` as consumed; true when one asks for a save
+  // now. Agreed (r is the reduction): every rank saves for all touches any rank saw.
+  // Not agreed: once per touch, one touch per call, so every rank saves as often as
+  // there were touches however its steps fall. Never touches the exit decision.
+  bool consume_saves(std::int64_t step, const std::int64_t* r, decision& d, bool agreed);
+  decision decide(std::int64_t step, const std::int64_t* r, bool agreed);
+  // The watcher's duties besides publishing: the node state's health, the role, the
+  // supervisor's life, the deadline. Called on every wake of the watcher thread.
+  void look_after_state(std::unique_ptr<publisher>& pub, const publisher_options& popts);
+  void fall_back_to_private(const std::string& why);
+  void on_supervisor_gone();
   void fill_vote(std::int64_t* v, std::size_t len) const;
   void judge_stragglers(std::int64_t step, const std::int64_t* r);
   void report_straggler(std::int64_t step, std::int64_t slowest_us, std::int64_t fastest_us) const;
@@ -123,17 +179,60 @@ void controller::impl::open_state() {
     std::fprintf(stderr, "trainctl: %s; this process watches on its own (no sharing with other ranks on the node)\n",
                  e.what());
     private_state = std::make_unique<node_state>();
+    init_header(*private_state);
     ns = private_state.get();
   }
-  const int slot = claim_beat_slot(*ns, static_cast<std::int32_t>(getpid()));
-  if (slot >= 0) beat = &ns->beats[slot];
+  const int slot = claim_beat_slot(state(), static_cast<std::int32_t>(getpid()));
+  if (slot >= 0) beat = &state().beats[slot];
+}
+
+// The shared state is damaged (truncated, overwritten): say so once, and go on with a
+// private one, watching the switches and the deadline from this process. The damaged
+// mapping stays mapped (zero pages after a truncation) until the controller ends, so
+// a reader that still holds the old pointer reads harmless zeros.
+void controller::impl::fall_back_to_private(const std::string& why) {
+  node_state& old = state();
+  auto fresh = std::make_unique<node_state>();
+  init_header(*fresh);
+  const std::int64_t deadline = old.deadline_ms.load(std::memory_order_acquire);
+  if (valid_flags(old) != 0 || old.magic == node_state::kMagic) fresh->deadline_ms.store(deadline);
+  std::lock_guard<std::recursive_mutex> hold(switches_mu);
+  for (auto& s : switches) {
+    s.slot = claim_switch_slot(*fresh, s.exit ? switch_kind::exit : switch_kind::save, s.name, s.path);
+    if (!s.exit && s.slot >= 0) {
+      // Touches from now on count on top of what this rank saved for; the file as it
+      // is now was seen already.
+      fresh->slots[s.slot].token.store(switch_token(s.path));
+      fresh->slots[s.slot].count.store(s.consumed);
+      s.floor = s.consumed;
+    }
+  }
+  std::fprintf(stderr,
+               "trainctl: %s; this process ignores it and watches the switches and the deadline on its own from "
+               "now on\n",
+               why.c_str());
+  beat = nullptr;  // the supervisor cannot see a private heartbeat
+  private_state = std::move(fresh);
+  ns.store(private_state.get(), std::memory_order_release);
+}
+
+void controller::impl::on_supervisor_gone() {
+  std::fprintf(stderr,
+               "trainctl: the supervisor of this task is gone (killed or crashed); rank %d saves and exits as after a "
+               "notice, since nothing outside it would tell it the deadline or end it with the job\n",
+               cfg.rank);
+  local_bits.fetch_or(kFlagSignal, std::memory_order_release);
+  close(supervisor_fd);
+  supervisor_fd = -1;
 }
 
 void controller::impl::register_switch(bool exit, const std::string& name, const std::string& path) {
   if (switches.size() >= kMaxLocalSwitches)
     throw std::invalid_argument("trainctl: too many switches (at most " + std::to_string(kMaxLocalSwitches) + ")");
+  std::lock_guard<std::recursive_mutex> hold(switches_mu);
   local_switch s{exit, name, path};
-  s.slot = claim_switch_slot(*ns, exit ? switch_kind::exit : switch_kind::save, name, path);  // shared or private
+  node_state& n = state();
+  s.slot = claim_switch_slot(n, exit ? switch_kind::exit : switch_kind::save, name, path);  // shared or private
   if (s.slot < 0)
     std::fprintf(stderr, "trainctl: %s=%s: the node state has no free slot; only this process's first look counts\n",
                  name.c_str(), path.c_str());
@@ -141,6 +240,15 @@ void controller::impl::register_switch(bool exit, const std::string& name, const
   // whether or not the node's watcher has looked yet.
   s.initial = switch_token(path);
   if (exit && s.initial != 0) local_bits.fetch_or(kFlagExitSwitch, std::memory_order_release);
+  if (!exit) {
+    // A save switch present at the start counts as one request: the touch the node's
+    // publisher counted last, or one it has not counted yet.
+    const std::int64_t counted = s.slot >= 0 ? n.slots[s.slot].count.load(std::memory_order_acquire) : 0;
+    const std::int64_t counted_token = s.slot >= 0 ? n.slots[s.slot].token.load(std::memory_order_acquire) : 0;
+    const bool uncounted = s.initial != 0 && s.initial > counted_token;
+    s.consumed = s.initial != 0 && !uncounted ? std::max<std::int64_t>(0, counted - 1) : counted;
+    s.floor = uncounted ? counted + 1 : counted;
+  }
   const std::string dir = dir_of(path);
   struct stat st {};
   if (stat(dir.c_str(), &st) != 0) {
@@ -150,10 +258,63 @@ void controller::impl::register_switch(bool exit, const std::string& name, const
     std::fprintf(stderr, "trainctl: %s=%s: directory %s cannot be searched (%s); the switch cannot be seen\n",
                  name.c_str(), path.c_str(), dir.c_str(), std::strerror(errno));
   }
-  // A save switch that existed before this process started counts as one request.
   switches.push_back(std::move(s));
-  ns->seq.fetch_add(1, std::memory_order_release);
+  n.seq.fetch_add(1, std::memory_order_release);
   wake();
+}
+
+void controller::impl::look_after_state(std::unique_ptr<publisher>& pub, const publisher_options& popts) {
+  if (file && ns.load(std::memory_order_relaxed) != private_state.get()) {
+    const std::string damage = file->damage();
+    if (!damage.empty()) {
+      pub.reset();
+      fall_back_to_private(damage);
+    }
+  }
+  node_state& n = state();
+  const bool shared = file && &n != private_state.get();
+  if (pub && shared && !file->is_publisher()) {
+    // Another process took the role while this one was stopped or stuck: it follows.
+    pub.reset();
+    std::fprintf(stderr, "trainctl: rank %d (pid %d) no longer publishes the node state: another process took over\n",
+                 cfg.rank, static_cast<int>(getpid()));
+  }
+  if (!pub) {
+    std::string lock_problem;
+    int taken_from = 0;
+    if (!shared) {
+      pub = std::make_unique<publisher>(n, popts);
+    } else if (file->try_become_publisher(&lock_problem, publisher_stale_after_ms(n), &taken_from)) {
+      pub = std::make_unique<publisher>(n, popts);
+      if (taken_from != 0)
+        std::fprintf(stderr,
+                     "trainctl: the node's publisher (pid %d) has not refreshed the node state %s for over %lld ms; "
+                     "rank %d (pid %d) publishes it from now on\n",
+                     taken_from, file->path().c_str(), static_cast<long long>(publisher_stale_after_ms(n)), cfg.rank,
+                     static_cast<int>(getpid()));
+    } else if (!lock_problem.empty() && lock_problem != reported_lock_problem) {
+      std::fprintf(stderr, "trainctl: %s; the node's other processes watch the switches\n", lock_problem.c_str());
+      reported_lock_problem = lock_problem;
+    }
+    if (pub) pub->refresh();
+  }
+  if (supervisor_fd >= 0) {
+    pollfd p{supervisor_fd, POLLIN, 0};
+    if (poll(&p, 1, 0) > 0) on_supervisor_gone();
+  }
+  // The deadline, whoever publishes: the supervisor writes it as soon as it knows it,
+  // so a supervisor that died or stopped does not take it along.
+  const std::int64_t now = unix_now_ms();
+  for (const std::int64_t d : {local_deadline_ms.load(std::memory_order_acquire),
+                               n.deadline_ms.load(std::memory_order_acquire)})
+    if (d > 0 && now >= d) local_bits.fetch_or(kFlagDeadline, std::memory_order_release);
+  const std::int64_t remove_at = remove_save_at_ms.load(std::memory_order_acquire);
+  if (remove_at != 0 && now >= remove_at) {
+    std::lock_guard<std::recursive_mutex> hold(switches_mu);
+    remove_save_at_ms.store(0, std::memory_order_release);
+    for (const auto& s : switches)
+      if (!s.exit) remove_consumed(s);
+  }
 }
 
 void controller::impl::watch_loop() {
@@ -162,29 +323,23 @@ void controller::impl::watch_loop() {
   popts.poll_interval = cfg.poll_interval;
   popts.memory = cfg.memory;
   popts.gpu_memory = cfg.gpu;
-  std::string lock_problem, reported;
   while (!stop.load(std::memory_order_acquire)) {
-    if (!pub && (!file || file->try_become_publisher(&lock_problem))) {
-      pub = std::make_unique<publisher>(*ns, popts);
-      pub->refresh();
-    } else if (!pub && !lock_problem.empty() && lock_problem != reported) {
-      std::fprintf(stderr, "trainctl: %s; the node's other processes watch the switches\n", lock_problem.c_str());
-      reported = lock_problem;
-    }
+    look_after_state(pub, popts);
+    node_state& n = state();
+    // Wake for the next deadline, and often enough to see the publisher's heartbeat
+    // stop within one of its poll intervals.
     std::chrono::milliseconds wait = cfg.poll_interval;
-    const std::int64_t deadline = local_deadline_ms.load(std::memory_order_acquire);
-    if (deadline > 0) {
-      const std::int64_t left = deadline - unix_now_ms();
-      if (left <= 0)
-        local_bits.fetch_or(kFlagDeadline, std::memory_order_release);
-      else
-        wait = std::min(wait, std::chrono::milliseconds(left));
-    }
+    const std::int32_t every = n.publish_every_ms.load(std::memory_order_relaxed);
+    if (!pub && every > 0) wait = std::min(wait, std::chrono::milliseconds(every));
+    const std::int64_t now = unix_now_ms();
+    for (const std::int64_t d : {local_deadline_ms.load(std::memory_order_acquire),
+                                 n.deadline_ms.load(std::memory_order_acquire), remove_save_at_ms.load()})
+      if (d > now) wait = std::min(wait, std::chrono::milliseconds(d - now));
     if (pub) {
       pub->wait_and_refresh(wake_fd, wait);
     } else {
-      pollfd fd{wake_fd, POLLIN, 0};
-      poll(&fd, 1, static_cast<int>(wait.count()));
+      pollfd fds[2] = {{wake_fd, POLLIN, 0}, {supervisor_fd, POLLIN, 0}};
+      poll(fds, supervisor_fd >= 0 ? 2 : 1, static_cast<int>(wait.count()));
     }
     std::uint64_t drained;
     while (read(wake_fd, &drained, sizeof drained) > 0) {
@@ -192,11 +347,12 @@ void controller::impl::watch_loop() {
   }
 }
 
-void controller::impl::remove_consumed(const local_switch& s, std::int64_t token) const {
-  // Only the file that was agreed on: a newer touch after the decision is kept for the
-  // next save (its mtime is newer than the token).
+// Only the touches already counted: a newer touch after the decision is kept for the
+// next save (its mtime is newer than the counted token).
+void controller::impl::remove_consumed(const local_switch& s) const {
+  const std::int64_t counted = s.slot >= 0 ? state().slots[s.slot].token.load(std::memory_order_acquire) : s.initial;
   const std::int64_t now_token = switch_token(s.path);
-  if (now_token != 0 && now_token <= token && unlink(s.path.c_str()) != 0 && errno != ENOENT)
+  if (now_token != 0 && now_token <= counted && unlink(s.path.c_str()) != 0 && errno != ENOENT)
     std::fprintf(stderr, "trainctl: cannot remove %s %s after the save (%s); it will not trigger another save\n",
                  s.name.c_str(), s.path.c_str(), std::strerror(errno));
 }
@@ -216,6 +372,7 @@ controller::controller(const config& cfg) : impl_(std::make_unique<impl>(*cfg.im
   for (int sig : install_notice_handlers(m.cfg.signals))
     std::fprintf(stderr, "trainctl: cannot catch signal %s; it is ignored\n", signal_name(sig).c_str());
   for (int sig : m.cfg.signals) m.signal_mask |= 1ull << (sig - 1);
+  m.supervisor_fd = open_supervisor_pidfd();
   m.watcher = std::thread([&m] { m.watch_loop(); });
   // Where Yama restricts ptrace to ancestors (ptrace_scope 1), let the supervisor's own
   // children (eu-stack, gdb) read this process's native stack for the hang diagnosis.
@@ -233,16 +390,17 @@ controller::~controller() {
   remove_notice_handlers(m.cfg.signals);
   if (m.beat != nullptr) m.beat->pid.store(0, std::memory_order_release);
   if (m.file) {
-    m.file->release_publisher();
+    m.file->release_publisher();  // another process takes over at once
     m.file->unlink_if_last();
   }
   if (m.wake_fd >= 0) close(m.wake_fd);
+  if (m.supervisor_fd >= 0) close(m.supervisor_fd);
 }
 
 bool controller::should_exit() const noexcept {
   const impl& m = *impl_;
-  return ((m.local_bits.load(std::memory_order_relaxed) | m.ns->flags.load(std::memory_order_relaxed)) & kExitMask) !=
-             0 ||
+  return ((m.local_bits.load(std::memory_order_relaxed) | valid_flags(*m.ns.load(std::memory_order_relaxed))) &
+          kExitMask) != 0 ||
          (g_signals_seen.load(std::memory_order_relaxed) & m.signal_mask) != 0;
 }
 
@@ -250,19 +408,16 @@ bool controller::should_exit() const noexcept {
 // passes.
 bool controller::should_save() noexcept {  // NOLINT(bugprone-exception-escape)
   impl& m = *impl_;
-  std::int64_t newest = m.ns->save_max.load(std::memory_order_relaxed);
-  if (newest <= m.save_consumed_max) {
-    // The node's watcher has not looked yet: only this process's own first look remains.
-    bool pending = false;
-    for (const auto& s : m.switches) pending |= !s.exit && s.initial > s.consumed;
-    if (!pending) return false;
-  }
+  std::lock_guard<std::recursive_mutex> hold(m.switches_mu);
+  bool pending = false;
+  for (const auto& s : m.switches) pending |= !s.exit && m.token_of(s) > s.consumed;
+  if (!pending) return false;
   std::int64_t local[kVoteLen] = {};
   m.fill_vote(local, kVoteLen);
   // Saves only: an exit decided here, from this process's view alone, would be latched
   // and make check() answer "exit" on a step where the other ranks agree on nothing.
   decision d;
-  return m.consume_saves(0, local, d);
+  return m.consume_saves(0, local, d, false);
 }
 
 bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
@@ -291,13 +446,14 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
 
 // This process's view of every exit reason and switch, no step times.
 void controller::impl::fill_vote(std::int64_t* v, std::size_t len) const {
+  std::lock_guard<std::recursive_mutex> hold(switches_mu);
   std::fill(v, v + len, 0);
-  const std::uint32_t bits = local_bits.load(std::memory_order_acquire) | ns->flags.load(std::memory_order_acquire);
+  const std::uint32_t bits = local_bits.load(std::memory_order_acquire) | valid_flags(state());
   v[kVoteDeadline] = (bits & kFlagDeadline) != 0;
   v[kVotePreempted] = (bits & kFlagPreempted) != 0;
   v[kVoteMemory] = (bits & kFlagMemory) != 0;
   v[kVoteHang] = (bits & kFlagHang) != 0;
-  v[kVoteSignal] = (g_signals_seen.load(std::memory_order_acquire) & signal_mask) != 0;
+  v[kVoteSignal] = (g_signals_seen.load(std::memory_order_acquire) & signal_mask) != 0 || (bits & kFlagSignal) != 0;
   v[kVoteNegFastest] = kNoTime;
   for (std::size_t i = 0; i < switches.size(); ++i) v[kVoteSwitch0 + i] = token_of(switches[i]);
 }
@@ -305,7 +461,12 @@ void controller::impl::fill_vote(std::int64_t* v, std::size_t len) const {
 decision controller::decide(std::int64_t step, const std::int64_t* r, std::size_t len) {
   if (len < kVoteLen)
     throw std::invalid_argument("trainctl: vote vector needs " + std::to_string(kVoteLen) + " elements");
-  impl& m = *impl_;
+  return impl_->decide(step, r, true);
+}
+
+decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool agreed) {
+  impl& m = *this;
+  std::lock_guard<std::recursive_mutex> hold(switches_mu);
   decision d;
   if (!m.decided.exit) {
     std::string reason;
@@ -333,7 +494,7 @@ decision controller::decide(std::int64_t step, const std::int64_t* r, std::size_
   }
   d.exit = m.decided.exit;
   d.reason = m.decided.reason;
-  m.consume_saves(step, r, d);
+  m.consume_saves(step, r, d, agreed);
   if (m.cfg.straggler_factor > 0) {
     m.judge_stragglers(step, r);
     m.window_start_us = steady_us();
@@ -405,18 +566,24 @@ void controller::impl::report_straggler(std::int64_t step, std::int64_t slowest_
     std::fprintf(stderr, "trainctl: could not remember %s as a slow node: %s\n", host.c_str(), why.c_str());
 }
 
-bool controller::impl::consume_saves(std::int64_t step, const std::int64_t* r, decision& d) {
+bool controller::impl::consume_saves(std::int64_t step, const std::int64_t* r, decision& d, bool agreed) {
   for (std::size_t i = 0; i < switches.size(); ++i) {
     auto& s = switches[i];
-    const std::int64_t token = r[kVoteSwitch0 + i];
-    if (s.exit || token <= s.consumed) continue;
-    s.consumed = token;
-    save_consumed_max = std::max(save_consumed_max, token);
+    const std::int64_t seen = r[kVoteSwitch0 + i];
+    if (s.exit || seen <= s.consumed) continue;
+    s.consumed = agreed ? seen : s.consumed + 1;
     if (!d.save) d.save_reason = s.name;
     d.save = true;
-    if (cfg.rank == 0) {
-      std::fprintf(stderr, "trainctl: save at step %lld: %s\n", static_cast<long long>(step), s.name.c_str());
-      remove_consumed(s, token);
+    if (cfg.rank != 0) continue;
+    std::fprintf(stderr, "trainctl: save at step %lld: %s\n", static_cast<long long>(step), s.name.c_str());
+    if (agreed) {
+      remove_consumed(s);
+    } else {
+      // Not agreed: ranks on other nodes may not have looked yet. The file goes once
+      // every node's publisher has had a few polls to count it.
+      const std::int32_t every = state().publish_every_ms.load(std::memory_order_relaxed);
+      remove_save_at_ms = unix_now_ms() + 3 * std::max<std::int64_t>(every, cfg.poll_interval.count());
+      wake();
     }
   }
   return d.save;
@@ -433,8 +600,9 @@ decision controller::check(std::int64_t step, const reducer& reduce) {
       return d;
     }
     reduce(v, kVoteLen);
+    return impl_->decide(step, v, true);
   }
-  return decide(step, v, kVoteLen);
+  return impl_->decide(step, v, false);
 }
 
 void controller::set_deadline(double unix_seconds) {
@@ -471,6 +639,6 @@ const std::string& controller::state_path() const {
   return impl_->file ? impl_->file->path() : none;
 }
 
-std::uint64_t controller::stat_calls() const { return impl_->ns->stat_calls.load(std::memory_order_relaxed); }
+std::uint64_t controller::stat_calls() const { return impl_->state().stat_calls.load(std::memory_order_relaxed); }
 
 }  // namespace trainctl

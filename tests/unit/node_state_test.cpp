@@ -1,5 +1,6 @@
 #include "node_state.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,7 +22,7 @@ TEST(NodeState, OnePublisherAtATime) {
   node_state_file a(t / "state"), b(t / "state");
   EXPECT_TRUE(a.try_become_publisher());
   EXPECT_FALSE(b.try_become_publisher());
-  EXPECT_EQ(b.get().publisher_pid.load(), getpid());
+  EXPECT_EQ(static_cast<pid_t>(b.get().publisher_id.load() >> 32), getpid());
   a.release_publisher();
   EXPECT_TRUE(b.try_become_publisher());
 }
@@ -49,6 +50,48 @@ TEST(NodeState, PublisherLockPassesOnWhenItsProcessDies) {
   EXPECT_TRUE(me.try_become_publisher());
   close(ready[0]);
   close(ready[1]);
+}
+
+TEST(NodeState, AHolderThatStoppedRefreshingIsTakenOverOnce) {
+  temp_dir t;
+  node_state_file a(t / "state"), b(t / "state"), c(t / "state");
+  ASSERT_TRUE(a.try_become_publisher());
+  a.get().published_ms.store(unix_now_ms());
+  int from = -1;
+  EXPECT_FALSE(b.try_become_publisher(nullptr, 3000, &from));  // fresh: not taken
+  a.get().published_ms.store(unix_now_ms() - 10000);         // a stopped looking 10 s ago
+  EXPECT_TRUE(b.try_become_publisher(nullptr, 3000, &from));
+  EXPECT_EQ(from, getpid());
+  EXPECT_TRUE(b.is_publisher());
+  EXPECT_FALSE(a.is_publisher());  // a learns it lost the role, though it keeps the lock
+  EXPECT_FALSE(c.try_become_publisher(nullptr, 3000, &from));  // b's heartbeat is fresh
+  b.release_publisher();
+  EXPECT_TRUE(a.try_become_publisher());  // the lock holder takes a role nobody holds
+}
+
+TEST(NodeState, ATruncatedFileIsDamageNotASigbus) {
+  temp_dir t;
+  node_state_file a(t / "state");
+  a.get().flags.fetch_or(kFlagPreempted);
+  EXPECT_EQ(a.damage(), "");
+  ASSERT_EQ(truncate((t / "state").c_str(), 0), 0);
+  // Without the guard this read kills the process with SIGBUS.
+  EXPECT_EQ(valid_flags(a.get()), 0u);
+  EXPECT_NE(a.damage().find("node state " + (t / "state") + " was truncated"), std::string::npos) << a.damage();
+  a.get().flags.fetch_or(kFlagDeadline);  // writes land in the guard's private pages
+}
+
+TEST(NodeState, JunkOverAStateIsDamageAndNoFlags) {
+  temp_dir t;
+  node_state_file a(t / "state");
+  t.write("junk", std::string(sizeof(node_state), '\xff'));
+  const int fd = open((t / "state").c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  const std::string junk(sizeof(node_state), '\xff');
+  ASSERT_EQ(pwrite(fd, junk.data(), junk.size(), 0), static_cast<ssize_t>(junk.size()));
+  close(fd);
+  EXPECT_EQ(valid_flags(a.get()), 0u);  // not "every exit reason at once"
+  EXPECT_NE(a.damage().find("was overwritten"), std::string::npos) << a.damage();
 }
 
 TEST(NodeState, RegisteringTheSameSwitchTwiceGivesOneSlot) {
