@@ -93,6 +93,15 @@ int open_supervisor_pidfd() {
   return fd;
 }
 
+// How many ranks the launcher says there are (the first variable set, as for the rank).
+long world_size() {
+  for (const char* name : {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return std::strtol(v, nullptr, 10);
+  }
+  return 1;
+}
+
 }  // namespace
 
 struct local_switch {
@@ -389,6 +398,11 @@ controller::~controller() {
   if (m.watcher.joinable()) m.watcher.join();
   remove_notice_handlers(m.cfg.signals);
   if (m.beat != nullptr) m.beat->pid.store(0, std::memory_order_release);
+  if (m.remove_save_at_ms.load() != 0) {  // this rank ends: the file must not start the next job with a save
+    std::lock_guard<std::recursive_mutex> hold(m.switches_mu);
+    for (const auto& s : m.switches)
+      if (!s.exit) m.remove_consumed(s);
+  }
   if (m.file) {
     m.file->release_publisher();  // another process takes over at once
     m.file->unlink_if_last();
@@ -576,7 +590,7 @@ bool controller::impl::consume_saves(std::int64_t step, const std::int64_t* r, d
     d.save = true;
     if (cfg.rank != 0) continue;
     std::fprintf(stderr, "trainctl: save at step %lld: %s\n", static_cast<long long>(step), s.name.c_str());
-    if (agreed) {
+    if (agreed || world_size() <= 1) {
       remove_consumed(s);
     } else {
       // Not agreed: ranks on other nodes may not have looked yet. The file goes once

@@ -99,6 +99,7 @@ def lib():
         "trainctl_destroy": (None, [P]),
         "trainctl_should_exit": (I, [P]),
         "trainctl_should_save": (I, [P]),
+        "trainctl_check": (I, [P, I64, P, P]),  # called with no reduction only
         "trainctl_vote": (I, [P, I64, vec, SZ]),
         "trainctl_decide": (I, [P, I64, vec, SZ]),
         "trainctl_exit_reason": (C, [P]),

@@ -167,7 +167,6 @@ class Controller:
         it is initialised with world size > 1; otherwise one process, and every step
         decides."""
         L = self._L
-        due = _check(L.trainctl_vote(self._ctl, step, self._vote, _native.VOTE_LEN))
         if allreduce is None:
             dist = _distributed()
             if dist is not None:
@@ -175,11 +174,15 @@ class Controller:
                     _check(L.trainctl_set_rank(self._ctl, dist.get_rank()))
                     self._rank_set = True
                 allreduce = self._torch_allreduce
-        if allreduce is not None:
+        if allreduce is None:
+            # One process's own view: every touch of a save switch is one save here.
+            bits = _check(L.trainctl_check(self._ctl, step, None, None))
+        else:
+            due = _check(L.trainctl_vote(self._ctl, step, self._vote, _native.VOTE_LEN))
             if not due:
                 return Decision(self.last.exit, False, self.last.reason, "")
             self._reduce(allreduce)
-        bits = _check(L.trainctl_decide(self._ctl, step, self._vote, _native.VOTE_LEN))
+            bits = _check(L.trainctl_decide(self._ctl, step, self._vote, _native.VOTE_LEN))
         self.last = Decision(bool(bits & _native.EXIT), bool(bits & _native.SAVE),
                              L.trainctl_exit_reason(self._ctl).decode(),
                              L.trainctl_save_reason(self._ctl).decode())

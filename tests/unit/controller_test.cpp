@@ -1,5 +1,8 @@
 #include "trainctl/controller.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -127,6 +130,88 @@ TEST(Controller, DeadlineFromTheSupervisorInTheNodeState) {
   f.get().flags.fetch_or(kFlagDeadline);
   EXPECT_TRUE(ctl.should_exit());
   EXPECT_EQ(ctl.check(0).reason, "deadline");
+}
+
+// The supervisor writes the deadline as soon as it knows it: when it is stopped or
+// dead at that time, the ranks fire it themselves, on time.
+TEST(Controller, ADeadlineInTheNodeStateFiresWithoutItsPublisher) {
+  temp_dir t;
+  node_state_file f(t / "state-node0");
+  ASSERT_TRUE(f.try_become_publisher());  // a "supervisor" that will never look again
+  f.get().published_ms.store(unix_now_ms());
+  f.get().deadline_ms.store(unix_now_ms() + 300);
+  controller ctl(base_config(t));
+  EXPECT_FALSE(ctl.should_exit());
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(wait_until([&] { return ctl.should_exit(); }, 3s));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+  EXPECT_EQ(ctl.check(1).reason, "deadline");
+}
+
+// A publisher that stopped (SIGSTOP, a stat stuck on a dead mount) keeps its lock; a
+// rank takes the role over once the heartbeat is stale and sees a touch of the switch.
+TEST(Controller, ARankTakesOverFromAStoppedPublisher) {
+  temp_dir t;
+  node_state_file f(t / "state-node0");
+  ASSERT_TRUE(f.try_become_publisher());
+  f.get().publish_every_ms.store(100);
+  f.get().published_ms.store(unix_now_ms());
+  controller ctl(base_config(t));
+  EXPECT_FALSE(f.get().slots[0].state.load() == 0);  // the rank registered its switches
+  touch(t / "KILL");
+  EXPECT_TRUE(wait_until([&] { return ctl.should_exit(); }, 5s));  // after the 3 s staleness
+  EXPECT_FALSE(f.is_publisher());
+}
+
+// A truncated or overwritten node state: one line, then the rank watches on its own
+// (no SIGBUS, no exit for reasons nobody gave).
+TEST(Controller, ADamagedNodeStateFallsBackToWatchingAlone) {
+  for (const bool truncate_it : {true, false}) {
+    temp_dir t;
+    controller ctl(base_config(t));
+    if (truncate_it) {
+      ASSERT_EQ(truncate((t / "state-node0").c_str(), 0), 0);
+    } else {
+      t.write("state-node0.junk", "");
+      const int fd = open((t / "state-node0").c_str(), O_WRONLY);
+      const std::string junk(4096, '\x5a');
+      ASSERT_EQ(pwrite(fd, junk.data(), junk.size(), 0), static_cast<ssize_t>(junk.size()));
+      close(fd);
+    }
+    EXPECT_FALSE(ctl.should_exit()) << (truncate_it ? "truncated" : "junk");
+    std::this_thread::sleep_for(300ms);  // the watcher notices and falls back
+    EXPECT_FALSE(ctl.check(1).exit);
+    touch(t / "KILL");
+    EXPECT_TRUE(wait_until([&] { return ctl.should_exit(); }, 3s));
+    EXPECT_EQ(ctl.check(2).reason, "kill-switch");
+  }
+}
+
+// Without agreement (independent tasks, check() with no reduction) every touch is one
+// save on every rank, however the ranks' steps fall and whoever removes the file.
+TEST(Controller, EveryTouchIsOneSaveOnEveryRankWithoutAgreement) {
+  temp_dir t;
+  std::vector<std::unique_ptr<controller>> ranks;
+  for (int r = 0; r < 4; ++r) {
+    config c = base_config(t, r < 2 ? "node0" : "node1");
+    c.set("rank", std::to_string(r));
+    ranks.push_back(std::make_unique<controller>(c));
+  }
+  std::vector<int> saves(ranks.size(), 0);
+  std::int64_t step = 0;
+  auto run_steps = [&](int n) {
+    for (int i = 0; i < n; ++i, ++step)
+      for (size_t r = 0; r < ranks.size(); ++r)
+        if ((step + static_cast<std::int64_t>(r)) % (r + 1) == 0) saves[r] += ranks[r]->check(step).save;
+  };
+  for (int touch_no = 0; touch_no < 10; ++touch_no) {
+    touch(t / "SAVE");
+    std::this_thread::sleep_for(30ms);  // closer together than the steps of the slow ranks
+    run_steps(2);
+  }
+  std::this_thread::sleep_for(300ms);
+  run_steps(60);
+  EXPECT_EQ(saves, std::vector<int>(4, 10));
 }
 
 // --hang-action=save-exit: the supervisor's flag is an exit with its own reason, and
