@@ -71,6 +71,7 @@ std::string describe(const child_spec& s) {
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   signal(SIGPIPE, SIG_DFL);
+  for (int sig : s.ignore_signals) signal(sig, SIG_IGN);
   const int devnull = open("/dev/null", O_RDWR);
   dup2(in_fd >= 0 ? in_fd : devnull, STDIN_FILENO);
   dup2(out_fd, STDOUT_FILENO);
@@ -93,6 +94,17 @@ std::string describe(const child_spec& s) {
   argv.push_back(nullptr);
   execvp(argv[0], argv.data());
   _exit(127);
+}
+
+void describe_failure(const child_spec& spec, child_result& r) {
+  const std::string what = describe(spec);
+  if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 127 && !spec.argv.empty())
+    r.error = what + ": cannot run it (not found, exit 127)";
+  else if (!r.ok())
+    r.error = what + ": failed (" +
+              (WIFEXITED(r.status) ? "exit " + std::to_string(WEXITSTATUS(r.status))
+                                   : "killed by SIG" + signal_name(WTERMSIG(r.status))) +
+              ")";
 }
 
 }  // namespace
@@ -167,13 +179,53 @@ child_result run_child(const child_spec& spec) {
     return r;
   }
   r.finished = true;
-  if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 127 && !spec.argv.empty())
-    r.error = what + ": cannot run it (not found, exit 127)";
-  else if (!r.ok())
-    r.error = what + ": failed (" +
-              (WIFEXITED(r.status) ? "exit " + std::to_string(WEXITSTATUS(r.status))
-                                   : "killed by SIG" + signal_name(WTERMSIG(r.status))) +
-              ")";
+  describe_failure(spec, r);
+  return r;
+}
+
+started_child::started_child(const child_spec& spec) : spec_(spec) {
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    error_ = describe(spec) + ": pipe: " + std::strerror(errno);
+    return;
+  }
+  pid_ = fork();
+  if (pid_ == 0) become_child(spec_, -1, out[1]);
+  close(out[1]);
+  out_fd_ = out[0];
+  if (pid_ < 0) error_ = describe(spec) + ": fork: " + std::strerror(errno);
+  fcntl(out_fd_, F_SETFL, O_NONBLOCK);
+}
+
+started_child::~started_child() {
+  if (out_fd_ >= 0) close(out_fd_);
+}
+
+void started_child::drain() {
+  char buf[4096];
+  ssize_t got;
+  while (out_fd_ >= 0 && (got = read(out_fd_, buf, sizeof buf)) > 0)
+    if (output_.size() < spec_.max_output)
+      output_.append(buf, std::min(static_cast<size_t>(got), spec_.max_output - output_.size()));
+}
+
+child_result started_child::finish(int wait_status) {
+  drain();
+  child_result r;
+  r.finished = true;
+  r.status = wait_status;
+  r.output = std::move(output_);
+  describe_failure(spec_, r);
+  return r;
+}
+
+child_result started_child::abandon() {
+  if (pid_ > 0) {
+    kill(-pid_, SIGKILL);
+    kill(pid_, SIGKILL);
+  }
+  child_result r;
+  r.error = describe(spec_) + ": no answer within " + format_duration(spec_.deadline) + "; killed it";
   return r;
 }
 

@@ -21,6 +21,9 @@ struct child_spec {
   std::string input;                  // written to the child's stdin, which is then closed
   std::chrono::milliseconds deadline{10000};
   std::size_t max_output = 1 << 20;  // more is read and dropped
+  // Ignored in the child (SIG_IGN survives exec): a query the supervisor runs must
+  // outlive the TERM that SLURM sends to every process of the step.
+  std::vector<int> ignore_signals;
 };
 
 struct child_result {
@@ -34,5 +37,33 @@ struct child_result {
 // Never throws; the calling thread's signal mask and dispositions are as they were
 // (a child that exits without reading its input costs no SIGPIPE).
 child_result run_child(const child_spec& spec);
+
+// A child started now and finished by the caller's own event loop, for a caller that
+// reaps every child itself (the supervisor, a subreaper): the caller reads `out_fd`
+// (non-blocking) as it likes, reaps `pid`, and kills the group (-pid) past its deadline.
+// No input. The destructor closes the descriptor, never waits.
+class started_child {
+ public:
+  explicit started_child(const child_spec& spec);
+  ~started_child();
+  started_child(const started_child&) = delete;
+  started_child& operator=(const started_child&) = delete;
+
+  pid_t pid() const { return pid_; }
+  const std::string& error() const { return error_; }  // "" when it started
+  // Reads what the child wrote so far into output().
+  void drain();
+  const std::string& output() const { return output_; }
+  // The result for the wait status the caller reaped (drains first).
+  child_result finish(int wait_status);
+  // Kills the child's group and gives it up (the caller's reaping collects it later).
+  child_result abandon();
+
+ private:
+  child_spec spec_;
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  std::string output_, error_;
+};
 
 }  // namespace trainctl

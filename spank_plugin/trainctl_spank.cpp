@@ -7,6 +7,7 @@
 // and in slurmstepd (remote=1: record). slurm_spank_user_init runs in slurmstepd with
 // the user's privileges; slurm_spank_task_init runs in the task process as the user,
 // before it execs the user's command.
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -283,6 +284,7 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   char** env = nullptr;
   if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS) env = environ;
 
+  const pid_t supervisor = getpid();  // this process becomes the supervisor
   const pid_t child = fork();
   if (child < 0) {
     slurm_error("trainctl: fork failed (%s); the task runs without the supervisor", std::strerror(errno));
@@ -299,6 +301,14 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
       for (int sig : trainctl::option::kDefaultShield) signal(sig, SIG_IGN);
       signal(g.graceful_signal, SIG_IGN);
     }
+    // The supervisor's death (OOM killer, kill -9) reaches the command as a notice, and
+    // its ranks know whom to watch and to allow as ptracer (the supervisor sets these
+    // itself only for commands it starts).
+    prctl(PR_SET_PDEATHSIG, g.graceful_signal);
+    if (getppid() != supervisor) raise(g.graceful_signal);
+    char pid[24];
+    std::snprintf(pid, sizeof pid, "%d", static_cast<int>(supervisor));
+    spank_setenv(sp, "TRAINCTL_SUPERVISOR_PID", pid, 1);
     return 0;  // slurmstepd goes on and execs the user's command here
   }
   args.insert(args.begin() + 1, opt::kAdopt.with(std::to_string(child)));

@@ -115,11 +115,16 @@ std::optional<std::string> scontrol_show(const std::string& kind, const std::str
   return std::move(r.output);
 }
 
-std::optional<job_times> query_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error) {
+namespace {
+
+child_spec job_query_spec(const std::string& job_id, std::chrono::milliseconds timeout) {
   child_spec spec;
   spec.argv = {"scontrol", "show", "job", "-o", job_id};
   spec.deadline = timeout;
-  const child_result r = run_child(spec);
+  return spec;
+}
+
+std::optional<job_times> job_from(const std::string& job_id, const child_result& r, std::string* error) {
   if (!r.ok()) {
     if (error != nullptr) *error = r.error;
     return std::nullopt;
@@ -127,6 +132,52 @@ std::optional<job_times> query_job(const std::string& job_id, std::chrono::milli
   auto jt = parse_scontrol_job(r.output.substr(0, r.output.find('\n')));
   if (!jt && error != nullptr) *error = "scontrol show job " + job_id + " printed no job record";
   return jt;
+}
+
+}  // namespace
+
+std::optional<job_times> query_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error) {
+  return job_from(job_id, run_child(job_query_spec(job_id, timeout)), error);
+}
+
+job_query::job_query() = default;
+job_query::~job_query() = default;
+
+bool job_query::start(const std::string& job_id, std::chrono::milliseconds timeout, const std::vector<int>& ignore,
+                      std::string* error) {
+  if (child_) return true;
+  child_spec spec = job_query_spec(job_id, timeout);
+  spec.ignore_signals = ignore;
+  auto child = std::make_unique<started_child>(spec);
+  if (!child->error().empty()) {
+    if (error != nullptr) *error = child->error();
+    return false;
+  }
+  child_ = std::move(child);
+  job_id_ = job_id;
+  deadline_ = std::chrono::steady_clock::now() + timeout;
+  return true;
+}
+
+pid_t job_query::pid() const { return child_ ? child_->pid() : -1; }
+
+void job_query::drain() {
+  if (child_) child_->drain();
+}
+
+std::optional<job_times> job_query::finish(int wait_status, std::string* error) {
+  if (!child_) return std::nullopt;
+  const child_result r = child_->finish(wait_status);
+  child_.reset();
+  return job_from(job_id_, r, error);
+}
+
+std::optional<job_times> job_query::expire(std::string* error) {
+  if (!child_) return std::nullopt;
+  const child_result r = child_->abandon();
+  child_.reset();
+  if (error != nullptr) *error = r.error;
+  return std::nullopt;
 }
 
 bool requeue_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error) {

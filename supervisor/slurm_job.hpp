@@ -3,8 +3,11 @@
 // timeout, so a slow or dead controller never hangs the supervisor.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +43,38 @@ std::optional<std::string> scontrol_show(const std::string& kind, const std::str
 // Runs `scontrol show job -o JOB` with a timeout. nullopt when it failed or timed out;
 // `error` then says why in one line.
 std::optional<job_times> query_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error);
+
+class started_child;
+
+// `scontrol show job -o JOB` started now and answered later, for the supervisor's event
+// loop, which reaps every child itself: a slow or dead controller then delays only the
+// answer, never a notice, a switch or the deadline. One query at a time. The child
+// ignores `ignore` (the notice signals), so the TERM that SLURM sends to every process
+// of the step does not kill the query that is to tell what it means.
+class job_query {
+ public:
+  job_query();
+  ~job_query();
+  job_query(const job_query&) = delete;
+  job_query& operator=(const job_query&) = delete;
+
+  // False with `error` set when it could not start.
+  bool start(const std::string& job_id, std::chrono::milliseconds timeout, const std::vector<int>& ignore,
+             std::string* error);
+  bool running() const { return child_ != nullptr; }
+  pid_t pid() const;
+  std::chrono::steady_clock::time_point deadline() const { return deadline_; }
+  void drain();  // reads what it printed so far (its output is small; this keeps its pipe empty)
+  // The reaped child's answer; nullopt with `error` set when it failed.
+  std::optional<job_times> finish(int wait_status, std::string* error);
+  // Past its deadline: kills and forgets it; always nullopt, with `error` set.
+  std::optional<job_times> expire(std::string* error);
+
+ private:
+  std::unique_ptr<started_child> child_;
+  std::string job_id_;
+  std::chrono::steady_clock::time_point deadline_{};
+};
 
 // `scontrol requeue JOB`: puts a job that was preempted (and ended early, after its
 // ranks saved) back in the queue. False with `error` set when it failed.

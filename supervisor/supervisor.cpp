@@ -36,6 +36,14 @@ namespace {
 using clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+// How long a notice signal waits for the controller's answer (is this a preemption?)
+// before it is relayed as a plain signal.
+constexpr milliseconds kNoticeClassifyWait{2000};
+// The query that catches a TimeLimit change made since the last periodic read.
+constexpr std::int64_t kPreDeadlineQueryMs = 20000;
+// A rank still running this long after it was told to exit gets a line.
+constexpr std::int64_t kExitReportAfterMs = 60000;
+
 std::string clock_time(std::int64_t unix_ms) {
   const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
   std::tm tm{};
@@ -61,7 +69,13 @@ class supervisor {
   pid_t start_command(char* const* argv);
   void handle_signal(const signalfd_siginfo& si);
   void reap();
-  void query_job(const char* why);
+  void start_query(const char* why);
+  void on_job_answer(const std::optional<job_times>& jt, const std::string& error);
+  void resolve_notice(const char* why);
+  void publish_deadline();
+  void look_after_state();
+  void note_exit_told(const char* why);
+  void report_lingering_ranks(const char* when);
   void fire(std::uint32_t flag, const char* why);
   void relay_to_ranks(const char* why);
   void run_hook(std::uint32_t flag);
@@ -99,10 +113,19 @@ class supervisor {
   bool preempted_ = false;
   std::uint32_t seen_flags_ = 0;  // node flags already relayed (followers)
   clock::time_point next_query_{};
-  std::string lock_problem_;  // reported once
-  bool hung_ = false;         // a hang was handled and the ranks have not moved since
-  mutable int log_fd_ = -1;   // see pick_log_fd
-  bool noticed_ = false;      // a notice or a termination signal came: a failure then is no crash
+  job_query query_;        // the EndTime query in flight, if any
+  std::string query_why_;  // what it is for, for the log
+  bool pre_deadline_queried_ = false;
+  bool notice_pending_ = false;    // a notice signal waits for the query to say what it is
+  clock::time_point notice_by_{};  // relayed as a plain signal then at the latest
+  std::int64_t exit_told_ms_ = 0;  // when the ranks were first told to exit (0: not yet)
+  std::string exit_told_why_;
+  bool exit_reported_ = false;  // lingering ranks reported
+  bool job_ending_ = false;     // the controller says the job is no longer RUNNING
+  std::string lock_problem_;    // reported once
+  bool hung_ = false;           // a hang was handled and the ranks have not moved since
+  mutable int log_fd_ = -1;     // see pick_log_fd
+  bool noticed_ = false;        // a notice or a termination signal came: a failure then is no crash
 };
 
 std::string env_or_empty(const char* name) {
@@ -169,12 +192,16 @@ void supervisor::open_state() {
 void supervisor::take_publisher_role() {
   if (pub_ || !state_) return;
   std::string problem;
-  if (!state_->try_become_publisher(&problem)) {
+  int taken_from = 0;
+  if (!state_->try_become_publisher(&problem, publisher_stale_after_ms(state_->get()), &taken_from)) {
     if (!problem.empty() && problem != lock_problem_)
       log("%s; this supervisor still relays every notice itself", problem.c_str());
     lock_problem_ = problem;
     return;
   }
+  if (taken_from != 0)
+    log("the node's publisher (pid %d) stopped refreshing the node state; this supervisor publishes it now",
+        taken_from);
   state_->get().supervised.store(1);
   publisher_options po;
   po.poll_interval = opts_.poll_interval;
@@ -184,6 +211,7 @@ void supervisor::take_publisher_role() {
 }
 
 pid_t supervisor::start_command(char* const* argv) {
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     log("cannot start %s: fork: %s", argv[0], std::strerror(errno));
@@ -198,6 +226,12 @@ pid_t supervisor::start_command(char* const* argv) {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     for (int s : opts_.shield) signal(s, SIG_IGN);
+    // Should the supervisor die (the OOM killer, kill -9), the command hears of it as a
+    // notice instead of running on outside the step: a rank exits through its normal
+    // path; the ranks under a launcher (which ignores the signal) see the supervisor's
+    // pidfd (TRAINCTL_SUPERVISOR_PID) instead.
+    prctl(PR_SET_PDEATHSIG, opts_.graceful_signal);
+    if (getppid() != parent) raise(opts_.graceful_signal);
     execvp(argv[0], argv);
     std::fprintf(stderr, "%s: cannot run %s: %s\n", opts_.log_prefix.c_str(), argv[0], std::strerror(errno));
     _exit(errno == ENOENT ? 127 : 126);
@@ -211,6 +245,12 @@ void supervisor::reap() {
     const pid_t p = waitpid(-1, &status, WNOHANG);
     if (p <= 0) break;
     if (hook_.reaped(p, status)) continue;
+    if (query_.running() && p == query_.pid()) {
+      std::string error;
+      const auto jt = query_.finish(status, &error);
+      on_job_answer(jt, error);
+      continue;
+    }
     if (p == child_) {
       child_done_ = true;
       child_status_ = status;
@@ -221,7 +261,7 @@ void supervisor::reap() {
 void supervisor::relay_to_ranks(const char* why) {
   size_t sent = 0;
   for (const auto& rank : find_rank_procs(getpid(), opts_.launchers, !opts_.batch))
-    if (!hook_.owns(rank.pid)) sent += pid_handle(rank).signal(opts_.graceful_signal);
+    if (!hook_.owns(rank.pid) && rank.pid != query_.pid()) sent += pid_handle(rank).signal(opts_.graceful_signal);
   log("%s: sent SIG%s to %zu rank process%s", why, signal_name(opts_.graceful_signal).c_str(), sent,
       sent == 1 ? "" : "es");
 }
@@ -234,6 +274,10 @@ void supervisor::fire(std::uint32_t flag, const char* why) {
   }
   relay_to_ranks(why);
   noticed_ = true;
+  note_exit_told(flag & kFlagPreempted  ? "preempted"
+                 : flag & kFlagDeadline ? "deadline"
+                 : flag & kFlagHang     ? "hang"
+                                        : "signal");
   run_hook(flag);
 }
 
@@ -243,21 +287,27 @@ void supervisor::run_hook(std::uint32_t flag) {
   hook_.notice(kind, deadline_ms_, end_ms_, "");
 }
 
-void supervisor::query_job(const char* why) {
-  if (opts_.job_id.empty() || !reads_job_itself()) return;
+// Starts a read of EndTime and preemption unless one is in flight; the answer comes
+// to on_job_answer when the loop reaps the query.
+void supervisor::start_query(const char* why) {
+  if (opts_.job_id.empty() || !reads_job_itself() || query_.running()) return;
   // The batch step usually only runs srun; the steps' supervisors ask the controller.
   // It asks only while the batch script itself runs rank processes, which keeps the
   // controller load at one supervisor per node.
-  if (opts_.batch && find_ranks(getpid(), opts_.launchers, false).empty()) {
-    next_query_ = clock::now() + opts_.endtime_poll;
-    return;
-  }
-  std::string error;
-  const auto jt = trainctl::query_job(opts_.job_id, milliseconds(10000), &error);
   next_query_ = clock::now() + opts_.endtime_poll;
+  if (opts_.batch && find_ranks(getpid(), opts_.launchers, false).empty()) return;
+  std::vector<int> ignore = opts_.notices;
+  ignore.push_back(opts_.graceful_signal);
+  std::string error;
+  query_why_ = why;
+  if (!query_.start(opts_.job_id, milliseconds(10000), ignore, &error)) on_job_answer(std::nullopt, error);
+}
+
+void supervisor::on_job_answer(const std::optional<job_times>& jt, const std::string& error) {
   if (!jt) {
-    log("could not read the job's EndTime (%s): %s; keeping %s", why, error.c_str(),
+    log("could not read the job's EndTime (%s): %s; keeping %s", query_why_.c_str(), error.c_str(),
         end_ms_ ? clock_time(end_ms_).c_str() : "no deadline");
+    if (notice_pending_) resolve_notice("notice");
     return;
   }
   if (jt->preempting && !preempted_) {
@@ -265,7 +315,16 @@ void supervisor::query_job(const char* why) {
     log("the job is being preempted (EndTime now %s)", clock_time(jt->end_ms).c_str());
     fire(kFlagPreempted, "preempted");
   }
-  if (jt->end_ms != end_ms_ && jt->end_ms != 0) {
+  // At the job's end slurmctld stamps EndTime with the moment of the kill: that is no
+  // extension, and no deadline follows from it.
+  const bool running = jt->state.empty() || jt->state == "RUNNING";
+  if (!running && !job_ending_) {
+    job_ending_ = true;
+    log("the job is ending (JobState=%s)", jt->state.c_str());
+  }
+  if (jt->end_ms == 0 && end_ms_ != 0)
+    log("EndTime read as unknown (%s); keeping %s", query_why_.c_str(), clock_time(end_ms_).c_str());
+  if (running && jt->end_ms != end_ms_ && jt->end_ms != 0) {
     if (end_ms_ != 0)
       log("EndTime moved from %s to %s (TimeLimit %lld s)", clock_time(end_ms_).c_str(), clock_time(jt->end_ms).c_str(),
           static_cast<long long>(jt->limit_s));
@@ -275,21 +334,82 @@ void supervisor::query_job(const char* why) {
       const std::int64_t d = end_ms_ - opts_.graceful_exit.count();
       if (d != deadline_ms_ && !deadline_fired_) {
         deadline_ms_ = d;
+        pre_deadline_queried_ = false;
+        publish_deadline();
         log("deadline %s (EndTime %s - graceful exit %s)", clock_time(d).c_str(), clock_time(end_ms_).c_str(),
             format_duration(opts_.graceful_exit).c_str());
       }
     }
   }
+  if (notice_pending_) resolve_notice("notice");
+}
+
+// A notice signal is relayed once the controller said whether it is a preemption (then
+// it already went out as one), or after kNoticeClassifyWait without an answer.
+void supervisor::resolve_notice(const char* why) {
+  notice_pending_ = false;
+  if (!preempted_)
+    fire(kFlagSignal, why);
+  else
+    relay_to_ranks(why);
+}
+
+// The deadline goes into the node state as soon as it is known, so that whoever
+// publishes (or a rank whose supervisor stopped) fires it on time.
+void supervisor::publish_deadline() {
+  if (!state_) return;
+  state_->get().deadline_ms.store(deadline_ms_, std::memory_order_release);
+  state_->get().seq.fetch_add(1, std::memory_order_release);
 }
 
 void supervisor::check_deadline() {
-  if (deadline_fired_ || deadline_ms_ == 0 || unix_now_ms() < deadline_ms_) return;
-  const std::int64_t before = deadline_ms_;
-  if (opts_.graceful_exit.count() > 0) query_job("at the deadline");  // extended meanwhile?
-  if (deadline_ms_ > before && unix_now_ms() < deadline_ms_) return;
+  if (deadline_fired_ || deadline_ms_ == 0) return;
+  const std::int64_t now = unix_now_ms();
+  // One last read shortly before, for a TimeLimit changed since the periodic one; the
+  // deadline itself never waits for an answer.
+  if (!pre_deadline_queried_ && tracks_endtime() && deadline_ms_ - now <= kPreDeadlineQueryMs) {
+    pre_deadline_queried_ = true;
+    start_query("before the deadline");
+  }
+  if (now < deadline_ms_) return;
   deadline_fired_ = true;
   if (pub_) pub_->set_deadline_ms(deadline_ms_);
-  fire(kFlagDeadline, "deadline reached");
+  const std::int64_t late_ms = now - deadline_ms_;
+  if (late_ms > 2000) {
+    char why[96];
+    std::snprintf(why, sizeof why, "deadline reached %.0f s ago (this supervisor was stopped or busy)",
+                  late_ms / 1000.0);
+    fire(kFlagDeadline, why);
+  } else {
+    fire(kFlagDeadline, "deadline reached");
+  }
+}
+
+void supervisor::note_exit_told(const char* why) {
+  if (exit_told_ms_ != 0) return;
+  exit_told_ms_ = unix_now_ms();
+  exit_told_why_ = why;
+}
+
+// Ranks that were told to exit and still run: named in one line, once, so that a rank
+// that ignores the exit is not mistaken for a slow save, nor the job's end for an
+// extension.
+void supervisor::report_lingering_ranks(const char* when) {
+  if (exit_reported_ || exit_told_ms_ == 0) return;
+  std::string names;
+  size_t n = 0;
+  for (const auto& r : find_rank_procs(getpid(), opts_.launchers, !opts_.batch)) {
+    if (hook_.owns(r.pid) || r.pid == query_.pid()) continue;
+    std::string rank = proc_environ_value(r.pid, "RANK");
+    if (rank.empty()) rank = proc_environ_value(r.pid, "SLURM_PROCID");
+    names +=
+        std::string(n++ ? ", " : "") + "rank " + (rank.empty() ? "?" : rank) + " (pid " + std::to_string(r.pid) + ")";
+  }
+  if (n == 0) return;
+  exit_reported_ = true;
+  log("%zu rank process%s still running %lld s after %s told to exit (%s)%s: %s", n, n == 1 ? "" : "es",
+      static_cast<long long>((unix_now_ms() - exit_told_ms_) / 1000), n == 1 ? "it was" : "they were",
+      exit_told_why_.c_str(), when, names.c_str());
 }
 
 void supervisor::handle_signal(const signalfd_siginfo& si) {
@@ -301,11 +421,15 @@ void supervisor::handle_signal(const signalfd_siginfo& si) {
   if (std::find(opts_.notices.begin(), opts_.notices.end(), sig) != opts_.notices.end() ||
       sig == opts_.graceful_signal) {
     log("received SIG%s (from pid %u)", signal_name(sig).c_str(), si.ssi_pid);
-    query_job("after the signal");  // preemption moves EndTime and sets PreemptTime
-    if (!preempted_)
-      fire(kFlagSignal, "notice");
-    else
-      relay_to_ranks("notice");
+    if (sig == SIGTERM) report_lingering_ranks(", when SIGTERM came");
+    if (notice_pending_) return;      // the one before is still waiting for its answer
+    start_query("after the signal");  // preemption moves EndTime and sets PreemptTime
+    if (query_.running()) {
+      notice_pending_ = true;
+      notice_by_ = clock::now() + kNoticeClassifyWait;
+    } else {
+      resolve_notice("notice");
+    }
     check_deadline();
     return;
   }
@@ -319,9 +443,34 @@ void supervisor::follow_node_flags() {
   const std::uint32_t fresh = flags & ~seen_flags_ & (kFlagDeadline | kFlagPreempted);
   if (fresh == 0) return;
   seen_flags_ |= fresh;
+  if (fresh & kFlagDeadline) deadline_fired_ = true;  // relayed here, not again by check_deadline
+  note_exit_told(fresh & kFlagPreempted ? "preempted" : "deadline");
   relay_to_ranks(fresh & kFlagPreempted ? "preempted (from the node's publisher)"
                                         : "deadline (from the node's publisher)");
   run_hook(fresh);
+}
+
+// The node state's health and the publisher role, once per turn of the loop.
+void supervisor::look_after_state() {
+  if (!state_) return;
+  const std::string damage = state_->damage();
+  if (!damage.empty()) {
+    log("%s; this supervisor stops using it: the ranks still get every notice as SIG%s and watch the switches on "
+        "their own%s",
+        damage.c_str(), signal_name(opts_.graceful_signal).c_str(),
+        opts_.hang_timeout.count() > 0 ? ", and hangs are no longer detected in this step" : "");
+    pub_.reset();
+    state_.reset();  // the ranks still hold it: the file stays for them
+    return;
+  }
+  if (pub_ && !state_->is_publisher()) {
+    pub_.reset();
+    log("another process took over publishing the node state while this supervisor was stopped or busy; it "
+        "relays notices and follows the node state now");
+  }
+  take_publisher_role();
+  if (exit_told_ms_ == 0 && (state_->get().flags.load(std::memory_order_acquire) & kFlagExitSwitch) != 0)
+    note_exit_told("kill switch");
 }
 
 void supervisor::end_leftovers() {
@@ -530,6 +679,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
   // launch stays as fast as without trainctl.
   next_query_ = clock::now() + milliseconds(1000);
   open_state();
+  if (deadline_ms_ != 0) publish_deadline();
   if (!opts_.kill_switch.empty()) setenv("KILL_SWITCH", opts_.kill_switch.c_str(), 1);
   if (!opts_.save_switch.empty()) setenv("SAVE_SWITCH", opts_.save_switch.c_str(), 1);
   const std::string sigs = signal_name(opts_.graceful_signal) + ",TERM";
@@ -553,7 +703,17 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     milliseconds wait(pub_ ? opts_.poll_interval : milliseconds(1000));
     if (reads_job_itself() && tracks_endtime())
       wait = std::min(wait, std::chrono::duration_cast<milliseconds>(next_query_ - clock::now()));
-    if (deadline_ms_ && !deadline_fired_) wait = std::min(wait, milliseconds(deadline_ms_ - unix_now_ms()));
+    const std::int64_t now_ms = unix_now_ms();
+    if (deadline_ms_ && !deadline_fired_) {
+      wait = std::min(wait, milliseconds(deadline_ms_ - now_ms));
+      if (!pre_deadline_queried_ && tracks_endtime())
+        wait = std::min(wait, milliseconds(deadline_ms_ - kPreDeadlineQueryMs - now_ms));
+    }
+    if (query_.running())
+      wait = std::min(wait, std::chrono::duration_cast<milliseconds>(query_.deadline() - clock::now()));
+    if (notice_pending_) wait = std::min(wait, std::chrono::duration_cast<milliseconds>(notice_by_ - clock::now()));
+    if (exit_told_ms_ != 0 && !exit_reported_)
+      wait = std::min(wait, milliseconds(exit_told_ms_ + kExitReportAfterMs - now_ms));
     wait = std::min(wait, hook_.tick());
     if (opts_.hang_timeout.count() > 0)
       wait = std::min(wait,
@@ -569,14 +729,26 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     while (read(sigfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) handle_signal(si);
     reap();  // a SIGCHLD merged with another may not show up on its own
     if (child_done_) break;
+    query_.drain();
+    if (query_.running() && clock::now() >= query_.deadline()) {
+      std::string error;
+      on_job_answer(query_.expire(&error), error);
+    }
+    if (notice_pending_ && clock::now() >= notice_by_) {
+      log("no answer from the controller within %s: relaying the notice as a signal",
+          format_duration(kNoticeClassifyWait).c_str());
+      resolve_notice("notice");
+    }
     // EndTime matters only for a deadline; notices query on their own.
-    if (reads_job_itself() && tracks_endtime() && clock::now() >= next_query_) query_job("periodic");
+    if (reads_job_itself() && tracks_endtime() && clock::now() >= next_query_) start_query("periodic");
     check_deadline();
-    take_publisher_role();
+    look_after_state();
     follow_node_flags();
     check_hang();
+    if (exit_told_ms_ != 0 && unix_now_ms() - exit_told_ms_ >= kExitReportAfterMs) report_lingering_ranks("");
   }
-  hook_.finish();  // before end_leftovers, which would count it as left behind
+  if (query_.running()) query_.expire(nullptr);  // not a process the command left behind
+  hook_.finish();                                // before end_leftovers, which would count it as left behind
   record_if_crashed();
   end_leftovers();
   if (opts_.batch) requeue_if_preempted();

@@ -100,7 +100,6 @@ void create_state_file(int dir_fd, const std::string& dir, const std::string& na
   }
 }
 
-
 // The SIGBUS guard. A mapped file that someone truncates (`> file`, a cleanup of
 // /dev/shm) raises SIGBUS at the next read of its pages, in every process that maps
 // it: the ranks and their supervisor would die at once, and the death would look like
@@ -307,11 +306,11 @@ bool node_state_file::try_become_publisher(std::string* problem, std::int64_t st
   // process takes from a holder that is gone or stopped looking (then without the lock,
   // which a stopped holder still has).
   std::uint64_t current = ns.publisher_id.load(std::memory_order_acquire);
-  const bool free_for_lock_holder = lock_fd_ >= 0 && (current == 0 || !process_alive(static_cast<std::int32_t>(current >> 32)));
+  const bool free_for_lock_holder =
+      lock_fd_ >= 0 && (current == 0 || !process_alive(static_cast<std::int32_t>(current >> 32)));
   const bool stale = current != 0 && publisher_stale(ns, unix_now_ms(), stale_ms);
   if (!free_for_lock_holder && !stale) return false;
-  if (my_id_ == 0)
-    my_id_ = (static_cast<std::uint64_t>(getpid()) << 32) | (g_publisher_serial.fetch_add(1) + 1);
+  if (my_id_ == 0) my_id_ = (static_cast<std::uint64_t>(getpid()) << 32) | (g_publisher_serial.fetch_add(1) + 1);
   if (!ns.publisher_id.compare_exchange_strong(current, my_id_, std::memory_order_acq_rel)) return false;
   ns.published_ms.store(unix_now_ms(), std::memory_order_release);
   ns.supervised.store(0, std::memory_order_relaxed);  // a supervisor says so itself

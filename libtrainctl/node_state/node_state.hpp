@@ -69,8 +69,8 @@ struct node_state {
   std::uint64_t magic;
   std::uint32_t version;
   std::uint32_t size;
-  std::atomic<std::uint32_t> flags;       // flag_bits
-  std::atomic<std::uint32_t> seq;         // bumped on every change
+  std::atomic<std::uint32_t> flags;  // flag_bits
+  std::atomic<std::uint32_t> seq;    // bumped on every change
   // Unix ms; 0 = none. Written as soon as it is known (and again when EndTime moves),
   // so that any process on the node can fire it on time, whoever publishes.
   std::atomic<std::int64_t> deadline_ms;
@@ -79,10 +79,10 @@ struct node_state {
   // published_ms stays fresh; a process that finds it stale (the holder stopped, or hangs
   // in a stat of a dead mount) takes it over with a compare-and-swap (publisher_stale).
   std::atomic<std::uint64_t> publisher_id;
-  std::atomic<std::int32_t> supervised;    // 1 while a supervisor publishes
+  std::atomic<std::int32_t> supervised;        // 1 while a supervisor publishes
   std::atomic<std::int32_t> publish_every_ms;  // the holder's poll interval
-  std::atomic<std::uint64_t> stat_calls;   // metadata requests made by publishers
-  std::atomic<std::int64_t> published_ms;  // when the publisher last looked (its heartbeat)
+  std::atomic<std::uint64_t> stat_calls;       // metadata requests made by publishers
+  std::atomic<std::int64_t> published_ms;      // when the publisher last looked (its heartbeat)
   switch_slot slots[kMaxSlots];
   rank_beat beats[kMaxRanks];
 };

@@ -132,9 +132,9 @@ struct controller::impl {
   std::vector<local_switch> switches;
   std::string reported_lock_problem;
   std::atomic<std::int64_t> remove_save_at_ms{0};  // rank 0 without agreement: when to remove the consumed file
-  decision decided;                  // sticky exit
-  rank_beat* beat = nullptr;         // this process's heartbeat in the node state
-  std::int64_t window_start_us = 0;  // when the last agreement returned (0: none yet)
+  decision decided;                                // sticky exit
+  rank_beat* beat = nullptr;                       // this process's heartbeat in the node state
+  std::int64_t window_start_us = 0;                // when the last agreement returned (0: none yet)
   std::int64_t window_start_step = 0;
   std::int64_t work_us = 0;  // work per step in the window that ended at the last vote
   int straggler = -1;        // the rank found slowest at the last agreements, and
@@ -314,8 +314,8 @@ void controller::impl::look_after_state(std::unique_ptr<publisher>& pub, const p
   // The deadline, whoever publishes: the supervisor writes it as soon as it knows it,
   // so a supervisor that died or stopped does not take it along.
   const std::int64_t now = unix_now_ms();
-  for (const std::int64_t d : {local_deadline_ms.load(std::memory_order_acquire),
-                               n.deadline_ms.load(std::memory_order_acquire)})
+  for (const std::int64_t d :
+       {local_deadline_ms.load(std::memory_order_acquire), n.deadline_ms.load(std::memory_order_acquire)})
     if (d > 0 && now >= d) local_bits.fetch_or(kFlagDeadline, std::memory_order_release);
   const std::int64_t remove_at = remove_save_at_ms.load(std::memory_order_acquire);
   if (remove_at != 0 && now >= remove_at) {

@@ -59,11 +59,11 @@ TEST(NodeState, AHolderThatStoppedRefreshingIsTakenOverOnce) {
   a.get().published_ms.store(unix_now_ms());
   int from = -1;
   EXPECT_FALSE(b.try_become_publisher(nullptr, 3000, &from));  // fresh: not taken
-  a.get().published_ms.store(unix_now_ms() - 10000);         // a stopped looking 10 s ago
+  a.get().published_ms.store(unix_now_ms() - 10000);           // a stopped looking 10 s ago
   EXPECT_TRUE(b.try_become_publisher(nullptr, 3000, &from));
   EXPECT_EQ(from, getpid());
   EXPECT_TRUE(b.is_publisher());
-  EXPECT_FALSE(a.is_publisher());  // a learns it lost the role, though it keeps the lock
+  EXPECT_FALSE(a.is_publisher());                              // a learns it lost the role, though it keeps the lock
   EXPECT_FALSE(c.try_become_publisher(nullptr, 3000, &from));  // b's heartbeat is fresh
   b.release_publisher();
   EXPECT_TRUE(a.try_become_publisher());  // the lock holder takes a role nobody holds
