@@ -45,6 +45,9 @@ def parse_args():
     faults.add_argument("--crash-on", metavar="NODE", help="ranks on this node crash (SIGABRT) at --crash-at, "
                         "as on a node with a broken GPU")
     faults.add_argument("--crash-at", type=int, default=50)
+    faults.add_argument("--ignore-exit-rank", type=int, default=-1,
+                        help="this rank keeps training when trainctl asks it to exit, as a loop that never "
+                        "looks at d.exit would (the supervisor names it)")
     return p.parse_args()
 
 
@@ -153,6 +156,7 @@ def train(args, run):
     start = 0 if last is None else last + 1
     run.log("start", step=start, world=run.world, resumed_from=last)
     step_time = args.step_time * (args.slow_factor if run.rank == args.slow_rank else 1)
+    ignoring = False
     for step in range(start, args.steps):
         if run.rank == args.hang_rank and step == args.hang_at:
             hang(run, step, args.hang_in)
@@ -161,6 +165,11 @@ def train(args, run):
             os.abort()
         time.sleep(step_time)  # train_step(batch) goes here
         d = ctl.check(step, allreduce=run.allreduce)  # None: torch.distributed, if initialised
+        if d.exit and run.rank == args.ignore_exit_rank:
+            if not ignoring:
+                run.log("ignore-exit", step=step, reason=d.reason)
+            ignoring = True
+            continue
         if d.save or d.exit:
             run.save(step, d.reason or d.save_reason)
         if d.exit:

@@ -187,3 +187,30 @@ stop_alert_servers() {
   for p in "${SERVER_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   SERVER_PIDS=()
 }
+
+# Real users are never root. run_as_user NAME: from here on the test's jobs run as
+# NAME (made if missing, no special groups), who owns TEST_DIR; as_user COMMAND...
+# runs one command as NAME with the cluster's environment.
+TEST_USER=""
+run_as_user() {
+  TEST_USER=$1
+  id "$TEST_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$TEST_USER"
+  chown -R "$TEST_USER" "$TEST_DIR"
+  # shellcheck disable=SC2034  # read by the tests
+  TEST_UID=$(id -u "$TEST_USER")
+}
+as_user() {
+  runuser -u "$TEST_USER" -- env SLURM_CONF="$SLURM_CONF" PYTHONPATH="$PYTHONPATH" PATH="$PATH" \
+    TRAINCTL_LOG_DIR="$TRAINCTL_LOG_DIR" TRAINCTL_BAD_NODES="$TRAINCTL_BAD_NODES" "$@"
+}
+# submit_as_user ARGS...: submit, as TEST_USER.
+submit_as_user() {
+  local id
+  id=$(as_user sbatch --parsable "$@") || fail "sbatch $* was refused for $TEST_USER"
+  id=${id%%;*}
+  echo "$id" >>"$TEST_DIR/.submitted"
+  echo "$id"
+}
+# The user's processes left on this machine (every node of the test cluster is here).
+user_processes() { pgrep -u "$TEST_USER" 2>/dev/null | tr '\n' ' ' || true; }
+no_user_processes() { [ -z "$(user_processes)" ]; }

@@ -3,6 +3,7 @@
 #include "subprocess.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -97,4 +98,32 @@ TEST(Subprocess, AGrandchildHoldingStdoutIsNotWaitedFor) {
   EXPECT_LT(timed([&] { r = run_child(cmd({"sh", "-c", "echo hi; sleep 2 & exit 0"})); }), 3s);
   EXPECT_TRUE(r.ok()) << r.error;
   EXPECT_EQ(r.output, "hi\n");
+}
+
+// The supervisor's EndTime query: started now, reaped by the caller, and alive through
+// the TERM that SLURM sends to every process of the step.
+TEST(Subprocess, AStartedChildIgnoresWhatItWasToldToAndIsFinishedByItsReaper) {
+  child_spec s = cmd({"sh", "-c", "sleep 0.3; echo answer"});
+  s.ignore_signals = {SIGTERM, SIGUSR1};
+  started_child child(s);
+  ASSERT_EQ(child.error(), "");
+  usleep(100000);
+  kill(child.pid(), SIGTERM);  // the job's own TERM
+  kill(child.pid(), SIGUSR1);
+  int status = 0;
+  ASSERT_EQ(waitpid(child.pid(), &status, 0), child.pid());
+  const child_result r = child.finish(status);
+  EXPECT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.output, "answer\n");
+}
+
+TEST(Subprocess, AStartedChildPastItsDeadlineIsKilledAndSaysSo) {
+  child_spec s = cmd({"sleep", "30"}, 200ms);
+  started_child child(s);
+  const child_result r = child.abandon();
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("sleep 30: no answer within"), std::string::npos) << r.error;
+  int status = 0;
+  ASSERT_EQ(waitpid(child.pid(), &status, 0), child.pid());
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# e2e-modes: run plugin
+# The node state and the exit, as an unprivileged user's jobs see them:
+#  1. the node state truncated on one node and junk-filled on the other mid-run: no
+#     SIGBUS, no exit for reasons nobody gave, one line naming the file, and the kill
+#     switch still works; no node is recorded as bad.
+#  2. 20 touches of the save switch in 2 s on 4 independent ranks (no agreement):
+#     exactly 20 saves on every rank.
+#  3. a rank that ignores the exit: named when SLURM's TERM comes, and the job's end is
+#     not logged as an EndTime extension.
+# The three jobs run at once.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+run_as_user tcstate
+export TRAINCTL_POLL_INTERVAL=1s
+on_exit() {
+  local rc=$? p
+  for p in $(user_processes); do kill -9 "$p" 2>/dev/null || true; done
+  (exit "$rc")
+  cleanup
+}
+trap on_exit EXIT
+
+# job NAME SBATCH_ARGS SRUN_ARGS [TRAIN_ARGS]: independent tasks of the example under
+# this mode's supervisor, events in $TEST_DIR/NAME/; prints the job id.
+job() {
+  local name=$1 sbatch_args=$2 srun_args=$3 extra=${4:-} wrap="" opts=""
+  as_user mkdir -p "$TEST_DIR/$name/events"
+  if [ "$MODE" = run ]; then
+    wrap="$BUILD/bin/trainctl-run --kill-switch=$TEST_DIR/$name/KILL --save-switch=$TEST_DIR/$name/SAVE \
+--poll-interval=1s --"
+  else
+    opts="--kill-switch=$TEST_DIR/$name/KILL --save-switch=$TEST_DIR/$name/SAVE"
+  fi
+  cat >"$TEST_DIR/$name/job.sh" <<JOB
+#!/bin/bash
+srun $srun_args $wrap /usr/bin/python3 $TRAIN --ckpt-dir $TEST_DIR/$name/ckpt --steps 1000000 $extra \
+  --events "$TEST_DIR/$name/events/rank{rank}.jsonl"
+JOB
+  chmod 755 "$TEST_DIR/$name/job.sh"
+  # shellcheck disable=SC2086  # word lists
+  submit_as_user $sbatch_args $opts -o "$TEST_DIR/$name/job.out" "$TEST_DIR/$name/job.sh"
+}
+count() { cat "$TEST_DIR/$1"/events/rank*.jsonl 2>/dev/null | grep -c "\"event\": \"$2\"" || true; }
+at_least() { [ "$(count "$1" "$2")" -ge "$3" ]; }
+saves_per_rank() {
+  python3 - "$TEST_DIR/$1/events" <<'PY'
+import collections, glob, json, sys
+n = collections.Counter()
+for f in glob.glob(sys.argv[1] + "/rank*.jsonl"):
+    for line in open(f):
+        e = json.loads(line)
+        if e["event"] == "save" and e["why"] == "save-switch":
+            n[e["rank"]] += 1
+print(" ".join(str(n[r]) for r in sorted(n)) or "none")
+PY
+}
+
+j1=$(job damage "-N2 --ntasks-per-node=1 --time=5" "--ntasks-per-node=1")
+j2=$(job touches "-N2 --ntasks-per-node=2 --time=5" "--ntasks-per-node=2")
+j3=$(job ignore "-N1 --ntasks=2 --time=5" "--ntasks=2" "--ignore-exit-rank 1")
+log "jobs $j1 (damage), $j2 (touches), $j3 (ignore) submitted ($MODE) as $TEST_USER"
+wait_for 120 "job $j1's 2 ranks" at_least damage start 2
+wait_for 120 "job $j2's 4 ranks" at_least touches start 4
+wait_for 120 "job $j3's 2 ranks" at_least ignore start 2
+sleep 2
+
+log "job $j1: truncating the node state on n1 and filling it with junk on n2"
+dir=/dev/shm/trainctl-$TEST_UID
+{ [ -f "$dir/$j1.0-n1" ] && [ -f "$dir/$j1.0-n2" ]; } || fail "no node state files for job $j1 in $dir: $(ls "$dir")"
+as_user truncate -s 0 "$dir/$j1.0-n1"
+size=$(stat -c %s "$dir/$j1.0-n2")
+as_user dd if=/dev/urandom of="$dir/$j1.0-n2" bs="$size" count=1 conv=notrunc status=none
+
+log "job $j2: 20 touches of the save switch in 2 s"
+for _ in $(seq 1 20); do
+  as_user touch "$TEST_DIR/touches/SAVE"
+  sleep 0.1
+done
+
+log "job $j3: the kill switch; rank 1 ignores it"
+as_user touch "$TEST_DIR/ignore/KILL"
+
+sleep 6
+[ "$(count damage exit)" = 0 ] || fail "job $j1: ranks exited after the damage: $(cat "$TEST_DIR"/damage/events/*)"
+[ "$(job_state "$j1")" = RUNNING ] || fail "job $j1 is $(job_state "$j1") after the damage"
+grep -q "node state $dir/$j1.0-n1 was truncated" "$TEST_DIR/damage/job.out" ||
+  fail "job $j1: no line naming the truncated file: $(grep -i 'node state' "$TEST_DIR/damage/job.out" | head -3)"
+grep -q "node state $dir/$j1.0-n2 .*overwritten" "$TEST_DIR/damage/job.out" ||
+  fail "job $j1: no line naming the overwritten file: $(grep -i 'node state' "$TEST_DIR/damage/job.out" | head -3)"
+as_user touch "$TEST_DIR/damage/KILL"
+wait_for 30 "job $j1 to end" job_ended "$j1"
+[ "$(job_state "$j1")" = COMPLETED ] || fail "job $j1 ended $(job_state "$j1")"
+[ "$(cat "$TEST_DIR"/damage/events/* | grep '"exit"' | grep -c '"kill-switch"')" = 2 ] ||
+  fail "job $j1: expected 2 exits for the kill switch: $(grep -h exit "$TEST_DIR"/damage/events/*)"
+if grep -q SIGBUS "$TEST_DIR/damage/job.out"; then fail "job $j1: a SIGBUS: $(grep SIGBUS "$TEST_DIR/damage/job.out")"; fi
+[ ! -s "$TRAINCTL_BAD_NODES" ] || fail "a node was recorded as bad: $(cat "$TRAINCTL_BAD_NODES")"
+log "job $j1: no SIGBUS, no exit, one line per damaged file; the kill switch ended it; no bad node"
+
+wait_for 30 "20 saves on each of job $j2's ranks" test "$(saves_per_rank touches)" = "20 20 20 20"
+as_user touch "$TEST_DIR/touches/KILL"
+wait_for 30 "job $j2 to end" job_ended "$j2"
+[ "$(saves_per_rank touches)" = "20 20 20 20" ] || fail "job $j2: saves per rank $(saves_per_rank touches)"
+log "job $j2: 20 touches gave 20 saves on every rank: $(saves_per_rank touches)"
+
+wait_for 30 "job $j3's rank 0 to exit" at_least ignore exit 1
+[ "$(count ignore ignore-exit)" = 1 ] || fail "job $j3: rank 1 did not get (and ignore) the exit"
+sleep 3
+scancel "$j3"
+wait_for 60 "job $j3 to end" job_ended "$j3"
+grep -q "1 rank process still running [0-9]* s after it was told to exit (kill switch), when SIGTERM came: rank 1 (pid [0-9]*)" \
+  "$TEST_DIR/ignore/job.out" || fail "job $j3: the lingering rank was not named: $(grep -i 'still\|rank' "$TEST_DIR/ignore/job.out" | head -5)"
+if grep -q "EndTime moved" "$TEST_DIR/ignore/job.out"; then fail "job $j3: the kill was logged as an EndTime move"; fi
+log "PASS ($MODE): damaged state survived and named, 20 saves per rank for 20 touches, the lingering rank named at TERM"

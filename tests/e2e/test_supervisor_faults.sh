@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# e2e-modes: run plugin
+# When trainctl's own supervisor fails, as an unprivileged user's jobs see it:
+#  1. kill -9 of one of two supervisors on a node (independent tasks): its rank hears of
+#     it and saves and exits at once; the other ranks still get the deadline on time;
+#     nothing of the user's is left after the job.
+#  2. kill -9 of the only supervisor on a node, over torchrun: the ranks under the
+#     launcher see it through the supervisor's pidfd; all 4 save and exit at one step;
+#     nothing is left.
+#  3. SIGSTOP of both supervisors of a node for 70 s across the deadline: a rank takes
+#     over the node state, a save-switch touch reaches both ranks, the deadline comes
+#     on time, and the job completes after SIGCONT.
+#  4. slurmctld stopped across the deadline: the deadline does not wait for it.
+# Jobs 1-3 run at once (each on its own nodes' CPUs); 4 runs alone, since it stops
+# the controller for everyone.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+run_as_user tcfault
+export TRAINCTL_POLL_INTERVAL=1s
+ctld_pid=$(cat "$(dirname "$SLURM_CONF")/../run/slurmctld.pid")
+resume_ctld() { kill -CONT "$ctld_pid" 2>/dev/null || true; }
+on_exit() {
+  local rc=$? p
+  resume_ctld
+  for p in $(user_processes); do kill -CONT "$p" 2>/dev/null || true; done
+  for p in $(user_processes); do kill -9 "$p" 2>/dev/null || true; done
+  (exit "$rc")
+  cleanup
+}
+trap on_exit EXIT
+
+# job_script NAME SRUN_ARGS TRAIN_ARGS: a batch script under the supervisor of this
+# mode, its events in $TEST_DIR/NAME/.
+job_script() {
+  local name=$1 srun_args=$2 train=$3 wrap=""
+  as_user mkdir -p "$TEST_DIR/$name/events"
+  [ "$MODE" = run ] && wrap="$BUILD/bin/trainctl-run --graceful-exit=1 --kill-switch=$TEST_DIR/$name/KILL \
+--save-switch=$TEST_DIR/$name/SAVE --poll-interval=1s --endtime-poll=10s --"
+  cat >"$TEST_DIR/$name/job.sh" <<JOB
+#!/bin/bash
+srun $srun_args $wrap $train --ckpt-dir $TEST_DIR/$name/ckpt --steps 1000000 \
+  --events "$TEST_DIR/$name/events/rank{rank}.jsonl"
+JOB
+  chmod 755 "$TEST_DIR/$name/job.sh"
+}
+plugin_opts() {  # NAME: the same options for the plugin
+  [ "$MODE" = plugin ] && echo "--graceful-exit=1 --kill-switch=$TEST_DIR/$1/KILL --save-switch=$TEST_DIR/$1/SAVE"
+  return 0
+}
+# events NAME EVENT: "rank step reason time" per line, for that job's events.
+events() {
+  python3 - "$TEST_DIR/$1/events" "$2" <<'PY'
+import glob, json, sys
+for f in sorted(glob.glob(sys.argv[1] + "/rank*.jsonl")):
+    for line in open(f):
+        e = json.loads(line)
+        if e["event"] == sys.argv[2]:
+            print(e["rank"], e["step"], e.get("reason", e.get("why", "-")), e["time"])
+PY
+}
+count() { events "$1" "$2" | wc -l; }
+at_least() { [ "$(count "$1" "$2")" -ge "$3" ]; }
+# supervisor_of JOB TASK: the pid of that task's supervisor (step 0).
+supervisor_of() {
+  local p env
+  for p in $(pgrep -u "$TEST_USER" -f 'trainctl-run' || true); do
+    env=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) || continue
+    grep -qx "SLURM_JOB_ID=$1" <<<"$env" && grep -qx "SLURM_STEP_ID=0" <<<"$env" &&
+      grep -qx "SLURM_PROCID=$2" <<<"$env" && { echo "$p"; return 0; }
+  done
+  return 1
+}
+# seconds_after_start JOB TIME: TIME (unix) minus the job's StartTime.
+seconds_after_start() {
+  python3 -c 'import sys,time; print(round(float(sys.argv[1]) - time.mktime(time.strptime(sys.argv[2], "%Y-%m-%dT%H:%M:%S")), 1))' \
+    "$2" "$(job_field "$1" StartTime)"
+}
+within() { python3 -c 'import sys; sys.exit(0 if float(sys.argv[2]) <= float(sys.argv[1]) <= float(sys.argv[3]) else 1)' "$@"; }
+
+python_cmd="/usr/bin/python3 $TRAIN"
+torchrun_cmd="${TORCHRUN[*]} --nnodes=\$SLURM_NNODES --nproc_per_node=2 --rdzv_backend=static \
+--master_addr=127.0.0.1 --master_port=$(free_port) --node_rank=\$SLURM_NODEID $TRAIN"
+
+log "job 1 ($MODE): 2 nodes x 2 independent tasks, deadline at 60 s; task 2's supervisor is killed"
+job_script kill "--ntasks-per-node=2" "$python_cmd"
+# shellcheck disable=SC2046  # plugin_opts is a word list
+j1=$(submit_as_user -N2 --ntasks-per-node=2 --time=2 $(plugin_opts kill) -o "$TEST_DIR/kill/job.out" "$TEST_DIR/kill/job.sh")
+log "job 2 ($MODE): torchrun, 1 task per node, 2 ranks each; the supervisor on n2 is killed"
+as_user mkdir -p "$TEST_DIR/launcher/events"
+wrap=""
+[ "$MODE" = run ] && wrap="$BUILD/bin/trainctl-run --kill-switch=$TEST_DIR/launcher/KILL --poll-interval=1s --"
+cat >"$TEST_DIR/launcher/job.sh" <<JOB
+#!/bin/bash
+srun --ntasks-per-node=1 bash -c 'exec $wrap $torchrun_cmd --ckpt-dir $TEST_DIR/launcher/ckpt --steps 1000000 \
+  --events "$TEST_DIR/launcher/events/rank{rank}.jsonl"'
+JOB
+# shellcheck disable=SC2046
+j2=$(submit_as_user -N2 --ntasks-per-node=1 --time=5 $(plugin_opts launcher) -o "$TEST_DIR/launcher/job.out" "$TEST_DIR/launcher/job.sh")
+log "job 3 ($MODE): 1 node x 2 independent tasks, deadline at 60 s; both supervisors stopped for 70 s"
+job_script stop "--ntasks=2" "$python_cmd"
+# shellcheck disable=SC2046
+j3=$(submit_as_user -N1 --ntasks=2 --time=2 $(plugin_opts stop) -o "$TEST_DIR/stop/job.out" "$TEST_DIR/stop/job.sh")
+
+wait_for 120 "job 1's 4 ranks" at_least kill start 4
+wait_for 120 "job 3's 2 ranks" at_least stop start 2
+wait_for 180 "job 2's 4 ranks" at_least launcher start 4
+
+sup=$(supervisor_of "$j1" 2) || fail "no supervisor of job $j1 task 2"
+kill -9 "$sup"
+killed_at=$(date +%s.%N)
+log "job 1: killed the supervisor of task 2 (pid $sup)"
+sup_a=$(supervisor_of "$j3" 0) || fail "no supervisor of job $j3 task 0"
+sup_b=$(supervisor_of "$j3" 1) || fail "no supervisor of job $j3 task 1"
+kill -STOP "$sup_a" "$sup_b"
+stopped_at=$SECONDS
+log "job 3: stopped both supervisors (pids $sup_a $sup_b)"
+sleep 3
+as_user touch "$TEST_DIR/stop/SAVE"
+log "job 3: touched the save switch"
+
+sup2=$(supervisor_of "$j2" 1) || fail "no supervisor of job $j2 task 1"
+kill -9 "$sup2"
+log "job 2: killed the supervisor on n2 (pid $sup2)"
+wait_for 60 "job 2 to end" job_ended "$j2"
+read -r -a e2 < <(events launcher exit | awk '{print $2, $3}' | sort -u | tr '\n' ' ')
+[ "$(count launcher exit)" = 4 ] || fail "job 2: $(count launcher exit) of 4 ranks exited: $(events launcher exit)"
+{ [ "${#e2[@]}" = 2 ] && [ "${e2[1]}" = signal ]; } || fail "job 2: expected one step, reason signal: $(events launcher exit)"
+[ "$(count launcher save)" = 4 ] || fail "job 2: $(count launcher save) saves, not 4"
+grep -q "the supervisor of this task is gone" "$TEST_DIR/launcher/job.out" || fail "job 2: no line about the supervisor's death"
+wait_for 20 "job 2's processes to go" test -z "$(pgrep -u "$TEST_USER" -f "$TEST_DIR/launcher" || true)"
+log "job 2: all 4 ranks saved and exited at step ${e2[0]} (signal) after their supervisor died; nothing left"
+
+wait_for 30 "job 1's rank 2 to exit" test -n "$(events kill exit | awk '$1 == 2')"
+read -r _ _ why2 t2 < <(events kill exit | awk '$1 == 2')
+[ "$why2" = signal ] || fail "job 1: rank 2 exited with reason '$why2', not signal"
+late=$(python3 -c 'import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 1))' "$t2" "$killed_at")
+within "$late" 0 10 || fail "job 1: rank 2 exited $late s after its supervisor died"
+[ -n "$(events kill save | awk '$1 == 2')" ] || fail "job 1: rank 2 did not save before exiting"
+log "job 1: rank 2 saved and exited $late s after its supervisor was killed"
+wait_for 100 "job 1 to end" job_ended "$j1"
+for r in 0 1 3; do
+  read -r _ _ why t < <(events kill exit | awk -v r="$r" '$1 == r')
+  [ "${why:-}" = deadline ] || fail "job 1: rank $r exited with '${why:-nothing}', not deadline"
+  off=$(seconds_after_start "$j1" "$t")
+  within "$off" 55 75 || fail "job 1: rank $r exited $off s after the start (deadline at 60 s)"
+done
+log "job 1: ranks 0, 1, 3 exited at the deadline on time; job $(job_state "$j1")"
+
+wait_for 90 "job 3's ranks to exit" at_least stop exit 2
+[ "$(count stop save)" -ge 3 ] || fail "job 3: the save switch reached $(events stop save | grep -c save-switch) of 2 ranks: $(events stop save)"
+[ "$(events stop save | grep -c save-switch)" = 2 ] || fail "job 3: save-switch saves: $(events stop save)"
+for r in 0 1; do
+  read -r _ _ why t < <(events stop exit | awk -v r="$r" '$1 == r')
+  [ "$why" = deadline ] || fail "job 3: rank $r exited with '$why', not deadline"
+  off=$(seconds_after_start "$j3" "$t")
+  within "$off" 55 70 || fail "job 3: rank $r exited $off s after the start, though the deadline was at 60 s"
+done
+grep -q "publishes it from now on" "$TEST_DIR/stop/job.out" || fail "job 3: no line saying a rank took over the node state"
+sleep $((70 - (SECONDS - stopped_at) > 0 ? 70 - (SECONDS - stopped_at) : 0))
+kill -CONT "$sup_a" "$sup_b"
+log "job 3: supervisors resumed after $((SECONDS - stopped_at)) s"
+wait_for 60 "job 3 to end" job_ended "$j3"
+[ "$(job_state "$j3")" = COMPLETED ] || fail "job 3 ended $(job_state "$j3")"
+log "job 3: one save per rank and the deadline on time while both supervisors were stopped; COMPLETED"
+
+wait_for 30 "no process of $TEST_USER left" no_user_processes
+log "nothing of $TEST_USER's is left after jobs 1-3"
+
+log "job 4 ($MODE): slurmctld stopped across the deadline"
+job_script ctld "--ntasks=1" "$python_cmd"
+# shellcheck disable=SC2046
+j4=$(submit_as_user -N1 --ntasks=1 --time=2 $(plugin_opts ctld) -o "$TEST_DIR/ctld/job.out" "$TEST_DIR/ctld/job.sh")
+wait_for 120 "job 4's rank" at_least ctld start 1
+start4=$(job_field "$j4" StartTime)
+until [ "$(python3 -c 'import sys,time; print(int(time.time() - time.mktime(time.strptime(sys.argv[1], "%Y-%m-%dT%H:%M:%S"))))' "$start4")" -ge 30 ]; do sleep 1; done
+kill -STOP "$ctld_pid"
+log "job 4: slurmctld stopped 30 s after the start"
+for _ in $(seq 1 60); do at_least ctld exit 1 && break; sleep 1; done
+resume_ctld
+log "job 4: slurmctld resumed"
+read -r _ _ why t < <(events ctld exit)
+[ "${why:-}" = deadline ] || fail "job 4: the rank exited with '${why:-nothing}' while the controller was stopped"
+off=$(python3 -c 'import sys,time; print(round(float(sys.argv[1]) - time.mktime(time.strptime(sys.argv[2], "%Y-%m-%dT%H:%M:%S")), 1))' "$t" "$start4")
+within "$off" 55 66 || fail "job 4: the deadline (60 s) reached the rank at $off s with the controller stopped"
+wait_for 90 "job 4 to end" job_ended "$j4"
+log "PASS ($MODE): supervisor killed (rank saved at once, others on time), launcher's supervisor killed (4 ranks at one step), supervisors stopped (save and deadline on time), controller stopped (deadline at $off s); nothing left"
