@@ -29,6 +29,7 @@ stop_chains() {
 on_exit() {
   local rc=$?
   stop_chains
+  set +e  # errexit would end this handler at the next line, before cleanup
   (exit "$rc")
   cleanup
 }

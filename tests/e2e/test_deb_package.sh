@@ -12,6 +12,7 @@ installed=""
 on_exit() {
   local rc=$?
   [ -z "$installed" ] || dpkg --purge trainctl >/dev/null 2>&1 || true
+  set +e  # errexit would end this handler at the next line, before cleanup
   (exit "$rc")
   cleanup
 }

@@ -10,6 +10,7 @@ cancel_demo_jobs() { squeue -h -u "$(id -un)" -n "$names" -o %F | sort -u | xarg
 on_exit() {
   local rc=$?
   cancel_demo_jobs
+  set +e  # errexit would end this handler at the next line, before cleanup
   (exit "$rc")
   cleanup
 }

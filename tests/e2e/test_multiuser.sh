@@ -31,6 +31,7 @@ their_processes() { pgrep -u alice,bob,mallory 2>/dev/null | tr '\n' ' ' || true
 on_exit() {
   local rc=$? p
   for p in $(their_processes); do kill -9 "$p" 2>/dev/null || true; done
+  set +e  # errexit would end this handler at the next line, before cleanup
   (exit "$rc")
   cleanup
 }

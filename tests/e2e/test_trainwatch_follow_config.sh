@@ -24,6 +24,7 @@ stop_follower() { kill "$follower" 2>/dev/null || true; wait "$follower" 2>/dev/
 on_exit() {
   local rc=$?
   stop_follower
+  set +e  # errexit would end this handler at the next line, before cleanup
   (exit "$rc")
   cleanup
 }

@@ -23,6 +23,7 @@ release() {
 on_exit() {
   local rc=$?
   release
+  set +e  # errexit would end this handler at the next line, before cleanup
   (exit "$rc")
   cleanup
 }
