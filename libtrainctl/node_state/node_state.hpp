@@ -158,6 +158,9 @@ std::int64_t publisher_stale_after_ms(const node_state& ns);
 // The hot path's validity test: a plain load of the magic (on the same cache line as
 // the flags) and the flags' unknown bits. A state another program overwrote reads as
 // "no flags" until the watcher notices and falls back.
+inline bool has_header(const node_state& ns) {
+  return __atomic_load_n(&ns.magic, __ATOMIC_RELAXED) == node_state::kMagic;
+}
 inline std::uint32_t valid_flags(const node_state& ns) {
   const std::uint32_t f = ns.flags.load(std::memory_order_relaxed);
   const std::uint64_t magic = __atomic_load_n(&ns.magic, __ATOMIC_RELAXED);

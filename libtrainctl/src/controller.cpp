@@ -141,6 +141,7 @@ struct controller::impl {
   int strikes = 0;           // in how many agreements in a row
   int wake_fd = -1;
   int supervisor_fd = -1;  // pidfd of this rank's supervisor, -1: none known
+  std::int64_t known_deadline_ms = 0;  // the node state's deadline as last read intact (watcher only)
   std::atomic<bool> stop{false};
   std::thread watcher;
 
@@ -150,11 +151,13 @@ struct controller::impl {
   void watch_loop();
   node_state& state() const { return *ns.load(std::memory_order_acquire); }
   // Exit switches: the file's mtime while it exists. Save switches: touches seen.
+  // A state without its header (overwritten) lends no slot: junk would read as touches.
   std::int64_t token_of(const local_switch& s) const {
     const node_state& n = state();
-    if (!s.exit) return std::max(s.floor, s.slot >= 0 ? n.slots[s.slot].count.load(std::memory_order_acquire) : 0);
+    const bool slot = s.slot >= 0 && has_header(n);
+    if (!s.exit) return std::max(s.floor, slot ? n.slots[s.slot].count.load(std::memory_order_acquire) : 0);
     std::int64_t t = s.initial;
-    if (s.slot >= 0) t = std::max(t, n.slots[s.slot].token.load(std::memory_order_acquire));
+    if (slot) t = std::max(t, n.slots[s.slot].token.load(std::memory_order_acquire));
     return t;
   }
   void remove_consumed(const local_switch& s) const;
@@ -203,8 +206,8 @@ void controller::impl::fall_back_to_private(const std::string& why) {
   node_state& old = state();
   auto fresh = std::make_unique<node_state>();
   init_header(*fresh);
-  const std::int64_t deadline = old.deadline_ms.load(std::memory_order_acquire);
-  if (valid_flags(old) != 0 || old.magic == node_state::kMagic) fresh->deadline_ms.store(deadline);
+  (void)old;
+  fresh->deadline_ms.store(known_deadline_ms);  // the damaged state's own may be zeros or junk
   std::lock_guard<std::recursive_mutex> hold(switches_mu);
   for (auto& s : switches) {
     s.slot = claim_switch_slot(*fresh, s.exit ? switch_kind::exit : switch_kind::save, s.name, s.path);
@@ -282,6 +285,7 @@ void controller::impl::look_after_state(std::unique_ptr<publisher>& pub, const p
   }
   node_state& n = state();
   const bool shared = file && &n != private_state.get();
+  known_deadline_ms = n.deadline_ms.load(std::memory_order_acquire);
   if (pub && shared && !file->is_publisher()) {
     // Another process took the role while this one was stopped or stuck: it follows.
     pub.reset();

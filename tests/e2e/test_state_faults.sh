@@ -17,6 +17,7 @@ export TRAINCTL_POLL_INTERVAL=1s
 on_exit() {
   local rc=$? p
   for p in $(user_processes); do kill -9 "$p" 2>/dev/null || true; done
+  set +e  # errexit would end this handler at the next line, before cleanup
   (exit "$rc")
   cleanup
 }

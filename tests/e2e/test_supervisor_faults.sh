@@ -25,6 +25,7 @@ on_exit() {
   resume_ctld
   for p in $(user_processes); do kill -CONT "$p" 2>/dev/null || true; done
   for p in $(user_processes); do kill -9 "$p" 2>/dev/null || true; done
+  set +e  # errexit would end this handler at the next line, before cleanup
   (exit "$rc")
   cleanup
 }

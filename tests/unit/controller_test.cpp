@@ -179,6 +179,8 @@ TEST(Controller, ADamagedNodeStateFallsBackToWatchingAlone) {
       close(fd);
     }
     EXPECT_FALSE(ctl.should_exit()) << (truncate_it ? "truncated" : "junk");
+    const decision at_once = ctl.check(1);  // before the watcher has noticed: junk is no touch
+    EXPECT_FALSE(at_once.exit || at_once.save) << at_once.reason << at_once.save_reason;
     std::this_thread::sleep_for(300ms);  // the watcher notices and falls back
     EXPECT_FALSE(ctl.check(1).exit);
     touch(t / "KILL");

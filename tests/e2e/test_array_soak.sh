@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# e2e-modes: plugin
+# The soak: a 10-task array (--array=1-10%1), each task with a 1-minute limit and a
+# 45-second graceful exit, resuming from the last task's checkpoint, as an unprivileged
+# user, with trainctl's own parts failing in three of the tasks: task 3's supervisor is
+# killed (kill -9), task 6's node state is truncated, task 8's supervisors are stopped
+# for 20 s across the deadline. Every task must end with a save, and the next must
+# start at the step after it: 0 lost steps. Nothing of the user's is left at the end.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+run_as_user tcsoak
+export TRAINCTL_POLL_INTERVAL=1s
+on_exit() {
+  local rc=$? p
+  for p in $(user_processes); do kill -CONT "$p" 2>/dev/null || true; done
+  for p in $(user_processes); do kill -9 "$p" 2>/dev/null || true; done
+  set +e  # errexit would end this handler at the next line, before cleanup
+  (exit "$rc")
+  cleanup
+}
+trap on_exit EXIT
+
+as_user mkdir -p "$TEST_DIR/events"
+cat >"$TEST_DIR/job.sh" <<JOB
+#!/bin/bash
+srun --ntasks=2 /usr/bin/python3 $TRAIN --ckpt-dir $TEST_DIR/ckpt --steps 1000000 \
+  --events "$TEST_DIR/events/rank{rank}.jsonl"
+JOB
+chmod 755 "$TEST_DIR/job.sh"
+arr=$(submit_as_user --array=1-10%1 -N1 --ntasks=2 --time=1 --graceful-exit=45s \
+  --kill-switch="$TEST_DIR/KILL" --save-switch="$TEST_DIR/SAVE" -o "$TEST_DIR/task-%a.out" "$TEST_DIR/job.sh")
+log "array $arr submitted as $TEST_USER: 10 tasks, 1 minute each, graceful exit 45 s"
+
+starts() { grep -c '"event": "start"' "$TEST_DIR/events/rank0.jsonl" 2>/dev/null || true; }
+# supervisors_of TASK: the step supervisors of that array task (both tasks of step 0).
+supervisors_of() {
+  local p env
+  for p in $(pgrep -u "$TEST_USER" -f 'trainctl-run' || true); do
+    env=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) || continue
+    grep -qx "SLURM_ARRAY_JOB_ID=$arr" <<<"$env" && grep -qx "SLURM_ARRAY_TASK_ID=$1" <<<"$env" &&
+      grep -qx "SLURM_STEP_ID=0" <<<"$env" && echo "$p"
+  done
+  return 0
+}
+
+for task in 3 6 8; do
+  wait_for 400 "task $task to start training" test "$(starts)" -ge "$task"
+  sleep 3
+  mapfile -t sups < <(supervisors_of "$task")
+  [ "${#sups[@]}" = 2 ] || fail "task $task: found ${#sups[@]} step supervisors, not 2"
+  case $task in
+    3)
+      kill -9 "${sups[0]}"
+      log "task 3: killed supervisor ${sups[0]}"
+      ;;
+    6)
+      id=$(scontrol show job -o "${arr}_6" | grep -o '^JobId=[0-9]*' | cut -d= -f2)
+      as_user truncate -s 0 "/dev/shm/trainctl-$TEST_UID/$id.0-n1"
+      log "task 6: truncated its node state /dev/shm/trainctl-$TEST_UID/$id.0-n1"
+      ;;
+    8)
+      kill -STOP "${sups[@]}"
+      sleep 20
+      kill -CONT "${sups[@]}"
+      log "task 8: stopped both supervisors for 20 s across the deadline"
+      ;;
+  esac
+done
+
+wait_for 400 "the array to finish" test -z "$(squeue -h -r -j "$arr" 2>/dev/null)"
+python3 - "$TEST_DIR/events/rank0.jsonl" <<'PY' || fail "steps were lost: see above"
+import json, sys
+events = [json.loads(l) for l in open(sys.argv[1])]
+tasks, cur = [], None
+for e in events:
+    if e["event"] == "start":
+        cur = {"start": e["step"], "saves": [], "exit": None}
+        tasks.append(cur)
+    elif e["event"] == "save":
+        cur["saves"].append(e["step"])
+    elif e["event"] == "exit":
+        cur["exit"] = (e["step"], e["reason"])
+lost, bad = 0, []
+for i, t in enumerate(tasks):
+    if t["exit"] is None or t["exit"][0] not in t["saves"]:
+        bad.append("task %d ended without a save at its exit: %s" % (i + 1, t))
+    if i + 1 < len(tasks):
+        nxt = tasks[i + 1]["start"]
+        last = t["exit"][0] if t["exit"] else max(t["saves"] or [t["start"] - 1])
+        lost += max(0, nxt - 1 - last) if nxt <= last + 1 else 0
+        if nxt != last + 1:
+            bad.append("task %d resumed at %d, task %d ended at %d" % (i + 2, nxt, i + 1, last))
+print("tasks:", len(tasks), "reasons:", ",".join(t["exit"][1] if t["exit"] else "none" for t in tasks),
+      "lost steps:", lost)
+if len(tasks) != 10:
+    bad.append("%d tasks trained, not 10" % len(tasks))
+for b in bad:
+    print(b)
+sys.exit(1 if bad else 0)
+PY
+wait_for 30 "no process of $TEST_USER left" no_user_processes
+log "PASS: 10 tasks through deadlines and three of trainctl's own faults, each ended with a save, 0 lost steps"
