@@ -16,6 +16,7 @@ namespace trainctl {
 namespace {
 
 using clock = std::chrono::steady_clock;
+constexpr std::int64_t kOneTouchNs = 10 * 1000 * 1000;  // mtimes closer than 10 ms are one touch
 
 }  // namespace
 
@@ -59,10 +60,13 @@ bool publisher::refresh_switches() {
       changed |= slot.token.exchange(token, std::memory_order_release) != token;
       any_exit |= token != 0;
     } else {
-      // A touch is a newer mtime; the removal of the file is not one. The CAS makes a
-      // touch count once even when a publisher that was taken over finishes a look.
+      // A touch is a newer mtime; the removal of the file is not one. `touch` of a
+      // missing file creates it and then sets its times: a look between the two sees two
+      // mtimes microseconds apart, one touch. The CAS makes a touch count once even when
+      // a publisher that was taken over finishes a look.
       std::int64_t counted = slot.token.load(std::memory_order_acquire);
-      if (token > counted && slot.token.compare_exchange_strong(counted, token, std::memory_order_acq_rel)) {
+      if (token > counted && slot.token.compare_exchange_strong(counted, token, std::memory_order_acq_rel) &&
+          token - counted > kOneTouchNs) {
         slot.count.fetch_add(1, std::memory_order_acq_rel);
         changed = true;
       }
