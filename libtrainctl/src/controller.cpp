@@ -230,8 +230,8 @@ void controller::impl::fall_back_to_private(const std::string& why) {
 
 void controller::impl::on_supervisor_gone() {
   std::fprintf(stderr,
-               "trainctl: the supervisor of this task is gone (killed or crashed); rank %d saves and exits as after a "
-               "notice, since nothing outside it would tell it the deadline or end it with the job\n",
+               "trainctl: the supervisor of this task is gone (killed or crashed): for SLURM the task has ended, so "
+               "rank %d saves and exits as after a notice rather than run on outside the job's control\n",
                cfg.rank);
   local_bits.fetch_or(kFlagSignal, std::memory_order_release);
   close(supervisor_fd);
