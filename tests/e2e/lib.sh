@@ -52,7 +52,8 @@ fail() {
   exit 1
 }
 
-# wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND until it succeeds.
+# wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND until it succeeds. COMMAND runs
+# again each time: give a function, not "test \"$(...)\"", which is expanded once here.
 wait_for() {
   local limit=$1 what=$2 end
   shift 2

@@ -32,7 +32,13 @@ arr=$(submit_as_user --array=1-10%1 -N1 --ntasks=2 --time=1 --graceful-exit=45s 
   --kill-switch="$TEST_DIR/KILL" --save-switch="$TEST_DIR/SAVE" -o "$TEST_DIR/task-%a.out" "$TEST_DIR/job.sh")
 log "array $arr submitted as $TEST_USER: 10 tasks, 1 minute each, graceful exit 45 s"
 
-starts() { grep -c '"event": "start"' "$TEST_DIR/events/rank0.jsonl" 2>/dev/null || true; }
+starts() {
+  local n
+  n=$(grep -c '"event": "start"' "$TEST_DIR/events/rank0.jsonl" 2>/dev/null) || true
+  echo "${n:-0}"
+}
+started_at_least() { [ "$(starts)" -ge "$1" ]; }
+array_done() { [ -z "$(squeue -h -r -j "$arr" 2>/dev/null)" ]; }
 # supervisors_of TASK: the step supervisors of that array task (both tasks of step 0).
 supervisors_of() {
   local p env
@@ -45,7 +51,7 @@ supervisors_of() {
 }
 
 for task in 3 6 8; do
-  wait_for 400 "task $task to start training" test "$(starts)" -ge "$task"
+  wait_for 400 "task $task to start training" started_at_least "$task"
   sleep 3
   mapfile -t sups < <(supervisors_of "$task")
   [ "${#sups[@]}" = 2 ] || fail "task $task: found ${#sups[@]} step supervisors, not 2"
@@ -68,7 +74,7 @@ for task in 3 6 8; do
   esac
 done
 
-wait_for 400 "the array to finish" test -z "$(squeue -h -r -j "$arr" 2>/dev/null)"
+wait_for 400 "the array to finish" array_done
 python3 - "$TEST_DIR/events/rank0.jsonl" <<'PY' || fail "steps were lost: see above"
 import json, sys
 events = [json.loads(l) for l in open(sys.argv[1])]

@@ -132,5 +132,6 @@ read -r n steps reasons < <(exit_summary)
 [ "$(job_state "$job")" = COMPLETED ] || fail "job 2 ended $(job_state "$job"), not COMPLETED"
 { [ "$n" = 4 ] && [ "$steps" = 1 ] && [ "$reasons" = kill-switch ]; } ||
   fail "job 2: expected 4 ranks to exit at one step for the kill switch; got $n at $steps steps: $reasons"
-wait_for 30 "alice's node state files to be removed" test -z "$(ls -A "$dir" 2>/dev/null)"
+state_dir_empty() { [ -z "$(ls -A "$dir" 2>/dev/null)" ]; }
+wait_for 30 "alice's node state files to be removed" state_dir_empty
 log "PASS ($MODE): mallory's squat changed nothing and was named; alice's directory is hers alone; bob's save and kill switch worked"

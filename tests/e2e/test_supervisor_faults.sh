@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # e2e-modes: run plugin
+# e2e-variants: linuxproc cgroup
 # When trainctl's own supervisor fails, as an unprivileged user's jobs see it:
 #  1. kill -9 of one of two supervisors on a node (independent tasks): its rank hears of
 #     it and saves and exits at once; the other ranks still get the deadline on time;
@@ -129,10 +130,12 @@ read -r -a e2 <<<"$(events launcher exit | awk '{print $2, $3}' | sort -u | tr '
 { [ "${#e2[@]}" = 2 ] && [ "${e2[1]}" = signal ]; } || fail "job 2: expected one step, reason signal: $(events launcher exit)"
 [ "$(count launcher save)" = 4 ] || fail "job 2: $(count launcher save) saves, not 4"
 grep -q "the supervisor of this task is gone" "$TEST_DIR/launcher/job.out" || fail "job 2: no line about the supervisor's death"
-wait_for 20 "job 2's processes to go" test -z "$(pgrep -u "$TEST_USER" -f "$TEST_DIR/launcher" || true)"
+launcher_gone() { [ -z "$(pgrep -u "$TEST_USER" -f "$TEST_DIR/launcher" || true)" ]; }
+wait_for 20 "job 2's processes to go" launcher_gone
 log "job 2: all 4 ranks saved and exited at step ${e2[0]} (signal) after their supervisor died; nothing left"
 
-wait_for 30 "job 1's rank 2 to exit" test -n "$(events kill exit | awk '$1 == 2')"
+rank2_exited() { [ -n "$(events kill exit | awk '$1 == 2')" ]; }
+wait_for 30 "job 1's rank 2 to exit" rank2_exited
 read -r _ _ why2 t2 < <(events kill exit | awk '$1 == 2') || true
 [ "$why2" = signal ] || fail "job 1: rank 2 exited with reason '$why2', not signal"
 late=$(python3 -c 'import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 1))' "$t2" "$killed_at")

@@ -95,7 +95,9 @@ class TRAINCTL_API controller {
   bool should_save() noexcept;  // NOLINT(bugprone-exception-escape): see controller.cpp
 
   // The agreed decision at a step boundary. With a reducer, every check_every steps
-  // (other steps answer "nothing new"); without one, at every step.
+  // (other steps answer "nothing new"); without one, at every step, from this process's
+  // view: then each touch of a save switch is one save (one per call while several are
+  // pending), so independent ranks save as often as one another.
   decision check(std::int64_t step, const reducer& reduce = {});
   // The two halves of check(), for callers that reduce on their own: vote() fills
   // `vote` and says whether an agreement is due at this step; decide() takes the

@@ -93,8 +93,10 @@ TRAINCTL_EXPORT int trainctl_should_save(trainctl_ctl* ctl);
 typedef int (*trainctl_reduce_fn)(int64_t* vote, size_t len, void* user);
 
 /* The agreed decision at a step boundary: TRAINCTL_EXIT and/or TRAINCTL_SAVE bits, or a
- * negative code. With reduce == NULL (one process) every step decides; with a reduce
- * callback every check_every steps do, and the others return only a sticky exit. */
+ * negative code. With reduce == NULL (no agreement) every step decides from this
+ * process's view, and each touch of a save switch is one save here, however the steps
+ * fall; with a reduce callback every check_every steps do, all ranks alike, and the
+ * others return only a sticky exit. */
 TRAINCTL_EXPORT int trainctl_check(trainctl_ctl* ctl, int64_t step, trainctl_reduce_fn reduce, void* user);
 /* The halves of trainctl_check for callers that reduce on their own. trainctl_vote
  * returns 1 when an agreement is due at this step (check_every), 0 when not. */
