@@ -109,7 +109,7 @@ void create_state_file(int dir_fd, const std::string& dir, const std::string& na
 // before, or kill the process as they would have.
 // Runs in a signal handler, any thread: only atomics and syscalls.
 constexpr int kGuardSlots = 32;
-std::atomic<std::uintptr_t> g_guard_start[kGuardSlots];
+std::atomic<void*> g_guard_start[kGuardSlots];
 std::atomic<int> g_guard_faults[kGuardSlots];
 struct sigaction g_previous_bus {};
 std::once_flag g_guard_once;
@@ -117,10 +117,11 @@ std::once_flag g_guard_once;
 void on_sigbus(int sig, siginfo_t* info, void* uctx) {
   const auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
   for (int i = 0; i < kGuardSlots; ++i) {
-    const std::uintptr_t start = g_guard_start[i].load(std::memory_order_acquire);
-    if (start == 0 || addr < start || addr >= start + sizeof(node_state)) continue;
-    void* again = mmap(reinterpret_cast<void*>(start), sizeof(node_state), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    void* start = g_guard_start[i].load(std::memory_order_acquire);
+    const auto first = reinterpret_cast<std::uintptr_t>(start);
+    if (start == nullptr || addr < first || addr >= first + sizeof(node_state)) continue;
+    void* again =
+        mmap(start, sizeof(node_state), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     if (again != MAP_FAILED) {
       g_guard_faults[i].fetch_add(1, std::memory_order_release);
       return;
@@ -146,8 +147,8 @@ int guard_mapping(void* map) {
     sigaction(SIGBUS, &sa, &g_previous_bus);
   });
   for (int i = 0; i < kGuardSlots; ++i) {
-    std::uintptr_t free = 0;
-    if (g_guard_start[i].compare_exchange_strong(free, reinterpret_cast<std::uintptr_t>(map))) {
+    void* free = nullptr;
+    if (g_guard_start[i].compare_exchange_strong(free, map)) {
       g_guard_faults[i].store(0, std::memory_order_release);
       return i;
     }
@@ -156,7 +157,7 @@ int guard_mapping(void* map) {
 }
 
 void unguard_mapping(int slot) {
-  if (slot >= 0) g_guard_start[slot].store(0, std::memory_order_release);
+  if (slot >= 0) g_guard_start[slot].store(nullptr, std::memory_order_release);
 }
 
 bool process_alive(std::int32_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH); }

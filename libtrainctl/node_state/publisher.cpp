@@ -16,7 +16,7 @@ namespace trainctl {
 namespace {
 
 using clock = std::chrono::steady_clock;
-constexpr std::int64_t kOneTouchNs = 10 * 1000 * 1000;  // mtimes closer than 10 ms are one touch
+constexpr std::int64_t kOneTouchNs = std::int64_t{10} * 1000 * 1000;  // mtimes closer than 10 ms are one touch
 
 }  // namespace
 

@@ -140,7 +140,7 @@ struct controller::impl {
   int straggler = -1;        // the rank found slowest at the last agreements, and
   int strikes = 0;           // in how many agreements in a row
   int wake_fd = -1;
-  int supervisor_fd = -1;  // pidfd of this rank's supervisor, -1: none known
+  int supervisor_fd = -1;              // pidfd of this rank's supervisor, -1: none known
   std::int64_t known_deadline_ms = 0;  // the node state's deadline as last read intact (watcher only)
   std::atomic<bool> stop{false};
   std::thread watcher;
