@@ -24,7 +24,10 @@ PLUGSTACK_SAVED=""
 log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
 
 cleanup() {
-  local rc=$? j
+  local rc=$? j p
+  # run_as_user: the user's processes go with the test (stopped ones too).
+  for p in $(user_processes); do kill -CONT "$p" 2>/dev/null || true; done
+  for p in $(user_processes); do kill -9 "$p" 2>/dev/null || true; done
   [ "$(type -t stop_alert_servers)" = function ] && stop_alert_servers
   # submit runs in $(...), a subshell: the ids it records there are read back here.
   if [ -f "$TEST_DIR/.submitted" ]; then mapfile -t -O "${#SUBMITTED[@]}" SUBMITTED <"$TEST_DIR/.submitted"; fi
@@ -213,5 +216,5 @@ submit_as_user() {
   echo "$id"
 }
 # The user's processes left on this machine (every node of the test cluster is here).
-user_processes() { pgrep -u "$TEST_USER" 2>/dev/null | tr '\n' ' ' || true; }
+user_processes() { [ -z "${TEST_USER:-}" ] || pgrep -u "$TEST_USER" 2>/dev/null | tr '\n' ' ' || true; }
 no_user_processes() { [ -z "$(user_processes)" ]; }

@@ -11,15 +11,6 @@ source "$(dirname "$0")/lib.sh"
 
 run_as_user tcsoak
 export TRAINCTL_POLL_INTERVAL=1s
-on_exit() {
-  local rc=$? p
-  for p in $(user_processes); do kill -CONT "$p" 2>/dev/null || true; done
-  for p in $(user_processes); do kill -9 "$p" 2>/dev/null || true; done
-  set +e  # errexit would end this handler at the next line, before cleanup
-  (exit "$rc")
-  cleanup
-}
-trap on_exit EXIT
 
 as_user mkdir -p "$TEST_DIR/events"
 cat >"$TEST_DIR/job.sh" <<JOB

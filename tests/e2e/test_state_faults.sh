@@ -14,14 +14,6 @@ source "$(dirname "$0")/lib.sh"
 
 run_as_user tcstate
 export TRAINCTL_POLL_INTERVAL=1s
-on_exit() {
-  local rc=$? p
-  for p in $(user_processes); do kill -9 "$p" 2>/dev/null || true; done
-  set +e  # errexit would end this handler at the next line, before cleanup
-  (exit "$rc")
-  cleanup
-}
-trap on_exit EXIT
 
 # job NAME SBATCH_ARGS SRUN_ARGS [TRAIN_ARGS]: independent tasks of the example under
 # this mode's supervisor, events in $TEST_DIR/NAME/; prints the job id.

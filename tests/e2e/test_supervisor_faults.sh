@@ -22,10 +22,8 @@ export TRAINCTL_POLL_INTERVAL=1s
 ctld_pid=$(cat "$(dirname "$SLURM_CONF")/../run/slurmctld.pid")
 resume_ctld() { kill -CONT "$ctld_pid" 2>/dev/null || true; }
 on_exit() {
-  local rc=$? p
+  local rc=$?
   resume_ctld
-  for p in $(user_processes); do kill -CONT "$p" 2>/dev/null || true; done
-  for p in $(user_processes); do kill -9 "$p" 2>/dev/null || true; done
   set +e  # errexit would end this handler at the next line, before cleanup
   (exit "$rc")
   cleanup
@@ -77,6 +75,22 @@ supervisor_of() {
 seconds_after_start() {
   python3 -c 'import sys,time; print(round(float(sys.argv[1]) - time.mktime(time.strptime(sys.argv[2], "%Y-%m-%dT%H:%M:%S")), 1))' \
     "$2" "$(job_field "$1" StartTime)"
+}
+# deadline_exits NAME JOB LATEST RANK...: each rank exited for the deadline (at 60 s)
+# between 55 s and LATEST s after the job's start; the offsets go to $offs.
+offs=""
+deadline_exits() {
+  local name=$1 job=$2 latest=$3 r why t off
+  offs=""
+  shift 3
+  for r in "$@"; do
+    why="" t=0
+    read -r _ _ why t < <(events "$name" exit | awk -v r="$r" '$1 == r') || true
+    [ "$why" = deadline ] || fail "$name: rank $r exited with '${why:-nothing}', not deadline"
+    off=$(seconds_after_start "$job" "$t")
+    within "$off" 55 "$latest" || fail "$name: rank $r exited $off s after the start (deadline at 60 s)"
+    offs+=" $off"
+  done
 }
 within() { python3 -c 'import sys; sys.exit(0 if float(sys.argv[2]) <= float(sys.argv[1]) <= float(sys.argv[3]) else 1)' "$@"; }
 
@@ -143,29 +157,13 @@ within "$late" 0 10 || fail "job 1: rank 2 exited $late s after its supervisor d
 [ -n "$(events kill save | awk '$1 == 2')" ] || fail "job 1: rank 2 did not save before exiting"
 log "job 1: rank 2 saved and exited $late s after its supervisor was killed"
 wait_for 100 "job 1 to end" job_ended "$j1"
-offs=""
-for r in 0 1 3; do
-  why="" t=0
-  read -r _ _ why t < <(events kill exit | awk -v r="$r" '$1 == r') || true
-  [ "$why" = deadline ] || fail "job 1: rank $r exited with '${why:-nothing}', not deadline"
-  off=$(seconds_after_start "$j1" "$t")
-  within "$off" 55 75 || fail "job 1: rank $r exited $off s after the start (deadline at 60 s)"
-  offs+=" $off"
-done
+deadline_exits kill "$j1" 75 0 1 3
 log "job 1: ranks 0, 1, 3 exited at the deadline, at$offs s (deadline at 60 s); job $(job_state "$j1")"
 
 wait_for 90 "job 3's ranks to exit" at_least stop exit 2
 [ "$(count stop save)" -ge 3 ] || fail "job 3: the save switch reached $(events stop save | grep -c save-switch) of 2 ranks: $(events stop save)"
 [ "$(events stop save | grep -c save-switch)" = 2 ] || fail "job 3: save-switch saves: $(events stop save)"
-offs=""
-for r in 0 1; do
-  why="" t=0
-  read -r _ _ why t < <(events stop exit | awk -v r="$r" '$1 == r') || true
-  [ "$why" = deadline ] || fail "job 3: rank $r exited with '${why:-nothing}', not deadline"
-  off=$(seconds_after_start "$j3" "$t")
-  within "$off" 55 70 || fail "job 3: rank $r exited $off s after the start, though the deadline was at 60 s"
-  offs+=" $off"
-done
+deadline_exits stop "$j3" 70 0 1
 log "job 3: both ranks exited at$offs s (deadline at 60 s) with their supervisors stopped; saves: $(events stop save | awk '{print "rank " $1 " " $3}' | tr '\n' ',')"
 grep -q "publishes it from now on" "$TEST_DIR/stop/job.out" || fail "job 3: no line saying a rank took over the node state"
 sleep $((70 - (SECONDS - stopped_at) > 0 ? 70 - (SECONDS - stopped_at) : 0))
