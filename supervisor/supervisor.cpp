@@ -396,6 +396,7 @@ void supervisor::note_exit_told(const char* why) {
 // extension.
 void supervisor::report_lingering_ranks(const char* when) {
   if (exit_reported_ || exit_told_ms_ == 0) return;
+  exit_reported_ = true;  // one look: a command that outlives its ranks (a launcher) is not one
   std::string names;
   size_t n = 0;
   for (const auto& r : find_rank_procs(getpid(), opts_.launchers, !opts_.batch)) {
@@ -406,7 +407,6 @@ void supervisor::report_lingering_ranks(const char* when) {
         std::string(n++ ? ", " : "") + "rank " + (rank.empty() ? "?" : rank) + " (pid " + std::to_string(r.pid) + ")";
   }
   if (n == 0) return;
-  exit_reported_ = true;
   log("%zu rank process%s still running %lld s after %s told to exit (%s)%s: %s", n, n == 1 ? "" : "es",
       static_cast<long long>((unix_now_ms() - exit_told_ms_) / 1000), n == 1 ? "it was" : "they were",
       exit_told_why_.c_str(), when, names.c_str());

@@ -201,12 +201,10 @@ void controller::impl::open_state() {
 // The shared state is damaged (truncated, overwritten): say so once, and go on with a
 // private one, watching the switches and the deadline from this process. The damaged
 // mapping stays mapped (zero pages after a truncation) until the controller ends, so
-// a reader that still holds the old pointer reads harmless zeros.
+// a reader that still holds the old pointer reads (and writes) harmless zeros.
 void controller::impl::fall_back_to_private(const std::string& why) {
-  node_state& old = state();
   auto fresh = std::make_unique<node_state>();
   init_header(*fresh);
-  (void)old;
   fresh->deadline_ms.store(known_deadline_ms);  // the damaged state's own may be zeros or junk
   std::lock_guard<std::recursive_mutex> hold(switches_mu);
   for (auto& s : switches) {
@@ -223,7 +221,8 @@ void controller::impl::fall_back_to_private(const std::string& why) {
                "trainctl: %s; this process ignores it and watches the switches and the deadline on its own from "
                "now on\n",
                why.c_str());
-  beat = nullptr;  // the supervisor cannot see a private heartbeat
+  // The heartbeat stays where it was: the rank's thread writes it without a lock, and
+  // the supervisor reads it there for as long as it can.
   private_state = std::move(fresh);
   ns.store(private_state.get(), std::memory_order_release);
 }
