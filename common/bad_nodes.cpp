@@ -38,6 +38,14 @@ std::string no_spaces(std::string s) {
 
 }  // namespace
 
+bool valid_node_name(const std::string& name) {
+  if (name.empty() || name.size() > 64 || name == "-") return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+           c == '.';
+  });
+}
+
 std::string node_name() {
   if (!env("SLURMD_NODENAME").empty()) return env("SLURMD_NODENAME");
   char host[256] = {};
@@ -54,6 +62,8 @@ std::string bad_nodes_path() {
 
 std::string record_bad_node(const std::string& path, const bad_node& b) {
   if (path.empty()) return "no file for bad nodes (set TRAINCTL_BAD_NODES or HOME)";
+  if (!valid_node_name(b.host))
+    return "'" + b.host.substr(0, 80) + "' is not one node's name (accepted: letters, digits, '-', '_', '.')";
   const size_t slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0 && !make_dirs(path.substr(0, slash)))
     return "cannot create " + path.substr(0, slash) + ": " + std::strerror(errno);
@@ -79,7 +89,7 @@ std::vector<bad_node> read_bad_nodes(const std::string& path) {
     bad_node b;
     std::string job, gpus;
     if (!(words >> b.when >> b.host >> job >> gpus) || job.compare(0, 4, "job=") != 0 ||
-        gpus.compare(0, 5, "gpus=") != 0)
+        gpus.compare(0, 5, "gpus=") != 0 || !valid_node_name(b.host))
       continue;
     b.job = job.substr(4);
     b.gpus = gpus.substr(5);

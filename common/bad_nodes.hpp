@@ -21,14 +21,21 @@ struct bad_node {
 // host), else the host name: what bad-node records, stack files and reports call it.
 std::string node_name();
 
+// Whether `name` can be one SLURM node's name: letters, digits, '-', '_' and '.', at
+// most 64 characters. No brackets, commas or white space: a hostlist expression such
+// as n[1-3] names many nodes and is never one.
+bool valid_node_name(const std::string& name);
+
 // TRAINCTL_BAD_NODES, else $XDG_STATE_HOME/trainctl/bad_nodes, else
 // $HOME/.local/state/trainctl/bad_nodes; "" when none of them can be named.
 std::string bad_nodes_path();
 
-// Appends one finding (creating the directory, 0700). Returns "" or why it could not.
+// Appends one finding (creating the directory, 0700). Returns "" or why it could not;
+// a host that is not valid_node_name is refused.
 std::string record_bad_node(const std::string& path, const bad_node& b);
 
-// Every well-formed line of the file (others are skipped); empty when it is missing.
+// Every well-formed line of the file (others, and hosts that are not one valid node
+// name, are skipped); empty when it is missing.
 std::vector<bad_node> read_bad_nodes(const std::string& path);
 
 // The hosts to keep off: findings younger than `expiry`, newest first, each host once,

@@ -94,6 +94,10 @@ inline constexpr flag_spec kHangTimeout{
     "--hang-timeout",
     "a rank that reaches no agreement (check()) for this long is hung: every rank's Python and native stacks go "
     "to LOG_DIR/stacks-<job>/, then --hang-action; e.g. 20m (default off)"};
+inline constexpr flag_spec kHangStartTimeout{
+    "--hang-start-timeout",
+    "a rank that has not reached its first agreement this long after it started (process group init, "
+    "rendezvous, the first data load) is hung too; default with --hang-timeout: 3 times it, at least 10m"};
 inline constexpr flag_spec kHangAction{
     "--hang-action",
     "after the stacks of a hang: alert (log, and --on-notice with TRAINCTL_NOTICE=hang), save-exit (the ranks save "

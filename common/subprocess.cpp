@@ -75,7 +75,7 @@ std::string describe(const child_spec& s) {
   const int devnull = open("/dev/null", O_RDWR);
   dup2(in_fd >= 0 ? in_fd : devnull, STDIN_FILENO);
   dup2(out_fd, STDOUT_FILENO);
-  dup2(devnull, STDERR_FILENO);
+  dup2(s.merge_stderr ? out_fd : devnull, STDERR_FILENO);
   // Nothing else of the caller's stays open: not its stdout (a shell reading
   // `$(trainwatch ...)` would wait for an abandoned child forever), no lock, no socket.
   close_range(3, ~0u, 0);

@@ -24,6 +24,7 @@ struct child_spec {
   // Ignored in the child (SIG_IGN survives exec): a query the supervisor runs must
   // outlive the TERM that SLURM sends to every process of the step.
   std::vector<int> ignore_signals;
+  bool merge_stderr = false;  // stderr into the output too (else /dev/null)
 };
 
 struct child_result {

@@ -229,23 +229,51 @@ std::vector<proc_info> find_rank_procs(pid_t root, const std::vector<std::string
 std::vector<proc_info> find_job_rank_procs(const std::string& job_id, const std::vector<std::string>& launcher_names,
                                            const std::string& proc) {
   std::vector<proc_info> all = descendants(1, launcher_names, proc);
-  std::map<pid_t, bool> in_job;  // ours, a rank, of this job, not a launcher
-  for (const auto& p : all)
-    in_job[p.pid] = p.ours && p.has_rank && !p.launcher && proc_environ_value(p.pid, "SLURM_JOB_ID", proc) == job_id;
   std::map<pid_t, pid_t> parent;
   for (const auto& p : all) parent[p.pid] = p.ppid;
-  std::vector<proc_info> ranks;
+  // This process and what runs below it (its srun step, its eu-stack) are never ranks.
+  std::map<pid_t, bool> mine;
   for (const auto& p : all) {
-    if (!in_job[p.pid]) continue;
-    bool under_rank = false;
-    for (auto it = parent.find(p.ppid); it != parent.end(); it = parent.find(it->second))
-      if (in_job[it->first]) {
-        under_rank = true;
-        break;
-      }
-    if (!under_rank) ranks.push_back(p);
+    bool below = false;
+    for (pid_t q = p.pid; q > 1 && !below; q = parent.count(q) != 0 ? parent[q] : 0) below = q == getpid();
+    mine[p.pid] = below;
   }
-  return ranks;
+  auto topmost = [&](const std::map<pid_t, bool>& in_job) {
+    std::vector<proc_info> ranks;
+    for (const auto& p : all) {
+      if (!in_job.at(p.pid)) continue;
+      bool under_rank = false;
+      for (auto it = parent.find(p.ppid); it != parent.end(); it = parent.find(it->second))
+        if (in_job.count(it->first) != 0 && in_job.at(it->first)) {
+          under_rank = true;
+          break;
+        }
+      if (!under_rank) ranks.push_back(p);
+    }
+    return ranks;
+  };
+  std::map<pid_t, bool> in_job;  // ours, a rank, of this job, not a launcher
+  for (const auto& p : all)
+    in_job[p.pid] = p.ours && p.has_rank && !p.launcher && !mine[p.pid] &&
+                    proc_environ_value(p.pid, "SLURM_JOB_ID", proc) == job_id;
+  auto ranks = topmost(in_job);
+  if (!ranks.empty()) return ranks;
+  // `srun python train.py`: no rank variable but SLURM's own. The task of a job step
+  // (SLURM_STEP_ID set) that is neither a launcher nor trainctl's supervisor.
+  for (const auto& p : all) {
+    in_job[p.pid] = false;
+    if (!p.ours || p.launcher || mine[p.pid]) continue;
+    std::string blob, cmd;
+    if (!read_file(proc + "/" + std::to_string(p.pid) + "/environ", blob)) continue;
+    if (environ_value(blob, "SLURM_JOB_ID") != job_id || environ_value(blob, "SLURM_PROCID").empty()) continue;
+    const std::string step = environ_value(blob, "SLURM_STEP_ID");
+    if (step.empty() || step == "batch" || step == "extern") continue;
+    read_file(proc + "/" + std::to_string(p.pid) + "/cmdline", cmd, 4096);
+    const std::string argv0 = base_name(cmd.substr(0, cmd.find('\0')));
+    if (argv0 == "trainctl-run" || argv0 == "slurmstepd") continue;
+    in_job[p.pid] = true;
+  }
+  return topmost(in_job);
 }
 
 }  // namespace trainctl

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <cerrno>
 #include <fstream>
 #include <map>
 #include <set>
@@ -140,16 +141,18 @@ int stack_signal_from_env() {
   }
 }
 
-std::string innermost_python_frame(const std::string& text) {
+std::string innermost_python_frame(const std::string& text, const std::string& main_thread) {
   // Blocks start with "Thread 0x..." or "Current thread 0x..."; frames are
-  // '  File "PATH", line N in FUNC', innermost first. The main thread's block ends
-  // with the module's frame.
+  // '  File "PATH", line N in FUNC', innermost first. Without the main thread's id, its
+  // block is the one that ends with the module's frame.
   std::istringstream in(text);
-  std::string line, first, fallback;
-  bool in_block = false;
+  std::string line, first;
+  bool in_block = false, main_block = false;
   while (std::getline(in, line)) {
     if (line.find("hread 0x") != std::string::npos) {
+      if (main_block && !first.empty()) return first;
       in_block = true;
+      main_block = !main_thread.empty() && line.find("hread " + main_thread) != std::string::npos;
       first.clear();
       continue;
     }
@@ -163,10 +166,9 @@ std::string innermost_python_frame(const std::string& text) {
     path = path.substr(path.rfind('/') + 1);
     const std::string frame = line.substr(fn + 4) + " (" + path + ":" + line.substr(ln + 7, fn - ln - 7) + ")";
     if (first.empty()) first = frame;
-    if (fallback.empty()) fallback = frame;
-    if (line.find(" in <module>") != std::string::npos) return first;
+    if (main_thread.empty() && line.find(" in <module>") != std::string::npos) return first;
   }
-  return fallback;
+  return main_block ? first : "";
 }
 
 std::string innermost_native_frame(const std::string& text, pid_t pid) {
@@ -200,8 +202,90 @@ std::string innermost_native_frame(const std::string& text, pid_t pid) {
   return "";
 }
 
+std::string prepare_log_dir(const std::string& dir, bool* group) {
+  if (group != nullptr) *group = false;
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0 && errno == ENOENT) {
+    // mkdir -p, private: the user did not say who else may read the stacks.
+    for (size_t at = 1; at != std::string::npos;) {
+      at = dir.find('/', at + 1);
+      if (mkdir(dir.substr(0, at).c_str(), 0700) != 0 && errno != EEXIST)
+        return "log directory " + dir + " is missing and cannot be created: " + std::strerror(errno);
+    }
+  }
+  if (stat(dir.c_str(), &st) != 0) return "log directory " + dir + ": " + std::strerror(errno);
+  if (!S_ISDIR(st.st_mode)) return "log directory " + dir + " is not a directory";
+  if (access(dir.c_str(), W_OK | X_OK) != 0) return "log directory " + dir + " is not writable by this user";
+  if (group != nullptr) *group = (st.st_mode & S_IWGRP) != 0;
+  return "";
+}
+
+int open_stacks_dir(const std::string& path, bool group, std::string* why) {
+  if (mkdir(path.c_str(), group ? 0750 : 0700) != 0 && errno != EEXIST) {
+    *why = "cannot create " + path + ": " + std::strerror(errno);
+    return -1;
+  }
+  const int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    *why = "cannot open " + path + ": " + (errno == ELOOP || errno == ENOTDIR ? "not a directory (a link?)"
+                                                                            : std::string(std::strerror(errno)));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  std::string problem;
+  if (st.st_uid != getuid())
+    problem = "belongs to uid " + std::to_string(st.st_uid) + ", not to this user";
+  else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    problem = "can be written by others (mode " + std::to_string((st.st_mode >> 6) & 7) +
+              std::to_string((st.st_mode >> 3) & 7) + std::to_string(st.st_mode & 7) + ")";
+  if (!problem.empty()) {
+    *why = path + " " + problem + ": not writing stacks there (remove it, or give another --log-dir)";
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+namespace {
+// A regular file of this user in the stacks directory: never through a link, never
+// a FIFO or device (O_NONBLOCK keeps the open itself from waiting). -1, errno set.
+int open_own_file(int dir_fd, const std::string& name, int flags, mode_t mode) {
+  const int fd = openat(dir_fd, name.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, mode);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
+    close(fd);
+    errno = EPERM;
+    return -1;
+  }
+  return fd;
+}
+
+// The first line of `path` (the Python package writes the main thread's id there).
+std::string first_line(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return "";
+  char buf[128] = {};
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return "";
+  std::string line(buf, static_cast<size_t>(n));
+  return line.substr(0, line.find('\n'));
+}
+}  // namespace
+
+std::string append_in_dir(int dir_fd, const std::string& name, const std::string& text, mode_t mode) {
+  const int fd = open_own_file(dir_fd, name, O_WRONLY | O_CREAT | O_APPEND, mode);
+  if (fd < 0) return std::string("cannot write ") + name + ": " + (errno == EPERM ? "not a regular file of this user"
+                                                                                  : std::strerror(errno));
+  const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const std::string why = ok ? "" : std::string("cannot write ") + name + ": " + std::strerror(errno);
+  close(fd);
+  return why;
+}
+
 std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const dump_options& o) {
-  mkdir(o.out_dir.c_str(), 0755);
   const std::string host = node_name();
   // Native stacks first: the stack signal would interrupt a rank blocked in a C call
   // (pause, poll...) and move it, while a ptrace attach restarts the call.
@@ -229,23 +313,26 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
     if (before[i] >= 0) py = python_stacks(py_file[i], before[i], o.python_wait);
     s.python = !py.empty();
     s.native = native[i].find("#0") != std::string::npos;
-    s.frame = innermost_python_frame(py);
+    std::string main_thread = first_line(py_file[i]);
+    main_thread = main_thread.compare(0, 21, "trainctl main thread ") == 0 ? main_thread.substr(21) : "";
+    s.frame = innermost_python_frame(py, main_thread);
     if (s.frame.empty()) s.frame = innermost_native_frame(native[i], s.pid);
     if (s.frame.empty()) s.frame = "(unknown)";
-    s.file = o.out_dir + "/rank" + (s.rank >= 0 ? std::to_string(s.rank) : "-pid" + std::to_string(s.pid)) + ".txt";
+    const std::string name = "rank" + (s.rank >= 0 ? std::to_string(s.rank) : "-pid" + std::to_string(s.pid)) + ".txt";
     std::ostringstream text;
     text << "=== trainctl stacks: rank " << s.rank << ", pid " << s.pid << ", host " << host << ", " << now_text()
-         << ": " << one_line(o.reason) << "\n=== innermost: " << s.frame << "\n";
+         << ": " << one_line(o.reason) << "\n=== dump: run=" << o.id.run << " kind=" << o.id.kind
+         << " at_ms=" << o.id.at_ms << "\n=== innermost: " << s.frame << "\n";
     text << "--- Python, all threads (faulthandler)\n"
          << (py.empty() ? "(none: the rank does not use trainctl's Python package, or did not answer)\n" : py);
     text << "--- native (" << tool[i] << ")\n" << native[i] << "\n";
     const std::string fr = request_flight_recorder(s.pid, s.rank);
     if (!fr.empty()) text << "--- NCCL flight recorder\n" << fr;
-    const int fd = open(s.file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
-    const std::string t = text.str();
-    if (fd < 0 || write(fd, t.data(), t.size()) != static_cast<ssize_t>(t.size()))
-      std::fprintf(stderr, "trainctl: cannot write %s: %s\n", s.file.c_str(), std::strerror(errno));
-    if (fd >= 0) close(fd);
+    const std::string why = append_in_dir(o.dir_fd, name, text.str(), o.file_mode);
+    if (why.empty())
+      s.file = o.out_dir + "/" + name;
+    else
+      s.error = why + " in " + o.out_dir;
     out.push_back(s);
   }
   return out;
@@ -283,39 +370,67 @@ std::set<std::string> suspect_hosts(const std::vector<rank_stack>& stacks) {
   std::set<std::string> hosts;
   if (2 * (stacks.size() - n) >= stacks.size()) return hosts;  // no clear odd ones out
   for (const auto& s : stacks)
-    if (s.frame != common) hosts.insert(s.host);
+    if (s.frame != common && valid_node_name(s.host)) hosts.insert(s.host);
   return hosts;
 }
 
-std::vector<rank_stack> read_dumps(const std::string& dir, std::int64_t since) {
-  std::vector<rank_stack> out;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return out;
+std::vector<rank_stack> read_dumps(int dir_fd, const std::string& run, const std::string& kind,
+                                   std::int64_t since_ms) {
+  std::map<int, rank_stack> newest;
+  std::map<int, std::int64_t> newest_at;
+  const int list_fd = dup(dir_fd);
+  DIR* d = list_fd >= 0 ? fdopendir(list_fd) : nullptr;
+  if (d == nullptr) {
+    if (list_fd >= 0) close(list_fd);
+    return {};
+  }
+  rewinddir(d);
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
     if (name.compare(0, 4, "rank") != 0 || name.size() < 9 || name.compare(name.size() - 4, 4, ".txt") != 0) continue;
-    struct stat st {};
-    if (stat((dir + "/" + name).c_str(), &st) != 0 || st.st_mtime < since) continue;
-    std::ifstream in(dir + "/" + name);
+    const int fd = open_own_file(dir_fd, name, O_RDONLY, 0);
+    if (fd < 0) continue;
+    std::string text;
+    char buf[65536];
+    ssize_t n;
+    while (text.size() < (8u << 20) && (n = read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+    close(fd);
+    std::istringstream in(text);
     std::string line;
     rank_stack s;
-    bool found = false;
+    std::int64_t at = -1;
+    auto keep = [&] {
+      if (at < since_ms || !valid_node_name(s.host)) return;
+      if (newest_at.count(s.rank) == 0 || newest_at[s.rank] < at) {
+        newest[s.rank] = s;
+        newest_at[s.rank] = at;
+      }
+    };
     while (std::getline(in, line)) {
       if (line.compare(0, 21, "=== trainctl stacks: ") == 0) {
-        found = true;
+        keep();
+        at = -1;
         s = rank_stack{};
-        s.file = dir + "/" + name;
+        s.file = name;
         std::sscanf(line.c_str(), "=== trainctl stacks: rank %d, pid %d", &s.rank, &s.pid);
         const size_t h = line.find(", host ");
         if (h != std::string::npos) s.host = line.substr(h + 7, line.find(',', h + 7) - h - 7);
-      } else if (found && line.compare(0, 15, "=== innermost: ") == 0) {
+      } else if (line.compare(0, 10, "=== dump: ") == 0) {
+        char r[256] = {}, k[64] = {};
+        long long a = -1;
+        // "run=R kind=K at_ms=N"
+        if (std::sscanf(line.c_str(), "=== dump: run=%255s kind=%63s at_ms=%lld", r, k, &a) == 3 && run == r &&
+            kind == k)
+          at = a;
+      } else if (line.compare(0, 15, "=== innermost: ") == 0) {
         s.frame = line.substr(15);
       }
     }
-    if (found) out.push_back(s);
+    keep();
   }
   closedir(d);
-  std::sort(out.begin(), out.end(), [](const rank_stack& a, const rank_stack& b) { return a.rank < b.rank; });
+  std::vector<rank_stack> out;
+  for (auto& [rank, s] : newest) out.push_back(s);
   return out;
 }
 

@@ -5,6 +5,7 @@
 // --dump-stacks, as the user.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -22,12 +23,24 @@ struct rank_stack {
   pid_t pid = 0;
   std::string host;
   std::string frame;  // the innermost frame of the main thread: "train (train.py:42)"
-  std::string file;   // where the stacks went
+  std::string file;   // where the stacks went; "" when they could not be saved
+  std::string error;  // why not
   bool python = false, native = false;
 };
 
+// Which dump a file belongs to. Files are told apart by what trainctl wrote into them,
+// in a directory only this user can write (open_stacks_dir), never by name or mtime.
+struct dump_id {
+  std::string run;           // "<job>.<restart count>" (or "pid<supervisor>" outside SLURM)
+  std::string kind;          // "hang", "start" (before the first agreement), "on demand"
+  std::int64_t at_ms = 0;    // when this node's dump began (unix ms)
+};
+
 struct dump_options {
-  std::string out_dir;                          // rank<R>.txt files go here (created)
+  std::string out_dir;                          // for messages; the files go into dir_fd
+  int dir_fd = -1;                              // open_stacks_dir's descriptor
+  mode_t file_mode = 0600;                      // 0640 in a group log directory
+  dump_id id;
   std::string python_dir;                       // where ranks write stacks.<pid> unless their TRAINCTL_STATE says
   int stack_signal = 0;                         // the ranks' faulthandler signal; 0: none
   std::chrono::milliseconds per_rank{10000};    // native stack time limit
@@ -39,22 +52,43 @@ struct dump_options {
 // the Python package reads it.
 int stack_signal_from_env();
 
-// Dumps every process in `ranks`; one file per rank in o.out_dir, appended.
+// Checks a log directory before anything is written there, creating it (private, as
+// this user) when missing: "" when usable, else one line that says why not. Whether it
+// is a group directory (group-writable: a team's shared logs) comes back in *group.
+std::string prepare_log_dir(const std::string& dir, bool* group = nullptr);
+
+// Opens the stacks directory `path` (creating it, 0700, or 0750 when `group`), with
+// O_NOFOLLOW: refused, with one line in *why and -1, when it is not a directory, not
+// this user's, or writable by anyone else (another user's files there could pose as
+// stacks, or as a summary that is really a link to the user's files).
+int open_stacks_dir(const std::string& path, bool group, std::string* why);
+
+// Dumps every process in `ranks`; one file per rank in o.dir_fd, appended. A file that
+// could not be written has rank_stack::file empty.
 std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const dump_options& o);
 
-// The innermost frame of the main thread in a faulthandler dump ("" when none).
-std::string innermost_python_frame(const std::string& faulthandler_text);
+// Appends `line` to `name` in the stacks directory: a regular file of this user only,
+// never through a link, never blocking (a FIFO is refused). "" or why not.
+std::string append_in_dir(int dir_fd, const std::string& name, const std::string& line, mode_t mode);
+
+// The innermost frame of the main thread in a faulthandler dump ("" when none):
+// the block of thread `main_thread` ("0x..." as trainctl's Python package wrote it
+// first in the file) when given, else the block that ends in the module's frame.
+// Never another thread's frame.
+std::string innermost_python_frame(const std::string& faulthandler_text, const std::string& main_thread = "");
 // The innermost frame of thread `pid` in eu-stack or gdb output ("" when none).
 std::string innermost_native_frame(const std::string& native_text, pid_t pid);
 
 // One line: the frame most ranks are stuck in, and the ranks stuck elsewhere.
 std::string summarize(const std::vector<rank_stack>& stacks);
 // The nodes of the ranks stuck elsewhere than most, when they are fewer than half:
-// the suspects of a hang (empty when there is no clear odd one out).
+// the suspects of a hang (empty when there is no clear odd one out). Only valid SLURM
+// node names; one rank per (rank number) counts once.
 std::set<std::string> suspect_hosts(const std::vector<rank_stack>& stacks);
-// The rank_stack lines that dump_stacks wrote in `dir` (header lines of rank*.txt),
-// the newest dump of each rank, from files written at or after `since` (unix seconds):
-// a file from an earlier dump is not this stall's.
-std::vector<rank_stack> read_dumps(const std::string& dir, std::int64_t since = 0);
+// The dumps in the stacks directory that belong to run `run` and kind `kind` and began
+// at or after `since_ms`: the newest of each rank, read from the headers dump_stacks
+// wrote. Only regular files of this user, opened without following links or blocking.
+std::vector<rank_stack> read_dumps(int dir_fd, const std::string& run, const std::string& kind,
+                                   std::int64_t since_ms);
 
 }  // namespace trainctl

@@ -1,6 +1,7 @@
 #include "supervisor.hpp"
 
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -21,7 +22,7 @@
 #include <memory>
 
 #include "bad_nodes.hpp"
-#include "gpu_memory.hpp"
+#include "node_health.hpp"
 #include "node_state.hpp"
 #include "notice_hook.hpp"
 #include "parse.hpp"
@@ -56,9 +57,13 @@ std::string clock_time(std::int64_t unix_ms) {
 class supervisor {
  public:
   supervisor(const supervisor_options& o)
-      : opts_(o), hook_(o.on_notice, o.on_notice_timeout, o.shield, [this](const std::string& line) {
-          log("%s", line.c_str());
-        }) {}
+      : opts_(o),
+        hook_(o.on_notice, o.on_notice_timeout, o.shield, [this](const std::string& line) { log("%s", line.c_str()); }),
+        health_(
+            o, [this](const std::string& line) { log("%s", line.c_str()); },
+            [this](const std::string& summary) { after_hang_dump(summary); }) {
+    health_.set_owned_elsewhere([this](pid_t p) { return hook_.owns(p) || p == query_.pid(); });
+  }
   int run(char* const* argv, pid_t adopt);
 
  private:
@@ -83,12 +88,10 @@ class supervisor {
   void check_deadline();
   void end_leftovers();
   void requeue_if_preempted();
-  void check_hang();
-  void on_hang(const rank_beat& stale, std::int64_t silent_ms);
-  std::string stacks_dir() const;
   void kill_ranks();
-  void record_if_crashed();
-  void remember_bad(const std::string& host, const std::string& reason, const std::string& gpus = "");
+  void after_hang_dump(const std::string& summary);
+  // The loop's one descriptor: the signals and the ranks' deaths (node health).
+  int loop_fd();
   void close_state();
   bool tracks_endtime() const { return !opts_.job_id.empty() && opts_.graceful_exit.count() > 0; }
   // Whether this supervisor reads EndTime and preemption itself: always, unless another
@@ -100,6 +103,8 @@ class supervisor {
 
   supervisor_options opts_;
   notice_hook hook_;
+  node_health health_;
+  int loop_fd_ = -1;  // epoll: sigfd_ and health_.death_fd()
   std::unique_ptr<node_state_file> state_;
   std::unique_ptr<publisher> pub_;
   int sigfd_ = -1;
@@ -123,9 +128,7 @@ class supervisor {
   bool exit_reported_ = false;  // lingering ranks reported
   bool job_ending_ = false;     // the controller says the job is no longer RUNNING
   std::string lock_problem_;    // reported once
-  bool hung_ = false;           // a hang was handled and the ranks have not moved since
   mutable int log_fd_ = -1;     // see pick_log_fd
-  bool noticed_ = false;        // a notice or a termination signal came: a failure then is no crash
 };
 
 std::string env_or_empty(const char* name) {
@@ -133,12 +136,6 @@ std::string env_or_empty(const char* name) {
   return v != nullptr ? v : "";
 }
 
-std::string log_dir_for(const std::string& given) {
-  if (!given.empty()) return given;
-  if (!env_or_empty("TRAINCTL_LOG_DIR").empty()) return env_or_empty("TRAINCTL_LOG_DIR");
-  if (!env_or_empty("SLURM_SUBMIT_DIR").empty()) return env_or_empty("SLURM_SUBMIT_DIR");
-  return ".";
-}
 
 void supervisor::log(const char* fmt, ...) {
   char buf[1024];
@@ -244,7 +241,7 @@ void supervisor::reap() {
     int status = 0;
     const pid_t p = waitpid(-1, &status, WNOHANG);
     if (p <= 0) break;
-    if (hook_.reaped(p, status)) continue;
+    if (hook_.reaped(p, status) || health_.reaped(p, status)) continue;
     if (query_.running() && p == query_.pid()) {
       std::string error;
       const auto jt = query_.finish(status, &error);
@@ -261,7 +258,8 @@ void supervisor::reap() {
 void supervisor::relay_to_ranks(const char* why) {
   size_t sent = 0;
   for (const auto& rank : find_rank_procs(getpid(), opts_.launchers, !opts_.batch))
-    if (!hook_.owns(rank.pid) && rank.pid != query_.pid()) sent += pid_handle(rank).signal(opts_.graceful_signal);
+    if (!hook_.owns(rank.pid) && !health_.owns(rank.pid) && rank.pid != query_.pid())
+      sent += pid_handle(rank).signal(opts_.graceful_signal);
   log("%s: sent SIG%s to %zu rank process%s", why, signal_name(opts_.graceful_signal).c_str(), sent,
       sent == 1 ? "" : "es");
 }
@@ -273,7 +271,7 @@ void supervisor::fire(std::uint32_t flag, const char* why) {
     seen_flags_ |= flag;
   }
   relay_to_ranks(why);
-  noticed_ = true;
+  health_.trainctl_ended_ranks();  // a failure after a notice is no crash
   note_exit_told(flag & kFlagPreempted  ? "preempted"
                  : flag & kFlagDeadline ? "deadline"
                  : flag & kFlagHang     ? "hang"
@@ -400,7 +398,7 @@ void supervisor::report_lingering_ranks(const char* when) {
   std::string names;
   size_t n = 0;
   for (const auto& r : find_rank_procs(getpid(), opts_.launchers, !opts_.batch)) {
-    if (hook_.owns(r.pid) || r.pid == query_.pid()) continue;
+    if (hook_.owns(r.pid) || health_.owns(r.pid) || r.pid == query_.pid()) continue;
     std::string rank = proc_environ_value(r.pid, "RANK");
     if (rank.empty()) rank = proc_environ_value(r.pid, "SLURM_PROCID");
     names +=
@@ -433,7 +431,7 @@ void supervisor::handle_signal(const signalfd_siginfo& si) {
     check_deadline();
     return;
   }
-  noticed_ = true;
+  health_.trainctl_ended_ranks();  // a failure after a termination signal is no crash
   if (child_ > 0) kill(child_, sig);  // INT, HUP, QUIT: passed on as they are
 }
 
@@ -495,75 +493,16 @@ void supervisor::end_leftovers() {
   }
 }
 
-std::string supervisor::stacks_dir() const {
-  const std::string job = opts_.job_id.empty() ? "pid" + std::to_string(getpid()) : opts_.job_id;
-  return log_dir_for(opts_.log_dir) + "/stacks-" + job;
+// Everything below this supervisor but its own helpers: a hung rank ignores polite
+// signals, and its stacks are already on disk.
+void supervisor::kill_ranks() {
+  health_.trainctl_ended_ranks();
+  for (const auto& p : descendants(getpid(), {}))
+    if (p.ours && !hook_.owns(p.pid) && !health_.owns(p.pid) && p.pid != query_.pid()) pid_handle(p).signal(SIGKILL);
 }
 
-// A rank whose last agreement is older than --hang-timeout is hung. Its peers block in
-// the next collective soon after, so every node's supervisor finds its own ranks hung
-// at about the same time, and each takes the stacks of its node.
-void supervisor::check_hang() {
-  if (opts_.hang_timeout.count() == 0 || !state_) return;
-  const std::int64_t now = unix_now_ms();
-  const rank_beat* stale = nullptr;
-  std::int64_t oldest = now;
-  for (const auto& b : state_->get().beats) {
-    const std::int32_t pid = b.pid.load(std::memory_order_acquire);
-    const std::int64_t beat = b.beat_ms.load(std::memory_order_relaxed);
-    if (pid <= 0 || beat == 0 || (kill(pid, 0) != 0 && errno == ESRCH)) continue;
-    if (now - beat > opts_.hang_timeout.count() && beat < oldest) {
-      oldest = beat;
-      stale = &b;
-    }
-  }
-  if (stale == nullptr) {
-    if (hung_) log("hang: the ranks make progress again");
-    hung_ = false;
-    return;
-  }
-  if (!hung_) on_hang(*stale, now - oldest);
-  hung_ = true;
-}
-
-void supervisor::on_hang(const rank_beat& stale, std::int64_t silent_ms) {
-  const auto t0 = clock::now();
-  const std::string dir = stacks_dir();
-  log("hang: rank %d (pid %d) has not reached an agreement for %s (last at step %lld); taking every rank's stacks",
-      stale.rank.load(), stale.pid.load(), format_duration(milliseconds(silent_ms)).c_str(),
-      static_cast<long long>(stale.step.load()));
-  std::vector<proc_info> ranks;
-  for (const auto& r : find_rank_procs(getpid(), opts_.launchers, !opts_.batch))
-    if (!hook_.owns(r.pid)) ranks.push_back(r);
-  dump_options o;
-  o.out_dir = dir;
-  o.python_dir = state_->path().substr(0, state_->path().rfind('/'));
-  o.stack_signal = stack_signal_from_env();
-  o.reason = "hang: no agreement for " + format_duration(milliseconds(silent_ms));
-  const auto stacks = dump_stacks(ranks, o);
-  std::string summary = summarize(stacks);
-  log("hang: stacks of %zu rank%s in %s/ after %lld ms: %s", stacks.size(), stacks.size() == 1 ? "" : "s", dir.c_str(),
-      static_cast<long long>(std::chrono::duration_cast<milliseconds>(clock::now() - t0).count()), summary.c_str());
-  // The first node waits a little for the other nodes' files and says where the whole
-  // job is stuck.
-  const std::string node = env_or_empty("SLURM_NODEID");
-  const int world = ranks.empty() ? 0 : std::atoi(proc_environ_value(ranks[0].pid, "WORLD_SIZE").c_str());
-  if ((node.empty() || node == "0") && world > static_cast<int>(stacks.size())) {
-    // Files of this stall only: an earlier dump (--dump-stacks) left files of every rank.
-    const std::int64_t stall_began = (unix_now_ms() - silent_ms) / 1000;
-    std::vector<rank_stack> all = read_dumps(dir, stall_began);
-    for (int i = 0; i < 300 && static_cast<int>(all.size()) < world; ++i) {
-      usleep(100000);
-      all = read_dumps(dir, stall_began);
-    }
-    summary = summarize(all);
-    log("hang: the whole job (%zu of %d ranks dumped): %s", all.size(), world, summary.c_str());
-    for (const auto& h : suspect_hosts(all)) remember_bad(h, "hung (stacks in " + dir + ")");
-  }
-  if (FILE* f = std::fopen((dir + "/summary.txt").c_str(), "a")) {
-    std::fprintf(f, "%s %s\n", clock_time(unix_now_ms()).c_str(), summary.c_str());
-    std::fclose(f);
-  }
+// What a hang's dump ends in: the hook (with where the job is stuck), then the action.
+void supervisor::after_hang_dump(const std::string& summary) {
   hook_.notice("hang", deadline_ms_, end_ms_, summary);
   switch (opts_.on_hang) {
     case hang_action::alert:
@@ -577,46 +516,6 @@ void supervisor::on_hang(const rank_beat& stale, std::int64_t silent_ms) {
       kill_ranks();
       break;
   }
-}
-
-void supervisor::remember_bad(const std::string& host, const std::string& reason, const std::string& gpus) {
-  bad_node b;
-  b.when = unix_now_ms() / 1000;
-  b.host = host;
-  b.job = opts_.job_id.empty() ? "-" : opts_.job_id;
-  b.reason = reason;
-  b.gpus = gpus;
-  const std::string path = bad_nodes_path();
-  const std::string why = record_bad_node(path, b);
-  if (why.empty())
-    log("remembered %s as a bad node (%s) in %s", host.c_str(), reason.c_str(), path.c_str());
-  else
-    log("could not remember %s as a bad node: %s", host.c_str(), why.c_str());
-}
-
-// A step that failed on its own (no notice, no termination signal, no hang handled) is
-// a crash; the node whose command failed first is the suspect, since the others fail
-// after it, when their collectives lose the crashed rank. "First" is an exclusive
-// create in the log directory, which every node shares.
-void supervisor::record_if_crashed() {
-  const int st = child_status_;
-  const bool failed = (WIFEXITED(st) && WEXITSTATUS(st) != 0) || WIFSIGNALED(st);
-  if (!failed || opts_.batch || noticed_ || hung_ || opts_.job_id.empty()) return;
-  const std::string restart = env_or_empty("SLURM_RESTART_COUNT").empty() ? "0" : env_or_empty("SLURM_RESTART_COUNT");
-  const std::string claim = log_dir_for(opts_.log_dir) + "/.trainctl-first-failure-" + opts_.job_id + "." + restart;
-  const int fd = open(claim.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return;  // another node failed first (or the directory is not writable)
-  close(fd);
-  const std::string how =
-      WIFEXITED(st) ? "exit status " + std::to_string(WEXITSTATUS(st)) : "SIG" + signal_name(WTERMSIG(st));
-  remember_bad(node_name(), "crashed (" + how + ", the first node of the job to fail)", gpu_uuids());
-}
-
-// Everything below this supervisor but the notice hook: a hung rank ignores polite
-// signals, and its stacks are already on disk.
-void supervisor::kill_ranks() {
-  for (const auto& p : descendants(getpid(), {}))
-    if (p.ours && !hook_.owns(p.pid)) pid_handle(p).signal(SIGKILL);
 }
 
 // The batch script ended while the job was being preempted (its ranks saved and
@@ -647,6 +546,19 @@ void supervisor::close_state() {
   const std::string dir = state_->path().substr(0, state_->path().rfind('/'));
   state_.reset();
   if (dir == state_dir()) sweep_stale_state(dir);
+}
+
+int supervisor::loop_fd() {
+  if (loop_fd_ >= 0) return loop_fd_;
+  loop_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (loop_fd_ < 0) return sigfd_;
+  for (int fd : {sigfd_, health_.death_fd()}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (fd >= 0) epoll_ctl(loop_fd_, EPOLL_CTL_ADD, fd, &ev);
+  }
+  return loop_fd_;
 }
 
 int supervisor::run(char* const* argv, pid_t adopt) {
@@ -686,7 +598,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
   setenv("TRAINCTL_SIGNALS", sigs.c_str(), 0);
   setenv("TRAINCTL_SUPERVISED", "1", 1);  // a batch script can tell it already runs under one
   setenv("TRAINCTL_SUPERVISOR_PID", std::to_string(getpid()).c_str(), 1);  // ranks allow its stack readers
-  setenv("TRAINCTL_LOG_DIR", log_dir_for(opts_.log_dir).c_str(), 1);       // slow_nodes beside the stacks
+  setenv("TRAINCTL_LOG_DIR", resolve_log_dir(opts_.log_dir).c_str(), 1);       // slow_nodes beside the stacks
   if (!bad_nodes_path().empty()) setenv("TRAINCTL_BAD_NODES", bad_nodes_path().c_str(), 1);
   if (opts_.hang_timeout.count() > 0 && !state_)
     log("--hang-timeout needs the node state, which was refused above: hangs go undetected in this step");
@@ -696,6 +608,8 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     close_state();
     return 127 << 8;
   }
+  health_.started(state_.get(), child_);
+  milliseconds health_wait = health_.tick();
   // An adopted child may have ended before this process blocked SIGCHLD (the signal is
   // then lost, not pending): look once before waiting for it.
   reap();
@@ -715,14 +629,12 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     if (exit_told_ms_ != 0 && !exit_reported_)
       wait = std::min(wait, milliseconds(exit_told_ms_ + kExitReportAfterMs - now_ms));
     wait = std::min(wait, hook_.tick());
-    if (opts_.hang_timeout.count() > 0)
-      wait = std::min(wait,
-                      std::max(milliseconds(1000), std::chrono::duration_cast<milliseconds>(opts_.hang_timeout / 10)));
+    wait = std::min(wait, health_wait);
     wait = std::max(wait, milliseconds(0));
     if (pub_) {
-      pub_->wait_and_refresh(sigfd_, wait);
+      pub_->wait_and_refresh(loop_fd(), wait);
     } else {
-      pollfd p{sigfd_, POLLIN, 0};
+      pollfd p{loop_fd(), POLLIN, 0};
       poll(&p, 1, static_cast<int>(wait.count()));
     }
     signalfd_siginfo si;
@@ -744,12 +656,13 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     check_deadline();
     look_after_state();
     follow_node_flags();
-    check_hang();
+    health_wait = health_.tick();
     if (exit_told_ms_ != 0 && unix_now_ms() - exit_told_ms_ >= kExitReportAfterMs) report_lingering_ranks("");
   }
   if (query_.running()) query_.expire(nullptr);  // not a process the command left behind
   hook_.finish();                                // before end_leftovers, which would count it as left behind
-  record_if_crashed();
+  health_.abandon();
+  health_.command_ended(child_status_);
   end_leftovers();
   if (opts_.batch) requeue_if_preempted();
   close_state();
@@ -776,14 +689,35 @@ int dump_job_stacks_here(const std::string& job_id, std::string out_dir, const s
     const std::string logs = ranks.empty() ? "" : proc_environ_value(ranks[0].pid, "TRAINCTL_LOG_DIR");
     out_dir = logs.empty() ? out_dir.substr(9) : logs + "/stacks-" + job_id;
   }
+  // A missing log directory is made (private); one that cannot be used, or a stacks
+  // directory of someone else's, is one line and a failure: never a claim of files
+  // that were not written.
+  const size_t slash = out_dir.rfind('/');
+  bool group = false;
+  std::string why = slash == std::string::npos || slash == 0 ? "" : prepare_log_dir(out_dir.substr(0, slash), &group);
+  const int fd = why.empty() ? open_stacks_dir(out_dir, group, &why) : -1;
+  if (fd < 0) {
+    std::printf("error host=%s %s\n", node_name().c_str(), why.c_str());
+    std::fflush(stdout);
+    return 1;
+  }
   dump_options o;
   o.out_dir = out_dir;
+  o.dir_fd = fd;
+  o.file_mode = group ? 0640 : 0600;
+  const std::string restart = env_or_empty("SLURM_RESTART_COUNT");
+  o.id = {job_id + "." + (restart.empty() ? "0" : restart), "on-demand", unix_now_ms()};
   o.python_dir = state_dir();
   o.stack_signal = stack_signal_from_env();
   o.reason = reason;
-  for (const auto& s : dump_stacks(ranks, o))
-    std::printf("stack rank=%d pid=%d host=%s dir=%s frame=%s\n", s.rank, s.pid, s.host.c_str(), out_dir.c_str(),
-                s.frame.c_str());
+  for (const auto& s : dump_stacks(ranks, o)) {
+    if (s.file.empty())
+      std::printf("error host=%s stacks of rank %d not saved: %s\n", s.host.c_str(), s.rank, s.error.c_str());
+    else
+      std::printf("stack rank=%d pid=%d host=%s dir=%s frame=%s\n", s.rank, s.pid, s.host.c_str(), out_dir.c_str(),
+                  s.frame.c_str());
+  }
+  close(fd);
   std::fflush(stdout);
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <sstream>
 #include <string>
@@ -71,12 +72,18 @@ int dump_stacks_of_job(const std::string& job, const std::string& log_dir) {
             "--stacks-dir",
             dir};
   d.deadline = std::chrono::milliseconds(180000);
+  d.merge_stderr = true;  // srun's own refusals ("Access/permission denied") are the answer then
   const auto t0 = std::chrono::steady_clock::now();
   const child_result r = run_child(d);
   std::vector<rank_stack> stacks;
+  std::vector<std::string> errors, other;
   std::istringstream lines(r.output);
   for (std::string line; std::getline(lines, line);) {
-    if (line.compare(0, 11, "stack rank=") != 0) continue;
+    if (line.compare(0, 6, "error ") == 0) errors.push_back(line.substr(6));
+    if (line.compare(0, 11, "stack rank=") != 0) {
+      if (line.compare(0, 6, "error ") != 0 && !line.empty()) other.push_back(line);
+      continue;
+    }
     rank_stack s;
     s.rank = std::atoi(line.c_str() + 11);
     s.host = scontrol_field(line, "host");
@@ -85,13 +92,17 @@ int dump_stacks_of_job(const std::string& job, const std::string& log_dir) {
     s.file = scontrol_field(line.substr(0, f), "dir");  // where that node wrote
     stacks.push_back(s);
   }
+  for (const auto& e : errors) std::fprintf(stderr, "trainctl-run: --dump-stacks %s: %s\n", job.c_str(), e.c_str());
   if (!r.ok() && stacks.empty()) {
-    std::fprintf(stderr, "trainctl-run: --dump-stacks %s: %s\n", job.c_str(), r.error.c_str());
+    // srun's own line says why (permission denied, no such job step...); else ours.
+    const std::string why = !other.empty() ? other.front() : errors.empty() ? r.error : "";
+    if (!why.empty()) std::fprintf(stderr, "trainctl-run: --dump-stacks %s: %s\n", job.c_str(), why.c_str());
     return 1;
   }
   std::sort(stacks.begin(), stacks.end(), [](const rank_stack& a, const rank_stack& b) { return a.rank < b.rank; });
   const long long ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  if (stacks.empty() && !errors.empty()) return 1;
   if (stacks.empty()) {
     std::fprintf(stderr, "trainctl-run: --dump-stacks %s: no rank processes found on its nodes (%lld ms)\n",
                  job.c_str(), ms);
@@ -99,7 +110,7 @@ int dump_stacks_of_job(const std::string& job, const std::string& log_dir) {
   }
   std::printf("trainctl-run: stacks of %zu ranks of job %s in %s/ (%lld ms): %s\n", stacks.size(), job.c_str(),
               stacks[0].file.c_str(), ms, summarize(stacks).c_str());
-  return 0;
+  return errors.empty() ? 0 : 1;
 }
 
 // --bad-nodes: the hosts the next task should keep off, comma separated, on stdout;
@@ -191,7 +202,7 @@ int run_main(int argc, char** argv) {
                                         std::to_string(TRAINCTL_VERSION_PATCH));
   std::string graceful, deadline, kill_switch, save_switch, launchers, state, shield, on_notice;
   std::string on_notice_timeout = format_duration(option::kOnNoticeTimeoutDefault);
-  std::string hang_timeout = "off", hang_action = "alert", log_dir, dump_job, dump_here, stacks_dir;
+  std::string hang_timeout = "off", hang_start_timeout, hang_action = "alert", log_dir, dump_job, dump_here, stacks_dir;
   bool bad_nodes = false;
   std::string mark_bad;
   std::string bad_expiry = env("TRAINCTL_BAD_NODE_EXPIRY").empty() ? "24h" : env("TRAINCTL_BAD_NODE_EXPIRY");
@@ -225,6 +236,7 @@ int run_main(int argc, char** argv) {
   app.add_option(option::kOnNoticeTimeout.name, on_notice_timeout,
                  std::string(option::kOnNoticeTimeout.help) + " (default " + on_notice_timeout + ")");
   app.add_option(option::kHangTimeout.name, hang_timeout, option::kHangTimeout.help);
+  app.add_option(option::kHangStartTimeout.name, hang_start_timeout, option::kHangStartTimeout.help);
   app.add_option(option::kHangAction.name, hang_action, std::string(option::kHangAction.help) + " (default alert)");
   app.add_option(option::kLogDir.name, log_dir, option::kLogDir.help);
   app.add_option("--dump-stacks", dump_job,
@@ -300,6 +312,16 @@ int run_main(int argc, char** argv) {
   }
   try {
     o.hang_timeout = option::parse_hang_timeout(hang_timeout);
+    if (!hang_start_timeout.empty()) {
+      try {
+        o.hang_start_timeout = option::parse_hang_timeout(hang_start_timeout);
+      } catch (const parse_error& e) {
+        const std::string what = e.what();  // names --hang-timeout, whose rules it shares
+        throw parse_error(std::string(option::kHangStartTimeout.name) + what.substr(std::strlen(option::kHangTimeout.name)));
+      }
+    } else if (o.hang_timeout.count() > 0) {
+      o.hang_start_timeout = std::max(3 * o.hang_timeout, std::chrono::milliseconds(std::chrono::minutes(10)));
+    }
     o.on_hang = static_cast<trainctl::hang_action>(option::parse_hang_action(hang_action));
     o.log_dir = log_dir;
     o.on_notice_timeout = option::parse_on_notice_timeout(on_notice_timeout);

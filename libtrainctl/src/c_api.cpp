@@ -197,6 +197,18 @@ int trainctl_set_rank(trainctl_ctl* ctl, int rank) {
   });
 }
 
+int trainctl_compute_begin(trainctl_ctl* ctl) {
+  if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_compute_begin: ctl is NULL");
+  ctl->ctl.compute_begin();
+  return 0;
+}
+
+int trainctl_compute_end(trainctl_ctl* ctl) {
+  if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_compute_end: ctl is NULL");
+  ctl->ctl.compute_end();
+  return 0;
+}
+
 int trainctl_check_every(const trainctl_ctl* ctl) {
   if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_check_every: ctl is NULL");
   return ctl->ctl.check_every();

@@ -137,6 +137,11 @@ struct controller::impl {
   std::int64_t window_start_us = 0;                // when the last agreement returned (0: none yet)
   std::int64_t window_start_step = 0;
   std::int64_t work_us = 0;  // work per step in the window that ended at the last vote
+  // Marked compute (compute_begin/end, any thread): the open section's start and the
+  // total so far, and the total when the current agreement window began.
+  std::atomic<std::int64_t> compute_open_us{0};
+  std::atomic<std::int64_t> compute_total_us{0};
+  std::int64_t window_compute_us = 0;
   int straggler = -1;        // the rank found slowest at the last agreements, and
   int strikes = 0;           // in how many agreements in a row
   int wake_fd = -1;
@@ -195,7 +200,15 @@ void controller::impl::open_state() {
     ns = private_state.get();
   }
   const int slot = claim_beat_slot(state(), static_cast<std::int32_t>(getpid()));
-  if (slot >= 0) beat = &state().beats[slot];
+  if (slot >= 0) {
+    beat = &state().beats[slot];
+  } else {
+    const char* rank = std::getenv("RANK");
+    std::fprintf(stderr,
+                 "trainctl: the node state %s has heartbeat slots for %d rank processes, all taken: this process "
+                 "(rank %s, pid %d) is not watched for hangs on this node\n",
+                 path.c_str(), kMaxRanks, rank != nullptr ? rank : "?", static_cast<int>(getpid()));
+  }
 }
 
 // The shared state is damaged (truncated, overwritten): say so once, and go on with a
@@ -451,14 +464,24 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
   }
   if (m.cfg.straggler_factor > 0 && m.window_start_us != 0 && step > m.window_start_step) {
     const std::int64_t now_us = steady_us();
-    // Work per step since the last agreement returned: the time this rank spent outside
-    // the agreement, so a fast rank's wait for a slow one is not counted.
-    m.work_us = std::max<std::int64_t>(1, (now_us - m.window_start_us) / (step - m.window_start_step));
+    // Work per step since the last agreement returned: the compute the loop marked, or
+    // else the time this rank spent outside the agreement (a fast rank's wait for a slow
+    // one in the agreement is not counted; in a gradient all_reduce it would be).
+    const std::int64_t marked = m.compute_total_us.load(std::memory_order_acquire) - m.window_compute_us;
+    const std::int64_t spent = marked > 0 ? marked : now_us - m.window_start_us;
+    m.work_us = std::max<std::int64_t>(1, spent / (step - m.window_start_step));
     const std::int64_t capped = std::min<std::int64_t>(m.work_us, std::int64_t{1} << 40);
     if (m.cfg.rank < (1 << kRankBits)) v[kVoteSlowest] = (capped << kRankBits) | m.cfg.rank;
     v[kVoteNegFastest] = -capped;
   }
   return due;
+}
+
+void controller::compute_begin() noexcept { impl_->compute_open_us.store(steady_us(), std::memory_order_relaxed); }
+
+void controller::compute_end() noexcept {
+  const std::int64_t began = impl_->compute_open_us.exchange(0, std::memory_order_relaxed);
+  if (began > 0) impl_->compute_total_us.fetch_add(steady_us() - began, std::memory_order_release);
 }
 
 // This process's view of every exit reason and switch, no step times.
@@ -516,6 +539,7 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
     m.judge_stragglers(step, r);
     m.window_start_us = steady_us();
     m.window_start_step = step;
+    m.window_compute_us = m.compute_total_us.load(std::memory_order_acquire);
   }
   return d;
 }

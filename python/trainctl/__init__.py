@@ -15,8 +15,9 @@ Imports on Python 3.8+ with no compiler and without torch; the C library
 
 from ._native import TrainctlError, VOTE_LEN
 from .controller import Controller, Decision, mpi_allreduce
+from .ddp import watch_ddp
 
-__all__ = ["Controller", "Decision", "TrainctlError", "VOTE_LEN", "mpi_allreduce", "version"]
+__all__ = ["Controller", "Decision", "TrainctlError", "VOTE_LEN", "mpi_allreduce", "version", "watch_ddp"]
 
 
 def version():

@@ -23,20 +23,32 @@ class TrainctlError(RuntimeError):
 
 
 def _untrusted(path):
-    """Why a library at `path` must not be loaded ('' when it may): it and every directory
-    above it must be writable by nobody but their owner and group (a root-owned sticky
-    directory such as /tmp is fine), or any user of the machine could plant it."""
-    st = os.stat(path)
-    checks = [(path, st, False)]
-    d = os.path.dirname(os.path.realpath(path))
+    """Why a library found next to this package must not be loaded ('' when it may). It
+    runs as the user: the file and the directory it sits in must belong to root or to
+    this user, and nobody else may write either; every directory above must belong to
+    root or this user and be writable by nobody else, except a root-owned sticky one
+    such as /tmp (where others cannot rename what is not theirs). Anything else could
+    have been planted or swapped by another user of the machine."""
+    me = os.getuid()
+    real = os.path.realpath(path)
+    st = os.lstat(real)
+    if st.st_uid not in (0, me):
+        return "%s belongs to uid %d, not to you or root" % (real, st.st_uid)
+    if st.st_mode & 0o022:
+        return "%s is writable by others (mode %04o)" % (real, st.st_mode & 0o7777)
+    d = os.path.dirname(real)
+    first = True
     while True:
-        checks.append((d, os.stat(d), True))
+        s = os.stat(d)
+        if s.st_uid not in (0, me):
+            return "its directory %s belongs to uid %d, not to you or root" % (d, s.st_uid)
+        sticky_root = s.st_uid == 0 and s.st_mode & 0o1000
+        if s.st_mode & 0o022 and (first or not sticky_root):
+            return "its directory %s is writable by others (mode %04o)" % (d, s.st_mode & 0o7777)
+        first = False
         if d == os.path.dirname(d):
             break
         d = os.path.dirname(d)
-    for p, s, is_dir in checks:
-        if s.st_mode & 0o002 and not (is_dir and s.st_uid == 0 and s.st_mode & 0o1000):
-            return "%s is writable by every user (mode %04o)" % (p, s.st_mode & 0o7777)
     return ""
 
 
@@ -108,6 +120,8 @@ def lib():
         "trainctl_add_switch": (I, [P, I, C, C]),
         "trainctl_set_rank": (I, [P, I]),
         "trainctl_check_every": (I, [P]),
+        "trainctl_compute_begin": (I, [P]),
+        "trainctl_compute_end": (I, [P]),
         "trainctl_state_path": (C, [P]),
         "trainctl_stat_calls": (ctypes.c_uint64, [P]),
     }

@@ -62,6 +62,11 @@ def _register_stack_dump(state_path):
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             out = (os.fdopen(fd, "a"), path)
+            # Which block of the dump is the main thread's: faulthandler lists at most
+            # 100 threads, newest first, so with many threads the main one may be cut.
+            import threading
+            out[0].write("trainctl main thread 0x%016x\n" % threading.main_thread().ident)
+            out[0].flush()
         except OSError as e:
             sys.stderr.write("trainctl: cannot create %s (%s); stacks go to stderr\n" % (path, e))
     try:
@@ -103,6 +108,20 @@ def _distributed():
     except Exception:  # a half-initialised process group is treated as single-process
         return None
     return None
+
+
+class _ComputeSection:
+    __slots__ = ("_ctl",)
+
+    def __init__(self, ctl):
+        self._ctl = ctl
+
+    def __enter__(self):
+        self._ctl.compute_begin()
+        return self
+
+    def __exit__(self, *exc):
+        self._ctl.compute_end()
 
 
 class Controller:
@@ -208,6 +227,24 @@ class Controller:
         t = torch.tensor(values, dtype=torch.int64, device=device)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return t.tolist()
+
+    # -- the rank's own compute, for the straggler finding ---------------------------
+    def compute_begin(self):
+        """Marks where this step's own work begins (see compute()). Any thread."""
+        self._L.trainctl_compute_begin(self._ctl)
+
+    def compute_end(self):
+        """Marks where it ends. Any thread."""
+        self._L.trainctl_compute_end(self._ctl)
+
+    def compute(self):
+        """`with ctl.compute(): ...` around the part of a step that is this rank's own
+        work. Once steps are marked, stragglers are judged by marked time, not by wall
+        time between agreements (which a gradient all_reduce in every step makes equal on
+        all ranks). Under torch DDP, loss.backward() waits for the slowest rank's
+        gradients: mark the forward and the data loading only, or let
+        trainctl.watch_ddp(model, ctl) mark the whole step automatically."""
+        return _ComputeSection(self)
 
     # -- settings that may change while running --------------------------------------
     def set_deadline(self, unix_seconds):

@@ -175,6 +175,29 @@ class PackageTest(unittest.TestCase):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
         self.assertEqual(out.stdout.split(), ["False", "True"], out.stderr)
 
+    @unittest.skipUnless(os.getuid() == 0, "needs root to give the planted file to another user")
+    def test_a_library_another_user_put_in_a_sticky_directory_is_not_loaded(self):
+        # A checkout under /tmp: PYTHONPATH=/tmp/<clone>/python makes the install-layout
+        # candidate /tmp/libtrainctl.so.0, which anyone can create in a sticky /tmp.
+        real = trainctl._native.lib()._name
+        top = tempfile.mkdtemp(prefix="trainctl-sticky-")
+        try:
+            os.chmod(top, 0o1777)
+            pkg = os.path.join(top, "clone", "python")
+            shutil.copytree(os.path.dirname(trainctl.__file__), os.path.join(pkg, "trainctl"))
+            planted = os.path.join(top, "libtrainctl.so.0")
+            shutil.copy(real, planted)
+            os.chmod(planted, 0o644)
+            os.chown(planted, 65534, 65534)  # mallory's
+            code = "import trainctl._native as n; n.lib(); print(n.lib()._name)"
+            env = dict(os.environ, PYTHONPATH=pkg, LD_LIBRARY_PATH="")
+            env.pop("TRAINCTL_LIBRARY", None)
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+            self.assertNotIn(planted, out.stdout, "another user's library was loaded")
+            self.assertIn("belongs to uid 65534, not to you or root", out.stderr + out.stdout)
+        finally:
+            shutil.rmtree(top)
+
     def test_a_library_planted_beside_the_package_is_not_loaded(self):
         # The package in a tree whose lib directory anyone can write (and a library
         # planted a level higher, where the package used to look too).
@@ -192,7 +215,7 @@ class PackageTest(unittest.TestCase):
             env.pop("TRAINCTL_LIBRARY", None)
             out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
             self.assertNotIn(top, out.stdout, "a planted library was loaded")
-            self.assertIn("writable by every user (mode 0777)", out.stderr + out.stdout)
+            self.assertIn("is writable by others (mode 0777)", out.stderr + out.stdout)
             os.chmod(lib, 0o755)  # the same tree, private: loaded from beside the package
             out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
             self.assertEqual(out.stdout.strip(), os.path.join(lib, "libtrainctl.so.0"), out.stderr)

