@@ -8,6 +8,7 @@
 // the user's privileges; slurm_spank_task_init runs in the task process as the user,
 // before it execs the user's command.
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -55,6 +56,9 @@ TRAINCTL_SPANK_EXPORT extern const unsigned int spank_plugin_version;
 SPANK_PLUGIN(trainctl, 1)
 }
 
+#ifndef TRAINCTL_RUN_PARENT
+#define TRAINCTL_RUN_PARENT "/run/trainctl"
+#endif
 #ifndef TRAINCTL_RUN_PATH
 #define TRAINCTL_RUN_PATH "/usr/local/bin/trainctl-run"
 #endif
@@ -172,6 +176,67 @@ void resolve_switches(spank_t sp) {
   if (g.save_given && g.save_switch.empty()) g.save_switch = trainctl::default_switch_path("save-switch", submit, name);
 }
 
+// The per-user node state directory, /run/trainctl/<uid> (0700, the user's), under a
+// root-owned /run/trainctl that nobody else can write: another user can neither
+// squat the name (as with /dev/shm/trainctl-<uid>) nor swap it. As root, in the task
+// before it drops privileges; never follows a link. "" or why not.
+std::string make_run_dir(uid_t uid, gid_t gid) {
+  const char* parent = TRAINCTL_RUN_PARENT;
+  struct stat st {};
+  if (mkdir(parent, 0755) != 0 && errno != EEXIST) return std::string("mkdir ") + parent + ": " + std::strerror(errno);
+  if (lstat(parent, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) != 0)
+    return std::string(parent) + " is not a root-owned directory that only root can write";
+  const std::string dir = std::string(parent) + "/" + std::to_string(uid);
+  if (mkdir(dir.c_str(), 0700) == 0) {
+    if (chown(dir.c_str(), uid, gid) != 0) return "chown " + dir + ": " + std::strerror(errno);
+    return "";
+  }
+  if (errno != EEXIST) return "mkdir " + dir + ": " + std::strerror(errno);
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077) != 0)
+    return dir + " exists and is not the user's private directory";
+  return "";
+}
+
+// What the supervisor sets for the processes it starts, for the command the task
+// starts on 22.05 (which the supervisor does not start): the node state, the log
+// directory, the bad-node memory. Computed from the job's environment exactly as the
+// supervisor computes them, and passed to it (--state) so that both agree.
+struct rank_env {
+  std::string state, log_dir, bad_nodes;
+};
+rank_env env_for_ranks(spank_t sp, bool batch) {
+  rank_env e;
+  uid_t uid = 0;
+  spank_get_item(sp, S_JOB_UID, &uid);
+  uint32_t job = 0, step = 0;
+  spank_get_item(sp, S_JOB_ID, &job);
+  spank_get_item(sp, S_JOB_STEPID, &step);
+  std::string dir;
+  const std::string xdg = job_env(sp, "XDG_RUNTIME_DIR");
+  struct stat st {};
+  if (!xdg.empty() && xdg[0] == '/' && lstat(xdg.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid &&
+      (st.st_mode & 022) == 0)
+    dir = xdg + "/trainctl";
+  const std::string run = std::string(TRAINCTL_RUN_PARENT) + "/" + std::to_string(uid);
+  if (dir.empty() && lstat(run.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid) dir = run;
+  std::string node = job_env(sp, "SLURMD_NODENAME");
+  if (node.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    node = host;
+  }
+  if (!dir.empty())
+    e.state = dir + "/" + std::to_string(job) + "." + (batch ? std::string("batch") : std::to_string(step)) + "-" + node;
+  e.log_dir = job_env(sp, "TRAINCTL_LOG_DIR");
+  if (e.log_dir.empty()) e.log_dir = job_env(sp, "SLURM_SUBMIT_DIR");
+  e.bad_nodes = job_env(sp, "TRAINCTL_BAD_NODES");
+  if (e.bad_nodes.empty() && !job_env(sp, "XDG_STATE_HOME").empty())
+    e.bad_nodes = job_env(sp, "XDG_STATE_HOME") + "/trainctl/bad_nodes";
+  if (e.bad_nodes.empty() && !job_env(sp, "HOME").empty())
+    e.bad_nodes = job_env(sp, "HOME") + "/.local/state/trainctl/bad_nodes";
+  return e;
+}
+
 // Where a plugstack.conf argument came from: "FILE:LINE" of the first line that loads
 // this plugin with it, looked up in the usual places; "" when not found.
 std::string argument_origin(const std::string& arg) {
@@ -237,6 +302,21 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_user_init(spank_t sp, int ac, char** av) {
   return 0;
 }
 
+// In the task process, as root, before it drops privileges: the user's node state
+// directory. A failure costs nothing but that directory (the supervisor falls back).
+TRAINCTL_SPANK_EXPORT int slurm_spank_task_init_privileged(spank_t sp, int ac, char** av) {
+  (void)ac;
+  (void)av;
+  if (!active()) return 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
+    return 0;
+  const std::string why = make_run_dir(uid, gid);
+  if (!why.empty()) slurm_info("trainctl: no node state directory under %s: %s", TRAINCTL_RUN_PARENT, why.c_str());
+  return 0;
+}
+
 // In the task process, as the user, before slurmstepd execs the user's command. On
 // 22.05 there is no way to change the task's argv, so the task forks: the child goes
 // on to become the user's command (with the notice signals ignored), and this
@@ -271,6 +351,8 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   if (!g.on_notice.empty()) args.push_back(opt::kOnNotice.with(g.on_notice));
   if (g.hang_timeout.count() > 0) args.push_back(opt::kHangTimeout.with(ms(g.hang_timeout)));
   if (!g.hang_action.empty()) args.push_back(opt::kHangAction.with(g.hang_action));
+  const rank_env renv = env_for_ranks(sp, batch);
+  if (!renv.state.empty()) args.push_back("--state=" + renv.state);
 
 #ifdef TRAINCTL_HAVE_PREPEND_ARGV
   // The supervisor starts the command itself: argv becomes trainctl-run OPTIONS -- argv.
@@ -309,6 +391,10 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     char pid[24];
     std::snprintf(pid, sizeof pid, "%d", static_cast<int>(supervisor));
     spank_setenv(sp, "TRAINCTL_SUPERVISOR_PID", pid, 1);
+    spank_setenv(sp, "TRAINCTL_SUPERVISED", "1", 1);
+    if (!renv.state.empty()) spank_setenv(sp, "TRAINCTL_STATE", renv.state.c_str(), 1);
+    if (!renv.log_dir.empty()) spank_setenv(sp, "TRAINCTL_LOG_DIR", renv.log_dir.c_str(), 1);
+    if (!renv.bad_nodes.empty()) spank_setenv(sp, "TRAINCTL_BAD_NODES", renv.bad_nodes.c_str(), 1);
     return 0;  // slurmstepd goes on and execs the user's command here
   }
   args.insert(args.begin() + 1, opt::kAdopt.with(std::to_string(child)));

@@ -49,8 +49,17 @@ void notice_hook::notice(const char* kind, std::int64_t deadline_ms, std::int64_
   }
   ran_ += std::string(kind) + ",";
   const std::string restart = env("SLURM_RESTART_COUNT").empty() ? "0" : env("SLURM_RESTART_COUNT");
+  // The run: the job id, its restart count and its start time (SLURM_JOB_START_TIME
+  // where SLURM sets it, 23.02+; else what the controller said).
+  std::string start = env("SLURM_JOB_START_TIME");
+  if (start.empty() && run_start_ms_ > 0) start = std::to_string(run_start_ms_ / 1000);
+  const std::string marker = "once.on-notice." + job + "." + restart + "." + (start.empty() ? "?" : start) + "." + kind;
   try {
-    if (!job.empty() && !claim_once("once.on-notice." + job + "." + restart + "." + kind)) return;
+    if (!job.empty() && !claim_once(marker)) {
+      log_("on-notice: " + std::string(kind) + ": not running the command: another supervisor on this node ran it " +
+           "for this run of job " + job + " (marker " + state_dir() + "/" + marker + ")");
+      return;
+    }
   } catch (const std::exception& e) {
     log_(std::string("on-notice: ") + e.what() + "; running the command without knowing whether another did");
   }

@@ -38,12 +38,17 @@ class notice_hook {
   std::chrono::milliseconds tick();
   // At the supervisor's exit: lets a running command finish within its time limit.
   void finish();
+  // When this run of the job started (StartTime, unix ms), once the controller said:
+  // with the job id it names the run, which a job id alone does not (ids start again
+  // when a cluster's state is reset).
+  void set_run_start(std::int64_t start_ms) { run_start_ms_ = start_ms; }
   bool running() const { return pid_ > 0; }
   // Whether `pid` belongs to the running command (its process group): never a rank.
   bool owns(pid_t pid) const { return pid_ > 0 && getpgid(pid) == pid_; }
 
  private:
   void end_group(int sig) const;
+  std::int64_t run_start_ms_ = 0;
   std::string command_;
   std::chrono::milliseconds limit_;
   std::vector<int> shield_;

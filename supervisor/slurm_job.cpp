@@ -77,6 +77,8 @@ std::optional<job_times> parse_scontrol_job(const std::string& line) {
       if (key == "EndTime") {
         jt.end_ms = parse_slurm_timestamp(value);
         have_end = true;
+      } else if (key == "StartTime") {
+        jt.start_ms = parse_slurm_timestamp(value);
       } else if (key == "TimeLimit") {
         jt.limit_s = parse_slurm_duration(value);
       } else if (key == "PreemptTime") {

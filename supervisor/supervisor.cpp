@@ -172,6 +172,11 @@ int supervisor::pick_log_fd() const {
 }
 
 void supervisor::open_state() {
+  if (opts_.state_path.empty()) {
+    std::string note;
+    state_dir(&note);
+    if (!note.empty()) log("%s", note.c_str());
+  }
   const std::string path = opts_.state_path.empty() ? default_state_path() : opts_.state_path;
   try {
     state_ = std::make_unique<node_state_file>(path);
@@ -308,6 +313,7 @@ void supervisor::on_job_answer(const std::optional<job_times>& jt, const std::st
     if (notice_pending_) resolve_notice("notice");
     return;
   }
+  if (jt->start_ms > 0) hook_.set_run_start(jt->start_ms);
   if (jt->preempting && !preempted_) {
     preempted_ = true;
     log("the job is being preempted (EndTime now %s)", clock_time(jt->end_ms).c_str());

@@ -174,13 +174,42 @@ std::int64_t unix_now_ms() {
   return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
-std::string state_dir() {
+namespace {
+// A directory this user may keep node state in: missing (it will be made, 0700), or
+// this user's, a real directory, writable by nobody else. `why` says what is wrong.
+bool usable_state_dir(const std::string& dir, std::string* why) {
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0) return errno == ENOENT;
+  *why = S_ISLNK(st.st_mode) ? "is a symlink" : untrusted(st, true);
+  return why->empty();
+}
+}  // namespace
+
+std::string state_dir(std::string* note) {
   const char* xdg = std::getenv("XDG_RUNTIME_DIR");
   struct stat st {};
   // A login node's XDG_RUNTIME_DIR often reaches a compute node where it does not exist.
   if (xdg != nullptr && xdg[0] == '/' && lstat(xdg, &st) == 0 && untrusted(st, true).empty())
     return std::string(xdg) + "/trainctl";
-  return std::string(env_or("TRAINCTL_SHM_DIR", "/dev/shm")) + "/trainctl-" + std::to_string(getuid());
+  const std::string uid = std::to_string(getuid());
+  // Made by the SPANK plugin as root before the task starts, under a root-owned parent
+  // (as logind makes /run/user/<uid>): nobody else can take the name first.
+  const std::string run = std::string(env_or("TRAINCTL_RUN_DIR", "/run/trainctl")) + "/" + uid;
+  std::string why;
+  if (lstat(run.c_str(), &st) == 0 && !S_ISLNK(st.st_mode) && untrusted(st, true).empty()) return run;
+  // Without the plugin, /dev/shm: everyone's. A name another user took first is not
+  // fought over: the next free one of this user's is used, and the caller says where.
+  const std::string shm = std::string(env_or("TRAINCTL_SHM_DIR", "/dev/shm")) + "/trainctl-" + uid;
+  if (usable_state_dir(shm, &why)) return shm;
+  for (int k = 1; k <= 16; ++k) {
+    const std::string alt = shm + "." + std::to_string(k);
+    std::string alt_why;
+    if (!usable_state_dir(alt, &alt_why)) continue;
+    if (note != nullptr) *note = shm + " " + why + ": this user's node state on this node is in " + alt + " instead";
+    return alt;
+  }
+  if (note != nullptr) *note = shm + " " + why + ", and so are " + shm + ".1 to .16";
+  return shm;
 }
 
 std::string default_state_path() {

@@ -177,9 +177,12 @@ int claim_switch_slot(node_state& ns, switch_kind kind, const std::string& name,
 int claim_beat_slot(node_state& ns, std::int32_t pid);
 
 // Where this user's node state files live on this node: $XDG_RUNTIME_DIR/trainctl when
-// XDG_RUNTIME_DIR names a directory of this user, else /dev/shm/trainctl-<uid>
-// (TRAINCTL_SHM_DIR replaces /dev/shm, for tests).
-std::string state_dir();
+// XDG_RUNTIME_DIR names a directory of this user; else /run/trainctl/<uid> when the
+// SPANK plugin made it (TRAINCTL_RUN_DIR replaces /run/trainctl); else
+// /dev/shm/trainctl-<uid> (TRAINCTL_SHM_DIR replaces /dev/shm, for tests), or, when
+// another user took that name first, the first of /dev/shm/trainctl-<uid>.1 ... .16
+// that is free or this user's, and *note says so in one line.
+std::string state_dir(std::string* note = nullptr);
 
 // The default path in state_dir(): <job>.<step>-<node> under SLURM, or keyed by the
 // launcher's pid for torchrun outside SLURM, or by the process itself.

@@ -4,7 +4,7 @@
 set -euo pipefail
 plugin=$1
 syms=$(nm -D --defined-only "$plugin" | awk '{print $3}' | sort)
-for want in plugin_name plugin_type plugin_version spank_plugin_version slurm_spank_init slurm_spank_task_init slurm_spank_user_init; do
+for want in plugin_name plugin_type plugin_version spank_plugin_version slurm_spank_init slurm_spank_task_init slurm_spank_task_init_privileged slurm_spank_user_init; do
   grep -qx "$want" <<<"$syms" || { echo "missing export: $want"; exit 1; }
 done
 extra=$(grep -vE '^(plugin_(name|type|version)|spank_plugin_version|spank_options|slurm_spank_[a-z_]+)$' <<<"$syms" || true)
