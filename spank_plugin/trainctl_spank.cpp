@@ -183,9 +183,12 @@ void resolve_switches(spank_t sp) {
 std::string make_run_dir(uid_t uid, gid_t gid) {
   const char* parent = TRAINCTL_RUN_PARENT;
   struct stat st {};
-  if (mkdir(parent, 0755) != 0 && errno != EEXIST) return std::string("mkdir ") + parent + ": " + std::strerror(errno);
-  if (lstat(parent, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) != 0)
+  // slurmstepd's umask would make it 0750, which keeps the users out of their own.
+  if (mkdir(parent, 0755) == 0) chmod(parent, 0755);
+  if (lstat(parent, &st) != 0) return std::string("mkdir ") + parent + ": " + std::strerror(errno);
+  if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) != 0)
     return std::string(parent) + " is not a root-owned directory that only root can write";
+  if ((st.st_mode & 0755) != 0755) chmod(parent, (st.st_mode & 07777) | 0755);
   const std::string dir = std::string(parent) + "/" + std::to_string(uid);
   if (mkdir(dir.c_str(), 0700) == 0) {
     if (chown(dir.c_str(), uid, gid) != 0) return "chown " + dir + ": " + std::strerror(errno);

@@ -214,7 +214,7 @@ std::chrono::milliseconds node_health::tick() {
 // rank that uses trainctl has one); each is held by a pidfd, which turns readable the
 // moment it dies, before its launcher reaps it.
 void node_health::watch_new_ranks() {
-  if (state_ == nullptr || epoll_fd_ < 0) return;
+  if (state_ == nullptr || epoll_fd_ < 0 || !has_header(state_->get())) return;
   for (const auto& b : state_->get().beats) {
     const pid_t pid = b.pid.load(std::memory_order_acquire);
     if (pid <= 0 || pid == self_ || ranks_.count(pid) != 0) continue;
@@ -266,7 +266,7 @@ void node_health::note_death(pid_t pid, std::int64_t when_ms, int wait_status) {
 // the next collective soon after, so every node's supervisor finds its own ranks hung
 // at about the same time, and each takes the stacks of its node.
 void node_health::check_hang() {
-  if (opts_.hang_timeout.count() == 0 || state_ == nullptr) return;
+  if (opts_.hang_timeout.count() == 0 || state_ == nullptr || !has_header(state_->get())) return;
   const std::int64_t now = unix_now_ms();
   const rank_beat* stale = nullptr;
   std::int64_t oldest = now;
@@ -302,7 +302,7 @@ void node_health::check_start() {
   next_start_scan_ = clock::now() + std::max(milliseconds(1000), std::chrono::duration_cast<milliseconds>(
                                                                        opts_.hang_start_timeout / 10));
   std::map<pid_t, std::int64_t> beats;
-  if (state_ != nullptr)
+  if (state_ != nullptr && has_header(state_->get()))
     for (const auto& b : state_->get().beats) beats[b.pid.load()] = b.beat_ms.load(std::memory_order_relaxed);
   double uptime = 0;
   std::ifstream("/proc/uptime") >> uptime;
@@ -333,7 +333,8 @@ void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms
   const std::string problem = log_dir_checked_ ? log_dir_problem_ : "";
   const bool group = log_dir_group_;
   const pid_t root = self_;
-  const std::string run = run_key(), state_dir_path = state_->path().substr(0, state_->path().rfind('/'));
+  const std::string run = run_key();
+  const std::string state_dir_path = state_ != nullptr ? state_->path().substr(0, state_->path().rfind('/')) : state_dir();
   const auto timeout = opts_.hang_timeout;
   const auto launchers = opts_.launchers;
   const bool command_is_rank = !opts_.batch;

@@ -58,6 +58,8 @@ class node_health {
   int death_fd() const { return epoll_fd_; }
   // A status the loop reaped: true when the child was node health's.
   bool reaped(pid_t pid, int status);
+  // The node state was given up (damaged) or closed: not read any more.
+  void set_state(node_state_file* state) { state_ = state; }
   // Whether `pid` belongs to node health (its child and that child's group).
   bool owns(pid_t pid) const;
   // Trainctl itself told the ranks to stop or ended them: deaths are not findings.

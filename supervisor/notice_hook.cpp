@@ -10,6 +10,7 @@
 
 #include "node_state.hpp"
 #include "parse.hpp"
+#include "slurm_job.hpp"
 
 namespace trainctl {
 
@@ -52,6 +53,13 @@ void notice_hook::notice(const char* kind, std::int64_t deadline_ms, std::int64_
   // The run: the job id, its restart count and its start time (SLURM_JOB_START_TIME
   // where SLURM sets it, 23.02+; else what the controller said).
   std::string start = env("SLURM_JOB_START_TIME");
+  if (start.empty() && run_start_ms_ == 0 && !job.empty()) {
+    // Every supervisor of the node must name the run alike, also one that never asked
+    // the controller (a follower): ask now, briefly. The notice itself went out before.
+    const auto line = scontrol_show("job", job, std::chrono::milliseconds(3000), nullptr);
+    const auto jt = line ? parse_scontrol_job(*line) : std::nullopt;
+    if (jt) run_start_ms_ = jt->start_ms;
+  }
   if (start.empty() && run_start_ms_ > 0) start = std::to_string(run_start_ms_ / 1000);
   const std::string marker = "once.on-notice." + job + "." + restart + "." + (start.empty() ? "?" : start) + "." + kind;
   try {

@@ -464,6 +464,7 @@ void supervisor::look_after_state() {
         damage.c_str(), signal_name(opts_.graceful_signal).c_str(),
         opts_.hang_timeout.count() > 0 ? ", and hangs are no longer detected in this step" : "");
     pub_.reset();
+    health_.set_state(nullptr);
     state_.reset();  // the ranks still hold it: the file stays for them
     return;
   }
@@ -546,6 +547,7 @@ void supervisor::requeue_if_preempted() {
 // steps left in trainctl's own state directory (never in a directory given by --state).
 void supervisor::close_state() {
   pub_.reset();
+  health_.set_state(nullptr);
   if (!state_) return;
   state_->release_publisher();
   state_->unlink_if_last();

@@ -61,6 +61,8 @@ sleep 2
 
 log "job $j1: truncating the node state on n1 and filling it with junk on n2"
 dir=/dev/shm/trainctl-$TEST_UID
+# Where the plugin made it as root; and without the plugin too, once it exists.
+[ -d "/run/trainctl/$TEST_UID" ] && dir=/run/trainctl/$TEST_UID
 { [ -f "$dir/$j1.0-n1" ] && [ -f "$dir/$j1.0-n2" ]; } || fail "no node state files for job $j1 in $dir: $(ls "$dir")"
 as_user truncate -s 0 "$dir/$j1.0-n1"
 size=$(stat -c %s "$dir/$j1.0-n2")
