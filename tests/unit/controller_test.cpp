@@ -491,8 +491,12 @@ struct threaded_world {
     std::copy(reduced.begin(), reduced.end(), v);
   }
 
-  // Runs `steps` steps; returns slow_nodes' text ("" when nothing was written).
-  std::string run(const temp_dir& t, const std::vector<std::chrono::milliseconds>& work, int steps) {
+  // Runs `steps` steps; returns slow_nodes' text ("" when nothing was written). With
+  // `gradient_sync`, every step ends in a collective (a gradient all_reduce) before
+  // check(), where the fast ranks wait for the slowest, as in data-parallel training;
+  // with `mark`, each rank marks its own work as compute.
+  std::string run(const temp_dir& t, const std::vector<std::chrono::milliseconds>& work, int steps,
+                  bool gradient_sync = false, bool mark = false) {
     std::vector<std::thread> threads;
     const int n = static_cast<int>(work.size());
     for (int r = 0; r < n; ++r)
@@ -503,7 +507,14 @@ struct threaded_world {
         c.set("straggler_agreements", "3");
         controller ctl(c);
         for (int s = 0; s < steps; ++s) {
-          std::this_thread::sleep_for(work[r]);
+          {
+            std::unique_ptr<compute_section> section(mark ? new compute_section(ctl) : nullptr);
+            std::this_thread::sleep_for(work[r]);
+          }
+          if (gradient_sync) {
+            std::vector<std::int64_t> grad(kVoteLen, 0);
+            allreduce(grad.data(), n);
+          }
           ctl.check(s, [&](std::int64_t* v, std::size_t) { allreduce(v, n); });
         }
       });
@@ -524,6 +535,39 @@ TEST(Stragglers, TheSlowRankIsRecordedWithItsHostTheOthersAreNot) {
   EXPECT_EQ(text.find(" rank=1 "), std::string::npos) << text;
   EXPECT_NE(text.find(" host="), std::string::npos) << text;
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << "reported once per episode: " << text;
+}
+
+// Synchronous training: the wall time between agreements is the slowest rank's on every
+// rank, so only the marked compute can tell the slow rank apart.
+TEST(Stragglers, UnderAGradientAllReduceEveryStepTheMarkedComputeFindsTheSlowRank) {
+  temp_dir t;
+  threaded_world w;
+  EXPECT_EQ(w.run(t, {3ms, 3ms, 12ms}, 8, true, false), "") << "wall time cannot tell them apart";
+  temp_dir t2;
+  threaded_world w2;
+  const std::string text = w2.run(t2, {3ms, 3ms, 12ms}, 8, true, true);
+  EXPECT_NE(text.find(" rank=2 "), std::string::npos) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  temp_dir t3;
+  threaded_world w3;
+  EXPECT_EQ(w3.run(t3, {5ms, 5ms, 5ms}, 12, true, true), "") << "an even run reports nobody";
+}
+
+// 64 heartbeat slots per node: a process past them says so, once, with its rank.
+TEST(Controller, ARankWithoutAHeartbeatSlotSaysItIsNotWatched) {
+  temp_dir t;
+  {
+    node_state_file f(t / "state-full");
+    for (auto& b : f.get().beats) b.pid.store(1);  // init: alive, never ours to reuse
+    config c = base_config(t, "full");
+    setenv("RANK", "70", 1);
+    testing::internal::CaptureStderr();
+    { controller ctl(c); }
+    const std::string err = testing::internal::GetCapturedStderr();
+    unsetenv("RANK");
+    EXPECT_NE(err.find("heartbeat slots for 64 rank processes, all taken: this process (rank 70"), std::string::npos)
+        << err;
+  }
 }
 
 TEST(Stragglers, AnEvenRunReportsNobody) {

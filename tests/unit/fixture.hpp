@@ -12,6 +12,10 @@
 
 namespace trainctl_test {
 
+// The plugin's /run/trainctl/<uid> exists on a machine that ran jobs under it; unit
+// tests of the fallback paths never look there.
+inline const bool kNoRunDir = setenv("TRAINCTL_RUN_DIR", "/nonexistent/trainctl-run", 0) == 0;
+
 class temp_dir {
  public:
   temp_dir() {

@@ -130,6 +130,34 @@ TEST(NodeState, LastCloserRemovesTheFile) {
   EXPECT_FALSE(trainctl_test::exists(t / "state"));
 }
 
+// Another user who makes /dev/shm/trainctl-<uid> first denies this user nothing: the
+// next free name of this user's is taken, and the note says where.
+TEST(NodeState, ASquattedStateDirectoryGivesWayToTheUsersNextName) {
+  if (getuid() != 0) GTEST_SKIP() << "needs root to give the directory to another user";
+  temp_dir shm;
+  setenv("TRAINCTL_SHM_DIR", shm.path().c_str(), 1);
+  unsetenv("XDG_RUNTIME_DIR");
+  const std::string usual = shm / ("trainctl-" + std::to_string(getuid()));
+  ASSERT_EQ(mkdir(usual.c_str(), 0777), 0);
+  ASSERT_EQ(chown(usual.c_str(), 65534, 65534), 0);
+  std::string note;
+  EXPECT_EQ(state_dir(&note), usual + ".1");
+  EXPECT_NE(note.find("not to"), std::string::npos) << note;
+  EXPECT_NE(note.find("node state on this node is in " + usual + ".1 instead"), std::string::npos) << note;
+  node_state_file f(state_dir() + "/s");  // usable: made private, this user's
+  struct stat st {};
+  ASSERT_EQ(stat((usual + ".1").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  // The plugin's directory, when it exists, comes first.
+  temp_dir run;
+  setenv("TRAINCTL_RUN_DIR", run.path().c_str(), 1);
+  const std::string mine = run / std::to_string(getuid());
+  ASSERT_EQ(mkdir(mine.c_str(), 0700), 0);
+  EXPECT_EQ(state_dir(), mine);
+  setenv("TRAINCTL_RUN_DIR", "/nonexistent/trainctl-run", 1);
+  unsetenv("TRAINCTL_SHM_DIR");
+}
+
 TEST(NodeState, DefaultPathIsPerJobStep) {
   setenv("SLURM_JOB_ID", "42", 1);
   setenv("SLURM_STEP_ID", "3", 1);

@@ -66,3 +66,32 @@ TEST(NoticeHook, OnlyOnTheFirstNode) {
   EXPECT_FALSE(h.running());
   unsetenv("SLURM_NODEID");
 }
+
+// Job ids start again when a cluster's state is reset: a marker of an earlier run with
+// the same id must not silence this run's hook, and a suppressed hook says so.
+TEST(NoticeHook, OncePerRunNotPerJobId) {
+  trainctl_test::temp_dir t, shm;
+  setenv("TRAINCTL_SHM_DIR", shm.path().c_str(), 1);
+  setenv("TRAINCTL_RUN_DIR", (shm / "no-run").c_str(), 1);
+  unsetenv("XDG_RUNTIME_DIR");
+  setenv("SLURM_JOB_ID", "17", 1);
+  unsetenv("SLURM_NODEID");
+  std::vector<std::string> lines;
+  auto once = [&](const char* start) {
+    setenv("SLURM_JOB_START_TIME", start, 1);
+    notice_hook h("echo run >> " + (t / "out"), 5s, {}, [&](const std::string& l) { lines.push_back(l); });
+    h.notice("deadline", 0, 0, "");
+    run_until_done(h, 5s);
+  };
+  once("1700000000");
+  once("1700000000");  // another supervisor of the same run
+  once("1800000000");  // job 17 again, after a reset of the cluster
+  EXPECT_EQ(trainctl_test::read_file(t / "out"), "run\nrun\n");
+  bool said = false;
+  for (const auto& l : lines) said |= l.find("not running the command: another supervisor") != std::string::npos;
+  EXPECT_TRUE(said);
+  unsetenv("SLURM_JOB_START_TIME");
+  unsetenv("SLURM_JOB_ID");
+  unsetenv("TRAINCTL_SHM_DIR");
+  unsetenv("TRAINCTL_RUN_DIR");
+}
