@@ -40,11 +40,20 @@ def parse_args():
     faults.add_argument("--slow-factor", type=float, default=3.0)
     faults.add_argument("--hang-rank", type=int, default=-1, help="this rank stops making progress at --hang-at")
     faults.add_argument("--hang-at", type=int, default=50, help="the step at which --hang-rank hangs")
+    faults.add_argument("--hang-for", type=float, default=0, metavar="SECONDS",
+                        help="with --hang-in python: stall this long, then go on (default: forever)")
     faults.add_argument("--hang-in", choices=("python", "c"), default="python",
                         help="hang in a Python loop, or inside a C call (a mutex locked twice)")
     faults.add_argument("--crash-on", metavar="NODE", help="ranks on this node crash (SIGABRT) at --crash-at, "
                         "as on a node with a broken GPU")
     faults.add_argument("--crash-at", type=int, default=50)
+    faults.add_argument("--crash-how", choices=("abort", "exception"), default="abort",
+                        help="abort: SIGABRT, as a fault of the node would; exception: the program raises")
+    faults.add_argument("--hang-before-init", type=int, default=-1, metavar="RANK",
+                        help="this rank never joins the process group: every rank hangs in init")
+    p.add_argument("--ddp", action="store_true",
+                   help="a real torch DDP model (gloo): every step ends in a gradient all_reduce, and "
+                        "trainctl.watch_ddp marks each rank's own compute for the straggler finding")
     faults.add_argument("--ignore-exit-rank", type=int, default=-1,
                         help="this rank keeps training when trainctl asks it to exit, as a loop that never "
                         "looks at d.exit would (the supervisor names it)")
@@ -56,8 +65,11 @@ def node_name():
     return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
 
 
-def hang(run, step, where):
+def hang(run, step, where, seconds=0):
     run.log("hang", step=step, where=where)
+    if seconds > 0:
+        time.sleep(seconds)
+        return
     if where == "c":  # a deadlock inside C: a mutex locked twice, as a lock-order bug would
         import ctypes
         libc, mutex = ctypes.CDLL(None), ctypes.create_string_buffer(64)  # zeroed: a default mutex
@@ -79,6 +91,9 @@ class Run:
             self.rank, self.world = self.comm.Get_rank(), self.comm.Get_size()
             self.allreduce = trainctl.mpi_allreduce(self.comm)  # what check() agrees through
         elif dist is not None and self.world > 1 and not dist.is_initialized():
+            if self.rank == args.hang_before_init:
+                while True:  # never reaches init_process_group: the others wait there
+                    time.sleep(1)
             backend = "nccl" if torch.cuda.is_available() else "gloo"
             dist.init_process_group(backend)
             self.rank = dist.get_rank()
@@ -156,14 +171,29 @@ def train(args, run):
     start = 0 if last is None else last + 1
     run.log("start", step=start, world=run.world, resumed_from=last)
     step_time = args.step_time * (args.slow_factor if run.rank == args.slow_rank else 1)
+    model = optimizer = None
+    if args.ddp:
+        from torch.nn.parallel import DistributedDataParallel
+        model = DistributedDataParallel(torch.nn.Linear(16, 4))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        trainctl.watch_ddp(model, ctl)
     ignoring = False
     for step in range(start, args.steps):
         if run.rank == args.hang_rank and step == args.hang_at:
-            hang(run, step, args.hang_in)
+            hang(run, step, args.hang_in, args.hang_for)
         if args.crash_on and step == args.crash_at and node_name() == args.crash_on:
-            run.log("crash", step=step, node=args.crash_on)
+            run.log("crash", step=step, node=args.crash_on, how=args.crash_how)
+            if args.crash_how == "exception":
+                raise RuntimeError("a bug in the training program")
             os.abort()
-        time.sleep(step_time)  # train_step(batch) goes here
+        if model is not None:  # forward, backward (DDP all_reduces the gradients), step
+            time.sleep(step_time)
+            loss = model(torch.ones(8, 16)).sum()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        else:
+            time.sleep(step_time)  # train_step(batch) goes here
         d = ctl.check(step, allreduce=run.allreduce)  # None: torch.distributed, if initialised
         if d.exit and run.rank == args.ignore_exit_rank:
             if not ignoring:

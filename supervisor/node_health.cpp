@@ -149,13 +149,14 @@ void node_health::started(node_state_file* state, pid_t command) {
 }
 
 bool node_health::owns(pid_t pid) const {
-  for (const auto* c : {check_.get(), dump_.get()})
+  for (const auto* c : {check_.get(), dump_.get(), evidence_.get()})
     if (c != nullptr && c->pid() > 0 && (pid == c->pid() || getpgid(pid) == c->pid())) return true;
   return false;
 }
 
 void node_health::abandon() {
   if (dump_) dump_->abandon();
+  if (evidence_) evidence_->abandon();
   if (check_) check_->abandon();
 }
 
@@ -170,6 +171,12 @@ bool node_health::reaped(pid_t pid, int status) {
     if (!r.ok()) log_dir_problem_ = "log directory " + log_dir_ + ": the check failed (" + r.error + ")";
     if (!log_dir_problem_.empty())
       log(log_dir_problem_ + ": hang stacks, slow_nodes and crash evidence will not be saved until it is fixed");
+    return true;
+  }
+  if (evidence_ && pid == evidence_->pid()) {
+    const child_result r = evidence_->finish(status);
+    evidence_.reset();
+    if (!r.output.empty()) log(r.output.substr(0, r.output.find('\n')));
     return true;
   }
   if (dump_ && pid == dump_->pid()) {
@@ -201,7 +208,7 @@ std::chrono::milliseconds node_health::tick() {
   on_deaths();
   check_hang();
   check_start();
-  milliseconds wait(5000);
+  milliseconds wait(1000);  // new ranks are watched within a second of their start
   if (opts_.hang_timeout.count() > 0)
     wait = std::min(wait, std::max(milliseconds(1000), std::chrono::duration_cast<milliseconds>(opts_.hang_timeout / 10)));
   if (opts_.hang_start_timeout.count() > 0 && !all_started_) wait = std::min(wait, milliseconds(1000));
@@ -260,6 +267,29 @@ void node_health::note_death(pid_t pid, std::int64_t when_ms, int wait_status) {
   first_dead_ = pid;
   first_death_ms_ = when_ms;
   first_death_status_ = wait_status;
+  publish_first_death();
+}
+
+// The other nodes compare their first deaths with this one: written at once (in a
+// child, the log directory may be slow), not when the launcher gets round to exiting.
+void node_health::publish_first_death() {
+  if (opts_.job_id.empty() || opts_.batch || evidence_ || (log_dir_checked_ && !log_dir_problem_.empty())) return;
+  const std::string dir = evidence_dir(), me = node_name();
+  const std::string line = "first_ms=" + std::to_string(first_death_ms_) + " status=" +
+                           std::to_string(first_death_status_) + "\n";
+  child_spec spec;
+  spec.ignore_signals = opts_.notices;
+  spec.ignore_signals.push_back(opts_.graceful_signal);
+  spec.work = [dir, me, line]() -> std::string {
+    std::string why;
+    const int fd = valid_node_name(me) ? open_stacks_dir(dir, false, &why) : -1;
+    if (fd < 0) return "crash evidence not written: " + (why.empty() ? "'" + me + "' is not a node name" : why) + "\n";
+    struct stat st {};
+    if (fstatat(fd, me.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) why = append_in_dir(fd, me, line, 0600);
+    close(fd);
+    return why.empty() ? "" : "crash evidence not written: " + why + "\n";
+  };
+  evidence_ = std::make_unique<started_child>(spec);
 }
 
 // A rank whose last agreement is older than --hang-timeout is hung. Its peers block in
@@ -427,7 +457,11 @@ void node_health::finish_dump(const std::string& output) {
   on_hang_(summary);
 }
 
-std::string node_health::evidence_dir() const { return log_dir_ + "/.trainctl-crash-" + run_key(); }
+// One per job step and run: the steps of one job (and its requeued runs) crash apart.
+std::string node_health::evidence_dir() const {
+  const std::string step = env_or_empty("SLURM_STEP_ID");
+  return log_dir_ + "/.trainctl-crash-" + run_key() + "." + (step.empty() ? "batch" : step);
+}
 
 // The culprit rule (see the header). Runs once, after the command ended.
 void node_health::command_ended(int status) {
@@ -467,8 +501,10 @@ void node_health::command_ended(int status) {
       if (fd >= 0) close(fd);
       return out.str();
     }
-    const std::string err = append_in_dir(fd, me, "first_ms=" + std::to_string(mine) + " status=" +
-                                                      std::to_string(st) + "\n", 0600);
+    struct stat own {};
+    std::string err;  // written at the death already, unless the command itself was the rank
+    if (fstatat(fd, me.c_str(), &own, AT_SYMLINK_NOFOLLOW) != 0)
+      err = append_in_dir(fd, me, "first_ms=" + std::to_string(mine) + " status=" + std::to_string(st) + "\n", 0600);
     const bool fault = st >= 0 && WIFSIGNALED(st) && is_fault_signal(WTERMSIG(st));
     if (!fault) {
       out << "crash: the first rank to end on this node (pid " << pid << ") ended with " << how_it_ended(st)

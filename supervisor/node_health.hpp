@@ -86,6 +86,7 @@ class node_health {
   void start_dump(const std::string& why, std::int64_t stall_began_ms);
   void finish_dump(const std::string& output);
   std::string evidence_dir() const;
+  void publish_first_death();
   std::string run_key() const;
 
   supervisor_options opts_;
@@ -111,7 +112,8 @@ class node_health {
   std::function<bool(pid_t)> owned_elsewhere_;
   std::unique_ptr<started_child> check_;  // the log directory check
   std::chrono::steady_clock::time_point check_by_{};
-  std::unique_ptr<started_child> dump_;  // a hang's dump in progress
+  std::unique_ptr<started_child> evidence_;  // writes this node's first death for the others
+  std::unique_ptr<started_child> dump_;      // a hang's dump in progress
   std::chrono::steady_clock::time_point dump_by_{};
 };
 

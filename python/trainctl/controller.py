@@ -110,6 +110,12 @@ def _distributed():
     return None
 
 
+# Under a supervisor (which sets TRAINCTL_STATE) the stacks can be taken from import on:
+# a hang in the process group's init, before any Controller exists, shows its Python
+# frames too. A Controller made later uses this registration.
+_AT_IMPORT = _register_stack_dump(os.environ["TRAINCTL_STATE"]) if os.environ.get("TRAINCTL_STATE") else None
+
+
 class _ComputeSection:
     __slots__ = ("_ctl",)
 
@@ -156,7 +162,7 @@ class Controller:
         for kind, switches in ((_native.SWITCH_EXIT, exit_switches), (_native.SWITCH_SAVE, save_switches)):
             for name, path in (switches or {}).items():
                 _check(L.trainctl_add_switch(self._ctl, kind, name.encode(), str(path).encode()))
-        self._stacks = _register_stack_dump(self.state_path)
+        self._stacks = None if _AT_IMPORT else _register_stack_dump(self.state_path)
         # Bound once: the poll is then one ctypes call and no attribute lookups.
         self._poll = L.trainctl_should_exit
         self._vote = (ctypes.c_int64 * _native.VOTE_LEN)()

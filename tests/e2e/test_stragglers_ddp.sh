@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# e2e-modes: run
+# Stragglers under synchronous training: real torch DDP (gloo) through torchrun, 2 nodes
+# x 2 ranks, a gradient all_reduce in every step, where the fast ranks wait for the
+# slowest, so that the wall time per step is the same on every rank. trainctl.watch_ddp
+# marks each rank's own compute (from the end of one step's gradient exchange to its
+# last gradient bucket being ready). Job 1: rank 2 (on n2) computes 3x slower: it alone
+# is reported, once, with its host. Job 2: an even run: nobody is reported.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+supervised_job "$TEST_DIR/job1.sh" --kill-switch="$TEST_DIR/KILL1"
+sed -i "s|--step-time 0.05|--step-time 0.05 --ddp --slow-rank 2 --slow-factor 3|" "$TEST_DIR/job1.sh"
+job=$(submit -N2 --ntasks-per-node=1 --time=10 "${JOB_OPTS[@]}" -o "$TEST_DIR/job1.out" "$TEST_DIR/job1.sh")
+log "submitted job $job (DDP, rank 2 slowed 3x)"
+wait_for 120 "4 ranks started" events_at_least start 4
+wait_for 90 "the straggler report" test -s "$TRAINCTL_LOG_DIR/slow_nodes"
+sleep 5  # room for a wrong second report
+touch "$TEST_DIR/KILL1"
+wait_for 60 "job 1 to end" job_ended "$job"
+log "slow_nodes: $(cat "$TRAINCTL_LOG_DIR/slow_nodes")"
+[ "$(wc -l <"$TRAINCTL_LOG_DIR/slow_nodes")" -eq 1 ] || fail "expected one report"
+grep -q " host=n2 rank=2 job=$job " "$TRAINCTL_LOG_DIR/slow_nodes" || fail "the report does not name rank 2 on n2"
+factor=$(grep -o "factor=[0-9.]*" "$TRAINCTL_LOG_DIR/slow_nodes" | cut -d= -f2)
+log "figure: under DDP, rank 2 (3x slower compute) reported with factor $factor of the fastest rank's compute"
+grep -q "trainctl: straggler at step [0-9]*: this rank (2) on n2" "$TEST_DIR/job1.out" || fail "rank 2 did not log it"
+[ "$(job_state "$job")" = COMPLETED ] || fail "job 1 ended $(job_state "$job")"
+
+export TRAINCTL_LOG_DIR=$TEST_DIR/logs2
+mkdir -p "$TRAINCTL_LOG_DIR"
+rm -rf "$TEST_DIR/events"
+supervised_job "$TEST_DIR/job2.sh" --kill-switch="$TEST_DIR/KILL2"
+sed -i "s|--step-time 0.05|--step-time 0.05 --ddp|" "$TEST_DIR/job2.sh"
+job2=$(submit -N2 --ntasks-per-node=1 --time=10 "${JOB_OPTS[@]}" -o "$TEST_DIR/job2.out" "$TEST_DIR/job2.sh")
+log "submitted job $job2 (DDP, even)"
+wait_for 120 "4 ranks started" events_at_least start 4
+sleep 20  # 400 steps, 40 agreements: 8 straggler windows
+touch "$TEST_DIR/KILL2"
+wait_for 60 "job 2 to end" job_ended "$job2"
+[ ! -s "$TRAINCTL_LOG_DIR/slow_nodes" ] || fail "the even run reported a straggler: $(cat "$TRAINCTL_LOG_DIR/slow_nodes")"
+if grep -q "straggler" "$TEST_DIR/job2.out"; then fail "the even run logged a straggler"; fi
+[ "$(events_count exit)" -eq 4 ] || fail "job 2: $(events_count exit) of 4 ranks exited"
+log "PASS: under DDP the 3x slow rank was reported once with its host; the even run reported nobody"
