@@ -229,7 +229,8 @@ rank_env env_for_ranks(spank_t sp, bool batch) {
     node = host;
   }
   if (!dir.empty())
-    e.state = dir + "/" + std::to_string(job) + "." + (batch ? std::string("batch") : std::to_string(step)) + "-" + node;
+    e.state =
+        dir + "/" + std::to_string(job) + "." + (batch ? std::string("batch") : std::to_string(step)) + "-" + node;
   e.log_dir = job_env(sp, "TRAINCTL_LOG_DIR");
   if (e.log_dir.empty()) e.log_dir = job_env(sp, "SLURM_SUBMIT_DIR");
   e.bad_nodes = job_env(sp, "TRAINCTL_BAD_NODES");

@@ -210,7 +210,8 @@ std::chrono::milliseconds node_health::tick() {
   check_start();
   milliseconds wait(1000);  // new ranks are watched within a second of their start
   if (opts_.hang_timeout.count() > 0)
-    wait = std::min(wait, std::max(milliseconds(1000), std::chrono::duration_cast<milliseconds>(opts_.hang_timeout / 10)));
+    wait =
+        std::min(wait, std::max(milliseconds(1000), std::chrono::duration_cast<milliseconds>(opts_.hang_timeout / 10)));
   if (opts_.hang_start_timeout.count() > 0 && !all_started_) wait = std::min(wait, milliseconds(1000));
   if (check_) wait = std::min(wait, std::chrono::duration_cast<milliseconds>(check_by_ - now));
   if (dump_) wait = std::min(wait, milliseconds(1000));
@@ -275,8 +276,8 @@ void node_health::note_death(pid_t pid, std::int64_t when_ms, int wait_status) {
 void node_health::publish_first_death() {
   if (opts_.job_id.empty() || opts_.batch || evidence_ || (log_dir_checked_ && !log_dir_problem_.empty())) return;
   const std::string dir = evidence_dir(), me = node_name();
-  const std::string line = "first_ms=" + std::to_string(first_death_ms_) + " status=" +
-                           std::to_string(first_death_status_) + "\n";
+  const std::string line =
+      "first_ms=" + std::to_string(first_death_ms_) + " status=" + std::to_string(first_death_status_) + "\n";
   child_spec spec;
   spec.ignore_signals = opts_.notices;
   spec.ignore_signals.push_back(opts_.graceful_signal);
@@ -300,9 +301,11 @@ void node_health::check_hang() {
   const std::int64_t now = unix_now_ms();
   const rank_beat* stale = nullptr;
   std::int64_t oldest = now;
+  bool fresh = false;  // some rank reached an agreement within the timeout
   for (const auto& b : state_->get().beats) {
     const std::int32_t pid = b.pid.load(std::memory_order_acquire);
     const std::int64_t beat = b.beat_ms.load(std::memory_order_relaxed);
+    if (pid > 0 && beat > 0 && now - beat <= opts_.hang_timeout.count()) fresh = true;
     if (pid <= 0 || beat <= 0 || now - beat <= opts_.hang_timeout.count() || beat >= oldest) continue;
     // An exited rank its launcher has not reaped yet is no hang, nor is a pid that
     // now names another user's process.
@@ -311,8 +314,11 @@ void node_health::check_hang() {
     stale = &b;
   }
   if (stale == nullptr) {
-    if (hung_ && !dump_) log("hang: the ranks make progress again");
-    if (!dump_) hung_ = false;
+    // Over when the ranks beat again; not when they are gone (end-step, an exit).
+    if (hung_ && !dump_ && fresh) {
+      log("hang: the ranks make progress again");
+      hung_ = false;
+    }
     return;
   }
   if (hung_ || dump_) return;
@@ -329,8 +335,8 @@ void node_health::check_hang() {
 void node_health::check_start() {
   if (opts_.hang_start_timeout.count() == 0 || all_started_ || hung_ || dump_ || clock::now() < next_start_scan_)
     return;
-  next_start_scan_ = clock::now() + std::max(milliseconds(1000), std::chrono::duration_cast<milliseconds>(
-                                                                       opts_.hang_start_timeout / 10));
+  next_start_scan_ = clock::now() + std::max(milliseconds(1000),
+                                             std::chrono::duration_cast<milliseconds>(opts_.hang_start_timeout / 10));
   std::map<pid_t, std::int64_t> beats;
   if (state_ != nullptr && has_header(state_->get()))
     for (const auto& b : state_->get().beats) beats[b.pid.load()] = b.beat_ms.load(std::memory_order_relaxed);
@@ -347,8 +353,8 @@ void node_health::check_start() {
     if (age_s * 1000 < static_cast<double>(opts_.hang_start_timeout.count())) continue;
     const std::string rank = proc_environ_value(r.pid, "RANK");
     start_dump("rank " + (rank.empty() ? "?" : rank) + " (pid " + std::to_string(r.pid) +
-                   ") has not reached its first agreement " + format_duration(milliseconds(std::int64_t(age_s * 1000))) +
-                   " after it started",
+                   ") has not reached its first agreement " +
+                   format_duration(milliseconds(std::int64_t(age_s * 1000))) + " after it started",
                unix_now_ms() - static_cast<std::int64_t>(age_s * 1000));
     return;
   }
@@ -364,7 +370,8 @@ void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms
   const bool group = log_dir_group_;
   const pid_t root = self_;
   const std::string run = run_key();
-  const std::string state_dir_path = state_ != nullptr ? state_->path().substr(0, state_->path().rfind('/')) : state_dir();
+  const std::string state_dir_path =
+      state_ != nullptr ? state_->path().substr(0, state_->path().rfind('/')) : state_dir();
   const auto timeout = opts_.hang_timeout;
   const auto launchers = opts_.launchers;
   const bool command_is_rank = !opts_.batch;
@@ -427,8 +434,9 @@ void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms
         b.job = job.empty() ? "-" : job;
         b.reason = "hung (holds the ranks stuck elsewhere than most; stacks in " + dir + ")";
         const std::string path = bad_nodes_path(), err = record_bad_node(path, b);
-        out << "log " << (err.empty() ? "remembered " + h + " as a bad node (" + b.reason + ") in " + path
-                                      : "could not remember " + h + " as a bad node: " + err)
+        out << "log "
+            << (err.empty() ? "remembered " + h + " as a bad node (" + b.reason + ") in " + path
+                            : "could not remember " + h + " as a bad node: " + err)
             << "\n";
       }
     }
@@ -537,14 +545,16 @@ void node_health::command_ended(int status) {
     if (d != nullptr) closedir(d);
     close(fd);
     if (next_other >= 0 && next_other <= mine + skew) {
-      out << "crash: rank pid " << pid << " on this node died by " << how_it_ended(st) << ", but a rank on "
-          << closest << " ended " << (mine - next_other >= 0 ? to_ms_text(mine - next_other) + " before it"
-                                                             : to_ms_text(next_other - mine) + " after it")
+      out << "crash: rank pid " << pid << " on this node died by " << how_it_ended(st) << ", but a rank on " << closest
+          << " ended "
+          << (mine - next_other >= 0 ? to_ms_text(mine - next_other) + " before it"
+                                     : to_ms_text(next_other - mine) + " after it")
           << " (within the " << skew << " ms allowed for clock skew): no node is blamed\n";
       return out.str();
     }
-    const std::string lead =
-        next_other < 0 ? "no other node's rank died" : "the next node (" + closest + ") " + to_ms_text(next_other - mine) + " later";
+    const std::string lead = next_other < 0
+                                 ? "no other node's rank died"
+                                 : "the next node (" + closest + ") " + to_ms_text(next_other - mine) + " later";
     bad_node b;
     b.when = mine / 1000;
     b.host = me;

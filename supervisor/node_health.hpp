@@ -73,9 +73,9 @@ class node_health {
 
  private:
   struct watched {
-    int fd = -1;                 // pidfd
-    std::int64_t died_ms = 0;    // when the pidfd turned readable
-    int wait_status = -1;        // read from the zombie's /proc stat; -1 unknown
+    int fd = -1;               // pidfd
+    std::int64_t died_ms = 0;  // when the pidfd turned readable
+    int wait_status = -1;      // read from the zombie's /proc stat; -1 unknown
   };
   void log(const std::string& line) const { log_(line); }
   void watch_new_ranks();

@@ -6,12 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <cerrno>
 #include <fstream>
 #include <map>
 #include <set>
@@ -228,8 +228,8 @@ int open_stacks_dir(const std::string& path, bool group, std::string* why) {
   const int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   struct stat st {};
   if (fd < 0 || fstat(fd, &st) != 0) {
-    *why = "cannot open " + path + ": " + (errno == ELOOP || errno == ENOTDIR ? "not a directory (a link?)"
-                                                                            : std::string(std::strerror(errno)));
+    *why = "cannot open " + path + ": " +
+           (errno == ELOOP || errno == ENOTDIR ? "not a directory (a link?)" : std::string(std::strerror(errno)));
     if (fd >= 0) close(fd);
     return -1;
   }
@@ -277,10 +277,11 @@ std::string first_line(const std::string& path) {
 
 std::string append_in_dir(int dir_fd, const std::string& name, const std::string& text, mode_t mode) {
   const int fd = open_own_file(dir_fd, name, O_WRONLY | O_CREAT | O_APPEND, mode);
-  if (fd < 0) return std::string("cannot write ") + name + ": " + (errno == EPERM ? "not a regular file of this user"
-                                                                                  : std::strerror(errno));
+  if (fd < 0)
+    return std::string("cannot write ") + name + ": " +
+           (errno == EPERM ? "not a regular file of this user" : std::strerror(errno));
   const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  const std::string why = ok ? "" : std::string("cannot write ") + name + ": " + std::strerror(errno);
+  std::string why = ok ? "" : std::string("cannot write ") + name + ": " + std::strerror(errno);
   close(fd);
   return why;
 }
@@ -374,8 +375,7 @@ std::set<std::string> suspect_hosts(const std::vector<rank_stack>& stacks) {
   return hosts;
 }
 
-std::vector<rank_stack> read_dumps(int dir_fd, const std::string& run, const std::string& kind,
-                                   std::int64_t since_ms) {
+std::vector<rank_stack> read_dumps(int dir_fd, const std::string& run, const std::string& kind, std::int64_t since_ms) {
   std::map<int, rank_stack> newest;
   std::map<int, std::int64_t> newest_at;
   const int list_fd = dup(dir_fd);
@@ -430,6 +430,7 @@ std::vector<rank_stack> read_dumps(int dir_fd, const std::string& run, const std
   }
   closedir(d);
   std::vector<rank_stack> out;
+  out.reserve(newest.size());
   for (auto& [rank, s] : newest) out.push_back(s);
   return out;
 }

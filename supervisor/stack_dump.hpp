@@ -31,15 +31,15 @@ struct rank_stack {
 // Which dump a file belongs to. Files are told apart by what trainctl wrote into them,
 // in a directory only this user can write (open_stacks_dir), never by name or mtime.
 struct dump_id {
-  std::string run;           // "<job>.<restart count>" (or "pid<supervisor>" outside SLURM)
-  std::string kind;          // "hang", "start" (before the first agreement), "on demand"
-  std::int64_t at_ms = 0;    // when this node's dump began (unix ms)
+  std::string run;         // "<job>.<restart count>" (or "pid<supervisor>" outside SLURM)
+  std::string kind;        // "hang", "start" (before the first agreement), "on demand"
+  std::int64_t at_ms = 0;  // when this node's dump began (unix ms)
 };
 
 struct dump_options {
-  std::string out_dir;                          // for messages; the files go into dir_fd
-  int dir_fd = -1;                              // open_stacks_dir's descriptor
-  mode_t file_mode = 0600;                      // 0640 in a group log directory
+  std::string out_dir;      // for messages; the files go into dir_fd
+  int dir_fd = -1;          // open_stacks_dir's descriptor
+  mode_t file_mode = 0600;  // 0640 in a group log directory
   dump_id id;
   std::string python_dir;                       // where ranks write stacks.<pid> unless their TRAINCTL_STATE says
   int stack_signal = 0;                         // the ranks' faulthandler signal; 0: none
@@ -88,7 +88,6 @@ std::set<std::string> suspect_hosts(const std::vector<rank_stack>& stacks);
 // The dumps in the stacks directory that belong to run `run` and kind `kind` and began
 // at or after `since_ms`: the newest of each rank, read from the headers dump_stacks
 // wrote. Only regular files of this user, opened without following links or blocking.
-std::vector<rank_stack> read_dumps(int dir_fd, const std::string& run, const std::string& kind,
-                                   std::int64_t since_ms);
+std::vector<rank_stack> read_dumps(int dir_fd, const std::string& run, const std::string& kind, std::int64_t since_ms);
 
 }  // namespace trainctl

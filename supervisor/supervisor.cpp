@@ -136,7 +136,6 @@ std::string env_or_empty(const char* name) {
   return v != nullptr ? v : "";
 }
 
-
 void supervisor::log(const char* fmt, ...) {
   char buf[1024];
   va_list ap;
@@ -437,7 +436,7 @@ void supervisor::handle_signal(const signalfd_siginfo& si) {
     check_deadline();
     return;
   }
-  health_.trainctl_ended_ranks();  // a failure after a termination signal is no crash
+  health_.trainctl_ended_ranks();     // a failure after a termination signal is no crash
   if (child_ > 0) kill(child_, sig);  // INT, HUP, QUIT: passed on as they are
 }
 
@@ -606,7 +605,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
   setenv("TRAINCTL_SIGNALS", sigs.c_str(), 0);
   setenv("TRAINCTL_SUPERVISED", "1", 1);  // a batch script can tell it already runs under one
   setenv("TRAINCTL_SUPERVISOR_PID", std::to_string(getpid()).c_str(), 1);  // ranks allow its stack readers
-  setenv("TRAINCTL_LOG_DIR", resolve_log_dir(opts_.log_dir).c_str(), 1);       // slow_nodes beside the stacks
+  setenv("TRAINCTL_LOG_DIR", resolve_log_dir(opts_.log_dir).c_str(), 1);   // slow_nodes beside the stacks
   if (!bad_nodes_path().empty()) setenv("TRAINCTL_BAD_NODES", bad_nodes_path().c_str(), 1);
   if (opts_.hang_timeout.count() > 0 && !state_)
     log("--hang-timeout needs the node state, which was refused above: hangs go undetected in this step");

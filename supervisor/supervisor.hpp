@@ -34,8 +34,8 @@ struct supervisor_options {
   std::string job_id;      // SLURM_JOB_ID; empty: no controller queries
   std::string state_path;  // node state; empty: the default for this step and node
   std::string log_prefix = "trainctl-run";
-  std::string on_notice;                      // a shell command for notices; empty: none
-  std::chrono::milliseconds hang_timeout{0};  // a rank without an agreement this long is hung; 0: off
+  std::string on_notice;                            // a shell command for notices; empty: none
+  std::chrono::milliseconds hang_timeout{0};        // a rank without an agreement this long is hung; 0: off
   std::chrono::milliseconds hang_start_timeout{0};  // a rank without a first agreement this long after it started
   hang_action on_hang = hang_action::alert;
   std::string log_dir;  // stacks-<job>/ and slow_nodes; empty: $SLURM_SUBMIT_DIR, else .

@@ -317,7 +317,8 @@ int run_main(int argc, char** argv) {
         o.hang_start_timeout = option::parse_hang_timeout(hang_start_timeout);
       } catch (const parse_error& e) {
         const std::string what = e.what();  // names --hang-timeout, whose rules it shares
-        throw parse_error(std::string(option::kHangStartTimeout.name) + what.substr(std::strlen(option::kHangTimeout.name)));
+        throw parse_error(std::string(option::kHangStartTimeout.name) +
+                          what.substr(std::strlen(option::kHangTimeout.name)));
       }
     } else if (o.hang_timeout.count() > 0) {
       o.hang_start_timeout = std::max(3 * o.hang_timeout, std::chrono::milliseconds(std::chrono::minutes(10)));

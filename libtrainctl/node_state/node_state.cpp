@@ -194,15 +194,15 @@ std::string state_dir(std::string* note) {
   const std::string uid = std::to_string(getuid());
   // Made by the SPANK plugin as root before the task starts, under a root-owned parent
   // (as logind makes /run/user/<uid>): nobody else can take the name first.
-  const std::string run = std::string(env_or("TRAINCTL_RUN_DIR", "/run/trainctl")) + "/" + uid;
+  std::string run = std::string(env_or("TRAINCTL_RUN_DIR", "/run/trainctl")) + "/" + uid;
   std::string why;
   if (lstat(run.c_str(), &st) == 0 && !S_ISLNK(st.st_mode) && untrusted(st, true).empty()) return run;
   // Without the plugin, /dev/shm: everyone's. A name another user took first is not
   // fought over: the next free one of this user's is used, and the caller says where.
-  const std::string shm = std::string(env_or("TRAINCTL_SHM_DIR", "/dev/shm")) + "/trainctl-" + uid;
+  std::string shm = std::string(env_or("TRAINCTL_SHM_DIR", "/dev/shm")) + "/trainctl-" + uid;
   if (usable_state_dir(shm, &why)) return shm;
   for (int k = 1; k <= 16; ++k) {
-    const std::string alt = shm + "." + std::to_string(k);
+    std::string alt = shm + "." + std::to_string(k);
     std::string alt_why;
     if (!usable_state_dir(alt, &alt_why)) continue;
     if (note != nullptr) *note = shm + " " + why + ": this user's node state on this node is in " + alt + " instead";

@@ -142,8 +142,8 @@ struct controller::impl {
   std::atomic<std::int64_t> compute_open_us{0};
   std::atomic<std::int64_t> compute_total_us{0};
   std::int64_t window_compute_us = 0;
-  int straggler = -1;        // the rank found slowest at the last agreements, and
-  int strikes = 0;           // in how many agreements in a row
+  int straggler = -1;  // the rank found slowest at the last agreements, and
+  int strikes = 0;     // in how many agreements in a row
   int wake_fd = -1;
   int supervisor_fd = -1;              // pidfd of this rank's supervisor, -1: none known
   std::int64_t known_deadline_ms = 0;  // the node state's deadline as last read intact (watcher only)

@@ -35,7 +35,11 @@ cleanup() {
   if [ "$rc" -ne 0 ]; then
     log "test failed; job output and events follow"
     for f in "$TEST_DIR"/*.out "$TEST_DIR"/events/*; do
-      [ -f "$f" ] && { echo "--- $f"; tail -n 40 "$f"; }
+      [ -f "$f" ] || continue
+      # What trainctl said, whole (a traceback would push it out of the tail), then the tail.
+      case "$f" in *.out) echo "--- $f (trainctl's lines)" && grep -E '^trainctl' "$f" | head -n 120 ;; esac
+      echo "--- $f"
+      tail -n 40 "$f"
     done
   fi
   # Wait (bounded) for the cancelled jobs to leave the nodes before the next test.

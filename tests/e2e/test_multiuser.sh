@@ -26,7 +26,6 @@ as() {  # as USER COMMAND...: as that user, with the cluster's environment, umas
     bash -c 'umask 007; exec "$@"' bash "$@"
 }
 alice_uid=$(id -u alice)
-mallory_uid=$(id -u mallory)
 their_processes() { pgrep -u alice,bob,mallory 2>/dev/null | tr '\n' ' ' || true; }
 on_exit() {
   local rc=$? p
@@ -87,6 +86,7 @@ log "job 1 ($MODE): deadline and bob's save, on nodes where mallory owns alice's
 if [ "$MODE" = plugin ] && ! as alice sbatch --help 2>&1 | grep -q graceful-exit; then
   fail "the plugin does not load for alice: $(as alice sbatch --help 2>&1 | grep -i -E 'error|spank' | head -3)"
 fi
+# shellcheck disable=SC2016  # expanded when the hook runs
 printf '#!/bin/sh\necho "$TRAINCTL_NOTICE" >>%s/hook.log\n' "$TEST_DIR" >"$TEST_DIR/hook.sh"
 chmod 755 "$TEST_DIR/hook.sh"
 chown alice "$TEST_DIR/hook.sh"

@@ -45,10 +45,11 @@ TEST(StackDump, ManyThreadsNeverNameAWorkersFrame) {
   EXPECT_EQ(innermost_python_frame(dump), "") << "no main thread in the dump: no Python frame";
   EXPECT_EQ(innermost_python_frame(dump, "0x00007f0000000002"), "");
   // The main thread named by the package, in a dump where it is not last.
-  const std::string two = "Current thread 0x00007f0000000002 (most recent call first):\n"
-                          "  File \"/home/a/train.py\", line 7 in step\n  File \"/home/a/train.py\", line 9 in run\n\n"
-                          "Thread 0x00007f0000000001 (most recent call first):\n"
-                          "  File \"/home/a/w.py\", line 3 in <module>\n";
+  const std::string two =
+      "Current thread 0x00007f0000000002 (most recent call first):\n"
+      "  File \"/home/a/train.py\", line 7 in step\n  File \"/home/a/train.py\", line 9 in run\n\n"
+      "Thread 0x00007f0000000001 (most recent call first):\n"
+      "  File \"/home/a/w.py\", line 3 in <module>\n";
   EXPECT_EQ(innermost_python_frame(two, "0x00007f0000000002"), "step (train.py:7)");
 }
 
