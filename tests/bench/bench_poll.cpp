@@ -72,6 +72,19 @@ void BM_trainctl_check_agreement(benchmark::State& state) {
 }
 BENCHMARK(BM_trainctl_check_agreement)->Arg(0)->Arg(1);
 
+// A compute mark per step (compute_begin + compute_end, as watch_ddp or ctl.compute()
+// does): what marking a step adds to it.
+void BM_trainctl_compute_marks(benchmark::State& state) {
+  trainctl::config c = bench_config();
+  c.set("state_path", g_dir.dir + "/state-compute");
+  trainctl::controller ctl(c);
+  for (auto _ : state) {
+    ctl.compute_begin();
+    ctl.compute_end();
+  }
+}
+BENCHMARK(BM_trainctl_compute_marks);
+
 void BM_stat_absent_switch(benchmark::State& state) {
   const std::string path = g_dir.dir + "/KILL";
   struct stat st {};
