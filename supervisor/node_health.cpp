@@ -375,7 +375,11 @@ void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms
   const auto timeout = opts_.hang_timeout;
   const auto launchers = opts_.launchers;
   const bool command_is_rank = !opts_.batch;
-  const auto excluded = owned_elsewhere_;
+  // The supervisor's helpers are no ranks: the hook, the query, node health's own.
+  const auto elsewhere = owned_elsewhere_;
+  const std::function<bool(pid_t)> excluded = [this, elsewhere](pid_t p) {
+    return owns(p) || (elsewhere && elsewhere(p));  // `this` is the child's copy
+  };
   const std::string job = opts_.job_id;
   child_spec spec;
   spec.ignore_signals = opts_.notices;
@@ -385,7 +389,7 @@ void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms
     const auto t0 = clock::now();
     std::vector<proc_info> ranks;
     for (const auto& r : find_rank_procs(root, launchers, command_is_rank))
-      if (r.pid != getpid() && !(excluded && excluded(r.pid)) && live_process_of_mine(r.pid)) ranks.push_back(r);
+      if (r.pid != getpid() && !excluded(r.pid) && live_process_of_mine(r.pid)) ranks.push_back(r);
     std::string why_not = problem;
     const int fd = why_not.empty() ? open_stacks_dir(dir, group, &why_not) : -1;
     if (fd < 0) {
