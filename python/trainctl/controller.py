@@ -114,6 +114,11 @@ def _distributed():
 # a hang in the process group's init, before any Controller exists, shows its Python
 # frames too. A Controller made later uses this registration.
 _AT_IMPORT = _register_stack_dump(os.environ["TRAINCTL_STATE"]) if os.environ.get("TRAINCTL_STATE") else None
+if _AT_IMPORT:
+    import atexit
+    _PID_AT_IMPORT = os.getpid()
+    # The file goes with the process (not with a forked child that exits normally).
+    atexit.register(lambda: os.getpid() == _PID_AT_IMPORT and _unregister_stack_dump(_AT_IMPORT))
 
 
 class _ComputeSection:
