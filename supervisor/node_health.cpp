@@ -35,6 +35,9 @@ using std::chrono::milliseconds;
 
 // How long every node waits for the whole job's stack files before acting.
 constexpr milliseconds kJobDumpWait{30000};
+// Without a stacks directory to count the other nodes' dumps by, how long every node
+// waits before acting: the others find the hang within a few of their ticks.
+constexpr milliseconds kNoDumpGrace{5000};
 // A dump (stacks, the wait for the other nodes) that takes longer is ended.
 constexpr milliseconds kDumpLimit{120000};
 // How long a node that may be the crash culprit waits for the other nodes' evidence.
@@ -305,7 +308,7 @@ void node_health::check_hang() {
   for (const auto& b : state_->get().beats) {
     const std::int32_t pid = b.pid.load(std::memory_order_acquire);
     const std::int64_t beat = b.beat_ms.load(std::memory_order_relaxed);
-    if (pid > 0 && beat > 0 && now - beat <= opts_.hang_timeout.count()) fresh = true;
+    if (pid > 0 && beat > hung_since_ms_ && now - beat <= opts_.hang_timeout.count()) fresh = true;
     if (pid <= 0 || beat <= 0 || now - beat <= opts_.hang_timeout.count() || beat >= oldest) continue;
     // An exited rank its launcher has not reaped yet is no hang, nor is a pid that
     // now names another user's process.
@@ -363,6 +366,7 @@ void node_health::check_start() {
 
 void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms) {
   hung_ = true;
+  hung_since_ms_ = unix_now_ms();
   log("hang: " + why + "; taking every rank's stacks");
   const std::string dir = log_dir_ + "/stacks-" + (opts_.job_id.empty() ? "pid" + std::to_string(self_) : opts_.job_id);
   // What the child needs, copied: it runs with this process's memory as it is now.
@@ -393,6 +397,9 @@ void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms
     std::string why_not = problem;
     const int fd = why_not.empty() ? open_stacks_dir(dir, group, &why_not) : -1;
     if (fd < 0) {
+      // No files to count the other nodes by: give them the time to find the hang too
+      // (their heartbeats went stale with ours) before the action ends this node's ranks.
+      std::this_thread::sleep_for(kNoDumpGrace);
       out << "log hang: stacks not saved: " << why_not << "\n";
       out << "summary stacks not saved (" << why_not << ")\n";
       return out.str();
@@ -422,6 +429,7 @@ void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms
     if (!ranks.empty()) world = std::atoi(proc_environ_value(ranks[0].pid, "WORLD_SIZE").c_str());
     if (world == 0) world = std::atoi(env_or_empty("SLURM_NTASKS").c_str());
     const std::int64_t since = stall_began_ms - timeout.count() - 60000;
+    if (world == 0) std::this_thread::sleep_for(kNoDumpGrace);  // nothing to count by
     std::vector<rank_stack> all = read_dumps(fd, run, "hang", since);
     for (auto end = clock::now() + kJobDumpWait; static_cast<int>(all.size()) < world && clock::now() < end;) {
       std::this_thread::sleep_for(milliseconds(200));

@@ -106,7 +106,8 @@ class node_health {
   int first_death_status_ = -1;
   bool caused_deaths_ = false;
   bool hung_ = false;
-  bool all_started_ = false;  // every rank found has reached its first agreement
+  std::int64_t hung_since_ms_ = 0;  // when the hang was found: only later beats end it
+  bool all_started_ = false;        // every rank found has reached its first agreement
   std::chrono::steady_clock::time_point next_start_scan_{};
   bool command_is_launcher_ = false;
   std::function<bool(pid_t)> owned_elsewhere_;
