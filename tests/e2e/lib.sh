@@ -219,6 +219,17 @@ submit_as_user() {
   echo "$id" >>"$TEST_DIR/.submitted"
   echo "$id"
 }
+# make_team_users: alice (the job's owner), bob (her teammate, group tcteam) and mallory
+# (another user of the nodes, in no group of theirs), made if this machine lacks them.
+make_team_users() {
+  getent group tcteam >/dev/null || groupadd tcteam
+  getent group alice >/dev/null || groupadd alice
+  id alice >/dev/null 2>&1 || useradd -m -g alice -G tcteam -s /bin/bash alice
+  id bob >/dev/null 2>&1 || useradd -m -g tcteam -s /bin/bash bob
+  getent group mallory >/dev/null || groupadd mallory
+  id mallory >/dev/null 2>&1 || useradd -m -g mallory -s /bin/bash mallory
+  usermod -a -G tcteam alice
+}
 # The user's processes left on this machine (every node of the test cluster is here).
 user_processes() { [ -z "${TEST_USER:-}" ] || pgrep -u "$TEST_USER" 2>/dev/null | tr '\n' ' ' || true; }
 no_user_processes() { [ -z "$(user_processes)" ]; }

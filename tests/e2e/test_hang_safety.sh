@@ -18,13 +18,7 @@
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-getent group tcteam >/dev/null || groupadd tcteam
-getent group alice >/dev/null || groupadd alice
-id alice >/dev/null 2>&1 || useradd -m -g alice -G tcteam -s /bin/bash alice
-id bob >/dev/null 2>&1 || useradd -m -g tcteam -s /bin/bash bob
-getent group mallory >/dev/null || groupadd mallory
-id mallory >/dev/null 2>&1 || useradd -m -g mallory -s /bin/bash mallory
-usermod -a -G tcteam alice
+make_team_users
 run_as_user alice
 chmod 755 "$TEST_DIR"
 as() {

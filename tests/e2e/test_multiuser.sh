@@ -11,14 +11,7 @@
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-# The users, made here if this machine does not have them yet.
-getent group tcteam >/dev/null || groupadd tcteam
-getent group alice >/dev/null || groupadd alice
-id alice >/dev/null 2>&1 || useradd -m -g alice -G tcteam -s /bin/bash alice
-id bob >/dev/null 2>&1 || useradd -m -g tcteam -s /bin/bash bob
-getent group mallory >/dev/null || groupadd mallory
-id mallory >/dev/null 2>&1 || useradd -m -g mallory -s /bin/bash mallory
-usermod -a -G tcteam alice
+make_team_users
 as() {  # as USER COMMAND...: as that user, with the cluster's environment, umask 007
   local who=$1
   shift
