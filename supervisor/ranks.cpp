@@ -129,12 +129,45 @@ pid_t parse_stat_ppid(const std::string& text) {
   return v >= 0 && v <= 0x7fffffff ? static_cast<pid_t>(v) : -1;
 }
 
-std::vector<proc_info> descendants(pid_t root, const std::vector<std::string>& launcher_names,
-                                   const std::string& proc) {
+namespace {
+
+// The children of every thread of `pid` (proc(5): /proc/PID/task/TID/children); false
+// when the kernel does not offer the file (CONFIG_PROC_CHILDREN).
+bool thread_children(const std::string& proc, pid_t pid, std::vector<pid_t>& out) {
+  const std::string tasks = proc + "/" + std::to_string(pid) + "/task";
+  DIR* d = opendir(tasks.c_str());
+  // No task directory: gone since its parent listed it, or a /proc without one.
+  if (d == nullptr) return access((proc + "/" + std::to_string(pid)).c_str(), F_OK) != 0;
+  bool offered = true;
+  std::string text;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    const std::string file = tasks + "/" + e->d_name + "/children";
+    if (!read_file(file, text, 1 << 16)) {
+      // A thread that ended since the listing is no loss; a missing file is.
+      const std::string task_dir = tasks + "/" + e->d_name;
+      if (access(task_dir.c_str(), F_OK) == 0 && access(file.c_str(), F_OK) != 0) offered = false;
+      continue;
+    }
+    const char* p = text.c_str();
+    while (*p != '\0') {
+      char* end = nullptr;
+      const long child = std::strtol(p, &end, 10);
+      if (end == p) break;
+      if (child > 0) out.push_back(static_cast<pid_t>(child));
+      p = end;
+    }
+  }
+  closedir(d);
+  return offered;
+}
+
+// Every process's parent, from a walk of the whole of /proc: what the kernel said
+// before children files existed, and what a whole-node search needs anyway.
+std::multimap<pid_t, pid_t> all_children(const std::string& proc) {
   std::multimap<pid_t, pid_t> children;
-  std::map<pid_t, unsigned long long> start_times;
   DIR* d = opendir(proc.c_str());
-  if (d == nullptr) return {};
+  if (d == nullptr) return children;
   while (dirent* e = readdir(d)) {
     char* end = nullptr;
     const long pid = std::strtol(e->d_name, &end, 10);
@@ -143,32 +176,56 @@ std::vector<proc_info> descendants(pid_t root, const std::vector<std::string>& l
     if (!read_file(proc + "/" + e->d_name + "/stat", stat, 4096)) continue;
     const pid_t ppid = parse_stat_ppid(stat);
     if (ppid >= 0) children.emplace(ppid, static_cast<pid_t>(pid));
-    start_times[static_cast<pid_t>(pid)] = parse_stat_start_time(stat);
   }
   closedir(d);
+  return children;
+}
 
+proc_info describe(const std::string& proc, pid_t pid, pid_t ppid, const std::vector<std::string>& launcher_names) {
+  proc_info info;
+  info.pid = pid;
+  info.ppid = ppid;
+  const std::string dir = proc + "/" + std::to_string(pid);
+  std::string blob;
+  if (read_file(dir + "/stat", blob, 4096)) info.start_time = parse_stat_start_time(blob);
+  struct stat st {};
+  info.ours = stat(dir.c_str(), &st) == 0 && st.st_uid == getuid();
+  if (info.ours) {
+    info.has_rank = read_file(dir + "/environ", blob) && environ_has_rank(blob);
+    info.launcher = read_file(dir + "/cmdline", blob, 8192) && cmdline_names_launcher(blob, launcher_names);
+  }
+  return info;
+}
+
+}  // namespace
+
+// From the root down, so that the cost follows the job's processes, not the node's: a
+// supervisor on a node with 5,000 other processes reads only its own subtree. Only a
+// kernel without children files (or a search from pid 1) walks the whole of /proc.
+std::vector<proc_info> descendants(pid_t root, const std::vector<std::string>& launcher_names,
+                                   const std::string& proc) {
+  std::multimap<pid_t, pid_t> whole;
+  bool walked = root == 1;
+  if (walked) whole = all_children(proc);
   std::vector<proc_info> out;
   std::vector<pid_t> queue{root};
-  const uid_t me = getuid();
+  std::vector<pid_t> kids;
   while (!queue.empty()) {
     const pid_t p = queue.back();
     queue.pop_back();
-    auto range = children.equal_range(p);
-    for (auto it = range.first; it != range.second; ++it) {
-      proc_info info;
-      info.pid = it->second;
-      info.ppid = p;
-      info.start_time = start_times[info.pid];
-      struct stat st {};
-      const std::string dir = proc + "/" + std::to_string(info.pid);
-      info.ours = stat(dir.c_str(), &st) == 0 && st.st_uid == me;
-      if (info.ours) {
-        std::string blob;
-        info.has_rank = read_file(dir + "/environ", blob) && environ_has_rank(blob);
-        info.launcher = read_file(dir + "/cmdline", blob, 8192) && cmdline_names_launcher(blob, launcher_names);
-      }
-      out.push_back(info);
-      queue.push_back(info.pid);
+    kids.clear();
+    if (!walked && !thread_children(proc, p, kids)) {
+      whole = all_children(proc);  // no children files: the old way, once
+      walked = true;
+    }
+    if (walked) {
+      kids.clear();
+      auto range = whole.equal_range(p);
+      for (auto it = range.first; it != range.second; ++it) kids.push_back(it->second);
+    }
+    for (pid_t c : kids) {
+      out.push_back(describe(proc, c, p, launcher_names));
+      queue.push_back(c);
       if (out.size() > 100000) return out;  // bounded, whatever /proc says
     }
   }

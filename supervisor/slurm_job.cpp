@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "parse.hpp"
+#include "slurm_api.hpp"
 #include "subprocess.hpp"
 
 namespace trainctl {
@@ -139,6 +140,7 @@ std::optional<job_times> job_from(const std::string& job_id, const child_result&
 }  // namespace
 
 std::optional<job_times> query_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error) {
+  if (slurm_api_ready(nullptr)) return slurm_api_load_job(job_id, error);
   return job_from(job_id, run_child(job_query_spec(job_id, timeout)), error);
 }
 
@@ -147,7 +149,16 @@ job_query::~job_query() = default;
 
 bool job_query::start(const std::string& job_id, std::chrono::milliseconds timeout, const std::vector<int>& ignore,
                       std::string* error) {
-  if (child_) return true;
+  if (running()) return true;
+  job_id_ = job_id;
+  deadline_ = std::chrono::steady_clock::now() + timeout;
+  if (use_api_ && slurm_api_ready(nullptr)) {
+    if (!reader_) reader_ = std::make_unique<slurm_job_reader>();
+    if (!reader_->start(job_id, error)) return false;
+    in_thread_ = true;
+    return true;
+  }
+  use_api_ = false;
   child_spec spec = job_query_spec(job_id, timeout);
   spec.ignore_signals = ignore;
   auto child = std::make_unique<started_child>(spec);
@@ -156,12 +167,14 @@ bool job_query::start(const std::string& job_id, std::chrono::milliseconds timeo
     return false;
   }
   child_ = std::move(child);
-  job_id_ = job_id;
-  deadline_ = std::chrono::steady_clock::now() + timeout;
   return true;
 }
 
 pid_t job_query::pid() const { return child_ ? child_->pid() : -1; }
+
+int job_query::fd() const { return reader_ ? reader_->fd() : -1; }
+
+const char* job_query::how() const { return use_api_ ? "libslurm" : "scontrol"; }
 
 void job_query::drain() {
   if (child_) child_->drain();
@@ -174,7 +187,20 @@ std::optional<job_times> job_query::finish(int wait_status, std::string* error) 
   return job_from(job_id_, r, error);
 }
 
+std::optional<std::optional<job_times>> job_query::take(std::string* error) {
+  if (!in_thread_ || !reader_) return std::nullopt;
+  auto answer = reader_->take(error);
+  if (answer) in_thread_ = false;
+  return answer;
+}
+
 std::optional<job_times> job_query::expire(std::string* error) {
+  if (in_thread_) {
+    reader_->abandon();
+    in_thread_ = false;
+    if (error != nullptr) *error = "no answer from the controller in time";
+    return std::nullopt;
+  }
   if (!child_) return std::nullopt;
   const child_result r = child_->abandon();
   child_.reset();

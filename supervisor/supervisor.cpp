@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@
 #include "notice_hook.hpp"
 #include "parse.hpp"
 #include "publisher.hpp"
+#include "query_schedule.hpp"
 #include "ranks.hpp"
 #include "slurm_job.hpp"
 #include "stack_dump.hpp"
@@ -42,6 +44,11 @@ using std::chrono::milliseconds;
 constexpr milliseconds kNoticeClassifyWait{2000};
 // The query that catches a TimeLimit change made since the last periodic read.
 constexpr std::int64_t kPreDeadlineQueryMs = 20000;
+// How long an idle follower (a supervisor that does not publish the node state) sleeps:
+// the publisher's death wakes it at once (a pidfd), the deadline at its time.
+constexpr milliseconds kFollowerWait{60000};
+// A TERM this close to the known EndTime is the time limit, not a preemption: no query.
+constexpr std::int64_t kAtEndTimeMs = 5000;
 // A rank still running this long after it was told to exit gets a line.
 constexpr std::int64_t kExitReportAfterMs = 60000;
 
@@ -93,6 +100,8 @@ class supervisor {
   // The loop's one descriptor: the signals and the ranks' deaths (node health).
   int loop_fd();
   void close_state();
+  void watch_publisher();
+  void schedule_pre_deadline_query();
   bool tracks_endtime() const { return !opts_.job_id.empty() && opts_.graceful_exit.count() > 0; }
   // Whether this supervisor reads EndTime and preemption itself: always, unless another
   // supervisor on the node publishes them into a node state this one shares. No node
@@ -117,7 +126,13 @@ class supervisor {
   bool deadline_fired_ = false;
   bool preempted_ = false;
   std::uint32_t seen_flags_ = 0;  // node flags already relayed (followers)
-  clock::time_point next_query_{};
+  query_slots slots_;              // when this node's queries fall (no two nodes in one second)
+  std::int64_t next_query_ms_ = 0;  // the next periodic EndTime read, wall clock
+  std::int64_t pre_deadline_query_ms_ = 0;
+  bool term_seen_ = false;  // a TERM came: the batch end asks whether it was a preemption
+  bool query_fd_added_ = false;
+  int publisher_fd_ = -1;  // pidfd of the node's publisher, while this one follows
+  pid_t publisher_pid_ = 0;
   job_query query_;        // the EndTime query in flight, if any
   std::string query_why_;  // what it is for, for the log
   bool pre_deadline_queried_ = false;
@@ -296,13 +311,26 @@ void supervisor::start_query(const char* why) {
   // The batch step usually only runs srun; the steps' supervisors ask the controller.
   // It asks only while the batch script itself runs rank processes, which keeps the
   // controller load at one supervisor per node.
-  next_query_ = clock::now() + opts_.endtime_poll;
+  const std::int64_t period = opts_.endtime_poll.count();
+  next_query_ms_ = next_slot_ms(slots_, period, unix_now_ms() + period / 2);
   if (opts_.batch && find_ranks(getpid(), opts_.launchers, false).empty()) return;
   std::vector<int> ignore = opts_.notices;
   ignore.push_back(opts_.graceful_signal);
   std::string error;
   query_why_ = why;
-  if (!query_.start(opts_.job_id, milliseconds(10000), ignore, &error)) on_job_answer(std::nullopt, error);
+  if (!query_.start(opts_.job_id, milliseconds(10000), ignore, &error)) {
+    on_job_answer(std::nullopt, error);
+    return;
+  }
+  if (!query_fd_added_ && query_.fd() >= 0 && loop_fd() != sigfd_) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = query_.fd();
+    query_fd_added_ = epoll_ctl(loop_fd(), EPOLL_CTL_ADD, query_.fd(), &ev) == 0;
+  }
+  if (std::getenv("TRAINCTL_LOG_QUERIES") != nullptr)  // for the RPC tests
+    log("asked the controller for the job's EndTime (%s, through %s) at %lld ms", why, query_.how(),
+        static_cast<long long>(unix_now_ms()));
 }
 
 void supervisor::on_job_answer(const std::optional<job_times>& jt, const std::string& error) {
@@ -338,6 +366,7 @@ void supervisor::on_job_answer(const std::optional<job_times>& jt, const std::st
       if (d != deadline_ms_ && !deadline_fired_) {
         deadline_ms_ = d;
         pre_deadline_queried_ = false;
+        schedule_pre_deadline_query();
         publish_deadline();
         log("deadline %s (EndTime %s - graceful exit %s)", clock_time(d).c_str(), clock_time(end_ms_).c_str(),
             format_duration(opts_.graceful_exit).c_str());
@@ -365,12 +394,19 @@ void supervisor::publish_deadline() {
   state_->get().seq.fetch_add(1, std::memory_order_release);
 }
 
+// The last read before the deadline, for a TimeLimit changed since the periodic one:
+// spread over the nodes like the others, ending kPreDeadlineQueryMs before the deadline.
+void supervisor::schedule_pre_deadline_query() {
+  const std::int64_t window = spread_window_ms(slots_, opts_.endtime_poll.count());
+  pre_deadline_query_ms_ = deadline_ms_ - kPreDeadlineQueryMs - window + slot_offset_ms(slots_, window);
+}
+
 void supervisor::check_deadline() {
   if (deadline_fired_ || deadline_ms_ == 0) return;
   const std::int64_t now = unix_now_ms();
   // One last read shortly before, for a TimeLimit changed since the periodic one; the
   // deadline itself never waits for an answer.
-  if (!pre_deadline_queried_ && tracks_endtime() && deadline_ms_ - now <= kPreDeadlineQueryMs) {
+  if (!pre_deadline_queried_ && tracks_endtime() && now >= pre_deadline_query_ms_) {
     pre_deadline_queried_ = true;
     start_query("before the deadline");
   }
@@ -425,8 +461,13 @@ void supervisor::handle_signal(const signalfd_siginfo& si) {
       sig == opts_.graceful_signal) {
     log("received SIG%s (from pid %u)", signal_name(sig).c_str(), si.ssi_pid);
     if (sig == SIGTERM) report_lingering_ranks(", when SIGTERM came");
-    if (notice_pending_) return;      // the one before is still waiting for its answer
-    start_query("after the signal");  // preemption moves EndTime and sets PreemptTime
+    if (notice_pending_) return;  // the one before is still waiting for its answer
+    // Only a TERM can be a preemption (SLURM sends it at the start of the grace, with
+    // the user's signal if any), and one at the known EndTime is the time limit: any
+    // other notice (scancel --signal, --signal=SIG@TIME) leaves EndTime where it was.
+    const bool may_be_preemption = sig == SIGTERM && (end_ms_ == 0 || unix_now_ms() < end_ms_ - kAtEndTimeMs);
+    if (sig == SIGTERM) term_seen_ = true;
+    if (may_be_preemption) start_query("after the signal");  // preemption moves EndTime and sets PreemptTime
     if (query_.running()) {
       notice_pending_ = true;
       notice_by_ = clock::now() + kNoticeClassifyWait;
@@ -478,7 +519,9 @@ void supervisor::look_after_state() {
 }
 
 void supervisor::end_leftovers() {
-  // Orphans of the command (workers in their own sessions) were reparented to us.
+  // Orphans of the command (workers in their own sessions) were reparented to us, a
+  // subreaper: with no child left there is no descendant either, and nothing to read.
+  if (waitpid(-1, nullptr, WNOHANG | __WALL) < 0 && errno == ECHILD) return;
   for (int round = 0; round < 2; ++round) {
     std::vector<pid_handle> ours;
     for (const auto& p : descendants(getpid(), {}))
@@ -528,7 +571,7 @@ void supervisor::after_hang_dump(const std::string& summary) {
 // exited within the grace): SLURM would count the job as finished, so put it back in
 // the queue now, as preemption with requeue would have at the end of the grace.
 void supervisor::requeue_if_preempted() {
-  if (opts_.job_id.empty()) return;
+  if (opts_.job_id.empty() || (!term_seen_ && !preempted_)) return;  // no TERM: no preemption
   std::string error;
   const auto jt = trainctl::query_job(opts_.job_id, milliseconds(10000), &error);
   if (!jt || !jt->preempting) return;
@@ -542,9 +585,37 @@ void supervisor::requeue_if_preempted() {
     log("the job was preempted but could not be requeued: %s", error.c_str());
 }
 
+// A follower holds the publisher by a pidfd in the loop's epoll set: the publisher's
+// death wakes it at once to take the role over, so it need not try every second.
+void supervisor::watch_publisher() {
+  pid_t holder = 0;
+  if (state_ && !pub_) holder = static_cast<pid_t>(state_->get().publisher_id.load(std::memory_order_acquire) >> 32);
+  bool dead = false;
+  if (publisher_fd_ >= 0) {
+    pollfd p{publisher_fd_, POLLIN, 0};
+    dead = poll(&p, 1, 0) == 1;
+  }
+  if (holder == publisher_pid_ && !dead) return;
+  if (publisher_fd_ >= 0) {
+    epoll_ctl(loop_fd(), EPOLL_CTL_DEL, publisher_fd_, nullptr);
+    close(publisher_fd_);
+    publisher_fd_ = -1;
+  }
+  publisher_pid_ = holder;
+  if (holder <= 0 || dead || loop_fd() == sigfd_) return;
+  publisher_fd_ = static_cast<int>(syscall(SYS_pidfd_open, holder, 0));
+  if (publisher_fd_ < 0) return;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = publisher_fd_;
+  epoll_ctl(loop_fd(), EPOLL_CTL_ADD, publisher_fd_, &ev);
+}
+
 // Removes this step's node state when the last process lets go of it, and what killed
 // steps left in trainctl's own state directory (never in a directory given by --state).
 void supervisor::close_state() {
+  if (publisher_fd_ >= 0) close(publisher_fd_);
+  publisher_fd_ = -1;
   pub_.reset();
   health_.set_state(nullptr);
   if (!state_) return;
@@ -596,7 +667,9 @@ int supervisor::run(char* const* argv, pid_t adopt) {
   if (opts_.deadline > 0) deadline_ms_ = static_cast<std::int64_t>(opts_.deadline * 1000);
   // The first EndTime read waits a second: a short step never costs an RPC, and the
   // launch stays as fast as without trainctl.
-  next_query_ = clock::now() + milliseconds(1000);
+  slots_ = slots_from_env(opts_.job_id);
+  next_query_ms_ = next_slot_ms(slots_, spread_window_ms(slots_, opts_.endtime_poll.count()), unix_now_ms() + 1000);
+  if (deadline_ms_ != 0) schedule_pre_deadline_query();
   open_state();
   if (deadline_ms_ != 0) publish_deadline();
   if (!opts_.kill_switch.empty()) setenv("KILL_SWITCH", opts_.kill_switch.c_str(), 1);
@@ -621,14 +694,16 @@ int supervisor::run(char* const* argv, pid_t adopt) {
   // then lost, not pending): look once before waiting for it.
   reap();
   while (!child_done_) {
-    milliseconds wait(pub_ ? opts_.poll_interval : milliseconds(1000));
-    if (reads_job_itself() && tracks_endtime())
-      wait = std::min(wait, std::chrono::duration_cast<milliseconds>(next_query_ - clock::now()));
     const std::int64_t now_ms = unix_now_ms();
+    milliseconds wait(pub_ ? opts_.poll_interval : state_ ? kFollowerWait : milliseconds(1000));
+    if (reads_job_itself() && tracks_endtime()) wait = std::min(wait, milliseconds(next_query_ms_ - now_ms));
     if (deadline_ms_ && !deadline_fired_) {
       wait = std::min(wait, milliseconds(deadline_ms_ - now_ms));
-      if (!pre_deadline_queried_ && tracks_endtime())
-        wait = std::min(wait, milliseconds(deadline_ms_ - kPreDeadlineQueryMs - now_ms));
+      if (!pre_deadline_queried_ && tracks_endtime()) wait = std::min(wait, milliseconds(pre_deadline_query_ms_ - now_ms));
+    }
+    if (state_ && !pub_) {  // a follower: the publisher's deadline, a little after it fires it
+      const std::int64_t d = state_->get().deadline_ms.load(std::memory_order_acquire);
+      if (d != 0 && (seen_flags_ & kFlagDeadline) == 0 && d + 200 > now_ms) wait = std::min(wait, milliseconds(d + 200 - now_ms));
     }
     if (query_.running())
       wait = std::min(wait, std::chrono::duration_cast<milliseconds>(query_.deadline() - clock::now()));
@@ -649,6 +724,10 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     reap();  // a SIGCHLD merged with another may not show up on its own
     if (child_done_) break;
     query_.drain();
+    {
+      std::string error;
+      if (auto answer = query_.take(&error)) on_job_answer(*answer, error);
+    }
     if (query_.running() && clock::now() >= query_.deadline()) {
       std::string error;
       on_job_answer(query_.expire(&error), error);
@@ -659,9 +738,11 @@ int supervisor::run(char* const* argv, pid_t adopt) {
       resolve_notice("notice");
     }
     // EndTime matters only for a deadline; notices query on their own.
-    if (reads_job_itself() && tracks_endtime() && clock::now() >= next_query_) start_query("periodic");
+    if (reads_job_itself() && tracks_endtime() && unix_now_ms() >= next_query_ms_)
+      start_query(end_ms_ == 0 ? "first read" : "periodic");
     check_deadline();
     look_after_state();
+    watch_publisher();
     follow_node_flags();
     health_wait = health_.tick();
     if (exit_told_ms_ != 0 && unix_now_ms() - exit_told_ms_ >= kExitReportAfterMs) report_lingering_ranks("");

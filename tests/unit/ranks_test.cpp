@@ -3,9 +3,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #include "fixture.hpp"
 
@@ -30,6 +32,11 @@ std::string nul(std::initializer_list<std::string> parts) {
 
 const std::vector<std::string> kLaunchers{"torchrun", "accelerate", "deepspeed"};
 
+// The kernel's children files for a fake /proc: TID 1 of `pid` lists `kids`.
+void children(const temp_dir& t, pid_t pid, const std::string& kids) {
+  t.write("proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children", kids);
+}
+
 }  // namespace
 
 TEST(Ranks, TorchrunWorkersInNewSessionsButNotTheirDataLoaders) {
@@ -44,6 +51,53 @@ TEST(Ranks, TorchrunWorkersInNewSessionsButNotTheirDataLoaders) {
   auto ranks = find_ranks(100, kLaunchers, true, t / "proc");
   std::sort(ranks.begin(), ranks.end());
   EXPECT_EQ(ranks, (std::vector<pid_t>{102, 103}));
+}
+
+// With children files the search goes from the root down and never reads the rest of
+// /proc: a process elsewhere that claims the supervisor as its parent in its stat (a
+// fake /proc can say anything) is not found, because no thread of the root lists it.
+TEST(Ranks, DescendantsFollowTheChildrenFilesFromTheRootDown) {
+  temp_dir t;
+  proc(t, 100, 1, "", nul({"trainctl-run"}));
+  proc(t, 101, 100, nul({"PATH=/bin"}), nul({"torchrun"}));
+  proc(t, 102, 101, nul({"RANK=0"}), nul({"python3", "x.py"}));
+  proc(t, 103, 101, nul({"RANK=1"}), nul({"python3", "x.py"}));
+  proc(t, 900, 100, nul({"RANK=7"}), nul({"python3"}));  // not listed by 100's threads
+  children(t, 100, "101 ");
+  children(t, 101, "102 ");
+  t.write("proc/101/task/111/children", "103 ");  // a child forked by another thread
+  children(t, 102, "");
+  children(t, 103, "");
+  std::vector<pid_t> found;
+  for (const auto& p : descendants(100, kLaunchers, t / "proc")) found.push_back(p.pid);
+  std::sort(found.begin(), found.end());
+  EXPECT_EQ(found, (std::vector<pid_t>{101, 102, 103}));
+}
+
+// A real tree: a child, and its child forked from a second thread.
+TEST(Ranks, RealDescendantsIncludeChildrenOfOtherThreads) {
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    std::thread([&] {
+      if (fork() == 0) {
+        pause();
+        _exit(0);
+      }
+      (void)!write(ready[1], "x", 1);
+    }).join();
+    pause();
+    _exit(0);
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  const auto found = descendants(getpid(), {});
+  EXPECT_EQ(found.size(), 2u);
+  for (const auto& p : found) kill(p.pid, SIGKILL);
+  waitpid(child, nullptr, 0);
+  close(ready[0]);
+  close(ready[1]);
 }
 
 TEST(Ranks, NoLauncherMeansTheCommandIsTheRank) {
