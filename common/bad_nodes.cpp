@@ -1,6 +1,7 @@
 #include "bad_nodes.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include "parse.hpp"
 
 namespace trainctl {
 namespace {
@@ -34,6 +37,52 @@ std::string no_spaces(std::string s) {
   for (char& c : s)
     if (c == ' ' || c == '\n' || c == '\t') c = '_';
   return s.empty() ? "-" : s;
+}
+
+std::string format_line(const bad_node& b) {
+  std::string reason = b.reason;
+  std::replace(reason.begin(), reason.end(), '\n', ' ');
+  return std::to_string(b.when) + " " + no_spaces(b.host) + " job=" + no_spaces(b.job) + " gpus=" + no_spaces(b.gpus) +
+         " reason=" + reason + "\n";
+}
+
+// The memory is trimmed when an append takes it past this size (1,000 findings or so).
+constexpr std::size_t kTrimAboveBytes = 128 * 1024;
+constexpr std::size_t kKeepLines = 300;
+constexpr std::chrono::seconds kKeepAtLeast{7 * 24 * 3600};
+
+}  // namespace
+
+std::vector<bad_node> read_bad_nodes(const std::string& path);
+
+namespace {
+
+// Rewrites the memory without what no reader will use: findings older than the keep
+// horizon (the expiry, at least kKeepAtLeast), and past the newest kKeepLines. Called
+// with `fd` (the file) locked; the new file replaces it by rename, so a reader sees the
+// old or the new file whole.
+void trim_bad_nodes(const std::string& path, int locked_fd, std::int64_t now_s) {
+  (void)locked_fd;
+  std::int64_t keep_s = kKeepAtLeast.count();
+  try {
+    const std::string e = env("TRAINCTL_BAD_NODE_EXPIRY");
+    if (!e.empty()) keep_s = std::max<std::int64_t>(keep_s, parse_duration(e, 'h').count() / 1000);
+  } catch (const parse_error&) {
+    // the readers say so; the horizon stays at its floor
+  }
+  std::vector<bad_node> all = read_bad_nodes(path);
+  std::vector<bad_node> kept;
+  for (const auto& b : all)
+    if (now_s - b.when < keep_s) kept.push_back(b);
+  if (kept.size() > kKeepLines) kept.erase(kept.begin(), kept.end() - static_cast<std::ptrdiff_t>(kKeepLines));
+  const std::string tmp = path + ".trim." + std::to_string(getpid());
+  const int out = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (out < 0) return;
+  std::string text;
+  for (const auto& b : kept) text += format_line(b);
+  const bool ok = write(out, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(out) == 0;
+  close(out);
+  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) unlink(tmp.c_str());
 }
 
 }  // namespace
@@ -67,17 +116,27 @@ std::string record_bad_node(const std::string& path, const bad_node& b) {
   const size_t slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0 && !make_dirs(path.substr(0, slash)))
     return "cannot create " + path.substr(0, slash) + ": " + std::strerror(errno);
-  std::string reason = b.reason;
-  std::replace(reason.begin(), reason.end(), '\n', ' ');
-  const std::string line = std::to_string(b.when) + " " + no_spaces(b.host) + " job=" + no_spaces(b.job) +
-                           " gpus=" + no_spaces(b.gpus) + " reason=" + reason + "\n";
-  // One write of one line in append mode: findings of several nodes do not interleave.
-  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return "cannot open " + path + ": " + std::strerror(errno);
-  const bool ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
-  std::string why = ok ? "" : "cannot append to " + path + ": " + std::strerror(errno);
-  close(fd);
-  return why;
+  const std::string line = format_line(b);
+  // One write of one line in append mode, under the file's lock: findings of several
+  // nodes do not interleave, and none goes into a file that a trim has just replaced.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return "cannot open " + path + ": " + std::strerror(errno);
+    flock(fd, LOCK_EX);
+    struct stat held {
+    }, named{};
+    if (fstat(fd, &held) == 0 && (lstat(path.c_str(), &named) != 0 || named.st_ino != held.st_ino)) {
+      close(fd);  // trimmed meanwhile: append to the new file
+      continue;
+    }
+    const bool ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    std::string why = ok ? "" : "cannot append to " + path + ": " + std::strerror(errno);
+    if (ok && held.st_size + static_cast<off_t>(line.size()) > static_cast<off_t>(kTrimAboveBytes))
+      trim_bad_nodes(path, fd, b.when);
+    close(fd);  // drops the lock
+    return why;
+  }
+  return "cannot append to " + path + ": it keeps being replaced";
 }
 
 std::vector<bad_node> read_bad_nodes(const std::string& path) {

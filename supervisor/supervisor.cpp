@@ -125,8 +125,8 @@ class supervisor {
   std::int64_t deadline_ms_ = 0;  // when to ask the ranks to exit; 0: none
   bool deadline_fired_ = false;
   bool preempted_ = false;
-  std::uint32_t seen_flags_ = 0;  // node flags already relayed (followers)
-  query_slots slots_;              // when this node's queries fall (no two nodes in one second)
+  std::uint32_t seen_flags_ = 0;    // node flags already relayed (followers)
+  query_slots slots_;               // when this node's queries fall (no two nodes in one second)
   std::int64_t next_query_ms_ = 0;  // the next periodic EndTime read, wall clock
   std::int64_t pre_deadline_query_ms_ = 0;
   bool term_seen_ = false;  // a TERM came: the batch end asks whether it was a preemption
@@ -699,11 +699,13 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     if (reads_job_itself() && tracks_endtime()) wait = std::min(wait, milliseconds(next_query_ms_ - now_ms));
     if (deadline_ms_ && !deadline_fired_) {
       wait = std::min(wait, milliseconds(deadline_ms_ - now_ms));
-      if (!pre_deadline_queried_ && tracks_endtime()) wait = std::min(wait, milliseconds(pre_deadline_query_ms_ - now_ms));
+      if (!pre_deadline_queried_ && tracks_endtime())
+        wait = std::min(wait, milliseconds(pre_deadline_query_ms_ - now_ms));
     }
     if (state_ && !pub_) {  // a follower: the publisher's deadline, a little after it fires it
       const std::int64_t d = state_->get().deadline_ms.load(std::memory_order_acquire);
-      if (d != 0 && (seen_flags_ & kFlagDeadline) == 0 && d + 200 > now_ms) wait = std::min(wait, milliseconds(d + 200 - now_ms));
+      if (d != 0 && (seen_flags_ & kFlagDeadline) == 0 && d + 200 > now_ms)
+        wait = std::min(wait, milliseconds(d + 200 - now_ms));
     }
     if (query_.running())
       wait = std::min(wait, std::chrono::duration_cast<milliseconds>(query_.deadline() - clock::now()));

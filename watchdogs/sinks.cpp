@@ -1,6 +1,5 @@
 #include "sinks.hpp"
 
-#include <curl/curl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <thread>
 
 #include "check_result.hpp"
+#include "curl_loader.hpp"
 #include "parse.hpp"
 #include "subprocess.hpp"
 
@@ -56,22 +56,19 @@ const std::string kAccepted =
     "accepted: smtp://[user@]host[:port]?from=A&to=B, smtps://..., sendmail:ADDRESS, slack:env:VAR, "
     "webhook:env:VAR, and in a --notify-file slack:https://hooks... and webhook:http(s)://...";
 
-struct curl_global {
-  curl_global() { curl_global_init(CURL_GLOBAL_DEFAULT); }
-  ~curl_global() { curl_global_cleanup(); }
-};
-
-void ensure_curl() { static curl_global g; }
-
-struct curl_handle {  // RAII for CURL* and its header list
-  CURL* c = curl_easy_init();
+struct curl_handle {  // RAII for CURL* and its header lists
+  const curl_api& api;
+  CURL* c = api.easy_init();
   curl_slist* headers = nullptr;
   curl_slist* rcpt = nullptr;
+  explicit curl_handle(const curl_api& a) : api(a) {}
   ~curl_handle() {
-    if (headers != nullptr) curl_slist_free_all(headers);
-    if (rcpt != nullptr) curl_slist_free_all(rcpt);
-    if (c != nullptr) curl_easy_cleanup(c);
+    if (headers != nullptr) api.slist_free_all(headers);
+    if (rcpt != nullptr) api.slist_free_all(rcpt);
+    if (c != nullptr) api.easy_cleanup(c);
   }
+  curl_handle(const curl_handle&) = delete;
+  curl_handle& operator=(const curl_handle&) = delete;
 };
 
 struct upload {
@@ -119,24 +116,27 @@ std::string rfc2822_date(std::int64_t t) {
 // One try; `retry_after` set (seconds) when the server asked to wait.
 bool try_http(const sink& s, const std::string& payload, const delivery_options& o, std::string* error,
               long* retry_after) {
-  curl_handle h;
+  std::string why;
+  const curl_api* api = load_curl(&why);
+  if (api == nullptr) return *error = s.redacted() + ": " + why, false;
+  curl_handle h(*api);
   if (h.c == nullptr) return *error = "curl_easy_init failed", false;
   http_reply reply;
-  h.headers = curl_slist_append(h.headers, "Content-Type: application/json");
-  curl_easy_setopt(h.c, CURLOPT_URL, s.url.c_str());
-  curl_easy_setopt(h.c, CURLOPT_HTTPHEADER, h.headers);
-  curl_easy_setopt(h.c, CURLOPT_POSTFIELDS, payload.c_str());
-  curl_easy_setopt(h.c, CURLOPT_POSTFIELDSIZE, static_cast<long>(payload.size()));
-  curl_easy_setopt(h.c, CURLOPT_TIMEOUT_MS, static_cast<long>(o.timeout.count()));
-  curl_easy_setopt(h.c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.timeout.count()));
-  curl_easy_setopt(h.c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h.c, CURLOPT_WRITEFUNCTION, discard_cb);
-  curl_easy_setopt(h.c, CURLOPT_HEADERFUNCTION, header_cb);
-  curl_easy_setopt(h.c, CURLOPT_HEADERDATA, &reply);
-  curl_easy_setopt(h.c, CURLOPT_PROTOCOLS_STR, "http,https");
-  const CURLcode rc = curl_easy_perform(h.c);
-  if (rc != CURLE_OK) return *error = s.redacted() + ": " + curl_easy_strerror(rc), false;
-  curl_easy_getinfo(h.c, CURLINFO_RESPONSE_CODE, &reply.code);
+  h.headers = api->slist_append(h.headers, "Content-Type: application/json");
+  api->easy_setopt(h.c, CURLOPT_URL, s.url.c_str());
+  api->easy_setopt(h.c, CURLOPT_HTTPHEADER, h.headers);
+  api->easy_setopt(h.c, CURLOPT_POSTFIELDS, payload.c_str());
+  api->easy_setopt(h.c, CURLOPT_POSTFIELDSIZE, static_cast<long>(payload.size()));
+  api->easy_setopt(h.c, CURLOPT_TIMEOUT_MS, static_cast<long>(o.timeout.count()));
+  api->easy_setopt(h.c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.timeout.count()));
+  api->easy_setopt(h.c, CURLOPT_NOSIGNAL, 1L);
+  api->easy_setopt(h.c, CURLOPT_WRITEFUNCTION, discard_cb);
+  api->easy_setopt(h.c, CURLOPT_HEADERFUNCTION, header_cb);
+  api->easy_setopt(h.c, CURLOPT_HEADERDATA, &reply);
+  api->easy_setopt(h.c, CURLOPT_PROTOCOLS_STR, "http,https");
+  const CURLcode rc = api->easy_perform(h.c);
+  if (rc != CURLE_OK) return *error = s.redacted() + ": " + api->easy_strerror(rc), false;
+  api->easy_getinfo(h.c, CURLINFO_RESPONSE_CODE, &reply.code);
   if (reply.code >= 200 && reply.code < 300) return true;
   if (reply.code == 429) *retry_after = reply.retry_after >= 0 ? reply.retry_after : 1;
   *error = s.redacted() + ": HTTP " + std::to_string(reply.code);
@@ -144,31 +144,34 @@ bool try_http(const sink& s, const std::string& payload, const delivery_options&
 }
 
 bool try_smtp(const sink& s, const alert_message& m, const delivery_options& o, std::string* error) {
-  curl_handle h;
+  std::string why;
+  const curl_api* api = load_curl(&why);
+  if (api == nullptr) return *error = s.redacted() + ": " + why, false;
+  curl_handle h(*api);
   if (h.c == nullptr) return *error = "curl_easy_init failed", false;
   const std::string text = mail_text(s, m);
   upload up{&text};
-  curl_easy_setopt(h.c, CURLOPT_URL, s.url.c_str());
+  api->easy_setopt(h.c, CURLOPT_URL, s.url.c_str());
   if (!s.user.empty()) {
-    curl_easy_setopt(h.c, CURLOPT_USERNAME, s.user.c_str());
-    curl_easy_setopt(h.c, CURLOPT_PASSWORD, s.password.c_str());
+    api->easy_setopt(h.c, CURLOPT_USERNAME, s.user.c_str());
+    api->easy_setopt(h.c, CURLOPT_PASSWORD, s.password.c_str());
   }
   // Asked for STARTTLS: required, never a silent fall back to plaintext.
-  curl_easy_setopt(h.c, CURLOPT_USE_SSL,
+  api->easy_setopt(h.c, CURLOPT_USE_SSL,
                    s.starttls ? static_cast<long>(CURLUSESSL_ALL) : static_cast<long>(CURLUSESSL_NONE));
   const std::string from = "<" + s.from + ">";
-  curl_easy_setopt(h.c, CURLOPT_MAIL_FROM, from.c_str());
-  for (const auto& t : s.to) h.rcpt = curl_slist_append(h.rcpt, ("<" + t + ">").c_str());
-  curl_easy_setopt(h.c, CURLOPT_MAIL_RCPT, h.rcpt);
-  curl_easy_setopt(h.c, CURLOPT_READFUNCTION, read_cb);
-  curl_easy_setopt(h.c, CURLOPT_READDATA, &up);
-  curl_easy_setopt(h.c, CURLOPT_UPLOAD, 1L);
-  curl_easy_setopt(h.c, CURLOPT_TIMEOUT_MS, static_cast<long>(o.timeout.count()));
-  curl_easy_setopt(h.c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.timeout.count()));
-  curl_easy_setopt(h.c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h.c, CURLOPT_PROTOCOLS_STR, "smtp,smtps");
-  const CURLcode rc = curl_easy_perform(h.c);
-  if (rc != CURLE_OK) return *error = s.redacted() + ": " + curl_easy_strerror(rc), false;
+  api->easy_setopt(h.c, CURLOPT_MAIL_FROM, from.c_str());
+  for (const auto& t : s.to) h.rcpt = api->slist_append(h.rcpt, ("<" + t + ">").c_str());
+  api->easy_setopt(h.c, CURLOPT_MAIL_RCPT, h.rcpt);
+  api->easy_setopt(h.c, CURLOPT_READFUNCTION, read_cb);
+  api->easy_setopt(h.c, CURLOPT_READDATA, &up);
+  api->easy_setopt(h.c, CURLOPT_UPLOAD, 1L);
+  api->easy_setopt(h.c, CURLOPT_TIMEOUT_MS, static_cast<long>(o.timeout.count()));
+  api->easy_setopt(h.c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.timeout.count()));
+  api->easy_setopt(h.c, CURLOPT_NOSIGNAL, 1L);
+  api->easy_setopt(h.c, CURLOPT_PROTOCOLS_STR, "smtp,smtps");
+  const CURLcode rc = api->easy_perform(h.c);
+  if (rc != CURLE_OK) return *error = s.redacted() + ": " + api->easy_strerror(rc), false;
   return true;
 }
 
@@ -367,7 +370,11 @@ std::string mail_text(const sink& s, const alert_message& m) {
 }
 
 bool deliver(const sink& s, const alert_message& m, const delivery_options& o, std::string* error) {
-  ensure_curl();
+  std::string why;
+  if (s.type != sink::kind::sendmail && load_curl(&why) == nullptr) {  // no retry can mend that
+    *error = s.redacted() + ": " + why;
+    return false;
+  }
   std::string err;
   auto backoff = o.backoff;
   auto waited = std::chrono::seconds(0);

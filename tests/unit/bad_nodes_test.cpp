@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <fstream>
+#include <set>
 
 #include "fixture.hpp"
 
@@ -58,4 +62,87 @@ TEST(BadNodes, NewestFirstEachHostOnceWithinTheExpiryAndTheCap) {
   EXPECT_EQ(nodes_to_exclude(all, 1000, 600s, 1), (std::vector<std::string>{"n2"}));
   EXPECT_TRUE(nodes_to_exclude(all, 1000, 600s, 0).empty()) << "a cap of 0 never excludes";
   EXPECT_TRUE(nodes_to_exclude(all, 5000, 600s, 10).empty()) << "everything expired";
+}
+
+// The memory stays bounded: an append that takes the file past its size rewrites it
+// without the findings no reader uses (older than a week, or past the newest 300).
+TEST(BadNodes, ALargeMemoryIsTrimmedOfExpiredFindingsAtTheNextAppend) {
+  trainctl_test::temp_dir t;
+  const std::string path = t / "bad_nodes";
+  const std::int64_t now = 10'000'000;
+  {
+    std::ofstream out(path);
+    for (int i = 0; i < 10000; ++i)
+      out << now - 30 * 24 * 3600 + i << " old" << i % 50 << " job=1 gpus=- reason=crashed long ago\n";
+    for (int i = 0; i < 5; ++i) out << now - 3600 + i << " recent" << i << " job=2 gpus=- reason=hang\n";
+  }
+  bad_node b;
+  b.when = now;
+  b.host = "newest";
+  b.job = "3";
+  b.reason = "straggler";
+  ASSERT_EQ(record_bad_node(path, b), "");
+  const auto all = read_bad_nodes(path);
+  ASSERT_EQ(all.size(), 6u) << "the 10,000 month-old findings went, the recent ones stayed";
+  EXPECT_EQ(all.front().host, "recent0");
+  EXPECT_EQ(all.back().host, "newest");
+  EXPECT_EQ(nodes_to_exclude(all, now, 24h, 100).size(), 6u);
+}
+
+TEST(BadNodes, TrimmingKeepsTheNewestFindingsWhenAllAreRecent) {
+  trainctl_test::temp_dir t;
+  const std::string path = t / "bad_nodes";
+  const std::int64_t now = 10'000'000;
+  {
+    std::ofstream out(path);
+    for (int i = 0; i < 3000; ++i)
+      out << now - 3000 + i << " n" << i << " job=1 gpus=- reason=" << std::string(60, 'x') << "\n";
+  }
+  bad_node b;
+  b.when = now;
+  b.host = "last";
+  b.job = "2";
+  ASSERT_EQ(record_bad_node(path, b), "");
+  const auto all = read_bad_nodes(path);
+  ASSERT_EQ(all.size(), 300u);
+  EXPECT_EQ(all.back().host, "last");
+  EXPECT_EQ(all.front().host, "n2701");
+}
+
+// Nodes append while others trim: no finding is lost into a file that a trim replaced.
+TEST(BadNodes, ConcurrentAppendsAndTrimsLoseNoFinding) {
+  trainctl_test::temp_dir t;
+  const std::string path = t / "bad_nodes";
+  const std::int64_t now = 10'000'000;
+  {
+    std::ofstream out(path);  // just under the trim size, all expired
+    for (int i = 0; i < 1400; ++i)
+      out << now - 30 * 24 * 3600 << " old job=1 gpus=- reason=" << std::string(60, 'x') << "\n";
+  }
+  constexpr int kWriters = 4, kEach = 60;
+  std::vector<pid_t> kids;
+  for (int w = 0; w < kWriters; ++w) {
+    const pid_t p = fork();
+    if (p == 0) {
+      for (int i = 0; i < kEach; ++i) {
+        bad_node b;
+        b.when = now;
+        b.host = "w" + std::to_string(w) + "-" + std::to_string(i);
+        b.job = "9";
+        b.reason = std::string(900, 'r');  // long lines: a trim every few appends
+        if (!record_bad_node(path, b).empty()) _exit(1);
+      }
+      _exit(0);
+    }
+    kids.push_back(p);
+  }
+  for (pid_t p : kids) {
+    int status = 0;
+    waitpid(p, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  std::set<std::string> hosts;
+  for (const auto& b : read_bad_nodes(path)) hosts.insert(b.host);
+  EXPECT_EQ(hosts.count("old"), 0u);
+  EXPECT_EQ(hosts.size(), static_cast<size_t>(kWriters * kEach)) << "every recent finding is there";
 }
