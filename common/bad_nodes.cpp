@@ -47,7 +47,7 @@ std::string format_line(const bad_node& b) {
 }
 
 // The memory is trimmed when an append takes it past this size (1,000 findings or so).
-constexpr std::size_t kTrimAboveBytes = 128 * 1024;
+constexpr std::size_t kTrimAboveBytes = std::size_t{128} * 1024;
 constexpr std::size_t kKeepLines = 300;
 constexpr std::chrono::seconds kKeepAtLeast{7 * 24 * 3600};
 
