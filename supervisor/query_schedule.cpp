@@ -26,6 +26,12 @@ std::uint64_t next_random(std::uint64_t& x) {  // xorshift64*
   return x * 0x2545F4914F6CDD1DULL;
 }
 
+std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+std::int64_t cycle(const query_slots& s) {
+  return std::min<std::int64_t>(std::max<std::int64_t>(s.nodes, 1), kMaxOwnCycle);
+}
+
 }  // namespace
 
 query_slots slots_from_env(const std::string& job_id) {
@@ -34,8 +40,7 @@ query_slots slots_from_env(const std::string& job_id) {
   for (unsigned char c : job_id) h = (h ^ c) * 1099511628211ULL;
   s.job_hash = h;
   s.nodes = std::max<std::int64_t>(1, env_number("SLURM_JOB_NUM_NODES", env_number("SLURM_NNODES", 1)));
-  s.node = env_number("SLURM_NODEID", 0);
-  if (s.node >= s.nodes) s.node %= s.nodes;
+  s.node = env_number("SLURM_NODEID", 0) % s.nodes;
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   s.seed = (static_cast<std::uint64_t>(getpid()) << 32) ^ static_cast<std::uint64_t>(ts.tv_nsec) ^ h;
@@ -43,26 +48,25 @@ query_slots slots_from_env(const std::string& job_id) {
   return s;
 }
 
-std::int64_t slot_offset_ms(query_slots& s, std::int64_t window_ms) {
-  if (window_ms <= 0) return 0;
-  const std::int64_t width = window_ms / s.nodes;
-  const std::int64_t base = static_cast<std::int64_t>(s.job_hash % static_cast<std::uint64_t>(window_ms));
-  std::int64_t offset = base + s.node * width;
-  // Jitter inside the slot, short of its last second: the next node's read is then at
-  // least a second later whatever both drew.
-  if (width > 1000) offset += static_cast<std::int64_t>(next_random(s.seed) % static_cast<std::uint64_t>(width - 1000));
-  return offset % window_ms;
+std::int64_t own_cycle_ms(const query_slots& s) { return cycle(s) * 1000; }
+
+std::int64_t in_own_second(query_slots& s, std::int64_t t_ms) {
+  const std::int64_t m = cycle(s);
+  std::int64_t sec = floor_div(t_ms + 999, 1000);  // the first whole second at or after t
+  const std::int64_t h = static_cast<std::int64_t>(s.job_hash % static_cast<std::uint64_t>(m));
+  const std::int64_t at = ((sec - h) % m + m) % m;
+  sec += ((s.node % m) - at + m) % m;
+  // A random moment inside it, short of its end: other jobs' nodes do not line up at :000.
+  return sec * 1000 + static_cast<std::int64_t>(next_random(s.seed) % 900);
 }
 
-std::int64_t next_slot_ms(query_slots& s, std::int64_t window_ms, std::int64_t not_before_ms) {
-  if (window_ms <= 0) return not_before_ms;
-  const std::int64_t offset = slot_offset_ms(s, window_ms);
-  const std::int64_t start = not_before_ms - not_before_ms % window_ms + offset;
-  return start >= not_before_ms ? start : start + window_ms;
-}
-
-std::int64_t spread_window_ms(const query_slots& s, std::int64_t period_ms) {
-  return std::min(period_ms, std::clamp<std::int64_t>(2000 * s.nodes, 6000, 60000));
+std::int64_t next_periodic_ms(query_slots& s, std::int64_t period_ms, std::int64_t not_before_ms) {
+  if (period_ms <= 0) return in_own_second(s, not_before_ms);
+  const std::int64_t point = static_cast<std::int64_t>((s.job_hash / 61) % static_cast<std::uint64_t>(period_ms)) +
+                             s.node * (period_ms / s.nodes);
+  std::int64_t t = floor_div(not_before_ms - point, period_ms) * period_ms + point;
+  if (t < not_before_ms) t += period_ms;
+  return in_own_second(s, t);
 }
 
 }  // namespace trainctl

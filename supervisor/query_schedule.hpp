@@ -1,8 +1,13 @@
 // When a node's supervisor asks the controller, so that the nodes of one job never ask
-// in the same second and jobs do not line up with each other. Each job gets an offset
-// of its own (a hash of its id); within it, node i of N takes the slot i*window/N, plus
-// a jitter that keeps neighbouring slots at least a second apart. Times are wall-clock,
-// which every node of a job shares: the spread holds whenever each supervisor started.
+// in the same second and jobs do not line up with each other.
+//
+// Node i of a job of N nodes owns the wall-clock seconds s with (s - h) mod M == i mod M,
+// where h comes from a hash of the job id and M = min(N, 60). Every query that can wait
+// (the first read, the periodic ones, the one before the deadline) is moved to the next
+// second this node owns, at a random millisecond in it. So up to 60 nodes never share a
+// second, whatever each asks for and whenever each started; beyond that, the periodic
+// reads are also spread over the period (node i aims at h + i*P/N), so that about N/P
+// nodes share a second rather than N/60. Wall-clock seconds are what the nodes share.
 #pragma once
 
 #include <cstdint>
@@ -14,22 +19,23 @@ struct query_slots {
   std::uint64_t job_hash = 0;
   std::int64_t node = 0;   // SLURM_NODEID
   std::int64_t nodes = 1;  // SLURM_JOB_NUM_NODES
-  std::uint64_t seed = 0;  // this supervisor's jitter
+  std::uint64_t seed = 1;  // this supervisor's jitter
 };
+
+constexpr std::int64_t kMaxOwnCycle = 60;  // seconds: the longest a query waits for its slot
 
 // From the job id and the environment of a task (SLURM_NODEID, SLURM_JOB_NUM_NODES or
 // SLURM_NNODES); one node of one when they are unset or nonsense.
 query_slots slots_from_env(const std::string& job_id);
 
-// This node's offset in [0, window): its slot, plus jitter.
-std::int64_t slot_offset_ms(query_slots& s, std::int64_t window_ms);
+// How often this node owns a second: min(N, 60) s, in ms.
+std::int64_t own_cycle_ms(const query_slots& s);
 
-// The first wall-clock time >= not_before_ms that is this node's slot in a repeating
-// window (the periodic EndTime read).
-std::int64_t next_slot_ms(query_slots& s, std::int64_t window_ms, std::int64_t not_before_ms);
+// The first moment >= t_ms in a second this node owns.
+std::int64_t in_own_second(query_slots& s, std::int64_t t_ms);
 
-// The window the nodes' first reads (and the read before the deadline) are spread over:
-// two seconds a node, at least 6 s, at most a minute and never more than the period.
-std::int64_t spread_window_ms(const query_slots& s, std::int64_t period_ms);
+// The next periodic read at or after not_before_ms: this node's point in the period,
+// then its next own second.
+std::int64_t next_periodic_ms(query_slots& s, std::int64_t period_ms, std::int64_t not_before_ms);
 
 }  // namespace trainctl

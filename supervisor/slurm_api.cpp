@@ -90,7 +90,10 @@ std::optional<job_times> slurm_api_load_job(const std::string& job_id, std::stri
     t.limit_s = j.time_limit == INFINITE || j.time_limit == NO_VAL ? -1 : static_cast<std::int64_t>(j.time_limit) * 60;
     t.preempting = j.preempt_time > 0;
     t.requeue = j.requeue != 0;
-    const char* state = a.state_string(j.job_state);
+    // The base state, or COMPLETING: transient flags (SIGNALING while a preemption's
+    // signals go out, CONFIGURING) do not end a running job.
+    const char* state =
+        (j.job_state & JOB_COMPLETING) != 0 ? "COMPLETING" : a.state_string(j.job_state & JOB_STATE_BASE);
     t.state = state != nullptr ? state : "";
     out = t;
     break;

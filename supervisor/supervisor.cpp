@@ -61,6 +61,11 @@ std::string clock_time(std::int64_t unix_ms) {
   return buf;
 }
 
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
 class supervisor {
  public:
   supervisor(const supervisor_options& o)
@@ -102,6 +107,10 @@ class supervisor {
   void close_state();
   void watch_publisher();
   void schedule_pre_deadline_query();
+  std::string preempted_marker() const {
+    const std::string restart = env_or_empty("SLURM_RESTART_COUNT");
+    return "once.preempted." + opts_.job_id + "." + (restart.empty() ? "0" : restart);
+  }
   bool tracks_endtime() const { return !opts_.job_id.empty() && opts_.graceful_exit.count() > 0; }
   // Whether this supervisor reads EndTime and preemption itself: always, unless another
   // supervisor on the node publishes them into a node state this one shares. No node
@@ -145,11 +154,6 @@ class supervisor {
   std::string lock_problem_;    // reported once
   mutable int log_fd_ = -1;     // see pick_log_fd
 };
-
-std::string env_or_empty(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
 
 void supervisor::log(const char* fmt, ...) {
   char buf[1024];
@@ -218,6 +222,16 @@ void supervisor::take_publisher_role() {
   if (taken_from != 0)
     log("the node's publisher (pid %d) stopped refreshing the node state; this supervisor publishes it now",
         taken_from);
+  // A follower that takes over goes on from the deadline its predecessor published and
+  // reads EndTime in its own slot of the period: a takeover costs the controller nothing.
+  const std::int64_t published = state_->get().deadline_ms.load(std::memory_order_acquire);
+  if (deadline_ms_ == 0 && published != 0 && !deadline_fired_) {
+    deadline_ms_ = published;
+    schedule_pre_deadline_query();
+  }
+  if (next_query_ms_ != 0 && published != 0)
+    next_query_ms_ =
+        next_periodic_ms(slots_, opts_.endtime_poll.count(), unix_now_ms() + opts_.endtime_poll.count() / 2);
   state_->get().supervised.store(1);
   publisher_options po;
   po.poll_interval = opts_.poll_interval;
@@ -312,7 +326,7 @@ void supervisor::start_query(const char* why) {
   // It asks only while the batch script itself runs rank processes, which keeps the
   // controller load at one supervisor per node.
   const std::int64_t period = opts_.endtime_poll.count();
-  next_query_ms_ = next_slot_ms(slots_, period, unix_now_ms() + period / 2);
+  next_query_ms_ = next_periodic_ms(slots_, period, unix_now_ms() + period / 2);
   if (opts_.batch && find_ranks(getpid(), opts_.launchers, false).empty()) return;
   std::vector<int> ignore = opts_.notices;
   ignore.push_back(opts_.graceful_signal);
@@ -344,6 +358,13 @@ void supervisor::on_job_answer(const std::optional<job_times>& jt, const std::st
   if (jt->preempting && !preempted_) {
     preempted_ = true;
     log("the job is being preempted (EndTime now %s)", clock_time(jt->end_ms).c_str());
+    // For the batch step's supervisor on this node, which SLURM may not signal at a
+    // preemption: at its script's end it asks the controller only when told so.
+    try {
+      claim_once(preempted_marker());
+    } catch (const std::exception& e) {
+      log("%s: the batch step may not requeue the job", e.what());
+    }
     fire(kFlagPreempted, "preempted");
   }
   // At the job's end slurmctld stamps EndTime with the moment of the kill: that is no
@@ -394,11 +415,10 @@ void supervisor::publish_deadline() {
   state_->get().seq.fetch_add(1, std::memory_order_release);
 }
 
-// The last read before the deadline, for a TimeLimit changed since the periodic one:
-// spread over the nodes like the others, ending kPreDeadlineQueryMs before the deadline.
+// The last read before the deadline, for a TimeLimit changed since the periodic one: in
+// this node's own second within the cycle that ends kPreDeadlineQueryMs before it.
 void supervisor::schedule_pre_deadline_query() {
-  const std::int64_t window = spread_window_ms(slots_, opts_.endtime_poll.count());
-  pre_deadline_query_ms_ = deadline_ms_ - kPreDeadlineQueryMs - window + slot_offset_ms(slots_, window);
+  pre_deadline_query_ms_ = in_own_second(slots_, deadline_ms_ - kPreDeadlineQueryMs - own_cycle_ms(slots_));
 }
 
 void supervisor::check_deadline() {
@@ -571,7 +591,9 @@ void supervisor::after_hang_dump(const std::string& summary) {
 // exited within the grace): SLURM would count the job as finished, so put it back in
 // the queue now, as preemption with requeue would have at the end of the grace.
 void supervisor::requeue_if_preempted() {
-  if (opts_.job_id.empty() || (!term_seen_ && !preempted_)) return;  // no TERM: no preemption
+  // No preemption seen, by this supervisor (a TERM, an answer) or by a step's on this
+  // node: no question to the controller at every batch script's end.
+  if (opts_.job_id.empty() || (!term_seen_ && !preempted_ && !was_claimed(preempted_marker()))) return;
   std::string error;
   const auto jt = trainctl::query_job(opts_.job_id, milliseconds(10000), &error);
   if (!jt || !jt->preempting) return;
@@ -668,7 +690,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
   // The first EndTime read waits a second: a short step never costs an RPC, and the
   // launch stays as fast as without trainctl.
   slots_ = slots_from_env(opts_.job_id);
-  next_query_ms_ = next_slot_ms(slots_, spread_window_ms(slots_, opts_.endtime_poll.count()), unix_now_ms() + 1000);
+  next_query_ms_ = in_own_second(slots_, unix_now_ms() + 1000);
   if (deadline_ms_ != 0) schedule_pre_deadline_query();
   open_state();
   if (deadline_ms_ != 0) publish_deadline();

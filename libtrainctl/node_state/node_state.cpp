@@ -468,6 +468,21 @@ bool claim_once(const std::string& name) {
   throw sys_error("cannot create " + state_dir() + "/" + name);
 }
 
+bool was_claimed(const std::string& name) {
+  assert(name.compare(0, 5, "once.") == 0 && name.find('/') == std::string::npos);
+  int dir_fd = -1;
+  try {
+    dir_fd = open_private_dir(state_dir());
+  } catch (const std::exception&) {
+    return false;  // no private directory: nothing was claimed in it
+  }
+  struct stat st {};
+  const bool there =
+      fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid();
+  close(dir_fd);
+  return there;
+}
+
 int sweep_stale_state(const std::string& dir, int min_age_s) {
   struct stat st {};
   if (lstat(dir.c_str(), &st) != 0) return 0;  // nothing was ever made here

@@ -200,6 +200,8 @@ int sweep_stale_state(const std::string& dir, int min_age_s = 60);
 // on a node (the --on-notice command) keys on it. Throws runtime_error (one line) when
 // the directory is refused. sweep_stale_state removes claims older than a week.
 bool claim_once(const std::string& name);
+// Whether `name` was claimed (a regular file of this user in state_dir()); never throws.
+bool was_claimed(const std::string& name);
 
 std::int64_t unix_now_ms();
 

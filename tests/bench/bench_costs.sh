@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# What trainctl costs where nobody looks (issue "Free at launch, quiet at scale"): prints
+# figures, asserts nothing. With BEFORE=<another build dir> every figure is taken for that
+# build too, interleaved with this one in the same run (repetitions alternate), so that a
+# change is measured against its parent on the same noisy machine.
+#   launch     srun -N1 true: no plugin / plugin active (medians and minimums of 3 rounds)
+#   busy node  trainctl-run -- true with 5,000 idle processes on the node: time,
+#              instructions (callgrind), syscalls (strace -c)
+#   rpcs       a 3-node job of RPC_MINUTES (10) minutes at the default EndTime poll:
+#              slurmctld's count (sdiag) per message type, per node-hour
+#   follower   wakeups and CPU of the supervisor that does not publish, over 60 s
+#   trainwatch instructions of `trainwatch fs` over 10 paths and of --version, against squeue
+#   bad nodes  `trainctl-run --bad-nodes` over 10,000 findings, and after the next append
+# Needs release builds and the local cluster (scripts/local-cluster up). PARTS picks parts
+# (default: all of "launch busy follower trainwatch badnodes rpcs").
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+src=$PWD
+eval "$(scripts/local-cluster env)"
+export SLURM_CONF
+builds=("$src/build")
+[ -n "${BEFORE:-}" ] && builds=("$(cd "$BEFORE" && pwd)" "${builds[@]}")
+parts=${PARTS:-launch busy follower trainwatch badnodes rpcs}
+work=$(mktemp -d /tmp/trainctl-bench-costs-XXXXXX)
+chmod 755 "$work"
+plugstack=$(dirname "$SLURM_CONF")/plugstack.conf
+cp "$plugstack" "$work/plugstack.saved"
+sleepers=()
+cleanup() {
+  cp "$work/plugstack.saved" "$plugstack"
+  scancel --name=trainctl-bench-costs 2>/dev/null || true
+  [ ${#sleepers[@]} -eq 0 ] || kill "${sleepers[@]}" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+name() { [ "$1" = "$src/build" ] && echo "this build" || echo "BEFORE ($1)"; }
+plugin_for() { echo "optional $1/lib/trainctl_spank.so supervisor=$1/bin/trainctl-run"; }
+median_min() { sort -n | awk '{ a[NR] = $1 } END { printf "median %.1f ms, min %.1f ms", a[int((NR + 1) / 2)], a[1] }'; }
+instructions() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null | awk '/Collected/ { n = $4 } END { print n }'; }
+syscalls() { strace -f -c -o "$work/strace" "$@" >/dev/null 2>&1; awk '$NF == "total" { print $(NF-1) }' "$work/strace"; }
+ms_of() {  # ms_of RUNS COMMAND...: one wall time in ms per run, one per line
+  local i t0
+  for i in $(seq 1 "$1"); do
+    t0=$(date +%s%N)
+    "${@:2}" >/dev/null 2>&1
+    echo $((($(date +%s%N) - t0) / 1000))
+  done | awk '{ printf "%.2f\n", $1 / 1000 }'
+}
+
+if [[ " $parts " == *" launch "* ]]; then
+  echo "== srun -N1 true, 3 rounds x 20 runs, the variants alternating"
+  for _ in 1 2 3; do
+    echo "# no trainctl plugin" >"$plugstack"
+    ms_of 20 srun -N1 true >>"$work/launch.none"
+    for b in "${builds[@]}"; do
+      plugin_for "$b" >"$plugstack"
+      ms_of 20 srun -N1 --kill-switch="$work/KILL" true >>"$work/launch.$(basename "$(dirname "$b")")"
+    done
+  done
+  cp "$work/plugstack.saved" "$plugstack"
+  none=$(median_min <"$work/launch.none")
+  echo "no plugin:                 $none"
+  for b in "${builds[@]}"; do
+    f=$work/launch.$(basename "$(dirname "$b")")
+    echo "plugin active, $(name "$b"): $(median_min <"$f")  ratio of medians $(python3 -c '
+import statistics, sys
+a = [float(x) for x in open(sys.argv[1])]; n = [float(x) for x in open(sys.argv[2])]
+print("%.3f" % (statistics.median(a) / statistics.median(n)))' "$f" "$work/launch.none")"
+  done
+fi
+
+if [[ " $parts " == *" busy "* ]]; then
+  echo "== trainctl-run -- true on a node with 5,000 more idle processes"
+  for b in "${builds[@]}"; do
+    echo "$(name "$b"), quiet node: $(ms_of 15 "$b/bin/trainctl-run" -- true | median_min), $(instructions "$b/bin/trainctl-run" -- true) instructions, $(syscalls "$b/bin/trainctl-run" -- true) syscalls"
+  done
+  for i in $(seq 1 5000); do
+    sleep 3600 &
+    sleepers+=($!)
+  done
+  for b in "${builds[@]}"; do
+    echo "$(name "$b"), 5,000 idle processes: $(ms_of 15 "$b/bin/trainctl-run" -- true | median_min), $(instructions "$b/bin/trainctl-run" -- true) instructions, $(syscalls "$b/bin/trainctl-run" -- true) syscalls"
+  done
+  kill "${sleepers[@]}" 2>/dev/null || true
+  wait "${sleepers[@]}" 2>/dev/null || true
+  sleepers=()
+fi
+
+if [[ " $parts " == *" follower "* ]]; then
+  echo "== an idle follower (a second supervisor on the node) over 60 s"
+  for b in "${builds[@]}"; do
+    echo "# no trainctl plugin" >"$plugstack"
+    job=$(sbatch --parsable -J trainctl-bench-costs -N1 -n2 -o /dev/null \
+      --wrap "srun $b/bin/trainctl-run --kill-switch=$work/KILL -- sleep 90")
+    for _ in $(seq 1 100); do [ "$(pgrep -f "$b/bin/trainctl-run --kill-switch" | wc -l)" -ge 2 ] && break; sleep 0.2; done
+    sleep 3
+    pids=$(pgrep -f "$b/bin/trainctl-run --kill-switch" | tr '\n' ' ')
+    declare -A before_cs before_cpu
+    for p in $pids; do
+      before_cs[$p]=$(awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$p/status")
+      before_cpu[$p]=$(awk '{ print $14 + $15 }' "/proc/$p/stat")
+    done
+    sleep 60
+    for p in $pids; do
+      cs=$(($(awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$p/status") - before_cs[$p]))
+      cpu=$(($(awk '{ print $14 + $15 }' "/proc/$p/stat") - before_cpu[$p]))
+      echo "$cs $cpu"
+    done | sort -n | head -1 | awk -v n="$(name "$b")" -v hz="$(getconf CLK_TCK)" \
+      '{ printf "%s: the follower woke %d times in 60 s (%d an hour), %.2f s CPU an hour\n", n, $1, $1 * 60, $2 / hz * 60 }'
+    scancel "$job"
+    unset before_cs before_cpu
+    sleep 2
+  done
+  cp "$work/plugstack.saved" "$plugstack"
+fi
+
+if [[ " $parts " == *" trainwatch "* ]]; then
+  echo "== trainwatch: instructions (callgrind), a clean fs check over 10 paths and --version"
+  args=()
+  for i in $(seq 1 10); do mkdir -p "$work/d$i" && args+=(--path "$work/d$i" --min-free 1M --min-free-inodes 1%); done
+  for b in "${builds[@]}"; do
+    echo "$(name "$b"): fs $(instructions "$b/bin/trainwatch" fs "${args[@]}" --state-dir "$work/tw-state"), --version $(instructions "$b/bin/trainwatch" --version), libraries loaded: $(ldd "$b/bin/trainwatch" | wc -l)"
+  done
+  echo "squeue -h (for scale): $(instructions squeue -h)"
+fi
+
+if [[ " $parts " == *" badnodes "* ]]; then
+  echo "== the bad-node memory with 10,000 findings"
+  for b in "${builds[@]}"; do
+    export TRAINCTL_BAD_NODES=$work/bad_nodes.$RANDOM
+    python3 -c 'import sys, time
+now = int(time.time())
+with open(sys.argv[1], "w") as f:
+    for i in range(10000):
+        f.write("%d n%d job=%d gpus=- reason=crashed (SIGSEGV, first death of the job)\n" % (now - 40 * 86400 + i * 300, i % 3 + 1, i))' "$TRAINCTL_BAD_NODES"
+    first=$(ms_of 9 "$b/bin/trainctl-run" --bad-nodes | median_min)
+    SLURMD_NODENAME=n1 "$b/bin/trainctl-run" --mark-bad-node "bench" >/dev/null 2>&1
+    echo "$(name "$b"): --bad-nodes over 10,000 lines $first; after the next --mark-bad-node the file has $(wc -l <"$TRAINCTL_BAD_NODES") lines and --bad-nodes takes $(ms_of 9 "$b/bin/trainctl-run" --bad-nodes | median_min)"
+    unset TRAINCTL_BAD_NODES
+  done
+fi
+
+if [[ " $parts " == *" rpcs "* ]]; then
+  minutes=${RPC_MINUTES:-10}
+  echo "== controller RPCs: a 3-node job of $minutes min, default EndTime poll (5 min), graceful exit 5 min"
+  for b in "${builds[@]}"; do
+    echo "# no trainctl plugin" >"$plugstack"
+    sdiag -r >/dev/null
+    job=$(sbatch --parsable -J trainctl-bench-costs -N3 --time=$((minutes + 30)) -o "$work/rpc.out" \
+      --wrap "srun $b/bin/trainctl-run --graceful-exit=5m -- sleep $((minutes * 60))")
+    sleep $((minutes * 60 + 20))  # nothing else asks about jobs meanwhile
+    sdiag | awk -v n="$(name "$b")" -v m="$minutes" '
+      $1 ~ /^REQUEST_(JOB_INFO_SINGLE|FED_INFO)$/ { for (i = 2; i <= NF; i++) if ($i ~ /^count:/) { sub("count:", "", $i); c[$1] = $i } }
+      END { t = c["REQUEST_JOB_INFO_SINGLE"] + c["REQUEST_FED_INFO"];
+            printf "%s: JOB_INFO_SINGLE %d, FED_INFO %d: %.1f RPCs per node-hour\n", n, c["REQUEST_JOB_INFO_SINGLE"], c["REQUEST_FED_INFO"], t / 3 / (m / 60) }'
+    scancel "$job" 2>/dev/null || true
+  done
+  cp "$work/plugstack.saved" "$plugstack"
+fi
