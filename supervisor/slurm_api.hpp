@@ -1,11 +1,13 @@
 // The job's record from the controller through libslurm: one RPC (REQUEST_JOB_INFO_SINGLE,
-// SHOW_LOCAL: no federation lookup) and no process, where `scontrol show job` costs two
-// RPCs and a fork and exec. libslurm is loaded at the first query, never at start: a
-// short step never pays for it, and a node without the library (libslurm is its own
-// package, which slurmd does not need) falls back to scontrol.
+// SHOW_LOCAL: no federation lookup), where `scontrol show job` costs two and an exec.
+//
+// It runs in a forked child of the supervisor, never in the supervisor itself: libslurm
+// calls fatal() (exit) when it cannot read slurm.conf (after retrying for a minute), and
+// blocks for its MessageTimeout on a slow controller; the supervisor must outlive both.
+// The child opens libslurm itself, so the supervisor never maps it, and a node without
+// the library (libslurm is its own package, which slurmd does not need) gets scontrol.
 #pragma once
 
-#include <memory>
 #include <optional>
 #include <string>
 
@@ -13,34 +15,15 @@
 
 namespace trainctl {
 
-// Loads libslurm once (thread-safe). False with `why` set when it is not there.
-bool slurm_api_ready(std::string* why);
+// What the child prints: one line, "trainctl-job end=S start=S limit=S preempt=0|1
+// requeue=0|1 state=STATE" (unix seconds; limit -1 when unlimited), or
+// "trainctl-job-error WHY". Without libslurm (or with TRAINCTL_NO_LIBSLURM set) it
+// prints "trainctl-job-fallback WHY" and execs `scontrol show job -o JOB`, whose line
+// follows. Runs only in a forked child: it may exit or exec.
+void slurm_api_job_child(const std::string& job_id);
 
-// One job record, blocking for at most the controller's MessageTimeout; call it off the
-// supervisor's loop (slurm_job_reader does). nullopt with `error` set on failure.
-std::optional<job_times> slurm_api_load_job(const std::string& job_id, std::string* error);
-
-// One query at a time in a thread of its own; the loop waits on fd() and takes the
-// answer. An abandoned query (past its deadline) is forgotten; a new one starts only
-// when the thread of the old one has returned.
-class slurm_job_reader {
- public:
-  slurm_job_reader();
-  ~slurm_job_reader();
-  slurm_job_reader(const slurm_job_reader&) = delete;
-  slurm_job_reader& operator=(const slurm_job_reader&) = delete;
-
-  int fd() const;  // readable when an answer is in
-  // False with `error` set when the previous thread has not returned yet.
-  bool start(const std::string& job_id, std::string* error);
-  // The answer, once: outer nullopt while none is in; inner nullopt (with `error`) when
-  // the query failed.
-  std::optional<std::optional<job_times>> take(std::string* error);
-  void abandon();  // the answer of the query in flight is thrown away when it comes
-
- private:
-  struct shared;
-  std::shared_ptr<shared> s_;
-};
+// The record in what such a child printed; nullopt with `error` set when it printed
+// none. `fallback_why` gets the reason when the child fell back to scontrol.
+std::optional<job_times> parse_api_output(const std::string& output, std::string* error, std::string* fallback_why);
 
 }  // namespace trainctl

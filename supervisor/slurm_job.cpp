@@ -120,6 +120,16 @@ std::optional<std::string> scontrol_show(const std::string& kind, const std::str
 
 namespace {
 
+child_spec api_query_spec(const std::string& job_id, std::chrono::milliseconds timeout) {
+  child_spec spec;
+  spec.work = [job_id]() -> std::string {
+    slurm_api_job_child(job_id);  // never returns
+    return "";
+  };
+  spec.deadline = timeout;
+  return spec;
+}
+
 child_spec job_query_spec(const std::string& job_id, std::chrono::milliseconds timeout) {
   child_spec spec;
   spec.argv = {"scontrol", "show", "job", "-o", job_id};
@@ -140,8 +150,11 @@ std::optional<job_times> job_from(const std::string& job_id, const child_result&
 }  // namespace
 
 std::optional<job_times> query_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error) {
-  if (slurm_api_ready(nullptr)) return slurm_api_load_job(job_id, error);
-  return job_from(job_id, run_child(job_query_spec(job_id, timeout)), error);
+  const child_result r = run_child(api_query_spec(job_id, timeout));
+  std::string err;
+  auto jt = parse_api_output(r.output, &err, nullptr);
+  if (!jt && error != nullptr) *error = !err.empty() ? err : r.error;
+  return jt;
 }
 
 job_query::job_query() = default;
@@ -149,17 +162,8 @@ job_query::~job_query() = default;
 
 bool job_query::start(const std::string& job_id, std::chrono::milliseconds timeout, const std::vector<int>& ignore,
                       std::string* error) {
-  if (running()) return true;
-  job_id_ = job_id;
-  deadline_ = std::chrono::steady_clock::now() + timeout;
-  if (use_api_ && slurm_api_ready(nullptr)) {
-    if (!reader_) reader_ = std::make_unique<slurm_job_reader>();
-    if (!reader_->start(job_id, error)) return false;
-    in_thread_ = true;
-    return true;
-  }
-  use_api_ = false;
-  child_spec spec = job_query_spec(job_id, timeout);
+  if (child_) return true;
+  child_spec spec = use_api_ ? api_query_spec(job_id, timeout) : job_query_spec(job_id, timeout);
   spec.ignore_signals = ignore;
   auto child = std::make_unique<started_child>(spec);
   if (!child->error().empty()) {
@@ -167,14 +171,14 @@ bool job_query::start(const std::string& job_id, std::chrono::milliseconds timeo
     return false;
   }
   child_ = std::move(child);
+  job_id_ = job_id;
+  deadline_ = std::chrono::steady_clock::now() + timeout;
   return true;
 }
 
 pid_t job_query::pid() const { return child_ ? child_->pid() : -1; }
 
-int job_query::fd() const { return reader_ ? reader_->fd() : -1; }
-
-const char* job_query::how() const { return use_api_ ? "libslurm" : "scontrol"; }
+std::string job_query::take_fallback_note() { return std::exchange(fallback_note_, ""); }
 
 void job_query::drain() {
   if (child_) child_->drain();
@@ -184,23 +188,18 @@ std::optional<job_times> job_query::finish(int wait_status, std::string* error) 
   if (!child_) return std::nullopt;
   const child_result r = child_->finish(wait_status);
   child_.reset();
-  return job_from(job_id_, r, error);
-}
-
-std::optional<std::optional<job_times>> job_query::take(std::string* error) {
-  if (!in_thread_ || !reader_) return std::nullopt;
-  auto answer = reader_->take(error);
-  if (answer) in_thread_ = false;
-  return answer;
+  if (!use_api_) return job_from(job_id_, r, error);
+  std::string why;
+  auto jt = parse_api_output(r.output, error, &why);
+  if (!why.empty()) {  // no libslurm here: scontrol from now on
+    use_api_ = false;
+    fallback_note_ = why;
+  }
+  if (!jt && error != nullptr && error->empty()) *error = r.error.empty() ? "no answer" : r.error;
+  return jt;
 }
 
 std::optional<job_times> job_query::expire(std::string* error) {
-  if (in_thread_) {
-    reader_->abandon();
-    in_thread_ = false;
-    if (error != nullptr) *error = "no answer from the controller in time";
-    return std::nullopt;
-  }
   if (!child_) return std::nullopt;
   const child_result r = child_->abandon();
   child_.reset();

@@ -46,15 +46,14 @@ std::optional<std::string> scontrol_show(const std::string& kind, const std::str
 std::optional<job_times> query_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error);
 
 class started_child;
-class slurm_job_reader;
 
-// The job's record asked for now and answered later, for the supervisor's event loop: a
-// slow or dead controller then delays only the answer, never a notice, a switch or the
-// deadline. One query at a time. Through libslurm (one RPC, in a thread: answers come
-// through fd()) where the library is there, else `scontrol show job` as a child the loop
-// reaps (answers come through finish()); that child ignores `ignore` (the notice
-// signals), so the TERM that SLURM sends to every process of the step does not kill the
-// query that is to tell what it means.
+// The job's record asked for now and answered later, for the supervisor's event loop,
+// which reaps every child itself: a slow or dead controller then delays only the answer,
+// never a notice, a switch or the deadline. One query at a time, in a child: through
+// libslurm (one RPC, see slurm_api.hpp) where the library is there, else `scontrol
+// show job`. The child ignores `ignore` (the notice signals), so the TERM that SLURM
+// sends to every process of the step does not kill the query that is to tell what it
+// means.
 class job_query {
  public:
   job_query();
@@ -65,24 +64,22 @@ class job_query {
   // False with `error` set when it could not start.
   bool start(const std::string& job_id, std::chrono::milliseconds timeout, const std::vector<int>& ignore,
              std::string* error);
-  bool running() const { return child_ != nullptr || in_thread_; }
-  pid_t pid() const;  // the scontrol child; -1 through libslurm
-  int fd() const;     // readable when libslurm's answer is in; -1 before the first query
+  bool running() const { return child_ != nullptr; }
+  pid_t pid() const;
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
-  const char* how() const;  // "libslurm" or "scontrol", for the log
-  void drain();             // reads what it printed so far (its output is small; this keeps its pipe empty)
+  const char* how() const { return use_api_ ? "libslurm" : "scontrol"; }  // for the log
+  // Why the last answer came through scontrol instead of libslurm, once ("" otherwise).
+  std::string take_fallback_note();
+  void drain();  // reads what it printed so far (its output is small; this keeps its pipe empty)
   // The reaped child's answer; nullopt with `error` set when it failed.
   std::optional<job_times> finish(int wait_status, std::string* error);
-  // libslurm's answer, once it is in (outer nullopt until then).
-  std::optional<std::optional<job_times>> take(std::string* error);
   // Past its deadline: kills and forgets it; always nullopt, with `error` set.
   std::optional<job_times> expire(std::string* error);
 
  private:
   std::unique_ptr<started_child> child_;
-  std::unique_ptr<slurm_job_reader> reader_;
-  bool in_thread_ = false;
   bool use_api_ = true;  // until libslurm turns out to be missing
+  std::string fallback_note_;
   std::string job_id_;
   std::chrono::steady_clock::time_point deadline_{};
 };

@@ -139,8 +139,7 @@ class supervisor {
   std::int64_t next_query_ms_ = 0;  // the next periodic EndTime read, wall clock
   std::int64_t pre_deadline_query_ms_ = 0;
   bool term_seen_ = false;  // a TERM came: the batch end asks whether it was a preemption
-  bool query_fd_added_ = false;
-  int publisher_fd_ = -1;  // pidfd of the node's publisher, while this one follows
+  int publisher_fd_ = -1;   // pidfd of the node's publisher, while this one follows
   pid_t publisher_pid_ = 0;
   job_query query_;        // the EndTime query in flight, if any
   std::string query_why_;  // what it is for, for the log
@@ -336,18 +335,14 @@ void supervisor::start_query(const char* why) {
     on_job_answer(std::nullopt, error);
     return;
   }
-  if (!query_fd_added_ && query_.fd() >= 0 && loop_fd() != sigfd_) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = query_.fd();
-    query_fd_added_ = epoll_ctl(loop_fd(), EPOLL_CTL_ADD, query_.fd(), &ev) == 0;
-  }
   if (std::getenv("TRAINCTL_LOG_QUERIES") != nullptr)  // for the RPC tests
     log("asked the controller for the job's EndTime (%s, through %s) at %lld ms", why, query_.how(),
         static_cast<long long>(unix_now_ms()));
 }
 
 void supervisor::on_job_answer(const std::optional<job_times>& jt, const std::string& error) {
+  const std::string fallback = query_.take_fallback_note();
+  if (!fallback.empty()) log("EndTime is read through scontrol (two RPCs and an exec each): %s", fallback.c_str());
   if (!jt) {
     log("could not read the job's EndTime (%s): %s; keeping %s", query_why_.c_str(), error.c_str(),
         end_ms_ ? clock_time(end_ms_).c_str() : "no deadline");
@@ -748,10 +743,6 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     reap();  // a SIGCHLD merged with another may not show up on its own
     if (child_done_) break;
     query_.drain();
-    {
-      std::string error;
-      if (auto answer = query_.take(&error)) on_job_answer(*answer, error);
-    }
     if (query_.running() && clock::now() >= query_.deadline()) {
       std::string error;
       on_job_answer(query_.expire(&error), error);

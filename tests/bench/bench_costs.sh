@@ -34,10 +34,10 @@ cleanup() {
 }
 trap cleanup EXIT
 name() { [ "$1" = "$src/build" ] && echo "this build" || echo "BEFORE ($1)"; }
-plugin_for() { echo "optional $1/lib/trainctl_spank.so supervisor=$1/bin/trainctl-run"; }
+plugin_for() { echo "optional $1/spank_plugin/trainctl_spank.so supervisor=$1/bin/trainctl-run"; }
 median_min() { sort -n | awk '{ a[NR] = $1 } END { printf "median %.1f ms, min %.1f ms", a[int((NR + 1) / 2)], a[1] }'; }
 instructions() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null | awk '/Collected/ { n = $4 } END { print n }'; }
-syscalls() { strace -f -c -o "$work/strace" "$@" >/dev/null 2>&1; awk '$NF == "total" { print $(NF-1) }' "$work/strace"; }
+syscalls() { strace -c -o "$work/strace" "$@" >/dev/null 2>&1; awk '$NF == "total" { print $4 }' "$work/strace"; }
 ms_of() {  # ms_of RUNS COMMAND...: one wall time in ms per run, one per line
   local i t0
   for i in $(seq 1 "$1"); do
@@ -92,9 +92,16 @@ if [[ " $parts " == *" follower "* ]]; then
     echo "# no trainctl plugin" >"$plugstack"
     job=$(sbatch --parsable -J trainctl-bench-costs -N1 -n2 -o /dev/null \
       --wrap "srun $b/bin/trainctl-run --kill-switch=$work/KILL -- sleep 90")
-    for _ in $(seq 1 100); do [ "$(pgrep -f "$b/bin/trainctl-run --kill-switch" | wc -l)" -ge 2 ] && break; sleep 0.2; done
+    supervisors() {  # the two supervisors of that job: trainctl-run processes of this build
+      local p
+      for p in $(pgrep -x trainctl-run); do
+        [ "$(readlink "/proc/$p/exe")" = "$b/bin/trainctl-run" ] && echo "$p"
+      done
+    }
+    for _ in $(seq 1 100); do [ "$(supervisors | wc -l)" -ge 2 ] && break; sleep 0.2; done
     sleep 3
-    pids=$(pgrep -f "$b/bin/trainctl-run --kill-switch" | tr '\n' ' ')
+    pids=$(supervisors | tr '\n' ' ')
+    [ -n "$pids" ] || { echo "$(name "$b"): no supervisor found"; scancel "$job"; continue; }
     declare -A before_cs before_cpu
     for p in $pids; do
       before_cs[$p]=$(awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$p/status")

@@ -2,9 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <chrono>
 #include <cstdlib>
 
+#include "fixture.hpp"
 #include "parse.hpp"
+#include "slurm_api.hpp"
 
 using namespace trainctl;
 
@@ -49,4 +54,67 @@ TEST(SlurmJob, ScontrolLine) {
   EXPECT_FALSE(parse_scontrol_job("slurm_load_jobs error: Invalid job id specified"));
   EXPECT_FALSE(parse_scontrol_job("JobId=3 EndTime=garbage"));
   EXPECT_FALSE(parse_scontrol_job("JobId=3 JobState=RUNNING")) << "no EndTime: not a usable record";
+}
+
+// What the libslurm child prints, read back: its own line, its error, and scontrol's line
+// after a fallback (with the reason kept for the log).
+TEST(SlurmJob, AnswersOfTheLibslurmChild) {
+  std::string error, why;
+  auto jt = parse_api_output(
+      "trainctl-job end=1790000100 start=1790000000 limit=600 preempt=1 requeue=1 state=RUNNING\n", &error, &why);
+  ASSERT_TRUE(jt);
+  EXPECT_EQ(jt->end_ms, 1790000100000);
+  EXPECT_EQ(jt->start_ms, 1790000000000);
+  EXPECT_EQ(jt->limit_s, 600);
+  EXPECT_TRUE(jt->preempting);
+  EXPECT_TRUE(jt->requeue);
+  EXPECT_EQ(jt->state, "RUNNING");
+  EXPECT_TRUE(why.empty());
+
+  EXPECT_FALSE(parse_api_output("trainctl-job-error slurm_load_job 7: Invalid job id specified\n", &error, &why));
+  EXPECT_EQ(error, "slurm_load_job 7: Invalid job id specified");
+
+  error.clear();
+  jt = parse_api_output("trainctl-job-fallback cannot load libslurm.so.38\nJobId=3 JobState=RUNNING EndTime=Unknown\n",
+                        &error, &why);
+  ASSERT_TRUE(jt);
+  EXPECT_EQ(why, "cannot load libslurm.so.38");
+  EXPECT_EQ(jt->end_ms, 0);
+
+  EXPECT_FALSE(parse_api_output("trainctl-job end=x\n", &error, nullptr));
+  EXPECT_FALSE(parse_api_output("", &error, nullptr));
+}
+
+// Where libslurm is not to be used (or not there), the child execs scontrol: its line
+// comes back as the answer.
+TEST(SlurmJob, WithoutLibslurmTheChildAsksScontrol) {
+  trainctl_test::temp_dir t;
+  t.write("bin/scontrol", "#!/bin/sh\necho \"JobId=$4 JobState=RUNNING TimeLimit=00:10:00 EndTime=Unknown\"\n");
+  ASSERT_EQ(chmod((t / "bin/scontrol").c_str(), 0755), 0);
+  const std::string path = std::getenv("PATH");
+  setenv("PATH", (t.path() + "/bin:" + path).c_str(), 1);
+  setenv("TRAINCTL_NO_LIBSLURM", "1", 1);
+  std::string error;
+  const auto jt = query_job("4242", std::chrono::milliseconds(5000), &error);
+  unsetenv("TRAINCTL_NO_LIBSLURM");
+  setenv("PATH", path.c_str(), 1);
+  ASSERT_TRUE(jt) << error;
+  EXPECT_EQ(jt->limit_s, 600);
+  EXPECT_EQ(jt->state, "RUNNING");
+}
+
+// libslurm exits the process (fatal) when it cannot read slurm.conf, after retrying for
+// a minute: it runs in a child, so the caller only gets no answer in its deadline.
+TEST(SlurmJob, ALibslurmThatCannotReadItsConfigDoesNotTakeTheCallerDown) {
+  const char* saved = std::getenv("SLURM_CONF");
+  const std::string keep = saved != nullptr ? saved : "";
+  setenv("SLURM_CONF", "/nonexistent/slurm.conf", 1);
+  std::string error;
+  const auto jt = query_job("4242", std::chrono::milliseconds(1500), &error);
+  if (saved != nullptr)
+    setenv("SLURM_CONF", keep.c_str(), 1);
+  else
+    unsetenv("SLURM_CONF");
+  EXPECT_FALSE(jt);
+  EXPECT_FALSE(error.empty());
 }
