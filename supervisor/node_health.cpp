@@ -42,6 +42,9 @@ constexpr milliseconds kNoDumpGrace{5000};
 constexpr milliseconds kDumpLimit{120000};
 // How long a node that may be the crash culprit waits for the other nodes' evidence.
 constexpr milliseconds kEvidenceWait{3000};
+// How often the node state's heartbeat slots are looked at for new ranks when nothing
+// else wakes the supervisor: ranks say when they arrive (SIGCHLD), so this is a fallback.
+constexpr milliseconds kNewRankLook{60000};
 
 std::string env_or_empty(const char* name) {
   const char* v = std::getenv(name);
@@ -211,7 +214,9 @@ std::chrono::milliseconds node_health::tick() {
   on_deaths();
   check_hang();
   check_start();
-  milliseconds wait(1000);  // new ranks are watched within a second of their start
+  // New ranks nudge the supervisor (SIGCHLD) when they take a heartbeat slot; the
+  // minute is for ranks of an older libtrainctl, which do not.
+  milliseconds wait(kNewRankLook);
   if (opts_.hang_timeout.count() > 0)
     wait =
         std::min(wait, std::max(milliseconds(1000), std::chrono::duration_cast<milliseconds>(opts_.hang_timeout / 10)));

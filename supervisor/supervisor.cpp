@@ -468,7 +468,7 @@ void supervisor::report_lingering_ranks(const char* when) {
 
 void supervisor::handle_signal(const signalfd_siginfo& si) {
   const int sig = static_cast<int>(si.ssi_signo);
-  if (sig == SIGCHLD) {
+  if (sig == SIGCHLD) {  // also a rank's nudge: it took a heartbeat slot (node health looks this turn)
     reap();
     return;
   }

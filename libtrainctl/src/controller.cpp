@@ -398,6 +398,11 @@ controller::controller(const config& cfg) : impl_(std::make_unique<impl>(*cfg.im
     std::fprintf(stderr, "trainctl: cannot catch signal %s; it is ignored\n", signal_name(sig).c_str());
   for (int sig : m.cfg.signals) m.signal_mask |= 1ull << (sig - 1);
   m.supervisor_fd = open_supervisor_pidfd();
+  // A nudge: this rank is in the node state's heartbeat slots now, and its supervisor
+  // starts watching it (its death seen the moment it happens) without polling the slots.
+  // SIGCHLD: one the supervisor already listens for, which no user can choose as a notice
+  // and whose default action is to ignore it.
+  if (m.supervisor_fd >= 0 && m.beat != nullptr) syscall(SYS_pidfd_send_signal, m.supervisor_fd, SIGCHLD, nullptr, 0);
   m.watcher = std::thread([&m] { m.watch_loop(); });
   // Where Yama restricts ptrace to ancestors (ptrace_scope 1), let the supervisor's own
   // children (eu-stack, gdb) read this process's native stack for the hang diagnosis.

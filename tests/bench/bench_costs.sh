@@ -8,7 +8,8 @@
 #              instructions (callgrind), syscalls (strace -c)
 #   rpcs       a 3-node job of RPC_MINUTES (10) minutes at the default EndTime poll:
 #              slurmctld's count (sdiag) per message type, per node-hour
-#   follower   wakeups and CPU of the supervisor that does not publish, over 60 s
+#   follower   wakeups and CPU of the supervisor that does not publish, over
+#              FOLLOWER_SECONDS (180)
 #   trainwatch instructions of `trainwatch fs` over 10 paths and of --version, against squeue
 #   bad nodes  `trainctl-run --bad-nodes` over 10,000 findings, and after the next append
 # Needs release builds and the local cluster (scripts/local-cluster up). PARTS picks parts
@@ -87,11 +88,12 @@ if [[ " $parts " == *" busy "* ]]; then
 fi
 
 if [[ " $parts " == *" follower "* ]]; then
-  echo "== an idle follower (a second supervisor on the node) over 60 s"
+  secs=${FOLLOWER_SECONDS:-180}
+  echo "== an idle follower (a second supervisor on the node) over $secs s"
   for b in "${builds[@]}"; do
     echo "# no trainctl plugin" >"$plugstack"
     job=$(sbatch --parsable -J trainctl-bench-costs -N1 -n2 -o /dev/null \
-      --wrap "srun $b/bin/trainctl-run --kill-switch=$work/KILL -- sleep 90")
+      --wrap "srun $b/bin/trainctl-run --kill-switch=$work/KILL -- sleep $((secs + 30))")
     supervisors() {  # the two supervisors of that job: trainctl-run processes of this build
       local p
       for p in $(pgrep -x trainctl-run); do
@@ -105,15 +107,15 @@ if [[ " $parts " == *" follower "* ]]; then
     declare -A before_cs before_cpu
     for p in $pids; do
       before_cs[$p]=$(awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$p/status")
-      before_cpu[$p]=$(awk '{ print $14 + $15 }' "/proc/$p/stat")
+      before_cpu[$p]=$(awk '{ print $1 }' "/proc/$p/schedstat")  # ns on a CPU
     done
-    sleep 60
+    sleep "$secs"
     for p in $pids; do
       cs=$(($(awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$p/status") - before_cs[$p]))
-      cpu=$(($(awk '{ print $14 + $15 }' "/proc/$p/stat") - before_cpu[$p]))
+      cpu=$(($(awk '{ print $1 }' "/proc/$p/schedstat") - before_cpu[$p]))
       echo "$cs $cpu"
-    done | sort -n | head -1 | awk -v n="$(name "$b")" -v hz="$(getconf CLK_TCK)" \
-      '{ printf "%s: the follower woke %d times in 60 s (%d an hour), %.2f s CPU an hour\n", n, $1, $1 * 60, $2 / hz * 60 }'
+    done | sort -n | head -1 | awk -v n="$(name "$b")" -v s="$secs" \
+      '{ printf "%s: the follower woke %d times in %d s (%.0f an hour), %.3f s CPU an hour\n", n, $1, s, $1 * 3600 / s, $2 / 1e9 * 3600 / s }'
     scancel "$job"
     unset before_cs before_cpu
     sleep 2
