@@ -52,9 +52,12 @@ for task in 3 6 8; do
       log "task 3: killed supervisor ${sups[0]}"
       ;;
     6)
-      id=$(scontrol show job -o "${arr}_6" | grep -o '^JobId=[0-9]*' | cut -d= -f2)
-      as_user truncate -s 0 "/dev/shm/trainctl-$TEST_UID/$id.0-n1"
-      log "task 6: truncated its node state /dev/shm/trainctl-$TEST_UID/$id.0-n1"
+      # Where the plugin put the node state (/run/trainctl/<uid>, or /dev/shm where
+      # that cannot be made): what it passed to the supervisor, never a guess.
+      state=$(tr '\0' '\n' <"/proc/${sups[0]}/cmdline" | sed -n 's/^--state=//p')
+      { [ -n "$state" ] && [ -f "$state" ]; } || fail "task 6: no node state named in the supervisor's arguments ($state)"
+      as_user truncate -c -s 0 "$state"
+      log "task 6: truncated its node state $state"
       ;;
     8)
       kill -STOP "${sups[@]}"
@@ -96,5 +99,8 @@ for b in bad:
     print(b)
 sys.exit(1 if bad else 0)
 PY
+# The faults took: task 6's processes saw the truncated node state and said so.
+grep -qE 'node state .* (was truncated|changed size)' "$TEST_DIR/task-6.out" ||
+  fail "task 6's node state was not seen truncated: the fault did not take"
 wait_for 30 "no process of $TEST_USER left" no_user_processes
 log "PASS: 10 tasks through deadlines and three of trainctl's own faults, each ended with a save, 0 lost steps"
