@@ -56,8 +56,9 @@ std::int64_t in_own_second(query_slots& s, std::int64_t t_ms) {
   const std::int64_t h = static_cast<std::int64_t>(s.job_hash % static_cast<std::uint64_t>(m));
   const std::int64_t at = ((sec - h) % m + m) % m;
   sec += ((s.node % m) - at + m) % m;
-  // A random moment inside it, short of its end: other jobs' nodes do not line up at :000.
-  return sec * 1000 + static_cast<std::int64_t>(next_random(s.seed) % 900);
+  // A random moment in its first half: other jobs' nodes do not line up at :000, and a
+  // supervisor that wakes late (a busy node) still asks within its own second.
+  return sec * 1000 + static_cast<std::int64_t>(next_random(s.seed) % 500);
 }
 
 std::int64_t next_periodic_ms(query_slots& s, std::int64_t period_ms, std::int64_t not_before_ms) {

@@ -4,7 +4,7 @@
 // Node i of a job of N nodes owns the wall-clock seconds s with (s - h) mod M == i mod M,
 // where h comes from a hash of the job id and M = min(N, 60). Every query that can wait
 // (the first read, the periodic ones, the one before the deadline) is moved to the next
-// second this node owns, at a random millisecond in it. So up to 60 nodes never share a
+// second this node owns, at a random millisecond in its first half. So up to 60 nodes never share a
 // second, whatever each asks for and whenever each started; beyond that, the periodic
 // reads are also spread over the period (node i aims at h + i*P/N), so that about N/P
 // nodes share a second rather than N/60. Wall-clock seconds are what the nodes share.
