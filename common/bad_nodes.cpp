@@ -59,10 +59,9 @@ namespace {
 
 // Rewrites the memory without what no reader will use: findings older than the keep
 // horizon (the expiry, at least kKeepAtLeast), and past the newest kKeepLines. Called
-// with `fd` (the file) locked; the new file replaces it by rename, so a reader sees the
-// old or the new file whole.
-void trim_bad_nodes(const std::string& path, int locked_fd, std::int64_t now_s) {
-  (void)locked_fd;
+// with the file locked; the new file replaces it by rename, so a reader sees the old or
+// the new file whole, and a waiting append sees it was replaced.
+void trim_bad_nodes(const std::string& path, std::int64_t now_s) {
   std::int64_t keep_s = kKeepAtLeast.count();
   try {
     const std::string e = env("TRAINCTL_BAD_NODE_EXPIRY");
@@ -123,8 +122,8 @@ std::string record_bad_node(const std::string& path, const bad_node& b) {
     const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) return "cannot open " + path + ": " + std::strerror(errno);
     flock(fd, LOCK_EX);
-    struct stat held {
-    }, named{};
+    struct stat held {};
+    struct stat named {};
     if (fstat(fd, &held) == 0 && (lstat(path.c_str(), &named) != 0 || named.st_ino != held.st_ino)) {
       close(fd);  // trimmed meanwhile: append to the new file
       continue;
@@ -132,7 +131,7 @@ std::string record_bad_node(const std::string& path, const bad_node& b) {
     const bool ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
     std::string why = ok ? "" : "cannot append to " + path + ": " + std::strerror(errno);
     if (ok && held.st_size + static_cast<off_t>(line.size()) > static_cast<off_t>(kTrimAboveBytes))
-      trim_bad_nodes(path, fd, b.when);
+      trim_bad_nodes(path, b.when);
     close(fd);  // drops the lock
     return why;
   }
