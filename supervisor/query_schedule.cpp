@@ -3,20 +3,24 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
 #include <ctime>
+
+#include "parse.hpp"
 
 namespace trainctl {
 namespace {
 
+// A count from the task's environment, through the project's one integer parser;
+// `fallback` when unset or nonsense.
 std::int64_t env_number(const char* name, std::int64_t fallback) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  errno = 0;
-  const long long n = std::strtoll(v, &end, 10);
-  return end != v && *end == '\0' && errno == 0 && n >= 0 && n < 1000000 ? n : fallback;
+  try {
+    return parse_int(v, 0, 999999);
+  } catch (const parse_error&) {
+    return fallback;
+  }
 }
 
 std::uint64_t next_random(std::uint64_t& x) {  // xorshift64*

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "parse.hpp"
+
 namespace trainctl {
 namespace {
 
@@ -49,15 +51,16 @@ void slurm_api_job_child(const std::string& job_id) {
   auto error_string = reinterpret_cast<char* (*)(int)>(dlsym(h, "slurm_strerror"));
   if (load_job == nullptr || free_msg == nullptr || state_string == nullptr)
     fall_back(job_id, std::string(TRAINCTL_LIBSLURM_SONAME) + " lacks slurm_load_job");
-  char* end = nullptr;
-  const unsigned long id = std::strtoul(job_id.c_str(), &end, 10);
-  if (end == job_id.c_str() || *end != '\0' || id == 0 || id > UINT32_MAX) {
+  std::uint32_t id = 0;
+  try {
+    id = static_cast<std::uint32_t>(parse_int(job_id, 1, UINT32_MAX));
+  } catch (const parse_error&) {
     say("trainctl-job-error '" + job_id + "' is not a job id");
     _exit(2);
   }
   if (init != nullptr) init(nullptr);  // reads slurm.conf ($SLURM_CONF); absent before 20.11
   job_info_msg_t* msg = nullptr;
-  if (load_job(&msg, static_cast<uint32_t>(id), SHOW_LOCAL) != 0 || msg == nullptr) {
+  if (load_job(&msg, id, SHOW_LOCAL) != 0 || msg == nullptr) {
     const int e = errno;
     say("trainctl-job-error slurm_load_job " + job_id + ": " +
         (error_string != nullptr ? error_string(e) : std::to_string(e)));
