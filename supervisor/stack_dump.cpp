@@ -171,9 +171,25 @@ std::string innermost_python_frame(const std::string& text, const std::string& m
   return main_block ? first : "";
 }
 
+namespace {
+// The function a frame line names, or "" where the unwinder had no symbol: eu-stack
+// prints "#1  0x00007f..." alone (or a module after "-"), gdb "#1  0x... in ?? () from".
+std::string frame_function(const std::string& line) {
+  std::istringstream words(line);
+  std::string w, prev;
+  while (words >> w) {
+    const bool after_address = prev.compare(0, 2, "0x") == 0 && w != "in";
+    if (after_address || prev == "in") return w == "??" || w == "-" || w[0] == '/' ? "" : w;
+    prev = w;
+  }
+  return "";
+}
+}  // namespace
+
 std::string innermost_native_frame(const std::string& text, pid_t pid) {
   // eu-stack: "TID 123:" then "#0  0x00007f... func"; gdb: "Thread 1 (... LWP 123 ...)"
-  // then "#0  0x... in func (...) at file:line".
+  // then "#0  0x... in func (...) at file:line". The innermost frame with a name: since
+  // glibc 2.41 the frame a blocked thread sits in (the syscall stub) often has none.
   std::istringstream in(text);
   std::string line;
   const std::string tid = "TID " + std::to_string(pid) + ":", lwp = "LWP " + std::to_string(pid) + ")";
@@ -183,21 +199,9 @@ std::string innermost_native_frame(const std::string& text, pid_t pid) {
       ours = line.find(tid) != std::string::npos || line.find(lwp) != std::string::npos;
       continue;
     }
-    if (!ours || line.compare(0, 2, "#0") != 0) continue;
-    std::istringstream words(line);
-    std::string w, prev, name;
-    while (words >> w) {
-      if (prev.compare(0, 2, "0x") == 0 && w != "in") {
-        name = w;
-        break;
-      }
-      if (prev == "in") {
-        name = w;
-        break;
-      }
-      prev = w;
-    }
-    return name.empty() ? "" : name + " (native)";
+    if (!ours || line.compare(0, 1, "#") != 0) continue;
+    const std::string name = frame_function(line);
+    if (!name.empty()) return name + " (native)";
   }
   return "";
 }

@@ -63,6 +63,20 @@ TEST(StackDump, TheNativeFrameOfTheMainThreadFromEuStackOrGdb) {
   EXPECT_EQ(innermost_native_frame(eu, 8), "");
 }
 
+// glibc >= 2.41: the syscall stub a blocked thread sits in has no symbol, so frame #0
+// is unnamed; the summary names the innermost frame that has one.
+TEST(StackDump, TheInnermostNamedNativeFrameWhenTheFirstHasNoName) {
+  const std::string eu =
+      "TID 7:\n#0  0x00007f3b2c2e4f3d\n#1  0x00007f3b2c2e5000 - /usr/lib/libc.so.6\n"
+      "#2  0x00007f3b2c2e6000 pause\n#3  0x2 main\n";
+  EXPECT_EQ(innermost_native_frame(eu, 7), "pause (native)");
+  const std::string gdb =
+      "Thread 1 (Thread 0x7e (LWP 7) \"python3\"):\n#0  0x00007f in ?? () from /lib/libc.so.6\n"
+      "#1  0x00007f in __GI___pause () at pause.c:29\n";
+  EXPECT_EQ(innermost_native_frame(gdb, 7), "__GI___pause (native)");
+  EXPECT_EQ(innermost_native_frame("TID 7:\n#0  0x1\n#1  0x2\n", 7), "") << "no named frame: no guess";
+}
+
 TEST(StackDump, TheSummaryNamesTheCommonFrameAndTheRanksElsewhere) {
   std::vector<rank_stack> s(4);
   for (int r = 0; r < 4; ++r) {
