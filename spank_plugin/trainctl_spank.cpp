@@ -54,6 +54,12 @@ TRAINCTL_SPANK_EXPORT extern const char plugin_type[];
 TRAINCTL_SPANK_EXPORT extern const unsigned int plugin_version;
 TRAINCTL_SPANK_EXPORT extern const unsigned int spank_plugin_version;
 SPANK_PLUGIN(trainctl, 1)
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
+// From 25.05 a required plugin whose slurm_spank_init fails drains the node unless it
+// says otherwise. A job-side tool that cannot start must fail the job, never take a node
+// out of service for everyone: read by slurmstepd when it loads the plugin.
+TRAINCTL_SPANK_EXPORT int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
+#endif
 }
 
 #ifndef TRAINCTL_RUN_PARENT
