@@ -91,6 +91,20 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 events_count() { cat "$TEST_DIR"/events/rank*.jsonl 2>/dev/null | grep -c "\"event\": \"$1\"" || true; }
 events_at_least() { [ "$(events_count "$1")" -ge "$2" ]; }
 
+# launcher_words PORT: the launcher of 2 ranks per node, static rendezvous on PORT:
+# torchrun, or with E2E_LAUNCHER=accelerate Hugging Face's `accelerate launch` (both
+# through the shim, see torchrun_shim.py). \$ parts expand in the job.
+launcher_words() {
+  if [ "${E2E_LAUNCHER:-torchrun}" = accelerate ]; then
+    echo "${TORCHRUN[*]} --accelerate launch --multi_gpu --num_machines \$SLURM_NNODES" \
+      "--num_processes \$((SLURM_NNODES * 2)) --machine_rank \$SLURM_NODEID" \
+      "--main_process_ip 127.0.0.1 --main_process_port $1 --rdzv_backend static"
+  else
+    echo "${TORCHRUN[*]} --nnodes=\$SLURM_NNODES --nproc_per_node=2" \
+      "--rdzv_backend=static --master_addr=127.0.0.1 --master_port=$1 --node_rank=\$SLURM_NODEID"
+  fi
+}
+
 # write_torchrun_job FILE WRAPPER...: a batch script that runs torchrun with 2 ranks on
 # each node under srun, each torchrun wrapped by WRAPPER (e.g. trainctl-run ... --), and
 # the example training loop writing events to $TEST_DIR/events. STEPS defaults to 100000.
@@ -106,8 +120,7 @@ write_torchrun_job() {
   cat >"$file" <<JOB
 #!/bin/bash
 $batch_line
-srun --ntasks-per-node=1 bash -c 'exec $* ${TORCHRUN[*]} --nnodes=\$SLURM_NNODES --nproc_per_node=2 \
-  --rdzv_backend=static --master_addr=127.0.0.1 --master_port=$port --node_rank=\$SLURM_NODEID \
+srun --ntasks-per-node=1 bash -c 'exec $* $(launcher_words "$port") \
   $TRAIN --ckpt-dir $TEST_DIR/ckpt --steps ${STEPS:-100000} --step-time 0.05 --events "$TEST_DIR/events/rank{rank}.jsonl"'
 JOB
 }

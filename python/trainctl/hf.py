@@ -1,0 +1,55 @@
+"""Hugging Face transformers: the Trainer saves and stops at the step all ranks agreed.
+
+    from trainctl.hf import TrainctlCallback
+    stop = TrainctlCallback()        # a Controller from the environment, made at train begin
+    trainer = Trainer(model=model, args=args, train_dataset=data, callbacks=[stop])
+    trainer.train(resume_from_checkpoint=last_checkpoint)   # None the first time
+    if stop.decision.exit:           # a kill switch, the deadline, a notice: all saved
+        print("stopped at step", stop.step, "because", stop.decision.reason)
+
+After every optimizer step every rank calls Controller.check(global_step), one small
+collective over torch.distributed, so all ranks take the same decision at the same step.
+A save (save switch) sets `should_save`: the Trainer writes checkpoint-<step> as at its
+own save steps, whatever save_strategy says. An exit (kill switch, deadline, notice,
+memory) also sets `should_training_stop`, so train() returns after that checkpoint.
+
+Importing this module needs transformers; `import trainctl` does not.
+"""
+
+from transformers import TrainerCallback
+
+from .controller import Controller, Decision
+
+__all__ = ["TrainctlCallback"]
+
+
+class TrainctlCallback(TrainerCallback):
+    """Polls trainctl at each step end; see the module text. `controller`: a Controller
+    of yours (made at train begin from the environment when None). After train():
+    `decision` is the last Decision and `step` the step it was taken at."""
+
+    def __init__(self, controller=None):
+        self._ctl = controller
+        self._own = controller is None
+        self.decision = Decision()
+        self.step = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if self._ctl is None:
+            self._ctl = Controller()
+        return control
+
+    def on_step_end(self, args, state, control, **kwargs):
+        d = self._ctl.check(state.global_step)
+        if d.save or d.exit:
+            self.decision, self.step = d, state.global_step
+            control.should_save = True
+        if d.exit:
+            control.should_training_stop = True
+        return control
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self._own and self._ctl is not None:
+            self._ctl.close()
+            self._ctl = None
+        return control

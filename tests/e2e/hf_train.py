@@ -1,0 +1,62 @@
+"""A tiny Hugging Face Trainer run for the e2e tests: a 1-layer GPT-2 made from a config
+(no download), random tokens, CPU and gloo under torchrun, trainctl's callback.
+
+    hf_train.py OUTPUT_DIR EVENTS_DIR
+
+Each rank writes to EVENTS_DIR/rank<R>.jsonl a "start" line before train() and an "exit"
+line when it returns: the step of trainctl's decision and the decision. Resumes from the
+newest checkpoint in OUTPUT_DIR.
+"""
+
+import glob
+import json
+import os
+import sys
+
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+
+from trainctl.hf import TrainctlCallback
+
+
+class Tokens(torch.utils.data.Dataset):
+    def __init__(self, n, length, vocab):
+        g = torch.Generator().manual_seed(0)
+        self.ids = torch.randint(0, vocab, (n, length), generator=g)
+
+    def __len__(self):
+        return len(self.ids)
+
+    def __getitem__(self, i):
+        return {"input_ids": self.ids[i], "labels": self.ids[i]}
+
+
+def main():
+    out, events = sys.argv[1], sys.argv[2]
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=64, n_positions=32, n_embd=16, n_layer=1, n_head=2,
+                        bos_token_id=0, eos_token_id=0)
+    model = GPT2LMHeadModel(config)
+    args = TrainingArguments(output_dir=out, max_steps=1000000, per_device_train_batch_size=2,
+                             save_strategy="no", logging_strategy="no", report_to=[], use_cpu=True,
+                             ddp_backend="gloo", ddp_find_unused_parameters=False,
+                             dataloader_num_workers=0, disable_tqdm=True)
+    stop = TrainctlCallback()
+    trainer = Trainer(model=model, args=args, train_dataset=Tokens(4096, 16, 64), callbacks=[stop])
+    done = sorted(glob.glob(os.path.join(out, "checkpoint-*")), key=lambda p: int(p.rsplit("-", 1)[1]))
+    rank = int(os.environ.get("RANK", "0"))
+    os.makedirs(events, exist_ok=True)
+
+    def event(**fields):
+        with open(os.path.join(events, "rank%d.jsonl" % rank), "a") as f:
+            f.write(json.dumps(dict(rank=rank, **fields)) + "\n")
+
+    event(event="start")
+    trainer.train(resume_from_checkpoint=done[-1] if done else None)
+    event(event="exit", step=stop.step, global_step=trainer.state.global_step, exit=stop.decision.exit,
+          reason=stop.decision.reason)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
