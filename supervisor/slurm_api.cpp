@@ -33,6 +33,25 @@ void say(const std::string& line) {
   _exit(127);
 }
 
+// slurm_load_job takes the job as a slurm_step_id_t (by value) from 26.05, as a job id
+// before: the call through dlsym must use the signature of the headers built against.
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
+using load_job_fn = int (*)(job_info_msg_t**, slurm_step_id_t, uint16_t);
+int call_load_job(load_job_fn load_job, job_info_msg_t** msg, std::uint32_t id) {
+  slurm_step_id_t step{};
+  step.sluid = 0;
+  step.job_id = id;
+  step.step_het_comp = NO_VAL;
+  step.step_id = NO_VAL;
+  return load_job(msg, step, SHOW_LOCAL);
+}
+#else
+using load_job_fn = int (*)(job_info_msg_t**, std::uint32_t, uint16_t);
+int call_load_job(load_job_fn load_job, job_info_msg_t** msg, std::uint32_t id) {
+  return load_job(msg, id, SHOW_LOCAL);
+}
+#endif
+
 }  // namespace
 
 void slurm_api_job_child(const std::string& job_id) {
@@ -45,7 +64,7 @@ void slurm_api_job_child(const std::string& job_id) {
     fall_back(job_id, std::string("cannot load ") + TRAINCTL_LIBSLURM_SONAME + " (" + (e != nullptr ? e : "?") + ")");
   }
   auto init = reinterpret_cast<void (*)(const char*)>(dlsym(h, "slurm_init"));
-  auto load_job = reinterpret_cast<int (*)(job_info_msg_t**, uint32_t, uint16_t)>(dlsym(h, "slurm_load_job"));
+  auto load_job = reinterpret_cast<load_job_fn>(dlsym(h, "slurm_load_job"));
   auto free_msg = reinterpret_cast<void (*)(job_info_msg_t*)>(dlsym(h, "slurm_free_job_info_msg"));
   auto state_string = reinterpret_cast<char* (*)(uint32_t)>(dlsym(h, "slurm_job_state_string"));
   auto error_string = reinterpret_cast<char* (*)(int)>(dlsym(h, "slurm_strerror"));
@@ -60,7 +79,7 @@ void slurm_api_job_child(const std::string& job_id) {
   }
   if (init != nullptr) init(nullptr);  // reads slurm.conf ($SLURM_CONF); absent before 20.11
   job_info_msg_t* msg = nullptr;
-  if (load_job(&msg, id, SHOW_LOCAL) != 0 || msg == nullptr) {
+  if (call_load_job(load_job, &msg, id) != 0 || msg == nullptr) {
     const int e = errno;
     say("trainctl-job-error slurm_load_job " + job_id + ": " +
         (error_string != nullptr ? error_string(e) : std::to_string(e)));
@@ -84,6 +103,8 @@ void slurm_api_job_child(const std::string& job_id) {
   say("trainctl-job-error the controller has no record of job " + job_id);
   _exit(1);
 }
+
+bool slurm_requeues_preempted_jobs() { return SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 5, 0); }
 
 std::optional<job_times> parse_api_output(const std::string& output, std::string* error, std::string* fallback_why) {
   std::istringstream lines(output);
