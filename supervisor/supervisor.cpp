@@ -30,6 +30,7 @@
 #include "publisher.hpp"
 #include "query_schedule.hpp"
 #include "ranks.hpp"
+#include "slurm_api.hpp"
 #include "slurm_job.hpp"
 #include "stack_dump.hpp"
 
@@ -583,8 +584,9 @@ void supervisor::after_hang_dump(const std::string& summary) {
 }
 
 // The batch script ended while the job was being preempted (its ranks saved and
-// exited within the grace): SLURM would count the job as finished, so put it back in
-// the queue now, as preemption with requeue would have at the end of the grace.
+// exited within the grace): SLURM before 24.05 would count the job as finished, so put
+// it back in the queue now, as preemption with requeue would have at the end of the
+// grace. Later releases requeue it themselves, and a second requeue there loops.
 void supervisor::requeue_if_preempted() {
   // No preemption seen, by this supervisor (a TERM, an answer) or by a step's on this
   // node: no question to the controller at every batch script's end.
@@ -594,6 +596,10 @@ void supervisor::requeue_if_preempted() {
   if (!jt || !jt->preempting) return;
   if (!jt->requeue) {
     log("the job was preempted and is not requeueable (submit with --requeue to resume it)");
+    return;
+  }
+  if (slurm_requeues_preempted_jobs()) {
+    log("the job was preempted: SLURM requeues it to resume");
     return;
   }
   if (requeue_job(opts_.job_id, milliseconds(10000), &error))
