@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # e2e-modes: run plugin
+# e2e-core: plugin
 # --time=2 with a graceful exit of 1 minute: about 60 s in, every rank gets the notice
 # (reason deadline), saves and exits 0; the job ends COMPLETED, not TIMEOUT.
 # shellcheck source=tests/e2e/lib.sh

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # e2e-modes: plugin
+# e2e-core: plugin
 # Hang diagnosis with a real torchrun, 2 nodes x 2 ranks. First `trainctl-run
 # --dump-stacks JOB` from outside takes every rank's stacks on demand. Then, with
 # --hang-timeout=10s: at step 160

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # e2e-modes: run plugin
 # e2e-variants: linuxproc cgroup
+# e2e-core: plugin run plugin_cgroup
 # Preemption with GraceTime: a low-priority requeueable job is preempted by a
 # high-priority one; its ranks save within the grace (reason preempted); the job is
 # requeued, restarts, and resumes at the saved step + 1.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # e2e-modes: run plugin
+# e2e-core: plugin run
 # `scontrol update TimeLimit=` (a decrease) mid-run moves the notice: with --time=5 and
 # a graceful exit of 1 minute the ranks would exit at 4 min; after the limit drops to
 # 2 min they exit at about 1 min. The supervisor re-reads EndTime every endtime_poll

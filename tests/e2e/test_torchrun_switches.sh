@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# e2e-core: all
 # Real torchrun, 2 nodes x 2 ranks, on the local cluster: one touch of the save switch
 # makes all 4 ranks save at the same step exactly once (and the switch is removed);
 # the kill switch makes all 4 save and exit at one step; the job ends COMPLETED.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# e2e-core: all
 # trainwatch job-running against the local cluster: a running job with a long name
 # holding spaces and '|'; a pending job with its reason; a missing name is CRITICAL;
 # the check never counts the job it runs in; a stopped controller is UNKNOWN.
