@@ -12,14 +12,17 @@
 #              FOLLOWER_SECONDS (180)
 #   trainwatch instructions of `trainwatch fs` over 10 paths and of --version, against squeue
 #   bad nodes  `trainctl-run --bad-nodes` over 10,000 findings, and after the next append
-# Needs release builds and the local cluster (scripts/local-cluster up). PARTS picks parts
+# Needs release builds and the local cluster (scripts/local-cluster up); in a release's
+# root: scripts/testbed shell RELEASE sh -c '/src/scripts/local-cluster up &&
+# PARTS=launch bash /src/tests/bench/bench_costs.sh'. PARTS picks parts
 # (default: all of "launch busy follower trainwatch badnodes rpcs").
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 src=$PWD
 eval "$(scripts/local-cluster env)"
 export SLURM_CONF
-builds=("$src/build")
+this=${TRAINCTL_BUILD:-$src/build}  # scripts/testbed sets it in a release's root
+builds=("$this")
 [ -n "${BEFORE:-}" ] && builds=("$(cd "$BEFORE" && pwd)" "${builds[@]}")
 parts=${PARTS:-launch busy follower trainwatch badnodes rpcs}
 work=$(mktemp -d /tmp/trainctl-bench-costs-XXXXXX)
@@ -34,7 +37,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-name() { [ "$1" = "$src/build" ] && echo "this build" || echo "BEFORE ($1)"; }
+name() { [ "$1" = "$this" ] && echo "this build" || echo "BEFORE ($1)"; }
 plugin_for() { echo "optional $1/spank_plugin/trainctl_spank.so supervisor=$1/bin/trainctl-run"; }
 median_min() { sort -n | awk '{ a[NR] = $1 } END { printf "median %.1f ms, min %.1f ms", a[int((NR + 1) / 2)], a[1] }'; }
 instructions() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null | awk '/Collected/ { n = $4 } END { print n }'; }

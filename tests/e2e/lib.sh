@@ -29,6 +29,8 @@ cleanup() {
   for p in $(user_processes); do kill -CONT "$p" 2>/dev/null || true; done
   for p in $(user_processes); do kill -9 "$p" 2>/dev/null || true; done
   [ "$(type -t stop_alert_servers)" = function ] && stop_alert_servers
+  # First: a later step of this report must not leave the next test without the plugin.
+  if [ -n "$PLUGSTACK_SAVED" ]; then cp "$PLUGSTACK_SAVED" "$(dirname "$SLURM_CONF")/plugstack.conf"; fi
   # submit runs in $(...), a subshell: the ids it records there are read back here.
   if [ -f "$TEST_DIR/.submitted" ]; then mapfile -t -O "${#SUBMITTED[@]}" SUBMITTED <"$TEST_DIR/.submitted"; fi
   for j in "${SUBMITTED[@]}"; do scancel "$j" 2>/dev/null || true; done
@@ -37,7 +39,7 @@ cleanup() {
     for f in "$TEST_DIR"/*.out "$TEST_DIR"/events/*; do
       [ -f "$f" ] || continue
       # What trainctl said, whole (a traceback would push it out of the tail), then the tail.
-      case "$f" in *.out) echo "--- $f (trainctl's lines)" && grep -E '^trainctl' "$f" | head -n 120 ;; esac
+      case "$f" in *.out) echo "--- $f (trainctl's lines)" && { grep -E '^trainctl' "$f" | head -n 120 || true; } ;; esac
       echo "--- $f"
       tail -n 40 "$f"
     done
@@ -48,7 +50,6 @@ cleanup() {
       case "$(job_state "$j")" in PENDING | RUNNING | COMPLETING | CONFIGURING) sleep 0.5 ;; *) break ;; esac
     done
   done
-  if [ -n "$PLUGSTACK_SAVED" ]; then cp "$PLUGSTACK_SAVED" "$(dirname "$SLURM_CONF")/plugstack.conf"; fi
   if [ -n "${TRAINCTL_E2E_KEEP:-}" ]; then log "kept $TEST_DIR"; else rm -rf "$TEST_DIR"; fi
   exit "$rc"
 }
