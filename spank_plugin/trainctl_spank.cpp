@@ -290,6 +290,18 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
   }
   g.graceful_signal = g.site.default_signal;
   g.graceful_exit = g.site.default_graceful_exit;
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
+  // In slurmstepd, a supervisor that cannot be run fails the job here, and the failure
+  // mode above keeps the node in service. Before 25.05 a failure here drains the node,
+  // so there the task's own start fails instead.
+  if (spank_remote(sp) != 0 && access(g.site.supervisor.c_str(), X_OK) != 0) {
+    slurm_error(
+        "trainctl: the supervisor %s cannot be run (%s): failing the job; accepted: supervisor= an "
+        "executable trainctl-run in plugstack.conf",
+        g.site.supervisor.c_str(), std::strerror(errno));
+    return -1;
+  }
+#endif
   fill_usage();
   for (struct spank_option* o = g_options; o->name != nullptr; ++o) {
     if (spank_option_register(sp, o) != ESPANK_SUCCESS) {

@@ -3,9 +3,11 @@
 # A plugin that cannot start fails the job and leaves the node in service. From SLURM
 # 25.05 a required plugin whose slurm_spank_init fails drains the node (every user's
 # jobs lose it) unless the plugin sets slurm_spank_init_failure_mode to
-# ESPANK_JOB_FAILURE, which trainctl does. The failure here is real: a second copy of
-# the plugin is loaded, and its options clash with the first's, so its registration
-# fails in slurmstepd. Before 25.05 there is no such switch: the test says so and skips.
+# ESPANK_JOB_FAILURE, which trainctl does. The failure here is a real misconfiguration:
+# plugstack.conf names a supervisor that does not exist, and the plugin refuses to start
+# in slurmstepd. (A second copy of the plugin with clashing options does not make it
+# fail there: slurmstepd does not check clashes.) Before 25.05 the plugin does not fail
+# its start (that would drain the node): the test says so and skips.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -20,16 +22,12 @@ plug=$(grep -o '/[^ ]*trainctl_spank\.so' "$TRAINCTL_CLUSTER_PLUGSTACK" | head -
 grep -q slurm_spank_init_failure_mode < <(nm -D --defined-only "$plug") ||
   fail "$plug does not export slurm_spank_init_failure_mode"
 
-# Submitted held while the plugstack is sound, so sbatch itself loads one copy.
+# Submitted held while plugstack.conf is sound: sbatch reads it too.
 node=n3
 job=$(submit --hold -N1 -w "$node" -o "$TEST_DIR/job.out" --wrap 'echo the script ran')
 PLUGSTACK_SAVED=$TEST_DIR/plugstack.conf.saved
 cp "$TRAINCTL_CLUSTER_PLUGSTACK" "$PLUGSTACK_SAVED"
-copy=$TEST_DIR/copy/trainctl_spank_copy.so
-mkdir -p "$(dirname "$copy")"
-cp "$plug" "$copy"
-chmod 755 "$TEST_DIR" "$(dirname "$copy")"
-printf 'required %s\nrequired %s\n' "$plug" "$copy" >"$TRAINCTL_CLUSTER_PLUGSTACK"
+printf 'required %s supervisor=%s\n' "$plug" "$TEST_DIR/no-such-dir/trainctl-run" >"$TRAINCTL_CLUSTER_PLUGSTACK"
 scontrol release "$job"
 
 wait_for 90 "job $job to end" job_ended "$job"
