@@ -3,6 +3,7 @@
 import ctypes
 import os
 import platform
+import sys
 import sysconfig
 
 VOTE_LEN = 24
@@ -53,13 +54,15 @@ def _untrusted(path):
 
 
 def _candidates():
-    """TRAINCTL_LIBRARY, then the lib directory of the install or build tree this package
-    sits in (<prefix>/lib/python3/dist-packages/trainctl -> <prefix>/lib and Debian's
-    multiarch <prefix>/lib/<triplet>), then the system's loader path. Nothing else."""
+    """TRAINCTL_LIBRARY, then the copy a wheel carries inside this package, then the lib
+    directory of the install or build tree this package sits in
+    (<prefix>/lib/python3/dist-packages/trainctl -> <prefix>/lib and Debian's multiarch
+    <prefix>/lib/<triplet>), then the system's loader path. Nothing else."""
     env = os.environ.get("TRAINCTL_LIBRARY")
     if env:
         yield env, True
     here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, "libtrainctl.so.0"), False
     arch = sysconfig.get_config_var("MULTIARCH") or "%s-linux-gnu" % platform.machine()
     lib = os.path.normpath(os.path.join(here, "..", "..", ".."))
     yield os.path.join(lib, arch, "libtrainctl.so.0"), False
@@ -79,9 +82,15 @@ def _load():
             errors.append("%s: not loaded: %s" % (path, why))
             continue
         try:
-            return ctypes.CDLL(path)
+            loaded = ctypes.CDLL(path)
         except OSError as e:
             errors.append(str(e))
+            continue
+        # A refused library beside the package is worth one line even when another copy
+        # (an installed one) loads instead: the user meant this package's own.
+        for refused in errors:
+            sys.stderr.write("trainctl: %s; loaded %s instead\n" % (refused, path))
+        return loaded
     raise ImportError(
         "trainctl: cannot find libtrainctl.so.0 (set TRAINCTL_LIBRARY to its path); tried: "
         + "; ".join(errors or ["the install and build layouts next to this package"]))
