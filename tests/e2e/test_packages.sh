@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# The Debian packages and the RPMs from scripts/package, as an admin meets them:
+#   - lintian (pedantic, with informational tags) and rpmlint (packaging/rpm/rpmlint.toml)
+#     find nothing: each accepted finding is an override or filter that says why;
+#   - the plugin packages depend on the SLURM release of the headers (22.05: >= 22.05,
+#     < 22.06), so a mismatched install is refused;
+#   - the RPMs carry the same files as the .debs, package by package (paths mapped from
+#     Debian's layout to EL's);
+#   - the .debs install with apt-get; the tools, the library (a C program built with
+#     pkg-config), the Python package, the man pages work from /usr; the installed plugin,
+#     enabled by one plugstack.conf line, runs a task under /usr/bin/trainctl-run in the
+#     local cluster; apt-get remove --purge leaves nothing behind.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+debs=(libtrainctl0 libtrainctl-dev python3-trainctl trainctl slurm-wlm-trainctl-plugin)
+any_installed() {
+  local p
+  for p in "${debs[@]}"; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "ok installed" && return 0; done
+  return 1
+}
+any_installed && fail "a trainctl package is already installed; remove it first (apt-get remove ${debs[*]})"
+installed=""
+on_exit() {
+  local rc=$?
+  [ -z "$installed" ] || apt-get remove --purge -y -q "${debs[@]}" >/dev/null 2>&1 || true
+  set +e  # errexit would end this handler at the next line, before cleanup
+  (exit "$rc")
+  cleanup
+}
+trap on_exit EXIT
+
+pkg=$TEST_DIR/pkg
+TRAINCTL_PACKAGE_DIR=$pkg bash "$SRC/scripts/package" --deb --rpm >"$TEST_DIR/package.log" 2>&1 ||
+  { cat "$TEST_DIR/package.log"; fail "scripts/package --deb --rpm failed"; }
+log "$(grep -c '^deb: ' "$TEST_DIR/package.log") .debs and $(grep -c '^rpm: ' "$TEST_DIR/package.log") RPMs built"
+deb_of() {
+  local arch
+  arch=$(dpkg --print-architecture)
+  [ "$1" != python3-trainctl ] || arch=all
+  echo "$pkg/deb/$1_"*"_$arch.deb"
+}
+rpm_of() { find "$pkg/rpm/RPMS" -name "$1-[0-9]*.rpm" | head -n 1; }
+
+# --- the linters ---------------------------------------------------------------------
+lintian -I -E --pedantic "$pkg"/deb/*.deb >"$TEST_DIR/lintian.txt" 2>&1 || true  # judged by its output
+grep -v '^running with root privileges is not recommended!$' "$TEST_DIR/lintian.txt" >"$TEST_DIR/lintian.findings" || true
+[ ! -s "$TEST_DIR/lintian.findings" ] || { cat "$TEST_DIR/lintian.findings"; fail "lintian found the above"; }
+# The -debuginfo RPM is rpm's own make (find-debuginfo), installed by nobody but a debugger.
+mapfile -t rpms < <(find "$pkg/rpm/RPMS" -name '*.rpm' ! -name '*-debuginfo-*' ! -name '*-debugsource-*' | sort)
+[ "${#rpms[@]}" -eq 5 ] || fail "expected 5 RPMs, found ${#rpms[@]}: ${rpms[*]}"
+# From the checkout, where the spec reads the version when it is not given.
+(cd "$SRC" && rpmlint -c packaging/rpm/rpmlint.toml "${rpms[@]}" packaging/rpm/trainctl.spec) >"$TEST_DIR/rpmlint.txt" 2>&1 &&
+  rpmlint_rc=0 || rpmlint_rc=$?
+grep -E ': [EWI]: ' "$TEST_DIR/rpmlint.txt" && fail "rpmlint found the above"
+[ "$rpmlint_rc" -eq 0 ] || { cat "$TEST_DIR/rpmlint.txt"; fail "rpmlint exited $rpmlint_rc"; }
+log "lintian: nothing on ${#debs[@]} packages and their debug symbols; rpmlint: $(grep -o '[0-9]* errors, [0-9]* warnings' "$TEST_DIR/rpmlint.txt")"
+
+# --- the SLURM release the plugin packages require ----------------------------------
+hex=$(sed -n 's/^#define SLURM_VERSION_NUMBER 0x\([0-9a-fA-F]*\).*/\1/p' /usr/include/slurm/slurm_version.h)
+release=$(printf '%d.%02d' "0x${hex:0:2}" "0x${hex:2:2}")
+next=$(printf '%d.%02d' "0x${hex:0:2}" "$((0x${hex:2:2} + 1))")
+depends=$(dpkg-deb -f "$(deb_of slurm-wlm-trainctl-plugin)" Depends)
+grep -qF "slurm-wlm-basic-plugins (>= $release~), slurm-wlm-basic-plugins (<< $next~)" <<<"$depends" ||
+  fail "the plugin .deb does not pin SLURM $release: Depends: $depends"
+requires=$(rpm -qp --requires "$(rpm_of slurm-spank-trainctl)")
+for want in "slurm >= $release" "slurm < $next"; do
+  grep -qx "$want" <<<"$requires" || fail "the plugin RPM does not require '$want': $requires"
+done
+# A plugin package built for another release is refused by dpkg, before anything is
+# unpacked: the same package with the next release's pin, as a mismatched build has it.
+other=$TEST_DIR/other-release
+dpkg-deb -R "$(deb_of slurm-wlm-trainctl-plugin)" "$other"
+sed -i "s/^Depends: .*/Depends: slurm-wlm-basic-plugins (>= $next~)/" "$other/DEBIAN/control"
+dpkg-deb -b "$other" "$TEST_DIR/other.deb" >/dev/null
+if dpkg -i "$TEST_DIR/other.deb" >"$TEST_DIR/other.log" 2>&1; then
+  dpkg --purge slurm-wlm-trainctl-plugin >/dev/null 2>&1 || true
+  fail "dpkg installed a plugin package built for SLURM $next over SLURM $release"
+fi
+grep -q "slurm-wlm-basic-plugins (>= $next~); however" "$TEST_DIR/other.log" || { cat "$TEST_DIR/other.log"; fail "dpkg refused for another reason"; }
+dpkg --purge slurm-wlm-trainctl-plugin >/dev/null 2>&1 || true  # dpkg leaves it unpacked-but-unconfigured
+[ ! -e "/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/slurm-wlm/trainctl_spank.so" ] || fail "the refused plugin was left in PluginDir"
+log "plugin packages require SLURM $release (.deb: slurm-wlm-basic-plugins, RPM: slurm); one built for $next is refused"
+
+# --- the same files in the RPMs as in the .debs --------------------------------------
+# Files and symbolic links, with each layout's directories named alike; each distribution's
+# own documents (Debian's changelog, copyright and lintian overrides, EL's licenses and docs) and rpm's
+# build-id links left out.
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+deb_files() {
+  dpkg-deb -c "$(deb_of "$1")" | awk '$1 ~ /^[-l]/ { print $6 }' | sed 's|^\./|/|' |
+    sed -e "s|^/usr/lib/$multiarch/slurm-wlm/|PLUGINDIR/|" -e "s|^/usr/lib/$multiarch/|LIBDIR/|" \
+      -e 's|^/usr/lib/python3/dist-packages/|PYDIR/|' -e 's|/trainctlTargets-none\.cmake$|/trainctlTargets-CONFIG.cmake|' |
+    grep -v -e '^/usr/share/doc/' -e '^/usr/share/lintian/' | sort
+}
+rpm_files() {
+  rpm -qp --qf '[%{FILEMODES:perms} %{FILENAMES}\n]' "$(rpm_of "$1")" | awk '$1 ~ /^[-l]/ { print $2 }' |
+    sed -e 's|^/usr/lib64/slurm/|PLUGINDIR/|' -e 's|^/usr/lib64/|LIBDIR/|' -e 's|^/usr/lib/python3\.[0-9]*/site-packages/|PYDIR/|' \
+      -e 's|/trainctlTargets-relwithdebinfo\.cmake$|/trainctlTargets-CONFIG.cmake|' |
+    grep -v -e '^/usr/share/doc/' -e '^/usr/share/licenses/' -e '^/usr/lib/\.build-id/' | sort
+}
+for pair in libtrainctl0:trainctl-libs libtrainctl-dev:trainctl-devel python3-trainctl:python3-trainctl \
+  trainctl:trainctl slurm-wlm-trainctl-plugin:slurm-spank-trainctl; do
+  d=${pair%%:*} r=${pair##*:}
+  deb_files "$d" >"$TEST_DIR/files.$d.deb"
+  rpm_files "$r" >"$TEST_DIR/files.$r.rpm"
+  [ -s "$TEST_DIR/files.$d.deb" ] || fail "no files listed for $d"
+  diff "$TEST_DIR/files.$d.deb" "$TEST_DIR/files.$r.rpm" >"$TEST_DIR/files.diff" ||
+    { cat "$TEST_DIR/files.diff"; fail "the .deb $d and the RPM $r differ (<: .deb only, >: RPM only)"; }
+done
+log "the 5 RPMs carry the same $(cat "$TEST_DIR"/files.*.deb | wc -l) files as the 5 .debs"
+
+# --- installed with apt-get ----------------------------------------------------------
+mapfile -t deb_paths < <(for p in "${debs[@]}"; do deb_of "$p"; done)
+installed=1
+apt-get install -y -q --no-install-recommends "${deb_paths[@]}" >"$TEST_DIR/apt-install.log" 2>&1 ||
+  { cat "$TEST_DIR/apt-install.log"; fail "apt-get install of the .debs failed"; }
+grep -E '^(W|E): ' "$TEST_DIR/apt-install.log" && fail "apt-get warned"
+mapfile -t files < <(for p in "${debs[@]}"; do dpkg -L "$p"; done | while read -r f; do [ -f "$f" ] && echo "$f"; done)
+log "installed ${#files[@]} files"
+
+version=$(sed -n 's/^#define TRAINCTL_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' "$SRC/libtrainctl/include/trainctl/trainctl.h" | paste -sd.)
+[ "$(/usr/bin/trainwatch --version)" = "trainwatch $version" ] || fail "trainwatch --version: $(/usr/bin/trainwatch --version)"
+[ "$(/usr/bin/trainctl-run --version)" = "trainctl-run $version" ] || fail "trainctl-run --version"
+lib=$(cd / && env -u PYTHONPATH -u TRAINCTL_LIBRARY /usr/bin/python3 -c 'import trainctl, trainctl._native as n
+c = trainctl.Controller(signals="none"); assert not c.check(0).exit; print(n.lib()._name)') ||
+  fail "Debian's python3 cannot use the installed package"
+[ "$lib" = "/usr/lib/$multiarch/libtrainctl.so.0" ] || fail "the installed Python package loaded $lib"
+[ "$(pkg-config --modversion trainctl)" = "$version" ] || fail "pkg-config does not find trainctl"
+cat >"$TEST_DIR/abi.c" <<'C'
+#include <stdio.h>
+#include <trainctl/trainctl.h>
+int main(void) { printf("%d\n", trainctl_version()); return trainctl_version() == TRAINCTL_VERSION_NUMBER ? 0 : 1; }
+C
+# shellcheck disable=SC2046  # pkg-config's words
+cc -o "$TEST_DIR/abi" "$TEST_DIR/abi.c" $(pkg-config --cflags --libs trainctl) || fail "a C program does not build with pkg-config"
+"$TEST_DIR/abi" >/dev/null || fail "the C program built against the installed library does not run"
+for page in trainwatch trainctl-run trainctl_spank; do man -w "$page" >/dev/null || fail "man $page: no page"; done
+log "trainwatch, trainctl-run, import trainctl, a C program (pkg-config) and the man pages work from /usr"
+
+plugstack=$(dirname "$SLURM_CONF")/plugstack.conf
+PLUGSTACK_SAVED=$TEST_DIR/plugstack.conf.saved  # restored by cleanup
+cp "$plugstack" "$PLUGSTACK_SAVED"
+grep -h '^optional' /usr/share/trainctl/plugstack.conf.example >"$plugstack"  # the admin's one line
+srun --help 2>&1 | grep -q -- '--graceful-exit' || fail "srun --help does not list --graceful-exit with the installed plugin"
+# shellcheck disable=SC2016  # expanded by the task's shell
+parent=$(srun -N1 -t1 --kill-switch="$TEST_DIR/KILL" bash -c 'echo "$KILL_SWITCH $(readlink /proc/$PPID/exe)"')
+[ "$parent" = "$TEST_DIR/KILL /usr/bin/trainctl-run" ] || fail "the task's KILL_SWITCH and parent: '$parent'"
+log "the installed plugin: srun --help lists --graceful-exit; a task runs under /usr/bin/trainctl-run"
+cp "$PLUGSTACK_SAVED" "$plugstack"
+
+(cd / && /usr/bin/python3 -c 'import trainctl') # leaves byte-code, which removal must take too
+apt-get remove --purge -y -q "${debs[@]}" >"$TEST_DIR/apt-remove.log" 2>&1 || { cat "$TEST_DIR/apt-remove.log"; fail "apt-get remove failed"; }
+installed=""
+grep -E '^(W|E): |warning' "$TEST_DIR/apt-remove.log" && fail "apt-get remove warned"
+for f in "${files[@]}"; do [ ! -e "$f" ] || fail "$f is still there after apt-get remove --purge"; done
+for d in /usr/lib/python3/dist-packages/trainctl /usr/share/trainctl /usr/include/trainctl "/usr/lib/$multiarch/cmake/trainctl"; do
+  [ ! -e "$d" ] || fail "$d is still there after apt-get remove --purge"
+done
+any_installed && fail "dpkg still lists a trainctl package"
+log "PASS: lint-clean .debs and RPMs with the same files; the .debs install, work from /usr with the local cluster, and go without a trace"
