@@ -25,7 +25,9 @@ log "built $(basename "$wheel") ($(stat -c %s "$wheel") bytes)"
 mapfile -t pythons < <(for p in /usr/bin/python3 /root/.pyenv/versions/3.*/bin/python3 "$(command -v python3)"; do
   [ -x "$p" ] && "$p" -c 'import os, sys; sys.version_info >= (3, 8) and print(os.path.realpath(sys.executable))' 2>/dev/null
 done | sort -u)
-[ "${#pythons[@]}" -ge 2 ] || fail "fewer than two Pythons 3.8+ found: ${pythons[*]}"
+# Here: pyenv's 3.8 to 3.13 (python3 on PATH is its 3.11) and Debian's 3.11; a fresh Debian
+# machine has only its own.
+[ "${#pythons[@]}" -ge 1 ] || fail "no Python 3.8+ found"
 
 # The check each venv runs: a kill switch seen, from the library inside the wheel.
 cat >"$TEST_DIR/check.py" <<'PY'
