@@ -222,6 +222,34 @@ class PackageTest(unittest.TestCase):
         finally:
             shutil.rmtree(top)
 
+    def test_a_refused_library_is_said_even_when_an_installed_copy_loads(self):
+        # As with the .deb installed: the copy beside the package is refused, the system
+        # loader's one (here through LD_LIBRARY_PATH) loads, and the refusal is one line.
+        real = trainctl._native.lib()._name
+        top = tempfile.mkdtemp(prefix="trainctl-installed-")
+        try:
+            lib = os.path.join(top, "prefix", "lib")
+            pkg = os.path.join(lib, "python3", "dist-packages")
+            shutil.copytree(os.path.dirname(trainctl.__file__), os.path.join(pkg, "trainctl"))
+            shutil.copy(real, os.path.join(lib, "libtrainctl.so.0"))
+            os.chmod(lib, 0o777)
+            system = os.path.join(top, "system")
+            os.mkdir(system)
+            shutil.copy(real, os.path.join(system, "libtrainctl.so.0"))
+            code = ("import trainctl._native as n; n.lib()\n"
+                    "print([l.split()[-1] for l in open('/proc/self/maps') if 'libtrainctl.so' in l][0])")
+            env = dict(os.environ, PYTHONPATH=pkg, LD_LIBRARY_PATH=system)
+            env.pop("TRAINCTL_LIBRARY", None)
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual(out.stdout.strip(), os.path.join(system, "libtrainctl.so.0"), out.stderr)
+            said = [l for l in out.stderr.splitlines() if "not loaded" in l]
+            self.assertEqual(len(said), 1, out.stderr)
+            self.assertIn("is writable by others (mode 0777)", said[0])
+            self.assertIn("loaded libtrainctl.so.0 instead", said[0])
+        finally:
+            shutil.rmtree(top)
+
     @unittest.skipUnless(os.geteuid() == 0, "needs root to run a child as another user")
     def test_unsearchable_switch_directory_is_one_line_not_a_crash(self):
         d = tempfile.mkdtemp(prefix="trainctl-py-")

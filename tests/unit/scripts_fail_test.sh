@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's scripts fail when what they run fails: a crashing fuzzer fails
-# scripts/fuzz, and run_filtered (which scripts/build and scripts/package use to
+# scripts/fuzz, and run_filtered (which scripts/build and scripts/testbed use to
 # filter cmake's output) passes on the command's status, not grep's.
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
