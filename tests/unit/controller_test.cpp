@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "bad_nodes.hpp"
 #include "fixture.hpp"
 #include "node_state.hpp"
 
@@ -506,6 +507,11 @@ struct threaded_world {
   // with `mark`, each rank marks its own work as compute.
   std::string run(const temp_dir& t, const std::vector<std::chrono::milliseconds>& work, int steps,
                   bool gradient_sync = false, bool mark = false) {
+    // A straggler is also remembered as a bad node: in this test's directory, never in
+    // the user's own memory (~/.local/state/trainctl/bad_nodes), which every unit-test
+    // run used to mark this machine bad in.
+    const std::string memory = t / "bad_nodes";
+    setenv("TRAINCTL_BAD_NODES", memory.c_str(), 1);
     std::vector<std::thread> threads;
     const int n = static_cast<int>(work.size());
     for (int r = 0; r < n; ++r)
@@ -528,6 +534,7 @@ struct threaded_world {
         }
       });
     for (auto& th : threads) th.join();
+    unsetenv("TRAINCTL_BAD_NODES");
     return trainctl_test::read_file(t / "slow_nodes");
   }
 };
@@ -544,6 +551,9 @@ TEST(Stragglers, TheSlowRankIsRecordedWithItsHostTheOthersAreNot) {
   EXPECT_EQ(text.find(" rank=1 "), std::string::npos) << text;
   EXPECT_NE(text.find(" host="), std::string::npos) << text;
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << "reported once per episode: " << text;
+  const auto remembered = read_bad_nodes(t / "bad_nodes");
+  ASSERT_EQ(remembered.size(), 1u) << "the straggler's node goes into the memory TRAINCTL_BAD_NODES names";
+  EXPECT_NE(remembered[0].reason.find("slow (rank 2"), std::string::npos) << remembered[0].reason;
 }
 
 // Synchronous training: the wall time between agreements is the slowest rank's on every
