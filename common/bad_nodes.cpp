@@ -138,6 +138,57 @@ std::string record_bad_node(const std::string& path, const bad_node& b) {
   return "cannot append to " + path + ": it keeps being replaced";
 }
 
+std::string forget_bad_node(const std::string& path, const std::string& host, std::size_t* removed) {
+  *removed = 0;
+  if (path.empty()) return "no file for bad nodes (set TRAINCTL_BAD_NODES or HOME)";
+  if (!valid_node_name(host))
+    return "'" + host.substr(0, 80) + "' is not one node's name (accepted: letters, digits, '-', '_', '.')";
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return errno == ENOENT ? "" : "cannot open " + path + ": " + std::strerror(errno);
+    flock(fd, LOCK_EX);
+    struct stat held {};
+    struct stat named {};
+    if (fstat(fd, &held) != 0 || !S_ISREG(held.st_mode)) {
+      close(fd);
+      return path + " is not a regular file";
+    }
+    if (lstat(path.c_str(), &named) != 0 || named.st_ino != held.st_ino) {
+      close(fd);  // replaced meanwhile: forget in the new file
+      continue;
+    }
+    std::vector<bad_node> kept;
+    for (const auto& b : read_bad_nodes(path)) {
+      if (b.host == host) {
+        ++*removed;
+      } else {
+        kept.push_back(b);
+      }
+    }
+    std::string why;
+    if (*removed > 0) {
+      const std::string tmp = path + ".forget." + std::to_string(getpid());
+      const int out = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+      if (out < 0) {
+        why = "cannot create " + tmp + ": " + std::strerror(errno);
+      } else {
+        std::string text;
+        for (const auto& b : kept) text += format_line(b);
+        const bool ok = write(out, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(out) == 0;
+        close(out);
+        if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+          why = "cannot rewrite " + path + ": " + std::strerror(errno);
+          unlink(tmp.c_str());
+        }
+      }
+    }
+    close(fd);  // drops the lock
+    if (!why.empty()) *removed = 0;
+    return why;
+  }
+  return "cannot rewrite " + path + ": it keeps being replaced";
+}
+
 std::vector<bad_node> read_bad_nodes(const std::string& path) {
   std::vector<bad_node> out;
   std::ifstream in(path);

@@ -34,6 +34,9 @@ std::string bad_nodes_path();
 // a host that is not valid_node_name is refused.
 std::string record_bad_node(const std::string& path, const bad_node& b);
 
+// Takes every finding about `host` out of the memory (the file is rewritten under its
+// lock and replaced by rename). Returns "" or why it could not; *removed says how many.
+std::string forget_bad_node(const std::string& path, const std::string& host, std::size_t* removed);
 // Every well-formed line of the file (others, and hosts that are not one valid node
 // name, are skipped); empty when it is missing.
 std::vector<bad_node> read_bad_nodes(const std::string& path);

@@ -146,3 +146,34 @@ TEST(BadNodes, ConcurrentAppendsAndTrimsLoseNoFinding) {
   EXPECT_EQ(hosts.count("old"), 0u);
   EXPECT_EQ(hosts.size(), static_cast<size_t>(kWriters * kEach)) << "every recent finding is there";
 }
+
+// `trainctl bad-nodes forget NODE`: a repaired node's findings go, the others stay, and
+// the memory is neither followed through a symbolic link nor made when absent.
+TEST(BadNodes, ForgettingANodeKeepsTheOthersAndFollowsNoLink) {
+  trainctl_test::temp_dir t;
+  const std::string path = t / "bad_nodes";
+  for (const char* host : {"n1", "n2", "n1", "n3"}) {
+    bad_node b;
+    b.when = 1000;
+    b.host = host;
+    b.job = "7";
+    b.reason = std::string("crashed on ") + host;
+    ASSERT_EQ(record_bad_node(path, b), "");
+  }
+  std::size_t removed = 99;
+  EXPECT_EQ(forget_bad_node(path, "n1", &removed), "");
+  EXPECT_EQ(removed, 2u);
+  const auto left = read_bad_nodes(path);
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0].host, "n2");
+  EXPECT_EQ(left[1].host, "n3");
+  EXPECT_EQ(left[1].reason, "crashed on n3");
+  EXPECT_EQ(forget_bad_node(path, "n9", &removed), "");
+  EXPECT_EQ(removed, 0u);
+  EXPECT_NE(forget_bad_node(path, "n[1-3]", &removed).find("is not one node's name"), std::string::npos);
+  EXPECT_EQ(forget_bad_node(t / "absent", "n2", &removed), "") << "nothing to forget is not an error";
+  EXPECT_FALSE(trainctl_test::exists(t / "absent"));
+  ASSERT_EQ(symlink(path.c_str(), (t / "link").c_str()), 0);
+  EXPECT_NE(forget_bad_node(t / "link", "n2", &removed), "") << "a link in place of the memory is refused";
+  EXPECT_EQ(read_bad_nodes(path).size(), 2u);
+}
