@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # help2man runs this in place of a tool: --help prints the tool's help followed by the
-# help of each of its subcommands, so one man page covers them all.
+# help of each of its subcommands (trainctl's verbs), so one man page covers them all.
 # Usage (by man/CMakeLists.txt): help2man ... "help_for_man.sh TOOL"
 set -euo pipefail
 tool=$1
@@ -18,7 +18,7 @@ help_of() {
     -e 's/^(  +-[[:alnum:]]),[[:space:]]+--/\1,--/' -e "s/^($name( [a-z-]+)? \\[OPTIONS\\].*)$/Usage: \\1/"
 }
 help_of
-subcommands=$(help_of | awk '/^Subcommands:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { on = 0 }')
+subcommands=$(help_of | awk '/^(Subcommands|Verbs):/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { on = 0 }')
 for sub in $subcommands; do
   # A sub-section for help2man (a line ending in ":", the next one indented), then the
   # subcommand's options without CLI11's repeated Options: and -h,--help lines.

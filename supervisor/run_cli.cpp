@@ -1,5 +1,8 @@
-// trainctl-run: the supervisor by hand, for clusters without the SPANK plugin.
+// trainctl-run's command line (and `trainctl run`'s): the supervisor by hand, for
+// clusters without the SPANK plugin.
 //   srun trainctl-run --graceful-exit=10 --kill-switch -- torchrun ... train.py
+#include "run_cli.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
@@ -23,8 +26,13 @@
 #include "supervisor.hpp"
 #include "switch_paths.hpp"
 #include "trainctl/trainctl.h"
+#include "user_commands.hpp"
+
+namespace trainctl::commands {
 
 namespace {
+
+std::string prog = "trainctl-run";  // as the user called it: "trainctl-run" or "trainctl run"
 
 std::string env(const char* name) {
   const char* v = std::getenv(name);
@@ -32,172 +40,21 @@ std::string env(const char* name) {
 }
 
 [[noreturn]] void usage_error(const std::string& line) {
-  std::fprintf(stderr, "trainctl-run: %s (see trainctl-run --help)\n", line.c_str());
+  std::fprintf(stderr, "%s: %s (see %s --help)\n", prog.c_str(), line.c_str(), prog.c_str());
   std::exit(2);
 }
 
-// --dump-stacks JOB: one task on each of the job's nodes (srun --overlap, beside the
-// running steps) writes its ranks' stacks; the summary is made from what they print.
-int dump_stacks_of_job(const std::string& job, const std::string& log_dir) {
-  using namespace trainctl;
-  std::string error;
-  const auto info = scontrol_show("job", job, std::chrono::milliseconds(10000), &error);
-  const std::string job_line = info ? *info : "";
-  if (!info || scontrol_field(job_line, "JobState") != "RUNNING") {
-    const std::string why = info ? "the job is " + scontrol_field(job_line, "JobState") + ", not RUNNING"
-                                 : "no such job that scontrol can show (" + error + ")";
-    std::fprintf(stderr, "trainctl-run: --dump-stacks %s: %s; accepted: the id of a running job\n", job.c_str(),
-                 why.c_str());
-    return 1;
-  }
-  // Given (--log-dir, TRAINCTL_LOG_DIR here): that. Else where the job's ranks put
-  // theirs, which only the nodes can read, falling back to the job's working directory.
-  std::string dir = log_dir.empty() ? env("TRAINCTL_LOG_DIR") : log_dir;
-  dir = dir.empty() ? "fallback:" + scontrol_field(job_line, "WorkDir") + "/stacks-" + job : dir + "/stacks-" + job;
-  char self[4096] = {};
-  if (readlink("/proc/self/exe", self, sizeof self - 1) <= 0) std::snprintf(self, sizeof self, "trainctl-run");
-  child_spec d;
-  d.argv = {"srun",
-            "--jobid=" + job,
-            "--overlap",
-            "--quiet",
-            "-N",
-            scontrol_field(job_line, "NumNodes"),
-            "--ntasks-per-node=1",
-            "-w",
-            scontrol_field(job_line, "NodeList"),
-            self,
-            "--dump-stacks-here",
-            job,
-            "--stacks-dir",
-            dir};
-  d.deadline = std::chrono::milliseconds(180000);
-  d.merge_stderr = true;  // srun's own refusals ("Access/permission denied") are the answer then
-  const auto t0 = std::chrono::steady_clock::now();
-  const child_result r = run_child(d);
-  std::vector<rank_stack> stacks;
-  std::vector<std::string> errors, other;
-  std::istringstream lines(r.output);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.compare(0, 6, "error ") == 0) errors.push_back(line.substr(6));
-    if (line.compare(0, 11, "stack rank=") != 0) {
-      if (line.compare(0, 6, "error ") != 0 && !line.empty()) other.push_back(line);
-      continue;
-    }
-    rank_stack s;
-    s.rank = std::atoi(line.c_str() + 11);
-    s.host = scontrol_field(line, "host");
-    const size_t f = line.find(" frame=");
-    s.frame = f == std::string::npos ? "" : line.substr(f + 7);
-    s.file = scontrol_field(line.substr(0, f), "dir");  // where that node wrote
-    stacks.push_back(s);
-  }
-  for (const auto& e : errors) std::fprintf(stderr, "trainctl-run: --dump-stacks %s: %s\n", job.c_str(), e.c_str());
-  if (!r.ok() && stacks.empty()) {
-    // srun's own line says why (permission denied, no such job step...); else ours.
-    const std::string why = !other.empty() ? other.front() : errors.empty() ? r.error : "";
-    if (!why.empty()) std::fprintf(stderr, "trainctl-run: --dump-stacks %s: %s\n", job.c_str(), why.c_str());
-    return 1;
-  }
-  std::sort(stacks.begin(), stacks.end(), [](const rank_stack& a, const rank_stack& b) { return a.rank < b.rank; });
-  const long long ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
-  if (stacks.empty() && !errors.empty()) return 1;
-  if (stacks.empty()) {
-    std::fprintf(stderr, "trainctl-run: --dump-stacks %s: no rank processes found on its nodes (%lld ms)\n",
-                 job.c_str(), ms);
-    return 1;
-  }
-  std::printf("trainctl-run: stacks of %zu ranks of job %s in %s/ (%lld ms): %s\n", stacks.size(), job.c_str(),
-              stacks[0].file.c_str(), ms, summarize(stacks).c_str());
-  return errors.empty() ? 0 : 1;
-}
+}  // namespace
 
-// --bad-nodes: the hosts the next task should keep off, comma separated, on stdout;
-// one line per host on stderr says why. The cap keeps enough of the partition for the
-// job: its node count minus the job's, unless --bad-node-cap says less.
-int print_bad_nodes(const std::string& expiry_text, const std::string& cap_text) {
+int run(const std::string& program, int argc, char** argv) {
   using namespace trainctl;
-  std::chrono::milliseconds expiry{};
-  long long cap = -1;
-  try {
-    expiry = parse_duration(expiry_text, 'h');
-    if (!cap_text.empty()) cap = parse_int(cap_text, 0, 100000);
-  } catch (const parse_error& e) {
-    usage_error(std::string(cap_text.empty() ? "--bad-node-expiry: " : "--bad-node-expiry/--bad-node-cap: ") +
-                e.what());
-  }
-  std::string why_cap = "--bad-node-cap";
-  if (cap < 0 && !env("SLURM_JOB_ID").empty()) {
-    const std::chrono::milliseconds timeout(10000);
-    const auto job = scontrol_show("job", env("SLURM_JOB_ID"), timeout, nullptr);
-    const std::string partition = job ? scontrol_field(*job, "Partition") : "";
-    const auto part = job ? scontrol_show("partition", partition, timeout, nullptr) : std::nullopt;
-    if (part) {
-      const long long total = std::atoll(scontrol_field(*part, "TotalNodes").c_str());
-      const long long need = std::atoll(scontrol_field(*job, "NumNodes").c_str());
-      cap = std::max(0LL, total - need);
-      why_cap = "partition " + partition + " has " + std::to_string(total) + " nodes and the job needs " +
-                std::to_string(need);
-    }
-  }
-  if (cap < 0) {
-    cap = 4;
-    why_cap = "at most 4 outside a job";
-  }
-  const std::string path = bad_nodes_path();
-  const auto all = read_bad_nodes(path);
-  const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
-  const auto keep_off = nodes_to_exclude(all, now, std::chrono::duration_cast<std::chrono::seconds>(expiry),
-                                         static_cast<std::size_t>(cap));
-  const auto every = nodes_to_exclude(all, now, std::chrono::duration_cast<std::chrono::seconds>(expiry), 1 << 20);
-  std::string list;
-  for (const auto& host : keep_off) {
-    list += (list.empty() ? "" : ",") + host;
-    for (auto it = all.rbegin(); it != all.rend(); ++it)
-      if (it->host == host) {
-        std::fprintf(stderr, "trainctl-run: keeping off %s: %s, %llds ago (job %s)\n", host.c_str(), it->reason.c_str(),
-                     static_cast<long long>(now - it->when), it->job.c_str());
-        break;
-      }
-  }
-  if (every.size() > keep_off.size())
-    std::fprintf(stderr, "trainctl-run: %zu more bad node%s not excluded (%s)\n", every.size() - keep_off.size(),
-                 every.size() - keep_off.size() == 1 ? "" : "s", why_cap.c_str());
-  std::printf("%s\n", list.c_str());
-  return 0;
-}
-
-// --mark-bad-node REASON: this node into the bad-node memory, for a health check that
-// failed (the template's HEALTH_CHECK, or a user's own prolog script).
-int mark_bad_node(const std::string& reason) {
-  using namespace trainctl;
-  if (reason.find('\n') != std::string::npos)
-    usage_error("--mark-bad-node: the reason spans lines; accepted: one line");
-  bad_node b;
-  b.when = static_cast<std::int64_t>(std::time(nullptr));
-  b.host = node_name();
-  b.job = env("SLURM_JOB_ID").empty() ? "-" : env("SLURM_JOB_ID");
-  b.gpus = gpu_uuids();
-  b.reason = reason;
-  const std::string path = bad_nodes_path(), why = record_bad_node(path, b);
-  if (!why.empty()) {
-    std::fprintf(stderr, "trainctl-run: --mark-bad-node: %s\n", why.c_str());
-    return 1;
-  }
-  std::fprintf(stderr, "trainctl-run: remembered %s as a bad node (%s) in %s\n", b.host.c_str(), reason.c_str(),
-               path.c_str());
-  return 0;
-}
-
-int run_main(int argc, char** argv) {
-  using namespace trainctl;
+  prog = program;
   CLI::App app{
       "Runs COMMAND (a launcher such as torchrun, or the training program itself) so that SLURM's "
       "time-limit and preemption notices reach the rank processes without killing the launcher, the "
       "kill and save switches are watched once per node, and COMMAND's exit status is passed on.",
-      "trainctl-run"};
-  app.set_version_flag("--version", "trainctl-run " + std::to_string(TRAINCTL_VERSION_MAJOR) + "." +
+      program};
+  app.set_version_flag("--version", program + " " + std::to_string(TRAINCTL_VERSION_MAJOR) + "." +
                                         std::to_string(TRAINCTL_VERSION_MINOR) + "." +
                                         std::to_string(TRAINCTL_VERSION_PATCH));
   std::string graceful, deadline, kill_switch, save_switch, launchers, state, shield, on_notice;
@@ -239,19 +96,29 @@ int run_main(int argc, char** argv) {
   app.add_option(option::kHangStartTimeout.name, hang_start_timeout, option::kHangStartTimeout.help);
   app.add_option(option::kHangAction.name, hang_action, std::string(option::kHangAction.help) + " (default alert)");
   app.add_option(option::kLogDir.name, log_dir, option::kLogDir.help);
+  // The one-shot flags are trainctl's verbs now; they keep working for a release, and
+  // `trainctl run --help` no longer lists them.
+  const std::string old_flags = program == "trainctl-run" ? "Old one-shot flags (now trainctl verbs)" : "";
   app.add_option("--dump-stacks", dump_job,
                  "write every rank's Python and native stacks of running job JOB into LOG_DIR/stacks-JOB/ (through "
-                 "srun on each of its nodes), say where they are stuck, and exit");
+                 "srun on each of its nodes), say where they are stuck, and exit (now: trainctl stacks JOB)")
+      ->group(old_flags);
   app.add_flag("--bad-nodes", bad_nodes,
                "print the nodes the next array task should keep off (where a task of yours crashed, hung or "
-               "straggled), comma separated, for scontrol update ExcNodeList= or sbatch --exclude=, and exit");
+               "straggled), comma separated, for scontrol update ExcNodeList= or sbatch --exclude=, and exit (now: "
+               "trainctl bad-nodes)")
+      ->group(old_flags);
   app.add_option("--mark-bad-node", mark_bad,
-                 "remember this node as bad, with this reason (e.g. from a health check that failed), and exit");
+                 "remember this node as bad, with this reason (e.g. from a health check that failed), and exit "
+                 "(now: trainctl bad-nodes mark NODE REASON)")
+      ->group(old_flags);
   app.add_option("--bad-node-expiry", bad_expiry,
-                 "with --bad-nodes: forget a finding after this long (default 24h, $TRAINCTL_BAD_NODE_EXPIRY)");
+                 "with --bad-nodes: forget a finding after this long (default 24h, $TRAINCTL_BAD_NODE_EXPIRY)")
+      ->group(old_flags);
   app.add_option("--bad-node-cap", bad_cap,
                  "with --bad-nodes: at most this many (default: the partition's nodes minus the job's, "
-                 "$TRAINCTL_BAD_NODE_CAP)");
+                 "$TRAINCTL_BAD_NODE_CAP)")
+      ->group(old_flags);
   app.add_option("--dump-stacks-here", dump_here, "the part of --dump-stacks that runs on each node")->group("");
   app.add_option("--stacks-dir", stacks_dir, "with --dump-stacks-here: where the files go")->group("");
   app.add_option(option::kAdopt.name, adopt, option::kAdopt.help)->group("");
@@ -268,10 +135,22 @@ int run_main(int argc, char** argv) {
     usage_error(e.what());
   }
 
-  if (!dump_here.empty()) return dump_job_stacks_here(dump_here, stacks_dir, "on demand (trainctl-run --dump-stacks)");
-  if (!dump_job.empty()) return dump_stacks_of_job(dump_job, log_dir);
-  if (bad_nodes) return print_bad_nodes(bad_expiry, bad_cap);
-  if (!mark_bad.empty()) return mark_bad_node(mark_bad);
+  if (!dump_here.empty()) return dump_job_stacks_here(dump_here, stacks_dir, "on demand (trainctl stacks)");
+  const auto moved = [&](const char* flag, const char* verb) {
+    std::fprintf(stderr, "%s: %s is now `%s`; the flag goes in the next release\n", prog.c_str(), flag, verb);
+  };
+  if (!dump_job.empty()) {
+    moved("--dump-stacks", "trainctl stacks JOB");
+    return dump_stacks_of_job("trainctl-run", "--dump-stacks", dump_job, log_dir);
+  }
+  if (bad_nodes) {
+    moved("--bad-nodes", "trainctl bad-nodes");
+    return print_bad_nodes("trainctl-run", "--bad-node-cap", bad_expiry, bad_cap);
+  }
+  if (!mark_bad.empty()) {
+    moved("--mark-bad-node", "trainctl bad-nodes mark NODE REASON");
+    return mark_bad_node("trainctl-run", "--mark-bad-node", "", mark_bad);
+  }
 
   supervisor_options o;
   try {
@@ -349,7 +228,7 @@ int run_main(int argc, char** argv) {
   o.log_prefix = "trainctl-run" + (env("SLURMD_NODENAME").empty()
                                        ? std::string()
                                        : "[" + env("SLURMD_NODENAME") + (task.empty() ? "" : " task " + task) + "]");
-  if (adopt <= 0 && command.empty()) usage_error("no command given; usage: trainctl-run [options] -- COMMAND...");
+  if (adopt <= 0 && command.empty()) usage_error("no command given; usage: " + prog + " [options] -- COMMAND...");
 
   std::vector<char*> args;
   args.reserve(command.size() + 1);
@@ -359,15 +238,4 @@ int run_main(int argc, char** argv) {
   return 1;  // not reached: exit_like exits
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // The supervisor reports its own failures; this only turns what nobody expected
-  // (before the command starts) into one line instead of std::terminate's abort.
-  try {
-    return run_main(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "trainctl-run: %s\n", e.what());
-    return 1;
-  }
-}
+}  // namespace trainctl::commands

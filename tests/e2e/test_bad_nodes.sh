@@ -43,12 +43,16 @@ wait_for 90 "the array to end" bash -c "[ -z \"\$(squeue -h -j $job 2>/dev/null)
 
 # The list as the template reads it: n2 until the memory expires, then nothing; and a
 # cap of 0 excludes nothing however many nodes are bad.
-[ "$("$BUILD/bin/trainctl-run" --bad-nodes 2>/dev/null)" = n2 ] || fail "n2 was forgotten too early"
-[ -z "$("$BUILD/bin/trainctl-run" --bad-nodes --bad-node-cap=0 2>"$TEST_DIR/err")" ] || fail "the cap was ignored"
-grep -q "1 more bad node not excluded (--bad-node-cap)" "$TEST_DIR/err" || fail "the cap was silent: $(cat "$TEST_DIR/err")"
+[ "$("$BUILD/bin/trainctl" bad-nodes 2>/dev/null)" = n2 ] || fail "n2 was forgotten too early"
+[ -z "$("$BUILD/bin/trainctl" bad-nodes list --cap=0 2>"$TEST_DIR/err")" ] || fail "the cap was ignored"
+grep -q "1 more bad node not excluded (--cap)" "$TEST_DIR/err" || fail "the cap was silent: $(cat "$TEST_DIR/err")"
+# The old flag still answers, with one line naming the verb.
+[ "$("$BUILD/bin/trainctl-run" --bad-nodes 2>"$TEST_DIR/err")" = n2 ] || fail "trainctl-run --bad-nodes no longer works"
+# shellcheck disable=SC2016  # backquotes in the text, not a command
+[ "$(grep -cF 'is now `trainctl bad-nodes`' "$TEST_DIR/err")" -eq 1 ] || fail "the old flag did not name the verb once: $(cat "$TEST_DIR/err")"
 recorded=$(cut -d' ' -f1 "$TRAINCTL_BAD_NODES")
 wait_for 60 "the memory to expire" bash -c "[ \$(date +%s) -ge $((recorded + 41)) ]"
-[ -z "$("$BUILD/bin/trainctl-run" --bad-nodes 2>/dev/null)" ] || fail "n2 is still excluded after the expiry"
+[ -z "$("$BUILD/bin/trainctl" bad-nodes 2>/dev/null)" ] || fail "n2 is still excluded after the expiry"
 
 # A node that fails the template's HEALTH_CHECK is remembered too, and the task ends
 # before training.
@@ -59,5 +63,12 @@ wait_for 60 "the health-checked job to end" job_ended "$hc"
 [ "$(job_state "$hc")" = FAILED ] || fail "a failed health check left the job $(job_state "$hc")"
 grep -q "^[0-9]* n3 job=$hc .*reason=failed the health check: " "$TRAINCTL_BAD_NODES" ||
   fail "n3 not remembered: $(cat "$TRAINCTL_BAD_NODES")"
-[ "$("$BUILD/bin/trainctl-run" --bad-nodes 2>/dev/null)" = n3 ] || fail "n3 is not excluded after its health check"
-log "PASS: crash on n2 recorded, task 2 kept off n2, the memory expired after 40 s; n3 failed its health check"
+[ "$("$BUILD/bin/trainctl" bad-nodes 2>/dev/null)" = n3 ] || fail "n3 is not excluded after its health check"
+# Repaired: forgotten at once, and only n3's findings.
+"$BUILD/bin/trainctl" bad-nodes mark n1 "a check of my own" 2>/dev/null || fail "trainctl bad-nodes mark failed"
+"$BUILD/bin/trainctl" bad-nodes forget n3 2>"$TEST_DIR/err" || fail "trainctl bad-nodes forget failed: $(cat "$TEST_DIR/err")"
+grep -q "n3: 1 finding forgotten" "$TEST_DIR/err" || fail "forget said: $(cat "$TEST_DIR/err")"
+[ "$("$BUILD/bin/trainctl" bad-nodes 2>/dev/null)" = n1 ] || fail "after forget n3: $("$BUILD/bin/trainctl" bad-nodes 2>&1)"
+"$BUILD/bin/trainctl" bad-nodes mark 'n[1-3]' why 2>"$TEST_DIR/err" && fail "a hostlist was taken for one node"
+grep -q "is not one node's name" "$TEST_DIR/err" || fail "mark n[1-3] said: $(cat "$TEST_DIR/err")"
+log "PASS: crash on n2 recorded, task 2 kept off n2, the memory expired after 40 s; n3 failed its health check and was forgotten"

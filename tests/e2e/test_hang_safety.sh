@@ -50,7 +50,7 @@ next_job() {
   echo $((${probe%%;*} + 1))
 }
 
-log "0. --dump-stacks of an srun python job (no rank variable but SLURM_PROCID)"
+log "0. trainctl stacks of an srun python job (no rank variable but SLURM_PROCID)"
 cat >"$TEST_DIR/job0.sh" <<JOB
 #!/bin/bash
 srun --ntasks-per-node=1 $BUILD/bin/trainctl-run -- /usr/bin/python3 $TRAIN --ckpt-dir $TEST_DIR/ckpt0 --steps 100000 \
@@ -59,20 +59,20 @@ JOB
 as alice mkdir -p "$TEST_DIR/events"
 job=$(submit_as_user -N2 --ntasks-per-node=1 --time=5 -o "$TEST_DIR/job0.out" "$TEST_DIR/job0.sh")
 wait_for 120 "2 ranks started" events_at_least start 2
-out=$(as_user "$BUILD/bin/trainctl-run" --dump-stacks "$job" --log-dir "$TEST_DIR/made/here") ||
+out=$(as_user "$BUILD/bin/trainctl" stacks "$job" --log-dir "$TEST_DIR/made/here") ||
   fail "--dump-stacks failed: $out"
 grep -q "stacks of 2 ranks of job $job in $TEST_DIR/made/here/stacks-$job/" <<<"$out" || fail "--dump-stacks: $out"
 [ "$(stat -c '%U %a' "$TEST_DIR/made/here")" = "alice 700" ] || fail "the missing log directory was not made private"
 as alice touch "$TEST_DIR/a-file"
 set +e
-err=$(as_user "$BUILD/bin/trainctl-run" --dump-stacks "$job" --log-dir "$TEST_DIR/a-file" 2>&1)
+err=$(as_user "$BUILD/bin/trainctl" stacks "$job" --log-dir "$TEST_DIR/a-file" 2>&1)
 rc=$?
 set -e
 [ "$rc" -ne 0 ] || fail "--dump-stacks into a file exited 0: $err"
 grep -q "a-file is not a directory" <<<"$err" || fail "no line saying the log directory is a file: $err"
 if grep -q "stacks of" <<<"$err"; then fail "a dump that was not saved was reported: $err"; fi
 set +e
-err=$(as mallory "$BUILD/bin/trainctl-run" --dump-stacks "$job" --log-dir /tmp 2>&1)
+err=$(as mallory "$BUILD/bin/trainctl" stacks "$job" --log-dir /tmp 2>&1)
 rc=$?
 set -e
 log "mallory: $err"

@@ -59,15 +59,21 @@ done
 [ "$ranks_seen" -eq 4 ] || fail "found $ranks_seen rank processes, not 4"
 # On demand, while nothing hangs: from outside the job, through srun --overlap, from a
 # shell that does not know the job's log directory (the nodes find it in the ranks').
-out=$(env -u TRAINCTL_LOG_DIR "$BUILD/bin/trainctl-run" --dump-stacks "$job") || fail "--dump-stacks failed: $out"
+out=$(env -u TRAINCTL_LOG_DIR "$BUILD/bin/trainctl" stacks "$job") || fail "trainctl stacks failed: $out"
 log "$out"
-grep -q "stacks of 4 ranks of job $job in $TRAINCTL_LOG_DIR/stacks-$job/" <<<"$out" || fail "--dump-stacks: $out"
+grep -q "stacks of 4 ranks of job $job in $TRAINCTL_LOG_DIR/stacks-$job/" <<<"$out" || fail "trainctl stacks: $out"
 for r in 0 1 2 3; do
-  grep -q "on demand (trainctl-run --dump-stacks)" "$TRAINCTL_LOG_DIR/stacks-$job/rank$r.txt" || fail "no on-demand stacks of rank $r"
+  grep -q "on demand (trainctl stacks)" "$TRAINCTL_LOG_DIR/stacks-$job/rank$r.txt" || fail "no on-demand stacks of rank $r"
 done
-"$BUILD/bin/trainctl-run" --dump-stacks 999999 2>"$TEST_DIR/err" && fail "--dump-stacks of no job succeeded"
-log "--dump-stacks 999999: $(cat "$TEST_DIR/err")"
+"$BUILD/bin/trainctl" stacks 999999 2>"$TEST_DIR/err" && fail "trainctl stacks of no job succeeded"
+log "trainctl stacks 999999: $(cat "$TEST_DIR/err")"
 [ "$(wc -l <"$TEST_DIR/err")" -eq 1 ] || fail "not one line: $(cat "$TEST_DIR/err")"
+# The old flag still works for a release, and says which verb replaces it.
+out=$(env -u TRAINCTL_LOG_DIR "$BUILD/bin/trainctl-run" --dump-stacks "$job" 2>"$TEST_DIR/err") ||
+  fail "trainctl-run --dump-stacks failed: $out $(cat "$TEST_DIR/err")"
+grep -q "stacks of 4 ranks of job $job" <<<"$out" || fail "trainctl-run --dump-stacks: $out"
+# shellcheck disable=SC2016  # backquotes in the text, not a command
+grep -qF 'is now `trainctl stacks JOB`' "$TEST_DIR/err" || fail "the old flag did not name the verb: $(cat "$TEST_DIR/err")"
 wait_for 120 "2 ranks to hang" events_at_least hang 2
 # From outside, as cron would: trainwatch log-stall finds the logs silent and, once per
 # stall, puts where the ranks are stuck into its alert.

@@ -1,0 +1,23 @@
+// Parsing a verb's arguments with CLI11, the same way for every verb: --help prints and
+// exits 0; bad input is one line naming where to read more, and exit 2.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <optional>
+
+namespace trainctl::cli {
+
+// The exit status when the verb ends here (help, or bad input), nothing when it goes on.
+inline std::optional<int> parse_verb(CLI::App& app, int argc, char** argv, const char* verb) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::fprintf(stderr, "trainctl %s: %s (see trainctl help %s)\n", verb, e.what(), verb);
+    return 2;
+  }
+  return std::nullopt;
+}
+
+}  // namespace trainctl::cli

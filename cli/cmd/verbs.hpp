@@ -1,0 +1,13 @@
+// The verbs of the trainctl command, one file each in cmd/ (as git's builtin/). Each
+// gets the arguments after its name (argv[0] is the verb) and returns the exit status.
+// They call the libraries and the supervisor's code, never each other.
+#pragma once
+
+namespace trainctl::cli {
+
+int verb_run(int argc, char** argv);
+int verb_stacks(int argc, char** argv);
+int verb_bad_nodes(int argc, char** argv);
+int verb_version(int argc, char** argv);
+
+}  // namespace trainctl::cli

@@ -1,0 +1,89 @@
+// trainctl VERB [ARGS]: one command for what users do with trainctl, with git's and
+// kubectl's conventions: `trainctl --help` lists the verbs, `trainctl help VERB` (or
+// `trainctl VERB --help`) tells one. Each verb is a file of cmd/.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "cmd/verbs.hpp"
+#include "trainctl/trainctl.h"
+
+namespace {
+
+struct verb {
+  const char* name;
+  int (*run)(int, char**);
+  const char* summary;
+};
+
+constexpr verb kVerbs[] = {
+    {"run", trainctl::cli::verb_run,
+     "run a command (torchrun, accelerate, your program) so time limits and preemption reach its ranks"},
+    {"stacks", trainctl::cli::verb_stacks, "every rank's stacks of a running job, and where they are stuck"},
+    {"bad-nodes", trainctl::cli::verb_bad_nodes,
+     "the nodes your next task keeps off: list, mark NODE REASON, forget NODE"},
+    {"version", trainctl::cli::verb_version, "print trainctl's version"},
+};
+
+const verb* find_verb(const char* name) {
+  for (const verb& v : kVerbs)
+    if (std::strcmp(v.name, name) == 0) return &v;
+  return nullptr;
+}
+
+void usage(std::FILE* to) {
+  std::fprintf(to,
+               "Keeps ML training runs on SLURM alive through time limits, preemption and hangs.\n"
+               "Usage: trainctl VERB [ARGS...]\n\nVerbs:\n");
+  for (const verb& v : kVerbs) std::fprintf(to, "  %-10s %s\n", v.name, v.summary);
+  std::fprintf(to,
+               "\n`trainctl help VERB` or `trainctl VERB --help` tells one verb. trainctl-run is `trainctl run`\n"
+               "under its old name (the SPANK plugin runs every task under it); trainwatch runs the watchdogs.\n");
+}
+
+std::string accepted() {
+  std::string out;
+  for (const verb& v : kVerbs) out += std::string(out.empty() ? "" : ", ") + v.name;
+  return out + ", help";
+}
+
+int dispatch(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const std::string first = argv[1];
+  if (first == "-h" || first == "--help" || (first == "help" && argc == 2)) {
+    usage(stdout);
+    return 0;
+  }
+  if (first == "--version") return trainctl::cli::verb_version(1, argv + 1);
+  if (first == "help") {
+    const verb* v = find_verb(argv[2]);
+    if (v == nullptr || argc > 3) {
+      std::fprintf(stderr, "trainctl help: '%s' is not a verb; accepted: %s\n", argv[2], accepted().c_str());
+      return 2;
+    }
+    char help[] = "--help";
+    char* args[] = {argv[2], help, nullptr};
+    return v->run(2, args);
+  }
+  const verb* v = find_verb(argv[1]);
+  if (v == nullptr) {
+    std::fprintf(stderr, "trainctl: '%s' is not a verb; accepted: %s (trainctl --help)\n", argv[1], accepted().c_str());
+    return 2;
+  }
+  return v->run(argc - 1, argv + 1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return dispatch(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trainctl: %s\n", e.what());
+    return 1;
+  }
+}

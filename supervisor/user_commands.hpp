@@ -1,0 +1,24 @@
+// The commands people run against jobs and the bad-node memory: trainctl-run's old
+// flags (--dump-stacks, --bad-nodes, --mark-bad-node) and the trainctl verbs (stacks,
+// bad-nodes) call these. Each prints what it found, every line starting with `who`
+// (the program), and returns the exit status: 0, 1 (it could not), 2 (bad input).
+#pragma once
+#include <string>
+
+namespace trainctl::commands {
+
+// Every rank's Python and native stacks of running job `job` into LOG_DIR/stacks-JOB/
+// (one srun --overlap task on each of its nodes runs trainctl-run --dump-stacks-here),
+// and one line saying where most ranks are and which are elsewhere.
+int dump_stacks_of_job(const std::string& who, const std::string& what, const std::string& job,
+                       const std::string& log_dir);
+// The nodes the next task should keep off, comma separated, on stdout; why, on stderr.
+// `cap_option` names the cap in the line saying some were left out.
+int print_bad_nodes(const std::string& who, const std::string& cap_option, const std::string& expiry_text,
+                    const std::string& cap_text);
+// Remembers `host` (this node when empty) as bad, with a one-line reason.
+int mark_bad_node(const std::string& who, const std::string& what, const std::string& host, const std::string& reason);
+// Forgets every finding about `host`.
+int forget_bad_node(const std::string& who, const std::string& host);
+
+}  // namespace trainctl::commands

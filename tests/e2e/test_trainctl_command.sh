@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The one command: `trainctl --help` lists the verbs and each verb tells its own (help
+# VERB, VERB --help, and the man page has them all); bad input is one line and exit 2;
+# `trainctl run` supervises a task as trainctl-run does; bash completes verbs,
+# subcommands and options.
+# e2e-core: all
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+trap cleanup EXIT
+tc=$BUILD/bin/trainctl
+
+help=$("$tc" --help) || fail "trainctl --help exited non-zero"
+for verb in run stacks bad-nodes version; do
+  grep -qE "^  $verb +[a-z]" <<<"$help" || fail "trainctl --help does not list $verb: $help"
+  "$tc" help "$verb" >"$TEST_DIR/help-$verb" || fail "trainctl help $verb exited non-zero"
+  "$tc" "$verb" --help | cmp -s - "$TEST_DIR/help-$verb" || fail "trainctl $verb --help differs from trainctl help $verb"
+done
+[ "$("$tc" version)" = "$("$tc" --version)" ] || fail "trainctl version and --version differ"
+grep -qx "trainctl [0-9]*\.[0-9]*\.[0-9]*" <<<"$("$tc" version)" || fail "trainctl version: $("$tc" version)"
+for bad in "" "frobnicate" "help frobnicate" "stacks" "bad-nodes mark n1" "bad-nodes forget" "version extra"; do
+  set +e
+  # shellcheck disable=SC2086  # the words of each case
+  "$tc" $bad >"$TEST_DIR/out" 2>"$TEST_DIR/err"
+  rc=$?
+  set -e
+  [ "$rc" -eq 2 ] || fail "trainctl $bad exited $rc, not 2"
+  [ -n "$bad" ] || continue  # bare: the usage, as git does
+  [ "$(wc -l <"$TEST_DIR/err")" -eq 1 ] || fail "trainctl $bad: not one line: $(cat "$TEST_DIR/err")"
+  [ ! -s "$TEST_DIR/out" ] || fail "trainctl $bad wrote to stdout"
+done
+log "help, version and 7 kinds of bad input: one line each, exit 2"
+
+# shellcheck disable=SC2016  # expanded by the task's shell
+parent=$(srun -N1 -t1 "$tc" run --kill-switch="$TEST_DIR/KILL" -- bash -c 'echo "$KILL_SWITCH $(readlink /proc/$PPID/exe)"')
+[ "$parent" = "$TEST_DIR/KILL $BUILD/bin/trainctl" ] || fail "the task's KILL_SWITCH and parent under trainctl run: '$parent'"
+touch "$TEST_DIR/KILL"
+srun -N1 -t1 "$tc" run --kill-switch="$TEST_DIR/KILL" -- bash -c 'echo started' >"$TEST_DIR/killed.out" 2>&1 ||
+  fail "a task started with the kill switch present did not end with status 0"
+if grep -q started "$TEST_DIR/killed.out"; then fail "a task started with the kill switch present ran"; fi
+log "trainctl run supervises the task (its parent) and a task that starts under the kill switch ends at once"
+
+# Completion, as bash calls it.
+# shellcheck source=cli/trainctl.bash-completion
+source "$SRC/cli/trainctl.bash-completion"
+complete_words() {
+  COMP_WORDS=("$@")
+  COMP_CWORD=$(($# - 1))
+  _trainctl
+  echo "${COMPREPLY[*]}"
+}
+[ "$(complete_words trainctl ba)" = bad-nodes ] || fail "completion of 'trainctl ba': $(complete_words trainctl ba)"
+[ "$(complete_words trainctl bad-nodes "")" = "list mark forget --expiry --cap --help" ] ||
+  fail "completion after bad-nodes: $(complete_words trainctl bad-nodes "")"
+[ "$(complete_words trainctl stacks --l)" = --log-dir ] || fail "completion of 'stacks --l'"
+[ "$(complete_words trainctl run --kill)" = --kill-switch ] || fail "completion of 'run --kill'"
+if command -v man >/dev/null; then
+  page=$(MANWIDTH=200 man -l "$BUILD/man/trainctl.1" 2>/dev/null)
+  for verb in run stacks bad-nodes; do grep -q "trainctl $verb:" <<<"$page" || fail "man trainctl has no section for $verb"; done
+fi
+log "PASS: trainctl lists and explains its verbs, refuses bad input in one line, runs a task supervised; bash completes it"
