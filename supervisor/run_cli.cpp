@@ -11,18 +11,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "bad_nodes.hpp"
-#include "gpu_memory.hpp"
 #include "options.hpp"
 #include "parse.hpp"
-#include "slurm_job.hpp"
 #include "stack_dump.hpp"
-#include "subprocess.hpp"
 #include "supervisor.hpp"
 #include "switch_paths.hpp"
 #include "trainctl/trainctl.h"
