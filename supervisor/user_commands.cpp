@@ -192,12 +192,13 @@ int mark_bad_node(const std::string& who, const std::string& what, const std::st
   b.when = static_cast<std::int64_t>(std::time(nullptr));
   b.host = host.empty() ? node_name() : host;
   b.job = env("SLURM_JOB_ID").empty() ? "-" : env("SLURM_JOB_ID");
-  b.gpus = gpu_uuids();
+  // The GPUs are this node's: said only when it is this node that is marked.
+  if (b.host == node_name()) b.gpus = gpu_uuids();
   b.reason = reason;
   const std::string path = bad_nodes_path(), why = record_bad_node(path, b);
   if (!why.empty()) {
     std::fprintf(stderr, "%s: %s: %s\n", who.c_str(), what.c_str(), why.c_str());
-    return 1;
+    return valid_node_name(b.host) ? 1 : 2;
   }
   std::fprintf(stderr, "%s: remembered %s as a bad node (%s) in %s\n", who.c_str(), b.host.c_str(), reason.c_str(),
                path.c_str());
