@@ -77,8 +77,12 @@ SQUAT
 [ "$(stat -c %U "/dev/shm/trainctl-$alice_uid")" = mallory ] || fail "the squat did not take"
 
 log "job 1 ($MODE): deadline and bob's save, on nodes where mallory owns alice's state names"
-if [ "$MODE" = plugin ] && ! as alice sbatch --help 2>&1 | grep -q graceful-exit; then
-  fail "the plugin does not load for alice: $(as alice sbatch --help 2>&1 | grep -i -E 'error|spank' | head -3)"
+# The help whole, then searched: `sbatch --help | grep -q` fails under pipefail whenever
+# grep has its match and leaves before sbatch has written the rest (SIGPIPE).
+if [ "$MODE" = plugin ]; then
+  help=$(as alice sbatch --help 2>&1) || fail "sbatch --help failed for alice: $help"
+  grep -q graceful-exit <<<"$help" ||
+    fail "the plugin does not load for alice: $(grep -i -E 'error|spank' <<<"$help" | head -3)"
 fi
 # shellcheck disable=SC2016  # expanded when the hook runs
 printf '#!/bin/sh\necho "$TRAINCTL_NOTICE" >>%s/hook.log\n' "$TEST_DIR" >"$TEST_DIR/hook.sh"

@@ -169,7 +169,9 @@ plugstack=$(dirname "$SLURM_CONF")/plugstack.conf
 PLUGSTACK_SAVED=$TEST_DIR/plugstack.conf.saved  # restored by cleanup
 cp "$plugstack" "$PLUGSTACK_SAVED"
 grep -h '^optional' /usr/share/trainctl/plugstack.conf.example >"$plugstack"  # the admin's one line
-srun --help 2>&1 | grep -q -- '--graceful-exit' || fail "srun --help does not list --graceful-exit with the installed plugin"
+# The help whole, then searched (a pipe into grep -q can end srun with SIGPIPE).
+help=$(srun --help 2>&1) || fail "srun --help failed with the installed plugin: $help"
+grep -q -- '--graceful-exit' <<<"$help" || fail "srun --help does not list --graceful-exit with the installed plugin"
 # shellcheck disable=SC2016  # expanded by the task's shell
 parent=$(srun -N1 -t1 --kill-switch="$TEST_DIR/KILL" bash -c 'echo "$KILL_SWITCH $(readlink /proc/$PPID/exe)"')
 [ "$parent" = "$TEST_DIR/KILL /usr/bin/trainctl-run" ] || fail "the task's KILL_SWITCH and parent: '$parent'"
