@@ -161,6 +161,17 @@ if __name__ == "__main__":
     unittest.main()
 
 
+def _open_install_tree(top):
+    """An install tree under top/prefix: the package in lib/python3/dist-packages and a
+    copy of the library in a lib directory anyone can write. Returns (lib, pkg)."""
+    lib = os.path.join(top, "prefix", "lib")
+    pkg = os.path.join(lib, "python3", "dist-packages")
+    shutil.copytree(os.path.dirname(trainctl.__file__), os.path.join(pkg, "trainctl"))
+    shutil.copy(trainctl._native.lib()._name, os.path.join(lib, "libtrainctl.so.0"))
+    os.chmod(lib, 0o777)
+    return lib, pkg
+
+
 class PackageTest(unittest.TestCase):
     def test_package_parses_as_python_3_8(self):
         import ast
@@ -204,12 +215,8 @@ class PackageTest(unittest.TestCase):
         real = trainctl._native.lib()._name
         top = tempfile.mkdtemp(prefix="trainctl-plant-")
         try:
-            lib = os.path.join(top, "prefix", "lib")
-            pkg = os.path.join(lib, "python3", "dist-packages")
-            shutil.copytree(os.path.dirname(trainctl.__file__), os.path.join(pkg, "trainctl"))
-            shutil.copy(real, os.path.join(lib, "libtrainctl.so.0"))
+            lib, pkg = _open_install_tree(top)
             shutil.copy(real, os.path.join(top, "prefix", "libtrainctl.so.0"))
-            os.chmod(lib, 0o777)
             code = "import trainctl._native as n; n.lib(); print(n.lib()._name)"
             env = dict(os.environ, PYTHONPATH=pkg, LD_LIBRARY_PATH="")
             env.pop("TRAINCTL_LIBRARY", None)
@@ -228,11 +235,7 @@ class PackageTest(unittest.TestCase):
         real = trainctl._native.lib()._name
         top = tempfile.mkdtemp(prefix="trainctl-installed-")
         try:
-            lib = os.path.join(top, "prefix", "lib")
-            pkg = os.path.join(lib, "python3", "dist-packages")
-            shutil.copytree(os.path.dirname(trainctl.__file__), os.path.join(pkg, "trainctl"))
-            shutil.copy(real, os.path.join(lib, "libtrainctl.so.0"))
-            os.chmod(lib, 0o777)
+            lib, pkg = _open_install_tree(top)
             system = os.path.join(top, "system")
             os.mkdir(system)
             shutil.copy(real, os.path.join(system, "libtrainctl.so.0"))
