@@ -165,7 +165,11 @@ struct controller::impl {
     if (slot) t = std::max(t, n.slots[s.slot].token.load(std::memory_order_acquire));
     return t;
   }
-  void remove_consumed(const local_switch& s) const;
+  // Removes a save switch once this node has counted the file as it is now and every
+  // touch counted here was saved for. False: this node has not counted it yet (another
+  // node's view brought the agreement, or NFS shows the file late): try again later.
+  bool remove_consumed(const local_switch& s) const;
+  void retry_removal_soon();
   // Marks the save switches in the vote `r` as consumed; true when one asks for a save
   // now. Agreed (r is the reduction): every rank saves for all touches any rank saw.
   // Not agreed: once per touch, one touch per call, so every rank saves as often as
@@ -337,9 +341,16 @@ void controller::impl::look_after_state(std::unique_ptr<publisher>& pub, const p
   if (remove_at != 0 && now >= remove_at) {
     std::lock_guard<std::recursive_mutex> hold(switches_mu);
     remove_save_at_ms.store(0, std::memory_order_release);
+    bool settled = true;
     for (const auto& s : switches)
-      if (!s.exit) remove_consumed(s);
+      if (!s.exit) settled &= remove_consumed(s);
+    if (!settled) retry_removal_soon();
   }
+}
+
+void controller::impl::retry_removal_soon() {
+  remove_save_at_ms.store(unix_now_ms() + cfg.poll_interval.count(), std::memory_order_release);
+  wake();
 }
 
 void controller::impl::watch_loop() {
@@ -372,14 +383,20 @@ void controller::impl::watch_loop() {
   }
 }
 
-// Only the touches already counted: a newer touch after the decision is kept for the
-// next save (its mtime is newer than the counted token).
-void controller::impl::remove_consumed(const local_switch& s) const {
-  const std::int64_t counted = s.slot >= 0 ? state().slots[s.slot].token.load(std::memory_order_acquire) : s.initial;
+// Only the touches already counted and saved for: a newer touch after the decision is
+// kept for the next save (this node counts it, or its mtime is newer than the counted one).
+bool controller::impl::remove_consumed(const local_switch& s) const {
+  const node_state& n = state();
+  const bool slot = s.slot >= 0 && has_header(n);
+  const std::int64_t counted = slot ? n.slots[s.slot].token.load(std::memory_order_acquire) : s.initial;
   const std::int64_t now_token = switch_token(s.path);
-  if (now_token != 0 && now_token <= counted && unlink(s.path.c_str()) != 0 && errno != ENOENT)
+  if (now_token == 0) return true;
+  if (now_token > counted) return !slot;  // not counted here yet (without a slot nothing will count it)
+  if (slot && n.slots[s.slot].count.load(std::memory_order_acquire) > s.consumed) return true;
+  if (unlink(s.path.c_str()) != 0 && errno != ENOENT)
     std::fprintf(stderr, "trainctl: cannot remove %s %s after the save (%s); it will not trigger another save\n",
                  s.name.c_str(), s.path.c_str(), std::strerror(errno));
+  return true;
 }
 
 controller::controller(const config& cfg) : impl_(std::make_unique<impl>(*cfg.impl_)) {
@@ -623,7 +640,7 @@ bool controller::impl::consume_saves(std::int64_t step, const std::int64_t* r, d
     if (cfg.rank != 0) continue;
     std::fprintf(stderr, "trainctl: save at step %lld: %s\n", static_cast<long long>(step), s.name.c_str());
     if (agreed || world_size() <= 1) {
-      remove_consumed(s);
+      if (!remove_consumed(s)) retry_removal_soon();
     } else {
       // Not agreed: ranks on other nodes may not have looked yet. The file goes once
       // every node's publisher has had a few polls to count it.

@@ -10,11 +10,13 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "bad_nodes.hpp"
 #include "fixture.hpp"
 #include "node_state.hpp"
+#include "switch_paths.hpp"
 
 using namespace trainctl;
 using trainctl_test::temp_dir;
@@ -284,6 +286,42 @@ TEST(Controller, OneTouchOneSaveOnEveryRankAtTheSameStep) {
     std::this_thread::sleep_for(10ms);
   }
   EXPECT_EQ(more, 4);
+}
+
+// Regression: the agreement came from another node's count while rank 0's own node had
+// not counted the touch yet (its publisher stalled, or NFS showed it the file late).
+// Rank 0 removes the switch once its node has counted it, not never.
+TEST(Controller, RankZeroRemovesTheSwitchOnceItsLateNodeHasCountedIt) {
+  temp_dir t;
+  node_state_file node0(t / "state-node0");  // node0's publisher: this test, stalled
+  ASSERT_TRUE(node0.try_become_publisher());
+  node0.get().publish_every_ms.store(100);
+  node0.get().published_ms.store(unix_now_ms());
+  world w(t, 2, 2);
+  auto save_slot = [&]() -> switch_slot& {
+    for (auto& s : node0.get().slots)
+      if (s.state.load() == 2 && std::string(s.path) == t / "SAVE") return s;
+    throw std::runtime_error("no save-switch slot in node0's state");
+  };
+  touch(t / "SAVE");
+  std::vector<int> saves(4, 0);
+  for (int s = 0; s < 100 && saves[0] == 0; ++s) {
+    node0.get().published_ms.store(unix_now_ms());  // alive, so no rank takes over
+    auto ds = w.step(s);
+    for (int r = 0; r < 4; ++r) saves[r] += ds[r].save;
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(saves, std::vector<int>(4, 1)) << "node1's count gives the save on every rank";
+  EXPECT_TRUE(trainctl_test::exists(t / "SAVE")) << "node0 has not counted it: not removed yet";
+  // node0's publisher catches up.
+  save_slot().token.store(switch_token(t / "SAVE"));
+  save_slot().count.store(1);
+  node0.get().seq.fetch_add(1);
+  for (int i = 0; i < 300 && trainctl_test::exists(t / "SAVE"); ++i) {
+    node0.get().published_ms.store(unix_now_ms());
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_FALSE(trainctl_test::exists(t / "SAVE")) << "removed once node0 counted it";
 }
 
 TEST(Controller, AStaleViewOfASavedSwitchDoesNotSaveAgain) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,7 +45,11 @@ class temp_dir {
   std::string path_;
 };
 
-inline void touch(const std::string& path) { std::ofstream(path, std::ios::app).flush(); }
+// As touch(1): creates the file, or gives an existing one a new mtime (opening it alone does not).
+inline void touch(const std::string& path) {
+  std::ofstream(path, std::ios::app).flush();
+  utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
+}
 // The whole file, "" when it cannot be read.
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path);
