@@ -20,6 +20,8 @@ struct verb {
 constexpr verb kVerbs[] = {
     {"run", trainctl::cli::verb_run,
      "run a command (torchrun, accelerate, your program) so time limits and preemption reach its ranks"},
+    {"status", trainctl::cli::verb_status,
+     "every rank of a running job: step, speed, memory; its deadline, switches, notices (--watch, --json)"},
     {"stacks", trainctl::cli::verb_stacks, "every rank's stacks of a running job, and where they are stuck"},
     {"bad-nodes", trainctl::cli::verb_bad_nodes,
      "the nodes your next task keeps off: list, mark NODE REASON, forget NODE"},

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace trainctl {
@@ -55,6 +56,10 @@ class started_child {
   // Reads what the child wrote so far into output().
   void drain();
   const std::string& output() const { return output_; }
+  // What was read so far, handed over and cleared: a caller that streams a long-lived
+  // child's output is not cut off at max_output.
+  std::string take_output() { return std::exchange(output_, std::string()); }
+  int output_fd() const { return out_fd_; }  // for the caller's poll; -1 when none
   // The result for the wait status the caller reaped (drains first).
   child_result finish(int wait_status);
   // Kills the child's group and gives it up (the caller's reaping collects it later).

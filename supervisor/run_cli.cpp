@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "job_status.hpp"
 #include "options.hpp"
 #include "parse.hpp"
 #include "stack_dump.hpp"
@@ -115,6 +116,9 @@ int run(const std::string& program, int argc, char** argv) {
       ->group(old_flags);
   app.add_option("--dump-stacks-here", dump_here, "the part of --dump-stacks that runs on each node")->group("");
   app.add_option("--stacks-dir", stacks_dir, "with --dump-stacks-here: where the files go")->group("");
+  std::string status_here, status_every;
+  app.add_option("--status-here", status_here, "the part of trainctl status that runs on each node")->group("");
+  app.add_option("--status-every", status_every, "with --status-here: again at this interval")->group("");
   app.add_option(option::kAdopt.name, adopt, option::kAdopt.help)->group("");
   app.add_option("--state", state, "node state file (default: per job step and node)")->group("");
   app.add_option("command", command, "the command to run")->expected(-1);
@@ -129,6 +133,15 @@ int run(const std::string& program, int argc, char** argv) {
     usage_error(e.what());
   }
 
+  if (!status_here.empty()) {
+    std::chrono::milliseconds every{0};
+    try {
+      if (!status_every.empty()) every = parse_duration(status_every, 's');
+    } catch (const parse_error& e) {
+      usage_error(std::string("--status-every: ") + e.what());
+    }
+    return run_status_probe(status_here, every);
+  }
   if (!dump_here.empty()) return dump_job_stacks_here(dump_here, stacks_dir, "on demand (trainctl stacks)");
   const auto moved = [&](const char* flag, const char* verb) {
     std::fprintf(stderr, "%s: %s is now `%s`; the flag goes in the next release\n", prog.c_str(), flag, verb);

@@ -3,19 +3,28 @@
 // program), `what` names the command in its errors ("--dump-stacks", "stacks").
 #include "user_commands.hpp"
 
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bad_nodes.hpp"
 #include "gpu_memory.hpp"
+#include "job_status.hpp"
+#include "node_state.hpp"
 #include "parse.hpp"
 #include "slurm_job.hpp"
 #include "stack_dump.hpp"
@@ -30,6 +39,55 @@ std::string env(const char* name) {
   return v != nullptr ? v : "";
 }
 
+// The job's one line from scontrol when it is running and this user may look inside
+// it; else one line said (`what JOB: why; accepted: ...`) and nothing.
+std::optional<std::string> running_job_of_mine(const std::string& who, const std::string& what,
+                                               const std::string& job) {
+  std::string error;
+  const auto info = scontrol_show("job", job, std::chrono::milliseconds(10000), &error);
+  if (!info || scontrol_field(*info, "JobState") != "RUNNING") {
+    const std::string why = info ? "the job is " + scontrol_field(*info, "JobState") + ", not RUNNING"
+                                 : "no such job that scontrol can show (" + error + ")";
+    std::fprintf(stderr, "%s: %s %s: %s; accepted: the id of a running job\n", who.c_str(), what.c_str(), job.c_str(),
+                 why.c_str());
+    return std::nullopt;
+  }
+  // SLURM refuses a step in another user's job; said in words rather than as srun's
+  // "Access/permission denied". UserId is "name(uid)".
+  const std::string user = scontrol_field(*info, "UserId");
+  const size_t paren = user.find('(');
+  const long uid = paren == std::string::npos ? -1 : std::strtol(user.c_str() + paren + 1, nullptr, 10);
+  if (uid >= 0 && getuid() != 0 && static_cast<uid_t>(uid) != getuid()) {
+    std::fprintf(stderr, "%s: %s %s: the job is %s's; only its own user can look inside it\n", who.c_str(),
+                 what.c_str(), job.c_str(), user.substr(0, paren).c_str());
+    return std::nullopt;
+  }
+  return info;
+}
+
+// One task of trainctl-run (the one beside this program: both are installed in the
+// same bin directory) on each of the job's nodes, beside its running steps.
+std::vector<std::string> srun_helper_on_each_node(const std::string& job_line, const std::vector<std::string>& args) {
+  char self[4096] = {};
+  std::string helper = "trainctl-run";
+  if (readlink("/proc/self/exe", self, sizeof self - 1) > 0) {
+    const std::string me = self;
+    helper = me.substr(0, me.rfind('/') + 1) + "trainctl-run";
+  }
+  std::vector<std::string> argv{"srun",
+                                "--jobid=" + scontrol_field(job_line, "JobId"),
+                                "--overlap",
+                                "--quiet",
+                                "-N",
+                                scontrol_field(job_line, "NumNodes"),
+                                "--ntasks-per-node=1",
+                                "-w",
+                                scontrol_field(job_line, "NodeList"),
+                                helper};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
 }  // namespace
 
 // --dump-stacks JOB: one task on each of the job's nodes (srun --overlap, beside the
@@ -37,43 +95,15 @@ std::string env(const char* name) {
 int dump_stacks_of_job(const std::string& who, const std::string& what, const std::string& job,
                        const std::string& log_dir) {
   using namespace trainctl;
-  std::string error;
-  const auto info = scontrol_show("job", job, std::chrono::milliseconds(10000), &error);
-  const std::string job_line = info ? *info : "";
-  if (!info || scontrol_field(job_line, "JobState") != "RUNNING") {
-    const std::string why = info ? "the job is " + scontrol_field(job_line, "JobState") + ", not RUNNING"
-                                 : "no such job that scontrol can show (" + error + ")";
-    std::fprintf(stderr, "%s: %s %s: %s; accepted: the id of a running job\n", who.c_str(), what.c_str(), job.c_str(),
-                 why.c_str());
-    return 1;
-  }
+  const auto info = running_job_of_mine(who, what, job);
+  if (!info) return 1;
+  const std::string& job_line = *info;
   // Given (--log-dir, TRAINCTL_LOG_DIR here): that. Else where the job's ranks put
   // theirs, which only the nodes can read, falling back to the job's working directory.
   std::string dir = log_dir.empty() ? env("TRAINCTL_LOG_DIR") : log_dir;
   dir = dir.empty() ? "fallback:" + scontrol_field(job_line, "WorkDir") + "/stacks-" + job : dir + "/stacks-" + job;
-  // The part on each node is trainctl-run's (--dump-stacks-here): the one beside this
-  // program (both are installed in the same bin directory).
-  char self[4096] = {};
-  std::string helper = "trainctl-run";
-  if (readlink("/proc/self/exe", self, sizeof self - 1) > 0) {
-    const std::string me = self;
-    helper = me.substr(0, me.rfind('/') + 1) + "trainctl-run";
-  }
   child_spec d;
-  d.argv = {"srun",
-            "--jobid=" + job,
-            "--overlap",
-            "--quiet",
-            "-N",
-            scontrol_field(job_line, "NumNodes"),
-            "--ntasks-per-node=1",
-            "-w",
-            scontrol_field(job_line, "NodeList"),
-            helper,
-            "--dump-stacks-here",
-            job,
-            "--stacks-dir",
-            dir};
+  d.argv = srun_helper_on_each_node(job_line, {"--dump-stacks-here", job, "--stacks-dir", dir});
   d.deadline = std::chrono::milliseconds(180000);
   d.merge_stderr = true;  // srun's own refusals ("Access/permission denied") are the answer then
   const auto t0 = std::chrono::steady_clock::now();
@@ -217,6 +247,152 @@ int forget_bad_node(const std::string& who, const std::string& host) {
   }
   std::fprintf(stderr, "%s: %s: %zu finding%s forgotten (%s)\n", who.c_str(), host.c_str(), removed,
                removed == 1 ? "" : "s", path.c_str());
+  return 0;
+}
+
+namespace {
+
+std::atomic<bool> g_stop_watch{false};
+extern "C" void on_watch_signal(int) { g_stop_watch.store(true); }
+
+status_job job_facts(const std::string& job_line) {
+  status_job j;
+  j.id = scontrol_field(job_line, "JobId");
+  j.name = scontrol_field(job_line, "JobName");
+  j.state = scontrol_field(job_line, "JobState");
+  j.node_list = scontrol_field(job_line, "NodeList");
+  try {
+    j.end_ms = parse_slurm_timestamp(scontrol_field(job_line, "EndTime"));
+  } catch (const std::exception&) {
+    j.end_ms = 0;  // shown without the time limit rather than not at all
+  }
+  j.now_ms = unix_now_ms();
+  return j;
+}
+
+// Why no view could be made: srun's own line (permission denied, no such job step...)
+// when it said one, else ours.
+std::string why_no_view(const job_status& s, const std::string& error) {
+  if (!s.other.empty()) return s.other.front();
+  if (!s.errors.empty()) return s.errors.front();
+  return error.empty() ? "no node answered" : error;
+}
+
+void print_view(const job_status& s, bool json, bool watch, std::chrono::milliseconds every) {
+  if (json) {
+    std::fputs(format_status_json(s, watch).c_str(), stdout);
+  } else if (watch && isatty(STDOUT_FILENO)) {
+    // In place, as watch(1) does: home, clear, the heading, the view.
+    std::printf("\033[H\033[J%s: trainctl status %s, every %s (Ctrl-C ends)\n\n", node_name().c_str(), s.job.id.c_str(),
+                format_duration(every).c_str());
+    std::fputs(format_status_table(s).c_str(), stdout);
+  } else {
+    std::fputs(format_status_table(s).c_str(), stdout);
+    if (watch) std::fputs("\n", stdout);
+  }
+  std::fflush(stdout);
+}
+
+// --watch: one task per node stays and prints a round every `every` (one job step for
+// the whole watch, not one per refresh: slurmctld sees a single step). The view is
+// redrawn when a node's round is complete.
+int watch_job_status(const std::string& who, const std::string& job_line, bool json, std::chrono::milliseconds every) {
+  child_spec d;
+  d.argv = srun_helper_on_each_node(job_line, {"--status-here", scontrol_field(job_line, "JobId"), "--status-every",
+                                               std::to_string(every.count()) + "ms"});
+  d.merge_stderr = true;
+  started_child c(d);
+  if (!c.error().empty()) {
+    std::fprintf(stderr, "%s: status %s: %s\n", who.c_str(), scontrol_field(job_line, "JobId").c_str(),
+                 c.error().c_str());
+    return 1;
+  }
+  struct sigaction sa {
+  }, old_int{}, old_term{};
+  sa.sa_handler = on_watch_signal;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  const std::size_t nodes =
+      static_cast<std::size_t>(std::max(1L, std::atol(scontrol_field(job_line, "NumNodes").c_str())));
+  std::map<std::string, std::string> latest, partial;
+  std::string pending, other;
+  status_job facts = job_facts(job_line);
+  auto facts_at = std::chrono::steady_clock::now();
+  const auto started = facts_at;
+  bool drawn = false;
+  int status = 0;
+  bool exited = false;
+  while (!g_stop_watch.load() && !exited) {
+    pollfd p{c.output_fd(), POLLIN, 0};
+    poll(&p, 1, 200);
+    c.drain();
+    pending += c.take_output();
+    bool fresh = false;
+    for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) {
+      const std::string line = pending.substr(0, nl);
+      const std::string host = scontrol_field(line, "host");
+      if (line.compare(0, 4, "end ") == 0) {
+        latest[host] = std::exchange(partial[host], std::string());
+        fresh = true;
+      } else if (!host.empty() && line.find(' ') != std::string::npos) {
+        partial[host] += line + "\n";
+      } else if (other.empty()) {
+        other = line;
+      }
+    }
+    exited = waitpid(c.pid(), &status, WNOHANG) == c.pid();
+    const auto now = std::chrono::steady_clock::now();
+    if (!fresh || (latest.size() < nodes && now - started < 2 * every)) continue;
+    if (now - facts_at > std::chrono::seconds(30)) {  // EndTime moves with scontrol update; asked rarely
+      if (const auto info = scontrol_show("job", facts.id, std::chrono::milliseconds(5000), nullptr))
+        facts = job_facts(*info);
+      facts_at = now;
+    }
+    facts.now_ms = unix_now_ms();
+    std::string text;
+    for (const auto& [host, lines] : latest) text += lines;
+    print_view(parse_status_lines(text, facts), json, true, every);
+    drawn = true;
+  }
+  if (!exited) {
+    kill(-c.pid(), SIGTERM);
+    kill(c.pid(), SIGTERM);
+    waitpid(c.pid(), &status, 0);
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  if (g_stop_watch.load()) return 0;
+  const auto info = scontrol_show("job", facts.id, std::chrono::milliseconds(5000), nullptr);
+  const std::string state = info ? scontrol_field(*info, "JobState") : "gone";
+  if (drawn && state != "RUNNING") {
+    std::fprintf(stderr, "%s: status %s: the job is %s; nothing more to watch\n", who.c_str(), facts.id.c_str(),
+                 state.c_str());
+    return 0;
+  }
+  std::fprintf(stderr, "%s: status %s: %s\n", who.c_str(), facts.id.c_str(),
+               other.empty() ? c.finish(status).error.c_str() : other.c_str());
+  return 1;
+}
+
+}  // namespace
+
+// status JOB: one row per rank, read from the node state on each node of the job.
+int show_job_status(const std::string& who, const std::string& job, bool json, bool watch,
+                    std::chrono::milliseconds every) {
+  const auto info = running_job_of_mine(who, "status", job);
+  if (!info) return 1;
+  if (watch) return watch_job_status(who, *info, json, every);
+  child_spec d;
+  d.argv = srun_helper_on_each_node(*info, {"--status-here", scontrol_field(*info, "JobId")});
+  d.deadline = std::chrono::milliseconds(60000);
+  d.merge_stderr = true;
+  const child_result r = run_child(d);
+  const job_status s = parse_status_lines(r.output, job_facts(*info));
+  if (s.nodes.empty()) {
+    std::fprintf(stderr, "%s: status %s: %s\n", who.c_str(), job.c_str(), why_no_view(s, r.error).c_str());
+    return 1;
+  }
+  print_view(s, json, false, every);
   return 0;
 }
 

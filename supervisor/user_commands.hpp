@@ -3,6 +3,7 @@
 // bad-nodes) call these. Each prints what it found, every line starting with `who`
 // (the program), and returns the exit status: 0, 1 (it could not), 2 (bad input).
 #pragma once
+#include <chrono>
 #include <string>
 
 namespace trainctl::commands {
@@ -18,6 +19,11 @@ int print_bad_nodes(const std::string& who, const std::string& cap_option, const
                     const std::string& cap_text);
 // Remembers `host` (this node when empty) as bad, with a one-line reason.
 int mark_bad_node(const std::string& who, const std::string& what, const std::string& host, const std::string& reason);
+// One row per rank of running job `job` (one srun --overlap task per node reads the
+// node state there), as a table or JSON; with `watch`, again every `every` until the
+// job ends or Ctrl-C.
+int show_job_status(const std::string& who, const std::string& job, bool json, bool watch,
+                    std::chrono::milliseconds every);
 // Forgets every finding about `host`.
 int forget_bad_node(const std::string& who, const std::string& host);
 

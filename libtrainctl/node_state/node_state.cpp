@@ -228,6 +228,28 @@ std::string default_state_path() {
   return state_dir() + "/" + key;
 }
 
+std::unique_ptr<node_state> read_node_state(const std::string& path, std::string* why) {
+  // O_NONBLOCK: a FIFO planted under the name does not stall the reader.
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    *why = "node state " + path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  struct stat st {};
+  std::string problem = fstat(fd, &st) != 0 ? std::strerror(errno) : untrusted(st, false);
+  if (problem.empty() && static_cast<size_t>(st.st_size) != sizeof(node_state)) problem = "has the wrong size";
+  auto copy = std::make_unique<node_state>();
+  if (problem.empty() && pread(fd, copy.get(), sizeof(node_state), 0) != static_cast<ssize_t>(sizeof(node_state)))
+    problem = "could not be read whole";
+  close(fd);
+  if (problem.empty() &&
+      (copy->magic != node_state::kMagic || copy->version != node_state::kVersion || copy->size != sizeof(node_state)))
+    problem = "has another format (another trainctl version?)";
+  if (problem.empty()) return copy;
+  *why = "node state " + path + " " + problem;
+  return nullptr;
+}
+
 node_state_file::node_state_file(const std::string& path) : path_(path) {
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace trainctl {
@@ -143,6 +144,12 @@ class node_state_file {
   int guard_ = -1;  // slot in the SIGBUS guard
   node_state* state_ = nullptr;
 };
+
+// A copy of the node state at `path` for a reader that must leave it as it is (trainctl
+// status): read once, no lock taken (the last rank's unlink_if_last is not held up),
+// nothing created. Null with *why (one line) when it is not a node state of this user.
+// Each field is read whole; fields may come from moments a few microseconds apart.
+std::unique_ptr<node_state> read_node_state(const std::string& path, std::string* why);
 
 // Fills in magic, version and size (a private state that never was a file).
 void init_header(node_state& ns);

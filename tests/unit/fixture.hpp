@@ -1,8 +1,8 @@
 // Helpers for unit tests: a temporary directory tree that removes itself.
 #pragma once
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# e2e-modes: run plugin
+# trainctl status on a running 2-node torchrun job of an unprivileged user (real DDP:
+# a gradient all_reduce in every step, rank 2 computing 3x slower): four rows with
+# their nodes and steps, the slow rank's factor, the deadline countdown (EndTime minus
+# the graceful exit); --json parsed; --watch redraws from one job step and leaves none
+# behind; another user gets one line. The ranks pay nothing: no save, no exit, no
+# signal while they are looked at.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+run_as_user alice
+supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL" --save-switch="$TEST_DIR/SAVE" --graceful-exit=2
+sed -i "s|--step-time 0.05|--step-time 0.05 --ddp --slow-rank 2 --slow-factor 3|" "$TEST_DIR/job.sh"
+chown alice "$TEST_DIR/job.sh"
+job=$(submit_as_user -N2 --ntasks-per-node=1 --time=10 "${JOB_OPTS[@]}" -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
+log "submitted job $job as alice (DDP, rank 2 computes 3x slower, graceful exit 2 min)"
+wait_for 120 "4 ranks started" events_at_least start 4
+wait_for 90 "the straggler report" test -s "$TRAINCTL_LOG_DIR/slow_nodes"
+
+t0=$(date +%s%N)
+out=$(as_user "$BUILD/bin/trainctl" status "$job" 2>"$TEST_DIR/status.err") ||
+  fail "trainctl status failed: $(cat "$TEST_DIR/status.err")"
+ms=$((($(date +%s%N) - t0) / 1000000))
+printf '%s\n' "$out"
+log "figure: trainctl status on a 2-node job took $ms ms"
+rows=$(printf '%s\n' "$out" | grep -cE '^n[12] +[0-3] +[0-9]+ +[0-9]+ ' || true)
+[ "$rows" -eq 4 ] || fail "expected 4 rank rows, got $rows"
+for r in 0 1; do printf '%s\n' "$out" | grep -qE "^n1 +$r " || fail "rank $r is not on n1"; done
+for r in 2 3; do printf '%s\n' "$out" | grep -qE "^n2 +$r " || fail "rank $r is not on n2"; done
+printf '%s\n' "$out" | grep -qE '^n2 +2 .* [0-9.]+\* ' || fail "rank 2's factor is not marked as a straggler's"
+printf '%s\n' "$out" | grep -q '^findings    rank 2 on n2 is a straggler' || fail "no straggler finding for rank 2"
+printf '%s\n' "$out" | grep -qE '^deadline    in [0-9]+m[0-9]{2}s \(EndTime minus the graceful exit, 2m00s\)' ||
+  fail "no deadline countdown with the 2 min graceful exit"
+printf '%s\n' "$out" | grep -qF "kill-switch $TEST_DIR/KILL: not there" || fail "the kill switch is not shown"
+
+# --json, for dashboards: parsed, and the figures checked.
+as_user "$BUILD/bin/trainctl" status --json "$job" >"$TEST_DIR/status.json" || fail "status --json failed"
+python3 - "$TEST_DIR/status.json" "$job" <<'PY' || fail "the JSON is not what the table said"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["job"]["id"] == sys.argv[2], s["job"]
+ranks = s["ranks"]
+assert [r["rank"] for r in ranks] == [0, 1, 2, 3], ranks
+assert [r["node"] for r in ranks] == ["n1", "n1", "n2", "n2"], ranks
+assert all(r["step"] is not None and r["step"] > 0 for r in ranks), ranks
+slow = ranks[2]
+assert slow["straggler"] and slow["factor"] >= 2.0, slow
+assert all(not r["straggler"] and r["factor"] < 1.5 for r in ranks if r["rank"] != 2), ranks
+d = s["deadline"]
+assert d["graceful_exit_s"] == 120, d
+assert 300 < d["in_s"] < 480, d
+assert s["notices"] == [], s["notices"]
+print("json: factor of rank 2 x%.2f, deadline in %.0f s" % (slow["factor"], d["in_s"]))
+PY
+
+# The view is live: the steps move between two looks.
+step_a=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ranks"][0]["step"])' "$TEST_DIR/status.json")
+sleep 3
+as_user "$BUILD/bin/trainctl" status --json "$job" >"$TEST_DIR/status2.json" || fail "the second status failed"
+step_b=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ranks"][0]["step"])' "$TEST_DIR/status2.json")
+[ "$step_b" -gt "$step_a" ] || fail "rank 0's step did not move ($step_a, then $step_b)"
+
+# --watch: one helper step for the whole watch, redrawn every interval; Ctrl-C ends it
+# (exit 0) and its step with it.
+steps_before=$(squeue -h -s -j "$job" | wc -l)
+as_user "$BUILD/bin/trainctl" status --watch --interval 1s "$job" >"$TEST_DIR/watch.out" 2>&1 &
+watch_pid=$!
+redraws_at_least() { [ "$(grep -c '^NODE ' "$TEST_DIR/watch.out" || true)" -ge "$1" ]; }
+job_steps_are() { [ "$(squeue -h -s -j "$job" | wc -l)" -eq "$1" ]; }
+wait_for 30 "three redraws" redraws_at_least 3
+steps_during=$(squeue -h -s -j "$job" | wc -l)
+[ "$steps_during" -eq $((steps_before + 1)) ] || fail "--watch runs $((steps_during - steps_before)) job steps, not 1"
+# Ctrl-C reaches trainctl (as_user's runuser passes it on; the helper's srun has its own group).
+kill -INT "$(pgrep -u alice -x trainctl)"
+watch_rc=0
+wait "$watch_pid" || watch_rc=$?
+[ "$watch_rc" -eq 0 ] || fail "--watch ended with $watch_rc after Ctrl-C: $(tail -3 "$TEST_DIR/watch.out")"
+wait_for 30 "the watch's step to end" job_steps_are "$steps_before"
+redraws=$(grep -c '^NODE ' "$TEST_DIR/watch.out")
+log "--watch redrew $redraws times from one step, which ended with it"
+
+# Another user: one line, no view.
+err=$(runuser -u mallory -- env SLURM_CONF="$SLURM_CONF" "$BUILD/bin/trainctl" status "$job" 2>&1) && fail "mallory saw alice's job"
+[ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "mallory got more than one line: $err"
+printf '%s\n' "$err" | grep -q "the job is alice's; only its own user can look inside it" || fail "mallory's line: $err"
+# Bad input: one line, exit 2.
+err=$(as_user "$BUILD/bin/trainctl" status --watch --interval 0.1s "$job" 2>&1) && fail "--interval 0.1s was accepted"
+[ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "--interval 0.1s: more than one line: $err"
+
+# Looking cost the ranks nothing: no save, no notice, no exit until the kill switch.
+[ "$(events_count save)" -eq 0 ] || fail "the ranks saved $(events_count save) times while being looked at"
+[ "$(events_count exit)" -eq 0 ] || fail "a rank exited while being looked at"
+if grep -qiE "signal|notice" "$TEST_DIR/job.out"; then fail "the job saw a signal: $(grep -iE 'signal|notice' "$TEST_DIR/job.out" | head -3)"; fi
+as_user touch "$TEST_DIR/KILL"
+wait_for 60 "the job to end" job_ended "$job"
+[ "$(job_state "$job")" = COMPLETED ] || fail "the job ended $(job_state "$job")"
+[ "$(events_count exit)" -eq 4 ] || fail "$(events_count exit) of 4 ranks exited at the kill switch"
+err=$(as_user "$BUILD/bin/trainctl" status "$job" 2>&1) && fail "status of an ended job succeeded"
+printf '%s\n' "$err" | grep -q "the job is COMPLETED, not RUNNING" || fail "status of an ended job: $err"
+log "PASS: status showed 4 ranks, the straggler and the deadline, as a table, JSON and --watch; mallory got one line"
