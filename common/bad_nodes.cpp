@@ -23,16 +23,6 @@ std::string env(const char* name) {
   return v != nullptr ? v : "";
 }
 
-// mkdir -p, each new directory 0700.
-bool make_dirs(const std::string& dir) {
-  for (size_t at = 1; at != std::string::npos;) {
-    at = dir.find('/', at + 1);
-    const std::string part = dir.substr(0, at);
-    if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) return false;
-  }
-  return true;
-}
-
 std::string no_spaces(std::string s) {
   for (char& c : s)
     if (c == ' ' || c == '\n' || c == '\t') c = '_';
@@ -52,6 +42,15 @@ constexpr std::size_t kKeepLines = 300;
 constexpr std::chrono::seconds kKeepAtLeast{7 * 24 * 3600};
 
 }  // namespace
+
+bool make_private_dirs(const std::string& dir) {
+  for (size_t at = 1; at != std::string::npos;) {
+    at = dir.find('/', at + 1);
+    const std::string part = dir.substr(0, at);
+    if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) return false;
+  }
+  return true;
+}
 
 std::vector<bad_node> read_bad_nodes(const std::string& path);
 
@@ -113,7 +112,7 @@ std::string record_bad_node(const std::string& path, const bad_node& b) {
   if (!valid_node_name(b.host))
     return "'" + b.host.substr(0, 80) + "' is not one node's name (accepted: letters, digits, '-', '_', '.')";
   const size_t slash = path.rfind('/');
-  if (slash != std::string::npos && slash > 0 && !make_dirs(path.substr(0, slash)))
+  if (slash != std::string::npos && slash > 0 && !make_private_dirs(path.substr(0, slash)))
     return "cannot create " + path.substr(0, slash) + ": " + std::strerror(errno);
   const std::string line = format_line(b);
   // One write of one line in append mode, under the file's lock: findings of several

@@ -26,6 +26,9 @@ std::string node_name();
 // as n[1-3] names many nodes and is never one.
 bool valid_node_name(const std::string& name);
 
+// mkdir -p, each directory it makes 0700 (the per-user state under the home).
+bool make_private_dirs(const std::string& dir);
+
 // TRAINCTL_BAD_NODES, else $XDG_STATE_HOME/trainctl/bad_nodes, else
 // $HOME/.local/state/trainctl/bad_nodes; "" when none of them can be named.
 std::string bad_nodes_path();

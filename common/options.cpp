@@ -31,7 +31,14 @@ milliseconds parse_poll_interval(std::string_view text) {
 
 milliseconds parse_endtime_poll(std::string_view text) { return bounded(text, 's', kEndtimePollMin, kEndtimePollMax); }
 
-milliseconds parse_graceful_exit(std::string_view text) { return parse_duration(text, 'm', false, kGracefulExitMax); }
+milliseconds parse_graceful_exit(std::string_view text) {
+  if (text == "auto") return kGracefulExitAuto;
+  try {
+    return parse_duration(text, 'm', false, kGracefulExitMax);
+  } catch (const parse_error& e) {
+    throw parse_error(std::string(e.what()) + ", or auto");
+  }
+}
 
 milliseconds parse_on_notice_timeout(std::string_view text) {
   try {

@@ -31,7 +31,10 @@ constexpr milliseconds kGracefulExitMax{30LL * 24 * 3600 * 1000};
 
 milliseconds parse_poll_interval(std::string_view text);
 milliseconds parse_endtime_poll(std::string_view text);
+// --graceful-exit: a duration, or "auto" (kGracefulExitAuto): learnt from the saves of
+// the job array (save_times.hpp).
 milliseconds parse_graceful_exit(std::string_view text);
+constexpr milliseconds kGracefulExitAuto{-1};
 // --on-notice-timeout (1 s to 1 h) and --on-notice (non-empty, under 4 KiB, one line);
 // each parse_error names the option.
 milliseconds parse_on_notice_timeout(std::string_view text);
@@ -71,7 +74,8 @@ struct flag_spec {
 };
 inline constexpr flag_spec kGracefulExit{
     "--graceful-exit",
-    "ask the ranks to save and exit this long before the job's EndTime: 90s, 10m, 1h (a bare number is minutes)"};
+    "ask the ranks to save and exit this long before the job's EndTime: 90s, 10m, 1h (a bare number is minutes), "
+    "or auto: the longest save seen in this job array x1.5 + 30s"};
 inline constexpr flag_spec kKillSwitch{"--kill-switch",
                                        "while this file exists the ranks save and exit, and a new task ends at once "
                                        "(default $SLURM_SUBMIT_DIR/kill-switch-<job name>)"};

@@ -32,6 +32,8 @@ def parse_args():
     # so the first run shows trainctl's deadline exit and the array resuming.
     p.add_argument("--steps", type=int, default=1000000, help="train until this many steps are done")
     p.add_argument("--step-time", type=float, default=0.05, help="seconds one fake step takes")
+    p.add_argument("--save-time", type=float, default=0, help="seconds one fake save takes (a large model's "
+                   "checkpoint: --graceful-exit=auto learns it)")
     p.add_argument("--mpi", action="store_true", help="agree through MPI (mpi4py) instead of torch.distributed")
     p.add_argument("--events", help="append one JSON line per event of this rank to this file "
                    "({rank} is replaced by the rank)")
@@ -146,6 +148,7 @@ class Run:
             os.makedirs(tmp, exist_ok=True)
             with open(os.path.join(tmp, "state.json"), "w") as f:
                 json.dump({"step": step, "why": why}, f)   # your model.state_dict() here
+                time.sleep(self.args.save_time)
             with open(os.path.join(tmp, "COMPLETE"), "w") as f:
                 f.write("%d\n" % step)
             if os.path.exists(final):

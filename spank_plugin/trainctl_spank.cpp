@@ -362,7 +362,10 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   auto ms = [](std::chrono::milliseconds d) { return std::to_string(d.count()) + "ms"; };
   std::vector<std::string> args{g.site.supervisor};
   if (batch) args.emplace_back(opt::kBatch.name);
-  if (g.graceful_exit.count() > 0) args.push_back(opt::kGracefulExit.with(ms(g.graceful_exit)));
+  if (g.graceful_exit == opt::kGracefulExitAuto)
+    args.push_back(opt::kGracefulExit.with("auto"));
+  else if (g.graceful_exit.count() > 0)
+    args.push_back(opt::kGracefulExit.with(ms(g.graceful_exit)));
   if (!g.kill_switch.empty()) args.push_back(opt::kKillSwitch.with(g.kill_switch));
   if (!g.save_switch.empty()) args.push_back(opt::kSaveSwitch.with(g.save_switch));
   args.push_back(opt::kGracefulSignal.with(trainctl::signal_name(g.graceful_signal)));

@@ -130,6 +130,7 @@ job_status parse_status_lines(const std::string& text, const status_job& job) {
       n.supervised = num(line, "supervised") != 0;
       const std::int64_t pub = num(line, "published_ms");
       n.published_age_ms = pub > 0 ? now - pub : -1;
+      n.longest_save_ms = num(line, "longest_save_ms");
       s.nodes.push_back(n);
     } else if (kind == "rank") {
       status_rank r;
@@ -214,6 +215,14 @@ std::string format_status_table(const job_status& s) {
     out += "deadline    none published (no --graceful-exit, or no supervisor read EndTime)\n";
   }
   out += "switches    " + switches_text(s) + "\n";
+  std::int64_t longest_save = 0;
+  for (const auto& n : s.nodes) longest_save = std::max(longest_save, n.longest_save_ms);
+  if (longest_save > 0) {
+    std::snprintf(line, sizeof line,
+                  "saves       the longest took %.1f s (from the decision to the rank's next call)\n",
+                  static_cast<double>(longest_save) / 1000.0);
+    out += line;
+  }
   std::string notices;
   for (const auto& n : kNotices)
     if ((all_flags(s) & n.bit) != 0) notices += (notices.empty() ? "" : ", ") + std::string(n.text);
@@ -254,6 +263,9 @@ std::string format_status_json(const job_status& s, bool lines) {
   } else {
     j["deadline"] = nullptr;
   }
+  std::int64_t longest_save = 0;
+  for (const auto& n : s.nodes) longest_save = std::max(longest_save, n.longest_save_ms);
+  j["longest_save_s"] = longest_save > 0 ? json(static_cast<double>(longest_save) / 1000.0) : json(nullptr);
   json notices = json::array();
   for (const auto& n : kNotices)
     if ((all_flags(s) & n.bit) != 0) notices.push_back(n.text);

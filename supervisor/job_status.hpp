@@ -9,7 +9,7 @@
 // between the two (one per node, rank and switch; the last field of a line may hold
 // spaces):
 //
-//   node host=N now_ms=T flags=F deadline_ms=D supervised=0|1 published_ms=P
+//   node host=N now_ms=T flags=F deadline_ms=D supervised=0|1 published_ms=P longest_save_ms=S
 //   rank host=N rank=R pid=P step=S beat_ms=B step_us=U slow=K agreements=A mem_free=F mem_limit=L
 //   switch host=N kind=exit|save name=NAME present=0|1 touches=C path=PATH
 //   error host=N TEXT
@@ -44,6 +44,7 @@ struct status_node {
   std::int64_t deadline_ms = 0;  // unix ms
   bool supervised = false;
   std::int64_t published_age_ms = -1;
+  std::int64_t longest_save_ms = 0;  // the longest save of a rank here, from its decision; 0: none
 };
 
 struct status_switch {

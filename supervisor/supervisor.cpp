@@ -23,6 +23,7 @@
 #include <memory>
 
 #include "bad_nodes.hpp"
+#include "graceful_auto.hpp"
 #include "node_health.hpp"
 #include "node_state.hpp"
 #include "notice_hook.hpp"
@@ -112,7 +113,11 @@ class supervisor {
     const std::string restart = env_or_empty("SLURM_RESTART_COUNT");
     return "once.preempted." + opts_.job_id + "." + (restart.empty() ? "0" : restart);
   }
-  bool tracks_endtime() const { return !opts_.job_id.empty() && opts_.graceful_exit.count() > 0; }
+  bool tracks_endtime() const { return !opts_.job_id.empty() && opts_.graceful_exit.count() != 0; }
+  bool graceful_is_auto() const { return opts_.graceful_exit == option::kGracefulExitAuto; }
+  // The graceful exit now (auto: learnt, for the job's time limit), and why (auto only).
+  milliseconds graceful_exit(std::string* why = nullptr) const;
+  void learn_save_time();
   // Whether this supervisor reads EndTime and preemption itself: always, unless another
   // supervisor on the node publishes them into a node state this one shares. No node
   // state problem (a refused file, a lock held by a rank) may cost a notice.
@@ -149,10 +154,11 @@ class supervisor {
   clock::time_point notice_by_{};  // relayed as a plain signal then at the latest
   std::int64_t exit_told_ms_ = 0;  // when the ranks were first told to exit (0: not yet)
   std::string exit_told_why_;
-  bool exit_reported_ = false;  // lingering ranks reported
-  bool job_ending_ = false;     // the controller says the job is no longer RUNNING
-  std::string lock_problem_;    // reported once
-  mutable int log_fd_ = -1;     // see pick_log_fd
+  bool exit_reported_ = false;           // lingering ranks reported
+  bool job_ending_ = false;              // the controller says the job is no longer RUNNING
+  std::string lock_problem_;             // reported once
+  mutable int log_fd_ = -1;              // see pick_log_fd
+  std::unique_ptr<graceful_auto> auto_;  // --graceful-exit=auto
 };
 
 void supervisor::log(const char* fmt, ...) {
@@ -378,19 +384,56 @@ void supervisor::on_job_answer(const std::optional<job_times>& jt, const std::st
           static_cast<long long>(jt->limit_s));
     end_ms_ = jt->end_ms;
     limit_s_ = jt->limit_s;
-    if (opts_.graceful_exit.count() > 0) {
-      const std::int64_t d = end_ms_ - opts_.graceful_exit.count();
+    if (opts_.graceful_exit.count() != 0) {
+      std::string why;
+      const milliseconds graceful = graceful_exit(&why);
+      const std::int64_t d = end_ms_ - graceful.count();
       if (d != deadline_ms_ && !deadline_fired_) {
         deadline_ms_ = d;
         pre_deadline_queried_ = false;
         schedule_pre_deadline_query();
         publish_deadline();
         log("deadline %s (EndTime %s - graceful exit %s)", clock_time(d).c_str(), clock_time(end_ms_).c_str(),
-            format_duration(opts_.graceful_exit).c_str());
+            why.empty() ? format_duration(graceful).c_str() : ("auto: " + why).c_str());
       }
     }
   }
   if (notice_pending_) resolve_notice("notice");
+}
+
+milliseconds supervisor::graceful_exit(std::string* why) const {
+  if (!graceful_is_auto()) return opts_.graceful_exit;
+  const auto_graceful a = auto_ ? auto_->current(std::max<std::int64_t>(0, limit_s_)) : auto_graceful_exit(0, 0);
+  if (why != nullptr) *why = a.why;
+  return a.graceful;
+}
+
+// --graceful-exit=auto: a save longer than any known moves the deadline (earlier: the
+// next save gets the time this one needed; later, when it replaces the first task's
+// guess), and the node's publisher records it for the next task of the array. A
+// deadline already fired stays fired.
+void supervisor::learn_save_time() {
+  if (!auto_ || !state_) return;
+  const std::int64_t save_ms = state_->get().longest_save_ms.load(std::memory_order_relaxed);
+  if (save_ms <= auto_->longest_ms()) return;
+  std::string problem;
+  auto_->saw(save_ms, pub_ != nullptr, &problem);
+  if (!problem.empty()) log("cannot remember the save time for the next task: %s", problem.c_str());
+  std::string why;
+  const milliseconds graceful = graceful_exit(&why);
+  if (end_ms_ == 0 || deadline_fired_ || child_done_) {
+    log("a save took %.1f s: graceful exit %s from now on", static_cast<double>(save_ms) / 1000.0, why.c_str());
+    return;
+  }
+  const std::int64_t d = end_ms_ - graceful.count();
+  if (d == deadline_ms_) return;
+  deadline_ms_ = d;
+  pre_deadline_queried_ = false;
+  schedule_pre_deadline_query();
+  publish_deadline();
+  if (pub_) pub_->set_deadline_ms(deadline_ms_);
+  log("a save took %.1f s: deadline now %s (EndTime %s - graceful exit auto: %s)",
+      static_cast<double>(save_ms) / 1000.0, clock_time(d).c_str(), clock_time(end_ms_).c_str(), why.c_str());
 }
 
 // A notice signal is relayed once the controller said whether it is a preemption (then
@@ -695,6 +738,12 @@ int supervisor::run(char* const* argv, pid_t adopt) {
   if (deadline_ms_ != 0) schedule_pre_deadline_query();
   open_state();
   if (deadline_ms_ != 0) publish_deadline();
+  if (graceful_is_auto()) {
+    const std::string array = env_or_empty("SLURM_ARRAY_JOB_ID");
+    std::string problem;
+    auto_ = std::make_unique<graceful_auto>(array.empty() ? opts_.job_id : array, opts_.job_id, node_name(), &problem);
+    if (!problem.empty()) log("--graceful-exit=auto: %s", problem.c_str());
+  }
   if (!opts_.kill_switch.empty()) setenv("KILL_SWITCH", opts_.kill_switch.c_str(), 1);
   if (!opts_.save_switch.empty()) setenv("SAVE_SWITCH", opts_.save_switch.c_str(), 1);
   const std::string sigs = signal_name(opts_.graceful_signal) + ",TERM";
@@ -761,6 +810,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     // EndTime matters only for a deadline; notices query on their own.
     if (reads_job_itself() && tracks_endtime() && unix_now_ms() >= next_query_ms_)
       start_query(end_ms_ == 0 ? "first read" : "periodic");
+    learn_save_time();
     check_deadline();
     look_after_state();
     watch_publisher();
@@ -773,6 +823,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
   health_.abandon();
   health_.command_ended(child_status_);
   end_leftovers();
+  learn_save_time();  // the save the ranks made before they exited
   if (opts_.batch) requeue_if_preempted();
   close_state();
   if (WIFEXITED(child_status_))

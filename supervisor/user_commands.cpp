@@ -44,7 +44,7 @@ std::string env(const char* name) {
 std::optional<std::string> running_job_of_mine(const std::string& who, const std::string& what,
                                                const std::string& job) {
   std::string error;
-  const auto info = scontrol_show("job", job, std::chrono::milliseconds(10000), &error);
+  auto info = scontrol_show("job", job, std::chrono::milliseconds(10000), &error);
   if (!info || scontrol_field(*info, "JobState") != "RUNNING") {
     const std::string why = info ? "the job is " + scontrol_field(*info, "JobState") + ", not RUNNING"
                                  : "no such job that scontrol can show (" + error + ")";

@@ -65,7 +65,7 @@ struct rank_beat {
 
 struct node_state {
   static constexpr std::uint64_t kMagic = 0x31534c5443444e54ull;  // "TNDCTLS1"
-  static constexpr std::uint32_t kVersion = 3;
+  static constexpr std::uint32_t kVersion = 4;
 
   std::uint64_t magic;
   std::uint32_t version;
@@ -84,6 +84,9 @@ struct node_state {
   std::atomic<std::int32_t> publish_every_ms;  // the holder's poll interval
   std::atomic<std::uint64_t> stat_calls;       // metadata requests made by publishers
   std::atomic<std::int64_t> published_ms;      // when the publisher last looked (its heartbeat)
+  // The longest save a rank on this node has made (ms from the decision to save to
+  // its next call, or to its end after an exit): --graceful-exit=auto learns from it.
+  std::atomic<std::int64_t> longest_save_ms;
   switch_slot slots[kMaxSlots];
   rank_beat beats[kMaxRanks];
 };

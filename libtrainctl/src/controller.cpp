@@ -134,6 +134,8 @@ struct controller::impl {
   std::atomic<std::int64_t> remove_save_at_ms{0};  // rank 0 without agreement: when to remove the consumed file
   decision decided;                                // sticky exit
   rank_beat* beat = nullptr;                       // this process's heartbeat in the node state
+  std::int64_t save_started_us = 0;                // when a save or exit was decided, until the next call
+  bool exit_save_timed = false;                    // the save at the exit decision is being (or was) timed
   std::int64_t window_start_us = 0;                // when the last agreement returned (0: none yet)
   std::int64_t window_start_step = 0;
   std::int64_t work_us = 0;  // work per step in the window that ended at the last vote
@@ -182,6 +184,9 @@ struct controller::impl {
   void fall_back_to_private(const std::string& why);
   void on_supervisor_gone();
   void fill_vote(std::int64_t* v, std::size_t len) const;
+  // The save that began at the decision ends now: its length into the node state, where
+  // the supervisor learns --graceful-exit=auto from it.
+  void end_of_save();
   void judge_stragglers(std::int64_t step, const std::int64_t* r);
   void report_straggler(std::int64_t step, std::int64_t slowest_us, std::int64_t fastest_us) const;
   void wake() const {
@@ -383,6 +388,15 @@ void controller::impl::watch_loop() {
   }
 }
 
+void controller::impl::end_of_save() {
+  const std::int64_t ms = (steady_us() - save_started_us) / 1000;
+  save_started_us = 0;
+  std::atomic<std::int64_t>& longest = state().longest_save_ms;
+  std::int64_t seen = longest.load(std::memory_order_relaxed);
+  while (ms > seen && !longest.compare_exchange_weak(seen, ms, std::memory_order_relaxed)) {
+  }
+}
+
 // Only the touches already counted and saved for: a newer touch after the decision is
 // kept for the next save (this node counts it, or its mtime is newer than the counted one).
 bool controller::impl::remove_consumed(const local_switch& s) const {
@@ -435,6 +449,7 @@ controller::~controller() {
   m.wake();
   if (m.watcher.joinable()) m.watcher.join();
   remove_notice_handlers(m.cfg.signals);
+  if (m.save_started_us != 0 && m.decided.exit) m.end_of_save();  // the exit's save, made before this end
   if (m.beat != nullptr) m.beat->pid.store(0, std::memory_order_release);
   if (m.remove_save_at_ms.load() != 0) {  // this rank ends: the file must not start the next job with a save
     std::lock_guard<std::recursive_mutex> hold(m.switches_mu);
@@ -476,6 +491,7 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
   if (len < kVoteLen)
     throw std::invalid_argument("trainctl: vote vector needs " + std::to_string(kVoteLen) + " elements");
   impl& m = *impl_;
+  if (m.save_started_us != 0) m.end_of_save();
   m.fill_vote(v, len);
   const bool due = step % m.cfg.check_every == 0;
   if (!due) return false;
@@ -557,6 +573,12 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
   d.exit = m.decided.exit;
   d.reason = m.decided.reason;
   m.consume_saves(step, r, d, agreed);
+  // The loop saves now (on d.save, and on the first d.exit); the save ends at its next
+  // call, or with the rank after an exit.
+  if (d.save || (d.exit && !m.exit_save_timed)) {
+    m.save_started_us = steady_us();
+    m.exit_save_timed = m.exit_save_timed || d.exit;
+  }
   if (m.cfg.straggler_factor > 0) {
     m.judge_stragglers(step, r);
     m.window_start_us = steady_us();

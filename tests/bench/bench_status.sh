@@ -27,7 +27,9 @@ srun --ntasks-per-node=1 bash -c 'exec $bin/trainctl-run --kill-switch=$work/KIL
   --master_addr=127.0.0.1 --master_port=$port --node_rank=\$SLURM_NODEID \
   $src/slurm_templates/train_example.py --ckpt-dir $work/ckpt --steps 10000000 --step-time 0.05 --ddp'
 JOB
-job=$(sbatch --parsable -J trainctl-bench-status -N3 --time=15 -o "$work/job.out" "$work/job.sh")
+# The job's own files (crash records, stacks) stay in the scratch directory.
+export TRAINCTL_LOG_DIR=$work/logs
+job=$(sbatch --parsable -J trainctl-bench-status -N3 --time=15 -D "$work" -o "$work/job.out" "$work/job.sh")
 rank0_step() { "$bin/trainctl" status --json "$job" | python3 -c 'import json,sys; print(json.load(sys.stdin)["ranks"][0]["step"] or 0)'; }
 ranks() { "$bin/trainctl" status --json "$job" 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["ranks"]))' 2>/dev/null || echo 0; }
 end=$((SECONDS + 180))
@@ -64,3 +66,5 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
   echo "round $round: ms per step without status / with status --watch running: $quiet / $watched"
 done
 touch "$work/KILL"
+end=$((SECONDS + 60))
+while squeue -h -j "$job" 2>/dev/null | grep -q . && [ "$SECONDS" -lt "$end" ]; do sleep 1; done

@@ -324,6 +324,48 @@ TEST(Controller, RankZeroRemovesTheSwitchOnceItsLateNodeHasCountedIt) {
   EXPECT_FALSE(trainctl_test::exists(t / "SAVE")) << "removed once node0 counted it";
 }
 
+// --graceful-exit=auto learns from the node state's longest save: from the decision to
+// the rank's next call (a save-switch save), or to its end (the exit's save).
+TEST(Controller, TheLongestSaveOfTheNodeIsTimedFromTheDecision) {
+  temp_dir t;
+  node_state_file node0(t / "state-node0");
+  auto& longest = node0.get().longest_save_ms;
+  {
+    world w(t, 1, 2);
+    touch(t / "SAVE");
+    bool saved = false;
+    for (int s = 0; s < 100 && !saved; ++s) {
+      saved = w.step(s)[0].save;
+      std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_TRUE(saved);
+    std::this_thread::sleep_for(300ms);  // the save
+    w.step(1000);
+    EXPECT_GE(longest.load(), 300);
+    EXPECT_LT(longest.load(), 2000);
+    // A quicker save later does not shorten it.
+    touch(t / "SAVE");
+    saved = false;
+    for (int s = 1001; s < 1100 && !saved; ++s) {
+      saved = w.step(s)[0].save;
+      std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_TRUE(saved);
+    w.step(1200);
+    EXPECT_GE(longest.load(), 300);
+    // The exit's save ends with the rank.
+    touch(t / "KILL");
+    bool exited = false;
+    for (int s = 1201; s < 1300 && !exited; ++s) {
+      exited = w.step(s)[0].exit;
+      std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_TRUE(exited);
+    std::this_thread::sleep_for(600ms);
+  }
+  EXPECT_GE(longest.load(), 600) << "the exit's save, timed to the rank's end";
+}
+
 TEST(Controller, AStaleViewOfASavedSwitchDoesNotSaveAgain) {
   // NFS may show a removed file to another node for a while: its watcher republishes
   // the old mtime. The consumed token keeps that from counting twice.

@@ -23,7 +23,8 @@ const char* kTwoNodes =
     "mem_limit=4096\n"
     "switch host=n1 kind=exit name=kill-switch present=0 touches=0 path=/home/a b/KILL\n"
     "switch host=n1 kind=save name=save-switch present=0 touches=1 path=/home/a b/SAVE\n"
-    "node host=n2 now_ms=1000500 flags=0 deadline_ms=1600000 supervised=1 published_ms=1000400\n"
+    "node host=n2 now_ms=1000500 flags=0 deadline_ms=1600000 supervised=1 published_ms=1000400 "
+    "longest_save_ms=20500\n"
     "rank host=n2 rank=2 pid=20 step=240 beat_ms=999000 step_us=156000 slow=7 agreements=5 mem_free=0 mem_limit=0\n"
     "rank host=n2 rank=3 pid=21 step=240 beat_ms=0 step_us=0 slow=0 agreements=5 mem_free=0 mem_limit=0\n"
     "switch host=n2 kind=exit name=kill-switch present=1 touches=0 path=/home/a b/KILL\n"
@@ -78,6 +79,7 @@ TEST(JobStatus, OneRowPerSwitchWhateverNodeSawIt) {
   const std::string table = format_status_table(s);
   EXPECT_NE(table.find("kill-switch /home/a b/KILL: THERE"), std::string::npos) << table;
   EXPECT_NE(table.find("save-switch /home/a b/SAVE: touched 2 times"), std::string::npos) << table;
+  EXPECT_NE(table.find("saves       the longest took 20.5 s"), std::string::npos) << table;
 }
 
 TEST(JobStatus, TheDeadlineIsEndTimeMinusTheGracefulExit) {
@@ -99,6 +101,7 @@ TEST(JobStatus, JsonCarriesTheSameView) {
   EXPECT_EQ(j["deadline"]["graceful_exit_s"], 120);
   EXPECT_DOUBLE_EQ(j["deadline"]["in_s"].get<double>(), 600.0);
   EXPECT_EQ(j["findings"].size(), 1u);
+  EXPECT_DOUBLE_EQ(j["longest_save_s"].get<double>(), 20.5);
   const std::string lines = format_status_json(parse_status_lines(kTwoNodes, facts()), true);
   EXPECT_EQ(lines.find('\n'), lines.size() - 1) << "--watch --json: one document per line";
 }

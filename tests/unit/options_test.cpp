@@ -45,6 +45,13 @@ TEST(GracefulExit, ThirtyDaysAtMostBareNumberIsMinutes) {
   EXPECT_EQ(option::parse_graceful_exit("30d"), option::kGracefulExitMax);
   EXPECT_THROW(option::parse_graceful_exit("31d"), parse_error);
   EXPECT_THROW(option::parse_graceful_exit("0"), parse_error);
+  EXPECT_EQ(option::parse_graceful_exit("auto"), option::kGracefulExitAuto);
+  try {
+    option::parse_graceful_exit("soon");
+    FAIL() << "soon was accepted";
+  } catch (const parse_error& e) {
+    EXPECT_NE(std::string(e.what()).find(", or auto"), std::string::npos) << e.what();
+  }
 }
 
 TEST(EndtimePoll, BoundsAndDefault) {

@@ -32,6 +32,7 @@ TEST(SpankArgs, GracefulExitAsTheIssueLists) {
   EXPECT_EQ(check_graceful_exit("10"), milliseconds(600000)) << "a bare number is minutes";
   EXPECT_EQ(check_graceful_exit("90s"), milliseconds(90000));
   EXPECT_EQ(check_graceful_exit("1h"), milliseconds(3600000));
+  EXPECT_EQ(check_graceful_exit("auto"), option::kGracefulExitAuto) << "learnt by the supervisor";
   for (const char* bad : {"abc", "0", "-5", "99999h", ""}) {
     try {
       check_graceful_exit(bad);

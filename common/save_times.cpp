@@ -1,0 +1,116 @@
+#include "save_times.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include "bad_nodes.hpp"
+#include "parse.hpp"
+
+namespace trainctl {
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+constexpr std::size_t kMaxRead = 1 << 20;  // far more lines than a year of saves makes
+
+}  // namespace
+
+std::string save_times_dir() {
+  if (!env("TRAINCTL_SAVE_TIMES_DIR").empty()) return env("TRAINCTL_SAVE_TIMES_DIR");
+  if (!env("XDG_STATE_HOME").empty()) return env("XDG_STATE_HOME") + "/trainctl/save_times";
+  if (!env("HOME").empty()) return env("HOME") + "/.local/state/trainctl/save_times";
+  return "";
+}
+
+std::string save_times_path(const std::string& key) {
+  const std::string dir = save_times_dir();
+  if (dir.empty() || key.empty() || key.size() > 20 ||
+      !std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return "";
+  return dir + "/" + key;
+}
+
+std::int64_t longest_recorded_save_ms(const std::string& path, std::string* why) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno != ENOENT) *why = "cannot read " + path + ": " + std::strerror(errno);
+    return 0;
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
+    close(fd);
+    *why = path + " is not a regular file of this user; ignored";
+    return 0;
+  }
+  std::string text(std::min<std::size_t>(kMaxRead, static_cast<std::size_t>(st.st_size)), '\0');
+  const ssize_t got = pread(fd, text.data(), text.size(), 0);
+  close(fd);
+  text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+  std::int64_t longest = 0;
+  for (size_t at = 0; (at = text.find(" save_ms=", at)) != std::string::npos;) {
+    at += 9;
+    const std::int64_t ms = std::strtoll(text.c_str() + at, nullptr, 10);
+    if (ms > 0 && ms < std::int64_t{7} * 24 * 3600 * 1000) longest = std::max(longest, ms);
+  }
+  return longest;
+}
+
+std::string record_save_time(const std::string& path, const std::string& job, const std::string& node,
+                             std::int64_t save_ms) {
+  if (path.empty()) return "no file for save times (set TRAINCTL_SAVE_TIMES_DIR or HOME)";
+  const size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0 && !make_private_dirs(path.substr(0, slash)))
+    return "cannot create " + path.substr(0, slash) + ": " + std::strerror(errno);
+  const std::string line = std::to_string(std::time(nullptr)) + " job=" + (job.empty() ? "-" : job) +
+                           " node=" + (valid_node_name(node) ? node : "-") + " save_ms=" + std::to_string(save_ms) +
+                           "\n";
+  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+  if (fd < 0) return "cannot open " + path + ": " + std::strerror(errno);
+  struct stat st {};
+  std::string why;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid())
+    why = path + " is not a regular file of this user";
+  else if (write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    why = "cannot append to " + path + ": " + std::strerror(errno);
+  close(fd);
+  return why;
+}
+
+auto_graceful auto_graceful_exit(std::int64_t longest_ms, std::int64_t limit_s) {
+  using std::chrono::milliseconds;
+  auto_graceful a;
+  if (longest_ms <= 0) {
+    a.graceful = kAutoFirstTask;
+    a.why = "no save seen yet in this job array: " + format_duration(kAutoFirstTask);
+  } else {
+    const auto wanted =
+        milliseconds(static_cast<std::int64_t>(static_cast<double>(longest_ms) * kAutoSaveFactor)) + kAutoMargin;
+    a.graceful = std::max(kAutoFloor, milliseconds((wanted.count() + 999) / 1000 * 1000));
+    char line[160];
+    std::snprintf(
+        line, sizeof line, "the longest save in this job array took %.1f s: x%.1f + %s margin%s",
+        static_cast<double>(longest_ms) / 1000.0, kAutoSaveFactor, format_duration(kAutoMargin).c_str(),
+        a.graceful == kAutoFloor && wanted < kAutoFloor ? (", at least " + format_duration(kAutoFloor)).c_str() : "");
+    a.why = line;
+  }
+  // A graceful exit of the whole time limit would leave no training at all.
+  if (limit_s > 0 && a.graceful > milliseconds(limit_s * 1000 / 2)) {
+    a.graceful = milliseconds(limit_s * 1000 / 2);
+    a.why += ", at most half the time limit";
+  }
+  a.why = format_duration(a.graceful) + " (" + a.why + ")";
+  return a;
+}
+
+}  // namespace trainctl

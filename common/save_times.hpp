@@ -1,0 +1,42 @@
+// How long this user's saves took, per job array, so that --graceful-exit=auto can leave
+// the save the time it needs and no more. One small file per array (or job) in the
+// per-user state directory on the shared home, one line per longer save seen:
+//   <unix seconds> job=<id> node=<name> save_ms=<n>
+// Written by the supervisors (the publisher of each node), read when a task starts.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace trainctl {
+
+// TRAINCTL_SAVE_TIMES_DIR, else $XDG_STATE_HOME/trainctl/save_times, else
+// $HOME/.local/state/trainctl/save_times; "" when none can be named.
+std::string save_times_dir();
+
+// The file for the job array `key` (SLURM_ARRAY_JOB_ID, else SLURM_JOB_ID): digits
+// only, else "".
+std::string save_times_path(const std::string& key);
+
+// The longest save recorded in `path` (ms), 0 when none or no such file. A file that is
+// not this user's regular file is refused: *why says so in one line.
+std::int64_t longest_recorded_save_ms(const std::string& path, std::string* why);
+
+// Appends one line (creating the directory, 0700). "" or why it could not.
+std::string record_save_time(const std::string& path, const std::string& job, const std::string& node,
+                             std::int64_t save_ms);
+
+// --graceful-exit=auto: the graceful exit for a longest save of `longest_ms` (0: none
+// seen yet) and a time limit of `limit_s` (0: unknown), and one line saying why.
+struct auto_graceful {
+  std::chrono::milliseconds graceful{0};
+  std::string why;
+};
+inline constexpr double kAutoSaveFactor = 1.5;                      // the longest save, times this,
+inline constexpr std::chrono::milliseconds kAutoMargin{30000};      // plus this
+inline constexpr std::chrono::milliseconds kAutoFloor{60000};       // never under this
+inline constexpr std::chrono::milliseconds kAutoFirstTask{600000};  // no save seen yet
+auto_graceful auto_graceful_exit(std::int64_t longest_ms, std::int64_t limit_s);
+
+}  // namespace trainctl

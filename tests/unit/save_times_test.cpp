@@ -1,0 +1,71 @@
+#include "save_times.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "fixture.hpp"
+
+using namespace trainctl;
+using namespace std::chrono_literals;
+
+TEST(SaveTimes, TheLongestRecordedSaveIsReadBack) {
+  trainctl_test::temp_dir t;
+  const std::string path = t / "deep/save_times/1234";
+  std::string why;
+  EXPECT_EQ(longest_recorded_save_ms(path, &why), 0) << "no file yet: none seen";
+  EXPECT_EQ(why, "");
+  EXPECT_EQ(record_save_time(path, "1235", "n1", 20400), "");
+  EXPECT_EQ(record_save_time(path, "1236", "n2", 31000), "");
+  EXPECT_EQ(record_save_time(path, "1236", "$(bad node)", 25000), "") << "the node is only recorded, as '-'";
+  std::ofstream(path, std::ios::app) << "junk save_ms=-5\nmore junk save_ms=999999999999\n";
+  EXPECT_EQ(longest_recorded_save_ms(path, &why), 31000);
+  EXPECT_EQ(trainctl_test::read_file(path).find("$(bad"), std::string::npos);
+  struct stat st {};
+  ASSERT_EQ(stat((t / "deep/save_times").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST(SaveTimes, ASymlinkOrFifoIsNeitherReadNorWritten) {
+  trainctl_test::temp_dir t;
+  t.write("elsewhere", "1 job=1 node=n1 save_ms=99000\n");
+  ASSERT_EQ(symlink((t / "elsewhere").c_str(), (t / "link").c_str()), 0);
+  std::string why;
+  EXPECT_EQ(longest_recorded_save_ms(t / "link", &why), 0);
+  EXPECT_NE(why.find("cannot read"), std::string::npos) << why;
+  EXPECT_NE(record_save_time(t / "link", "1", "n1", 5000), "");
+  ASSERT_EQ(mkfifo((t / "fifo").c_str(), 0600), 0);
+  why.clear();
+  EXPECT_EQ(longest_recorded_save_ms(t / "fifo", &why), 0) << "no hang on a FIFO";
+  EXPECT_NE(why, "");
+}
+
+TEST(SaveTimes, OnlyAJobIdNamesAFile) {
+  setenv("TRAINCTL_SAVE_TIMES_DIR", "/somewhere", 1);
+  EXPECT_EQ(save_times_path("4242"), "/somewhere/4242");
+  EXPECT_EQ(save_times_path("../4242"), "");
+  EXPECT_EQ(save_times_path(""), "");
+  unsetenv("TRAINCTL_SAVE_TIMES_DIR");
+}
+
+TEST(SaveTimes, AutoIsTheLongestSaveTimesAFactorPlusAMarginWithinBounds) {
+  // None seen: the first-task default, at most half the time limit.
+  EXPECT_EQ(auto_graceful_exit(0, 0).graceful, 10min);
+  EXPECT_EQ(auto_graceful_exit(0, 3600).graceful, 10min);
+  const auto first = auto_graceful_exit(0, 120);
+  EXPECT_EQ(first.graceful, 1min);
+  EXPECT_EQ(first.why, "1m (no save seen yet in this job array: 10m, at most half the time limit)");
+  // 20 s: 20 x 1.5 + 30 = 60 s; 30 s: 75 s; rounded up to the second.
+  EXPECT_EQ(auto_graceful_exit(20000, 0).graceful, 60s);
+  EXPECT_EQ(auto_graceful_exit(30000, 0).graceful, 75s);
+  EXPECT_EQ(auto_graceful_exit(20400, 0).graceful, 61s);
+  EXPECT_EQ(auto_graceful_exit(30000, 0).why,
+            "75s (the longest save in this job array took 30.0 s: x1.5 + 30s margin)");
+  // A quick save still gets the floor; a save of an hour gets at most half the limit.
+  EXPECT_EQ(auto_graceful_exit(2000, 0).graceful, 1min);
+  EXPECT_NE(auto_graceful_exit(2000, 0).why.find("at least 1m"), std::string::npos);
+  EXPECT_EQ(auto_graceful_exit(3600000, 4 * 3600).graceful, 5430s);
+  EXPECT_EQ(auto_graceful_exit(3600000, 2 * 3600).graceful, 1h);
+}
