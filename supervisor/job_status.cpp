@@ -61,6 +61,7 @@ struct notice_name {
 constexpr notice_name kNotices[] = {
     {kFlagPreempted, "preempted"},
     {kFlagDeadline, "deadline reached"},
+    {kFlagSignal, "a notice signal (scancel --signal, --signal=SIG@TIME)"},
     {kFlagMemory, "memory below its threshold"},
     {kFlagExitSwitch, "an exit switch is there"},
     {kFlagHang, "a supervisor found a hang"},

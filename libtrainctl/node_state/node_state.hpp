@@ -18,7 +18,7 @@ namespace trainctl {
 enum flag_bits : std::uint32_t {
   kFlagDeadline = 1u << 0,    // now >= the published deadline
   kFlagPreempted = 1u << 1,   // the supervisor saw preemption
-  kFlagSignal = 1u << 2,      // a notice signal arrived (local only)
+  kFlagSignal = 1u << 2,      // a notice signal arrived (a supervisor's relay, or a rank's own)
   kFlagMemory = 1u << 3,      // memory threshold crossed
   kFlagExitSwitch = 1u << 4,  // some exit switch (kill switch or user exit switch) exists
   kFlagDecided = 1u << 5,     // local only: an agreed exit was already decided

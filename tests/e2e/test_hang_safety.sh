@@ -77,7 +77,9 @@ rc=$?
 set -e
 log "mallory: $err"
 [ "$rc" -ne 0 ] || fail "mallory's --dump-stacks of alice's job exited 0"
-grep -qi "denied\|not authorized\|Invalid" <<<"$err" || fail "srun's refusal was not passed on: $err"
+# Refused before any srun, in words rather than as srun's "Access/permission denied".
+[ "$(wc -l <<<"$err")" -eq 1 ] || fail "mallory got more than one line: $err"
+grep -q "the job is alice's; only its own user can look inside it" <<<"$err" || fail "mallory's refusal: $err"
 scancel "$job"
 wait_for 60 "job 0 to end" job_ended "$job"
 rm -rf "$TEST_DIR/events"

@@ -106,6 +106,18 @@ TEST(JobStatus, JsonCarriesTheSameView) {
   EXPECT_EQ(lines.find('\n'), lines.size() - 1) << "--watch --json: one document per line";
 }
 
+TEST(JobStatus, EveryNoticeInTheNodeStateIsNamed) {
+  std::string text = kTwoNodes;
+  text.replace(text.find("flags=0"), 7, "flags=" + std::to_string(kFlagSignal | kFlagPreempted));
+  const job_status s = parse_status_lines(text, facts());
+  const std::string table = format_status_table(s);
+  EXPECT_NE(table.find("notices     preempted, a notice signal (scancel --signal, --signal=SIG@TIME)"),
+            std::string::npos)
+      << table;
+  const auto j = nlohmann::json::parse(format_status_json(s));
+  EXPECT_EQ(j["notices"].size(), 2u);
+}
+
 TEST(JobStatus, LinesFromNoValidNodeNameAreDroppedNotShown) {
   const std::string text =
       "node host=n1 now_ms=1000 flags=0 deadline_ms=0 supervised=1 published_ms=900\n"
