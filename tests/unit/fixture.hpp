@@ -46,9 +46,18 @@ class temp_dir {
 };
 
 // As touch(1): creates the file, or gives an existing one a new mtime (opening it alone does not).
+// Never through a symlink, as everything trainctl opens where others may write.
 inline void touch(const std::string& path) {
-  std::ofstream(path, std::ios::app).flush();
-  utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) close(fd);
+  utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
+}
+// Appends `text` to `path` (created 0600), never through a symlink.
+inline void append(const std::string& path, const std::string& text) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  (void)!write(fd, text.data(), text.size());
+  close(fd);
 }
 // The whole file, "" when it cannot be read.
 inline std::string read_file(const std::string& path) {

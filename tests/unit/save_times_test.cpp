@@ -4,8 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
-
 #include "fixture.hpp"
 
 using namespace trainctl;
@@ -20,7 +18,7 @@ TEST(SaveTimes, TheLongestRecordedSaveIsReadBack) {
   EXPECT_EQ(record_save_time(path, "1235", "n1", 20400), "");
   EXPECT_EQ(record_save_time(path, "1236", "n2", 31000), "");
   EXPECT_EQ(record_save_time(path, "1236", "$(bad node)", 25000), "") << "the node is only recorded, as '-'";
-  std::ofstream(path, std::ios::app) << "junk save_ms=-5\nmore junk save_ms=999999999999\n";
+  trainctl_test::append(path, "junk save_ms=-5\nmore junk save_ms=999999999999\n");
   EXPECT_EQ(longest_recorded_save_ms(path, &why), 31000);
   EXPECT_EQ(trainctl_test::read_file(path).find("$(bad"), std::string::npos);
   struct stat st {};
