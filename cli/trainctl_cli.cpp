@@ -23,6 +23,8 @@ constexpr verb kVerbs[] = {
     {"status", trainctl::cli::verb_status,
      "every rank of a running job: step, speed, memory; its deadline, switches, notices (--watch, --json)"},
     {"stacks", trainctl::cli::verb_stacks, "every rank's stacks of a running job, and where they are stuck"},
+    {"report", trainctl::cli::verb_report,
+     "where a job array's node-hours went: each task's start-up, saves, lost work; goodput; a timeline (SVG)"},
     {"bad-nodes", trainctl::cli::verb_bad_nodes,
      "the nodes your next task keeps off: list, mark NODE REASON, forget NODE"},
     {"version", trainctl::cli::verb_version, "print trainctl's version"},

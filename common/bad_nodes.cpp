@@ -100,12 +100,49 @@ std::string node_name() {
   return host;
 }
 
-std::string bad_nodes_path() {
-  if (!env("TRAINCTL_BAD_NODES").empty()) return env("TRAINCTL_BAD_NODES");
-  if (!env("XDG_STATE_HOME").empty()) return env("XDG_STATE_HOME") + "/trainctl/bad_nodes";
-  if (!env("HOME").empty()) return env("HOME") + "/.local/state/trainctl/bad_nodes";
+std::string user_state_path(const char* override_env, const std::string& leaf) {
+  if (!env(override_env).empty()) return env(override_env);
+  if (!env("XDG_STATE_HOME").empty()) return env("XDG_STATE_HOME") + "/trainctl/" + leaf;
+  if (!env("HOME").empty()) return env("HOME") + "/.local/state/trainctl/" + leaf;
   return "";
 }
+
+std::string append_private(const std::string& path, const std::string& text) {
+  const size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0 && !make_private_dirs(path.substr(0, slash)))
+    return "cannot create " + path.substr(0, slash) + ": " + std::strerror(errno);
+  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+  if (fd < 0) return "cannot open " + path + ": " + std::strerror(errno);
+  struct stat st {};
+  std::string why;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid())
+    why = path + " is not a regular file of this user";
+  else if (write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    why = "cannot append to " + path + ": " + std::strerror(errno);
+  close(fd);
+  return why;
+}
+
+std::string read_private(const std::string& path, std::size_t max, std::string* why) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno != ENOENT) *why = "cannot read " + path + ": " + std::strerror(errno);
+    return "";
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
+    close(fd);
+    *why = path + " is not a regular file of this user; ignored";
+    return "";
+  }
+  std::string text(std::min<std::size_t>(max, static_cast<std::size_t>(st.st_size)), '\0');
+  const ssize_t got = pread(fd, text.data(), text.size(), 0);
+  close(fd);
+  text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+  return text;
+}
+
+std::string bad_nodes_path() { return user_state_path("TRAINCTL_BAD_NODES", "bad_nodes"); }
 
 std::string record_bad_node(const std::string& path, const bad_node& b) {
   if (path.empty()) return "no file for bad nodes (set TRAINCTL_BAD_NODES or HOME)";

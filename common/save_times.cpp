@@ -17,21 +17,11 @@
 namespace trainctl {
 namespace {
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
-
 constexpr std::size_t kMaxRead = 1 << 20;  // far more lines than a year of saves makes
 
 }  // namespace
 
-std::string save_times_dir() {
-  if (!env("TRAINCTL_SAVE_TIMES_DIR").empty()) return env("TRAINCTL_SAVE_TIMES_DIR");
-  if (!env("XDG_STATE_HOME").empty()) return env("XDG_STATE_HOME") + "/trainctl/save_times";
-  if (!env("HOME").empty()) return env("HOME") + "/.local/state/trainctl/save_times";
-  return "";
-}
+std::string save_times_dir() { return user_state_path("TRAINCTL_SAVE_TIMES_DIR", "save_times"); }
 
 std::string save_times_path(const std::string& key) {
   const std::string dir = save_times_dir();
@@ -42,21 +32,7 @@ std::string save_times_path(const std::string& key) {
 }
 
 std::int64_t longest_recorded_save_ms(const std::string& path, std::string* why) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) {
-    if (errno != ENOENT) *why = "cannot read " + path + ": " + std::strerror(errno);
-    return 0;
-  }
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
-    close(fd);
-    *why = path + " is not a regular file of this user; ignored";
-    return 0;
-  }
-  std::string text(std::min<std::size_t>(kMaxRead, static_cast<std::size_t>(st.st_size)), '\0');
-  const ssize_t got = pread(fd, text.data(), text.size(), 0);
-  close(fd);
-  text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+  const std::string text = read_private(path, kMaxRead, why);
   std::int64_t longest = 0;
   for (size_t at = 0; (at = text.find(" save_ms=", at)) != std::string::npos;) {
     at += 9;
@@ -69,22 +45,8 @@ std::int64_t longest_recorded_save_ms(const std::string& path, std::string* why)
 std::string record_save_time(const std::string& path, const std::string& job, const std::string& node,
                              std::int64_t save_ms) {
   if (path.empty()) return "no file for save times (set TRAINCTL_SAVE_TIMES_DIR or HOME)";
-  const size_t slash = path.rfind('/');
-  if (slash != std::string::npos && slash > 0 && !make_private_dirs(path.substr(0, slash)))
-    return "cannot create " + path.substr(0, slash) + ": " + std::strerror(errno);
-  const std::string line = std::to_string(std::time(nullptr)) + " job=" + (job.empty() ? "-" : job) +
-                           " node=" + (valid_node_name(node) ? node : "-") + " save_ms=" + std::to_string(save_ms) +
-                           "\n";
-  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
-  if (fd < 0) return "cannot open " + path + ": " + std::strerror(errno);
-  struct stat st {};
-  std::string why;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid())
-    why = path + " is not a regular file of this user";
-  else if (write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-    why = "cannot append to " + path + ": " + std::strerror(errno);
-  close(fd);
-  return why;
+  return append_private(path, std::to_string(std::time(nullptr)) + " job=" + (job.empty() ? "-" : job) + " node=" +
+                                  (valid_node_name(node) ? node : "-") + " save_ms=" + std::to_string(save_ms) + "\n");
 }
 
 auto_graceful auto_graceful_exit(std::int64_t longest_ms, std::int64_t limit_s) {

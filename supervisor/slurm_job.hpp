@@ -33,6 +33,8 @@ std::int64_t parse_slurm_duration(const std::string& text);
 
 // "2026-11-22T07:22:34" (local time) -> unix ms; 0 for "Unknown"/"None"/"N/A".
 std::int64_t parse_slurm_timestamp(const std::string& text);
+// The other way: unix ms -> "2026-11-22T07:22:34" in local time, as SLURM prints it.
+std::string format_slurm_timestamp(std::int64_t unix_ms);
 
 // NAME's value in one line of `scontrol show ... -o` ("" when absent).
 std::string scontrol_field(const std::string& line, const std::string& name);

@@ -31,6 +31,7 @@
 #include "publisher.hpp"
 #include "query_schedule.hpp"
 #include "ranks.hpp"
+#include "run_events.hpp"
 #include "slurm_api.hpp"
 #include "slurm_job.hpp"
 #include "stack_dump.hpp"
@@ -54,14 +55,7 @@ constexpr std::int64_t kAtEndTimeMs = 5000;
 // A rank still running this long after it was told to exit gets a line.
 constexpr std::int64_t kExitReportAfterMs = 60000;
 
-std::string clock_time(std::int64_t unix_ms) {
-  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return buf;
-}
+std::string clock_time(std::int64_t unix_ms) { return format_slurm_timestamp(unix_ms); }
 
 std::string env_or_empty(const char* name) {
   const char* v = std::getenv(name);
@@ -97,6 +91,7 @@ class supervisor {
   void report_lingering_ranks(const char* when);
   void fire(std::uint32_t flag, const char* why);
   void relay_to_ranks(const char* why);
+  void note_run_event(const char* kind);
   void run_hook(std::uint32_t flag);
   void follow_node_flags();
   void check_deadline();
@@ -311,11 +306,28 @@ void supervisor::fire(std::uint32_t flag, const char* why) {
   }
   relay_to_ranks(why);
   health_.trainctl_ended_ranks();  // a failure after a notice is no crash
-  note_exit_told(flag & kFlagPreempted  ? "preempted"
-                 : flag & kFlagDeadline ? "deadline"
-                 : flag & kFlagHang     ? "hang"
-                                        : "signal");
+  const char* kind = flag & kFlagPreempted  ? "preempted"
+                     : flag & kFlagDeadline ? "deadline"
+                     : flag & kFlagHang     ? "hang"
+                                            : "signal";
+  note_exit_told(kind);
+  note_run_event(kind);
   run_hook(flag);
+}
+
+// A mark on `trainctl report`'s timeline: task 0's supervisor only, after the ranks
+// were told (an append to the home must not delay a notice).
+void supervisor::note_run_event(const char* kind) {
+  const char* procid = std::getenv("SLURM_PROCID");
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (procid == nullptr || std::strcmp(procid, "0") != 0 || job == nullptr) return;
+  run_event e;
+  e.ms = unix_now_ms();
+  e.job = job;
+  e.what = "notice";
+  e.reason = kind;
+  const std::string why = append_run_events(own_run_events_path(), format_run_event(e));
+  if (!why.empty()) log("cannot note the notice for `trainctl report`: %s", why.c_str());
 }
 
 void supervisor::run_hook(std::uint32_t flag) {

@@ -24,6 +24,10 @@ int mark_bad_node(const std::string& who, const std::string& what, const std::st
 // job ends or Ctrl-C.
 int show_job_status(const std::string& who, const std::string& job, bool json, bool watch,
                     std::chrono::milliseconds every);
+// Where the node-hours of job (or job array) `job` went: each task's queue, start-up,
+// training, saves, lost work and end, the goodput, and the timeline as SVG at
+// `svg_path` (none when empty). From sacct, else scontrol, and the run events.
+int show_run_report(const std::string& who, const std::string& job, const std::string& svg_path, bool json);
 // Forgets every finding about `host`.
 int forget_bad_node(const std::string& who, const std::string& host);
 

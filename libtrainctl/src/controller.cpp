@@ -28,6 +28,7 @@
 #include "gpu_memory.hpp"
 #include "node_state.hpp"
 #include "publisher.hpp"
+#include "run_events.hpp"
 #include "signals.hpp"
 #include "switch_paths.hpp"
 
@@ -151,6 +152,14 @@ struct controller::impl {
   std::int64_t known_deadline_ms = 0;  // the node state's deadline as last read intact (watcher only)
   std::atomic<bool> stop{false};
   std::thread watcher;
+  // Rank 0's events for `trainctl report` (run_events.hpp): queued by the rank's thread,
+  // appended by the watcher, so a slow or stalled home never holds up a step.
+  std::string events_path, events_job;
+  std::mutex events_mu;
+  std::string events_pending;
+  std::string events_problem;  // the last append's failure, said once
+  bool first_step_noted = false;
+  std::int64_t last_step = -1;
 
   explicit impl(const config::impl& c) : cfg(c) {}
   void open_state();
@@ -189,6 +198,8 @@ struct controller::impl {
   void end_of_save();
   void judge_stragglers(std::int64_t step, const std::int64_t* r);
   void report_straggler(std::int64_t step, std::int64_t slowest_us, std::int64_t fastest_us) const;
+  void note_event(const char* what, std::int64_t step, std::int64_t took_ms, const std::string& reason);
+  void flush_events();
   void wake() const {
     const std::uint64_t one = 1;
     if (wake_fd >= 0 && write(wake_fd, &one, sizeof one) < 0) { /* the watcher wakes on its timeout */
@@ -296,7 +307,38 @@ void controller::impl::register_switch(bool exit, const std::string& name, const
   wake();
 }
 
+void controller::impl::note_event(const char* what, std::int64_t step, std::int64_t took_ms,
+                                  const std::string& reason) {
+  if (cfg.rank != 0 || events_path.empty()) return;
+  run_event e;
+  e.ms = unix_now_ms();
+  e.job = events_job;
+  e.what = what;
+  e.step = step;
+  e.took_ms = took_ms;
+  e.reason = reason;
+  {
+    std::lock_guard<std::mutex> hold(events_mu);
+    events_pending += format_run_event(e);
+  }
+  wake();
+}
+
+void controller::impl::flush_events() {
+  std::string lines;
+  {
+    std::lock_guard<std::mutex> hold(events_mu);
+    lines.swap(events_pending);
+  }
+  if (lines.empty()) return;
+  const std::string why = append_run_events(events_path, lines);
+  if (!why.empty() && why != events_problem)
+    std::fprintf(stderr, "trainctl: %s; `trainctl report` will not see this task's saves\n", why.c_str());
+  events_problem = why;
+}
+
 void controller::impl::look_after_state(std::unique_ptr<publisher>& pub, const publisher_options& popts) {
+  flush_events();
   if (file && ns.load(std::memory_order_relaxed) != private_state.get()) {
     const std::string damage = file->damage();
     if (!damage.empty()) {
@@ -391,6 +433,7 @@ void controller::impl::watch_loop() {
 void controller::impl::end_of_save() {
   const std::int64_t ms = (steady_us() - save_started_us) / 1000;
   save_started_us = 0;
+  note_event("saved", -1, ms, "");
   std::atomic<std::int64_t>& longest = state().longest_save_ms;
   std::int64_t seen = longest.load(std::memory_order_relaxed);
   while (ms > seen && !longest.compare_exchange_weak(seen, ms, std::memory_order_relaxed)) {
@@ -416,6 +459,10 @@ bool controller::impl::remove_consumed(const local_switch& s) const {
 controller::controller(const config& cfg) : impl_(std::make_unique<impl>(*cfg.impl_)) {
   impl& m = *impl_;
   m.open_state();
+  if (const char* job = std::getenv("SLURM_JOB_ID")) {
+    m.events_job = job;
+    m.events_path = own_run_events_path();
+  }
   m.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (m.wake_fd < 0) throw std::system_error(errno, std::generic_category(), "trainctl: eventfd");
   if (!m.cfg.kill_switch.empty()) m.register_switch(true, "kill-switch", m.cfg.kill_switch);
@@ -450,6 +497,8 @@ controller::~controller() {
   if (m.watcher.joinable()) m.watcher.join();
   remove_notice_handlers(m.cfg.signals);
   if (m.save_started_us != 0 && m.decided.exit) m.end_of_save();  // the exit's save, made before this end
+  if (m.first_step_noted) m.note_event("end", m.last_step, -1, "");
+  m.flush_events();
   if (m.beat != nullptr) m.beat->pid.store(0, std::memory_order_release);
   if (m.remove_save_at_ms.load() != 0) {  // this rank ends: the file must not start the next job with a save
     std::lock_guard<std::recursive_mutex> hold(m.switches_mu);
@@ -492,6 +541,11 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
     throw std::invalid_argument("trainctl: vote vector needs " + std::to_string(kVoteLen) + " elements");
   impl& m = *impl_;
   if (m.save_started_us != 0) m.end_of_save();
+  if (!m.first_step_noted) {
+    m.first_step_noted = true;
+    m.note_event("first_step", step, -1, "");
+  }
+  m.last_step = step;
   m.fill_vote(v, len);
   const bool due = step % m.cfg.check_every == 0;
   if (!due) return false;
@@ -576,6 +630,8 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
   // The loop saves now (on d.save, and on the first d.exit); the save ends at its next
   // call, or with the rank after an exit.
   if (d.save || (d.exit && !m.exit_save_timed)) {
+    const bool exit_save = d.exit && !m.exit_save_timed;
+    m.note_event(exit_save ? "exit" : "save", step, -1, exit_save ? d.reason : d.save_reason);
     m.save_started_us = steady_us();
     m.exit_save_timed = m.exit_save_timed || d.exit;
   }

@@ -1,0 +1,105 @@
+#include "run_events.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "bad_nodes.hpp"
+
+namespace trainctl {
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+bool all_digits(const std::string& s, std::size_t max_len) {
+  return !s.empty() && s.size() <= max_len &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Words in an event line: letters, digits, '-' and '_' (a switch's name, a reason).
+bool is_word(const std::string& s) {
+  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+  });
+}
+
+constexpr std::size_t kMaxRead = 8 << 20;  // an array of a thousand tasks with a save a minute for a day each
+
+bool parse_line(const std::string& line, run_event* e) {
+  std::istringstream in(line);
+  std::string ms, job, what, field;
+  if (!(in >> ms >> job >> what) || !all_digits(ms, 15) || job.compare(0, 4, "job=") != 0 ||
+      !all_digits(job.substr(4), 20) || !is_word(what))
+    return false;
+  e->ms = std::strtoll(ms.c_str(), nullptr, 10);
+  e->job = job.substr(4);
+  e->what = what;
+  while (in >> field) {
+    const size_t eq = field.find('=');
+    if (eq == std::string::npos) return false;
+    const std::string key = field.substr(0, eq), value = field.substr(eq + 1);
+    if (key == "step" || key == "ms") {
+      if (!all_digits(value, 15)) return false;
+      (key == "step" ? e->step : e->took_ms) = std::strtoll(value.c_str(), nullptr, 10);
+    } else if (key == "reason") {
+      if (!is_word(value)) return false;
+      e->reason = value;
+    }  // other keys: from a newer trainctl, ignored
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string run_events_dir() { return user_state_path("TRAINCTL_RUN_EVENTS_DIR", "runs"); }
+
+std::string run_events_path(const std::string& key) {
+  const std::string dir = run_events_dir();
+  if (dir.empty() || !all_digits(key, 20)) return "";
+  return dir + "/" + key;
+}
+
+std::string own_run_events_path() {
+  const std::string array = env("SLURM_ARRAY_JOB_ID");
+  return run_events_path(array.empty() ? env("SLURM_JOB_ID") : array);
+}
+
+std::string format_run_event(const run_event& e) {
+  std::string line = std::to_string(e.ms) + " job=" + (all_digits(e.job, 20) ? e.job : "0") + " " +
+                     (is_word(e.what) ? e.what : "unknown");
+  if (e.step >= 0) line += " step=" + std::to_string(e.step);
+  if (e.took_ms >= 0) line += " ms=" + std::to_string(e.took_ms);
+  if (!e.reason.empty()) line += " reason=" + (is_word(e.reason) ? e.reason : std::string("other"));
+  return line + "\n";
+}
+
+std::string append_run_events(const std::string& path, const std::string& lines) {
+  if (path.empty()) return "no file for run events (set TRAINCTL_RUN_EVENTS_DIR or HOME)";
+  return append_private(path, lines);
+}
+
+std::vector<run_event> parse_run_events(const std::string& text) {
+  std::vector<run_event> out;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    run_event e;
+    if (parse_line(line, &e)) out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<run_event> read_run_events(const std::string& path, std::string* why) {
+  return parse_run_events(read_private(path, kMaxRead, why));
+}
+
+}  // namespace trainctl

@@ -1,0 +1,51 @@
+// What happened in each task of a job array, for `trainctl report`: one file per array
+// (or single job) in the per-user state directory on the shared home, one line per
+// event:
+//   <unix ms> job=<SLURM_JOB_ID> <event> [step=<n>] [ms=<n>] [reason=<word>]
+// Events: first_step (the first check of rank 0), save and exit (a decision, with its
+// step and reason), saved (that save ended, ms = how long it took), end (rank 0's
+// controller ends), notice (the supervisor of task 0 relayed a signal; reason = its kind).
+// Written by rank 0's controller (from its watcher thread, never the training loop) and
+// the supervisor of task 0; read back only as this user's regular file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainctl {
+
+struct run_event {
+  std::int64_t ms = 0;  // unix ms
+  std::string job;      // SLURM_JOB_ID of the task that wrote it (digits)
+  std::string what;     // first_step, save, exit, saved, end, notice
+  std::int64_t step = -1;
+  std::int64_t took_ms = -1;  // saved: how long the save took
+  std::string reason;         // save, exit: why; notice: what kind
+};
+
+// TRAINCTL_RUN_EVENTS_DIR, else $XDG_STATE_HOME/trainctl/runs, else
+// $HOME/.local/state/trainctl/runs; "" when none can be named.
+std::string run_events_dir();
+
+// The file of the array (or job) `key`: digits only, else "".
+std::string run_events_path(const std::string& key);
+
+// This process's file: SLURM_ARRAY_JOB_ID, else SLURM_JOB_ID ("" outside a SLURM job).
+std::string own_run_events_path();
+
+// One line for `e` (its time, job and fields; words only in `what` and `reason`).
+std::string format_run_event(const run_event& e);
+
+// Appends lines (each ending in '\n') in one write, creating the directory (0700).
+// "" or why it could not. Opens with O_NOFOLLOW|O_NONBLOCK, appends only to this
+// user's regular file.
+std::string append_run_events(const std::string& path, const std::string& lines);
+
+// Every well-formed line of `path`, in file order; malformed lines are skipped. A file
+// that is not this user's regular file is refused: *why says so in one line. Missing:
+// empty, *why empty.
+std::vector<run_event> read_run_events(const std::string& path, std::string* why);
+std::vector<run_event> parse_run_events(const std::string& text);
+
+}  // namespace trainctl

@@ -1,0 +1,165 @@
+// The report's timeline as SVG, written directly: one row per task on a common time
+// axis, bars for start-up, kept training, saves, lost work and the task's end, marks
+// for notices. No plotting library: the tool stays one C++ binary, and an SVG opens in
+// every browser and renders sharp in a README.
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <string>
+
+#include "run_report.hpp"
+
+namespace trainctl {
+namespace {
+
+constexpr int kLeft = 120, kWidth = 800, kRow = 30, kTop = 58, kBar = 18;
+
+struct colour {
+  const char* fill;
+  const char* label;
+};
+constexpr colour kStartup{"#9e9e9e", "start-up"}, kKept{"#2e7d32", "training (kept)"}, kSave{"#1565c0", "save"},
+    kLost{"#c62828", "lost work"}, kEnd{"#cfcfcf", "task end"}, kQueue{"#f0a202", "queued (no task running)"};
+
+// Only our own text goes in (task names of digits and '_', reasons of words); escaped anyway.
+std::string xml(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string num(double v) {
+  char out[32];
+  std::snprintf(out, sizeof out, "%.1f", v);
+  return out;
+}
+
+// A tick every 10 s .. 1 day, whichever gives at most 10 over the span.
+std::int64_t tick_ms(std::int64_t span_ms) {
+  for (const std::int64_t s : {10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400})
+    if (span_ms / (s * 1000) <= 10) return s * 1000;
+  return span_ms / 10 + 1;
+}
+
+std::string tick_label(std::int64_t ms) {
+  const std::int64_t s = ms / 1000;
+  char out[32];
+  if (s < 60)
+    std::snprintf(out, sizeof out, "+%llds", static_cast<long long>(s));
+  else if (s < 3600 && s % 60 == 0)
+    std::snprintf(out, sizeof out, "+%lldm", static_cast<long long>(s / 60));
+  else if (s < 3600)
+    std::snprintf(out, sizeof out, "+%lldm%02llds", static_cast<long long>(s / 60), static_cast<long long>(s % 60));
+  else
+    std::snprintf(out, sizeof out, "+%lldh%02lld", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s / 60 % 60));
+  return out;
+}
+
+}  // namespace
+
+std::string run_report_svg(const run_report& r) {
+  std::size_t rows = 0;
+  for (const auto& t : r.tasks) rows += t.task.start_ms != 0;
+  // The axis starts where the first task became ready, so the queue before it shows too.
+  std::int64_t from = r.first_ms, to = std::max(r.last_ms, r.first_ms + 1000);
+  for (const auto& t : r.tasks)
+    if (t.task.start_ms != 0 && t.queue_s > 0)
+      from = std::min(from, t.task.start_ms - static_cast<std::int64_t>(t.queue_s * 1000));
+  const double scale = static_cast<double>(kWidth) / static_cast<double>(to - from);
+  auto x = [&](std::int64_t ms) { return kLeft + static_cast<double>(ms - from) * scale; };
+  const int height = kTop + static_cast<int>(rows) * kRow + 70;
+  std::string s = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+                  std::to_string(kLeft + kWidth + 40) + "\" height=\"" + std::to_string(height) +
+                  "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  char title[256];
+  std::snprintf(title, sizeof title, "job %s: goodput %.1f%% of %.2f node-hours", r.job.c_str(), 100.0 * r.goodput(),
+                r.allocated / 3600);
+  s += "<text x=\"" + std::to_string(kLeft) + "\" y=\"20\" font-size=\"15\" font-weight=\"bold\">" + xml(title) +
+       "</text>\n";
+  // The time axis: ticks from the axis start.
+  const std::int64_t step = tick_ms(to - from);
+  for (std::int64_t t = 0; from + t <= to; t += step) {
+    const std::string xs = num(x(from + t));
+    s += "<line x1=\"" + xs + "\" y1=\"" + std::to_string(kTop - 8) + "\" x2=\"" + xs + "\" y2=\"" +
+         std::to_string(kTop + static_cast<int>(rows) * kRow) + "\" stroke=\"#e0e0e0\"/>\n";
+    s += "<text x=\"" + xs + "\" y=\"" + std::to_string(kTop - 12) + "\" text-anchor=\"middle\" fill=\"#555\">" +
+         tick_label(t) + "</text>\n";
+  }
+  auto bar = [&](std::int64_t a, std::int64_t b, double y, const colour& c, const std::string& tip) {
+    if (b <= a) return;
+    s += "<rect x=\"" + num(x(a)) + "\" y=\"" + num(y) + "\" width=\"" + num(std::max(1.0, x(b) - x(a))) +
+         "\" height=\"" + std::to_string(kBar) + "\" fill=\"" + c.fill + "\"><title>" + xml(tip) + "</title></rect>\n";
+  };
+  int row = 0;
+  for (const auto& t : r.tasks) {
+    if (t.task.start_ms == 0) continue;
+    const double y = kTop + row++ * kRow + (kRow - kBar) / 2.0;
+    s += "<text x=\"" + std::to_string(kLeft - 8) + "\" y=\"" + num(y + kBar - 5) + "\" text-anchor=\"end\">" +
+         xml(t.task.name) + "</text>\n";
+    const std::int64_t start = t.task.start_ms, end = t.task.end_ms;
+    if (t.queue_s > 0) {
+      const std::int64_t q = start - static_cast<std::int64_t>(t.queue_s * 1000);
+      s += "<line x1=\"" + num(x(q)) + "\" y1=\"" + num(y + kBar / 2.0) + "\" x2=\"" + num(x(start)) + "\" y2=\"" +
+           num(y + kBar / 2.0) + "\" stroke=\"" + kQueue.fill + "\" stroke-width=\"3\" stroke-dasharray=\"4 3\"/>\n";
+    }
+    const std::int64_t first = t.first_step_ms != 0 ? t.first_step_ms : end;
+    bar(start, first, y, kStartup, t.task.name + ": start-up");
+    for (const auto& sp : t.training)
+      bar(sp.from, sp.to, y, sp.kept ? kKept : kLost,
+          t.task.name + (sp.kept ? ": training, kept" : ": training, lost"));
+    const std::int64_t until = t.end_event_ms != 0 ? t.end_event_ms : end;
+    for (const auto& sv : t.saves)
+      bar(sv.begin_ms, sv.end_ms != 0 ? sv.end_ms : until, y, sv.end_ms != 0 ? kSave : kLost,
+          t.task.name + ": save at step " + std::to_string(sv.step) + " (" + sv.reason + ")" +
+              (sv.end_ms != 0 ? "" : ", never finished"));
+    if (t.first_step_ms != 0) bar(until, end, y, kEnd, t.task.name + ": end");
+    for (const auto& n : t.notices) {
+      const double nx = x(n.first);
+      s += "<path d=\"M" + num(nx - 5) + " " + num(y - 6) + " L" + num(nx + 5) + " " + num(y - 6) + " L" + num(nx) +
+           " " + num(y + 2) + " Z\" fill=\"#ff6f00\"><title>" + xml(t.task.name + ": notice, " + n.second) +
+           "</title></path>\n";
+    }
+  }
+  // The legend.
+  int lx = kLeft;
+  const int ly = kTop + static_cast<int>(rows) * kRow + 22;
+  for (const colour* c : {&kStartup, &kKept, &kSave, &kLost, &kEnd, &kQueue}) {
+    s += "<rect x=\"" + std::to_string(lx) + "\" y=\"" + std::to_string(ly - 10) +
+         "\" width=\"12\" height=\"12\" fill=\"" + c->fill + "\"/><text x=\"" + std::to_string(lx + 16) + "\" y=\"" +
+         std::to_string(ly) + "\">" + c->label + "</text>\n";
+    lx += 30 + static_cast<int>(std::string(c->label).size()) * 7;
+  }
+  s += "<path d=\"M" + std::to_string(lx) + " " + std::to_string(ly - 10) + " L" + std::to_string(lx + 10) + " " +
+       std::to_string(ly - 10) + " L" + std::to_string(lx + 5) + " " + std::to_string(ly) +
+       " Z\" fill=\"#ff6f00\"/><text x=\"" + std::to_string(lx + 16) + "\" y=\"" + std::to_string(ly) +
+       "\">notice</text>\n";
+  const std::time_t t0 = static_cast<std::time_t>(from / 1000);
+  std::tm tm{};
+  localtime_r(&t0, &tm);
+  char when[64];
+  std::strftime(when, sizeof when, "time from %Y-%m-%d %H:%M:%S", &tm);
+  s += "<text x=\"" + std::to_string(kLeft) + "\" y=\"" + std::to_string(ly + 24) + "\" fill=\"#555\">" + when +
+       "</text>\n</svg>\n";
+  return s;
+}
+
+}  // namespace trainctl

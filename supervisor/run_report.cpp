@@ -1,0 +1,308 @@
+#include "run_report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "parse.hpp"
+#include "slurm_job.hpp"
+
+namespace trainctl {
+namespace {
+
+std::int64_t timestamp_or_zero(const std::string& text) {
+  try {
+    return parse_slurm_timestamp(text);
+  } catch (const parse_error&) {
+    return 0;
+  }
+}
+
+std::vector<std::string> split(const std::string& line, char sep) {
+  std::vector<std::string> out;
+  std::string part;
+  std::istringstream in(line);
+  while (std::getline(in, part, sep)) out.push_back(part);
+  if (!line.empty() && line.back() == sep) out.emplace_back();
+  return out;
+}
+
+bool digits(const std::string& s) {
+  return !s.empty() && s.size() <= 20 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// "12.3s", "4m05s", "2h07m": a span a person reads at a glance.
+std::string span_text(double s) {
+  char out[32];
+  if (s < 0) s = 0;
+  if (s < 60)
+    std::snprintf(out, sizeof out, "%.1fs", s);
+  else if (s < 3600)
+    std::snprintf(out, sizeof out, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  else
+    std::snprintf(out, sizeof out, "%dh%02dm", static_cast<int>(s) / 3600, static_cast<int>(s) / 60 % 60);
+  return out;
+}
+
+double pct(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0; }
+
+// Walks the task's events (in time order) into saves, marks and the breakdown.
+void account(task_report& t, const std::vector<run_event>& events) {
+  const std::int64_t start = t.task.start_ms, end = t.task.end_ms;
+  auto clamp = [&](std::int64_t ms) { return std::min(std::max(ms, start), end); };
+  for (const run_event& e : events) {
+    t.has_events = true;
+    if (e.what == "first_step" && t.first_step_ms == 0) {
+      t.first_step_ms = clamp(e.ms);
+      t.first_step = e.step;
+    } else if (e.what == "save" || e.what == "exit") {
+      save_span s;
+      s.begin_ms = clamp(e.ms);
+      s.step = e.step;
+      s.reason = e.reason;
+      s.exit = e.what == "exit";
+      if (s.exit) {
+        t.exit_reason = e.reason;
+        t.exit_step = e.step;
+      }
+      t.saves.push_back(s);
+    } else if (e.what == "saved" && !t.saves.empty() && t.saves.back().end_ms == 0) {
+      t.saves.back().end_ms = clamp(e.ms);
+      t.kept_step = t.saves.back().step;
+    } else if (e.what == "end") {
+      t.end_event_ms = clamp(e.ms);
+      t.last_step = e.step;
+    } else if (e.what == "notice") {
+      t.notices.emplace_back(clamp(e.ms), e.reason);
+    }
+  }
+  const double total_s = static_cast<double>(end - start) / 1000.0;
+  if (t.first_step_ms == 0) {  // no step: the whole task went to start-up (or a failure before it)
+    t.startup_s = total_s;
+    return;
+  }
+  const std::int64_t until = t.end_event_ms != 0 ? t.end_event_ms : end;  // rank 0's end
+  t.startup_s = static_cast<double>(t.first_step_ms - start) / 1000.0;
+  t.end_s = static_cast<double>(end - until) / 1000.0;
+  std::int64_t kept_until = 0;  // the begin of the last finished save: training before it is kept
+  for (const save_span& s : t.saves)
+    if (s.end_ms != 0) kept_until = s.begin_ms;
+  std::int64_t cursor = t.first_step_ms;
+  for (const save_span& s : t.saves) {
+    if (s.begin_ms > cursor) t.training.push_back({cursor, s.begin_ms, s.begin_ms <= kept_until});
+    const std::int64_t save_end = s.end_ms != 0 ? s.end_ms : until;
+    (s.end_ms != 0 ? t.saves_s : t.lost_s) +=
+        static_cast<double>(std::max<std::int64_t>(0, save_end - s.begin_ms)) / 1000.0;
+    cursor = std::max(cursor, save_end);
+  }
+  if (until > cursor) t.training.push_back({cursor, until, false});
+  for (const auto& sp : t.training) (sp.kept ? t.kept_s : t.lost_s) += static_cast<double>(sp.to - sp.from) / 1000.0;
+}
+
+}  // namespace
+
+std::vector<task_record> parse_sacct_tasks(const std::string& output) {
+  std::vector<task_record> out;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    const auto f = split(line, '|');
+    if (f.size() < 9 || !digits(f[0])) continue;
+    task_record t;
+    t.job_id = f[0];
+    t.name = f[1];
+    t.state = f[2].substr(0, f[2].find(' '));  // "CANCELLED by 1000"
+    t.user = f[3];
+    t.submit_ms = timestamp_or_zero(f[4]);
+    t.eligible_ms = timestamp_or_zero(f[5]);
+    t.start_ms = timestamp_or_zero(f[6]);
+    t.end_ms = timestamp_or_zero(f[7]);
+    t.nodes = std::atoi(f[8].c_str());
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<task_record> parse_scontrol_tasks(const std::string& output) {
+  std::vector<task_record> out;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.compare(0, 6, "JobId=") != 0) continue;
+    task_record t;
+    t.job_id = scontrol_field(line, "JobId");
+    const std::string array = scontrol_field(line, "ArrayJobId"), index = scontrol_field(line, "ArrayTaskId");
+    t.name = array.empty() ? t.job_id : array + "_" + index;
+    t.state = scontrol_field(line, "JobState");
+    const std::string user = scontrol_field(line, "UserId");
+    t.user = user.substr(0, user.find('('));
+    t.submit_ms = timestamp_or_zero(scontrol_field(line, "SubmitTime"));
+    t.eligible_ms = timestamp_or_zero(scontrol_field(line, "EligibleTime"));
+    if (t.state != "PENDING") {  // a pending job's StartTime is the scheduler's guess
+      t.start_ms = timestamp_or_zero(scontrol_field(line, "StartTime"));
+      t.end_ms = timestamp_or_zero(scontrol_field(line, "EndTime"));
+    }
+    t.nodes = std::atoi(scontrol_field(line, "NumNodes").c_str());
+    if (digits(t.job_id)) out.push_back(std::move(t));
+  }
+  return out;
+}
+
+run_report build_run_report(const std::string& job, std::vector<task_record> tasks,
+                            const std::vector<run_event>& events, std::int64_t now_ms) {
+  std::stable_sort(tasks.begin(), tasks.end(), [](const task_record& a, const task_record& b) {
+    if ((a.start_ms == 0) != (b.start_ms == 0)) return b.start_ms == 0;
+    return a.start_ms < b.start_ms;
+  });
+  run_report r;
+  r.job = job;
+  std::int64_t busy_until = 0;  // the latest End of the tasks so far
+  for (task_record& rec : tasks) {
+    task_report t;
+    t.task = rec;
+    if (rec.start_ms == 0) {
+      r.tasks.push_back(std::move(t));
+      continue;
+    }
+    const bool running = rec.end_ms == 0 || rec.state == "RUNNING" || rec.state == "COMPLETING";
+    t.running = running;
+    if (running) t.task.end_ms = std::max(now_ms, rec.start_ms);
+    t.task.end_ms = std::max(t.task.end_ms, t.task.start_ms);
+    // Its events: its own job id, from its run (a requeued job keeps its id: only the
+    // events since this Start; a few seconds' slack for the nodes' clocks).
+    std::vector<run_event> mine;
+    for (const run_event& e : events)
+      if (e.job == rec.job_id && e.ms >= rec.start_ms - 5000 && e.ms <= t.task.end_ms + 60000) mine.push_back(e);
+    std::stable_sort(mine.begin(), mine.end(), [](const run_event& a, const run_event& b) { return a.ms < b.ms; });
+    account(t, mine);
+    const std::int64_t ready = std::max({rec.submit_ms, rec.eligible_ms, busy_until});
+    t.queue_s = ready > 0 && rec.start_ms > ready ? static_cast<double>(rec.start_ms - ready) / 1000.0 : 0;
+    busy_until = std::max(busy_until, t.task.end_ms);
+    const double n = std::max(1, rec.nodes);
+    r.allocated += n * static_cast<double>(t.task.end_ms - t.task.start_ms) / 1000.0;
+    r.productive += n * t.kept_s;
+    r.startup += n * t.startup_s;
+    r.saves += n * t.saves_s;
+    r.lost += n * t.lost_s;
+    r.end += n * t.end_s;
+    r.queue_s += t.queue_s;
+    r.first_ms = r.first_ms == 0 ? t.task.start_ms : std::min(r.first_ms, t.task.start_ms);
+    r.last_ms = std::max(r.last_ms, t.task.end_ms);
+    r.tasks.push_back(std::move(t));
+  }
+  return r;
+}
+
+std::string run_report_text(const run_report& r) {
+  std::size_t started = 0;
+  for (const auto& t : r.tasks) started += t.task.start_ms != 0;
+  char line[512];
+  std::string out = "report of job " + r.job + ": " + std::to_string(r.tasks.size()) + " task" +
+                    (r.tasks.size() == 1 ? "" : "s") + ", " + std::to_string(started) + " started\n\n";
+  std::snprintf(line, sizeof line, "%-14s %-10s %5s %8s %9s %9s %14s %9s %7s  %s\n", "TASK", "STATE", "NODES", "QUEUE",
+                "START-UP", "TRAINING", "SAVES", "LOST", "END", "EXIT");
+  out += line;
+  for (const auto& t : r.tasks) {
+    if (t.task.start_ms == 0) {
+      std::snprintf(line, sizeof line, "%-14s %-10s %5d %8s\n", t.task.name.c_str(), t.task.state.c_str(), t.task.nodes,
+                    "-");
+      out += line;
+      continue;
+    }
+    std::size_t finished = 0;
+    for (const auto& s : t.saves) finished += s.end_ms != 0;
+    const std::string saves = std::to_string(finished) + " (" + span_text(t.saves_s) + ")";
+    std::string exit = !t.has_events           ? "no trainctl events"
+                       : t.exit_reason.empty() ? (t.running ? "running" : "ended without a notice")
+                                               : t.exit_reason + " at step " + std::to_string(t.exit_step);
+    std::snprintf(line, sizeof line, "%-14s %-10s %5d %8s %9s %9s %14s %9s %7s  %s\n", t.task.name.c_str(),
+                  t.task.state.c_str(), t.task.nodes, span_text(t.queue_s).c_str(), span_text(t.startup_s).c_str(),
+                  span_text(t.kept_s).c_str(), saves.c_str(), span_text(t.lost_s).c_str(), span_text(t.end_s).c_str(),
+                  exit.c_str());
+    out += line;
+  }
+  out += "\n";
+  for (const auto& t : r.tasks) {  // each save and notice, for the tasks that have them
+    if (t.saves.empty() && t.notices.empty()) continue;
+    std::string detail = "  " + t.task.name + ":";
+    for (const auto& s : t.saves) {
+      const std::string took = s.end_ms != 0 ? span_text(static_cast<double>(s.end_ms - s.begin_ms) / 1000.0)
+                                             : std::string("never finished");
+      detail += " save at step " + std::to_string(s.step) + " (" + s.reason + ", " + took + ");";
+    }
+    for (const auto& n : t.notices)
+      detail +=
+          " notice " + n.second + " at +" + span_text(static_cast<double>(n.first - t.task.start_ms) / 1000.0) + ";";
+    if (t.kept_s > 0 || t.lost_s > 0) {
+      if (t.kept_step >= 0 && t.last_step > t.kept_step)
+        detail += " " + std::to_string(t.last_step - t.kept_step) + " steps after step " + std::to_string(t.kept_step) +
+                  " never saved;";
+      else if (t.kept_step < 0 && t.first_step >= 0 && t.lost_s > 0)
+        detail += " no save finished: every step of this task was lost;";
+    }
+    detail.back() = '\n';
+    out += detail;
+  }
+  const double alloc = r.allocated;
+  std::snprintf(line, sizeof line,
+                "\nallocated   %.2f node-hours (%s of wall time from the first start to the last end)\n"
+                "productive  %.2f node-hours: training kept by a finished save\n"
+                "goodput     %.1f%%\n",
+                alloc / 3600, span_text(static_cast<double>(r.last_ms - r.first_ms) / 1000.0).c_str(),
+                r.productive / 3600, pct(r.productive, alloc));
+  out += line;
+  std::snprintf(line, sizeof line,
+                "the rest    start-up %.1f%%, saves %.1f%%, lost work %.1f%%, task ends %.1f%%; and %s queued with no "
+                "task running (no node held)\n",
+                pct(r.startup, alloc), pct(r.saves, alloc), pct(r.lost, alloc), pct(r.end, alloc),
+                span_text(r.queue_s).c_str());
+  out += line;
+  return out;
+}
+
+std::string run_report_json(const run_report& r) {
+  using nlohmann::json;
+  json j;
+  j["job"] = r.job;
+  j["allocated_node_s"] = r.allocated;
+  j["productive_node_s"] = r.productive;
+  j["goodput"] = r.goodput();
+  j["startup_node_s"] = r.startup;
+  j["saves_node_s"] = r.saves;
+  j["lost_node_s"] = r.lost;
+  j["end_node_s"] = r.end;
+  j["queue_s"] = r.queue_s;
+  j["tasks"] = json::array();
+  for (const auto& t : r.tasks) {
+    json jt;
+    jt["task"] = t.task.name;
+    jt["job_id"] = t.task.job_id;
+    jt["state"] = t.task.state;
+    jt["nodes"] = t.task.nodes;
+    jt["start"] = t.task.start_ms != 0 ? json(format_slurm_timestamp(t.task.start_ms)) : json(nullptr);
+    jt["end"] = t.task.start_ms != 0 && !t.running ? json(format_slurm_timestamp(t.task.end_ms)) : json(nullptr);
+    jt["queue_s"] = t.queue_s;
+    jt["startup_s"] = t.startup_s;
+    jt["training_kept_s"] = t.kept_s;
+    jt["saves_s"] = t.saves_s;
+    jt["lost_s"] = t.lost_s;
+    jt["end_s"] = t.end_s;
+    jt["exit_reason"] = t.exit_reason.empty() ? json(nullptr) : json(t.exit_reason);
+    jt["saves"] = json::array();
+    for (const auto& s : t.saves)
+      jt["saves"].push_back(
+          {{"step", s.step},
+           {"reason", s.reason},
+           {"exit", s.exit},
+           {"took_s", s.end_ms != 0 ? json(static_cast<double>(s.end_ms - s.begin_ms) / 1000.0) : json(nullptr)}});
+    jt["notices"] = json::array();
+    for (const auto& n : t.notices)
+      jt["notices"].push_back({{"kind", n.second}, {"at_s", static_cast<double>(n.first - t.task.start_ms) / 1000.0}});
+    j["tasks"].push_back(jt);
+  }
+  return j.dump() + "\n";
+}
+
+}  // namespace trainctl

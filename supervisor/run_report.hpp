@@ -1,0 +1,86 @@
+// `trainctl report JOB`: where the node-hours of a job array (or one job) went. Two
+// sources: SLURM's record of each task (sacct where accounting runs, else scontrol while
+// slurmctld still holds the tasks) and the run events rank 0 and the supervisor of task 0
+// appended (run_events.hpp). This file turns them into one report; report_command.cpp
+// gathers them, report_svg.cpp draws the timeline.
+//
+// The model of one task, on the wall clock between SLURM's Start and End:
+//   start-up   Start .. rank 0's first step
+//   training   between saves; kept when a save that finished follows it
+//   saves      each save's decision .. its end (the rank's next check, or its end)
+//   lost       training after the last finished save, and a save that never finished
+//   end        rank 0's end .. End (the launcher and SLURM closing the task)
+// Node-seconds are seconds times the task's nodes. Goodput = kept training / allocated.
+// Queue: the array's time with no task running (submitted or eligible, and waiting),
+// shown apart: no node was held then.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "run_events.hpp"
+
+namespace trainctl {
+
+struct task_record {   // what SLURM says about one task
+  std::string job_id;  // the task's own (raw) job id
+  std::string name;    // 1234_5 for an array task, else the id
+  std::string state;
+  std::string user;
+  std::int64_t submit_ms = 0, eligible_ms = 0, start_ms = 0, end_ms = 0;  // 0: unknown / not yet
+  int nodes = 0;
+};
+
+// `sacct -X -n -P -o JobIDRaw,JobID,State,User,Submit,Eligible,Start,End,NNodes` output.
+std::vector<task_record> parse_sacct_tasks(const std::string& output);
+// `scontrol show job -o ID` output, one line per task (pending tasks of an array, shown
+// as one line 1234_[3-5], are one record with no start).
+std::vector<task_record> parse_scontrol_tasks(const std::string& output);
+
+struct save_span {
+  std::int64_t begin_ms = 0, end_ms = 0;  // end 0: never finished
+  std::int64_t step = -1;
+  std::string reason;
+  bool exit = false;  // the save at the exit decision
+};
+
+struct task_report {
+  task_record task;
+  bool running = false;  // End not yet: measured up to now
+  bool has_events = false;
+  std::int64_t first_step_ms = 0, first_step = -1, last_step = -1, end_event_ms = 0;
+  std::vector<save_span> saves;
+  std::vector<std::pair<std::int64_t, std::string>> notices;  // unix ms, kind
+  std::string exit_reason;
+  std::int64_t exit_step = -1, kept_step = -1;  // kept: the step of the last finished save
+  // Seconds of wall time (times task.nodes for node-seconds).
+  double queue_s = 0, startup_s = 0, kept_s = 0, saves_s = 0, lost_s = 0, end_s = 0;
+  // Training intervals (unix ms) and whether each was kept, for the picture.
+  struct span {
+    std::int64_t from, to;
+    bool kept;
+  };
+  std::vector<span> training;
+};
+
+struct run_report {
+  std::string job;                 // as asked
+  std::vector<task_report> tasks;  // by start; tasks not started last
+  // Node-seconds over the tasks that started.
+  double allocated = 0, productive = 0, startup = 0, saves = 0, lost = 0, end = 0;
+  double queue_s = 0;                      // wall seconds with no task running
+  std::int64_t first_ms = 0, last_ms = 0;  // the first Start, the last End (or now)
+  double goodput() const { return allocated > 0 ? productive / allocated : 0; }
+};
+
+// Puts them together; `now_ms` stands for the End of tasks still running.
+run_report build_run_report(const std::string& job, std::vector<task_record> tasks,
+                            const std::vector<run_event>& events, std::int64_t now_ms);
+
+// The text a person reads, and the timeline as a standalone SVG document.
+std::string run_report_text(const run_report& r);
+std::string run_report_json(const run_report& r);
+std::string run_report_svg(const run_report& r);
+
+}  // namespace trainctl

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# e2e-modes: run
+# trainctl report on a 3-task array of an unprivileged user (2 nodes x 2 torchrun
+# ranks, 1-minute limit, graceful exit 30 s, saves of 2 s):
+#   task 1: a save-switch save, then the deadline's save;
+#   task 2: the deadline's save;
+#   task 3: the kill switch, and its save.
+# The report's tasks (from scontrol here: the local cluster runs no accounting), exit
+# reasons and saves are checked, and its kept training and goodput against what the
+# training program itself logged (its first step, each save's end minus its 2 s) and
+# SLURM's Start and End: within 3 s per task and 3 points of goodput. The SVG parses,
+# with a row per task; --json parses; bad input and another user get one line each
+# and leave no file.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+make_team_users
+run_as_user alice
+supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL" --save-switch="$TEST_DIR/SAVE" --graceful-exit=30s
+sed -i 's|--step-time 0.05|--step-time 0.05 --save-time 2|' "$TEST_DIR/job.sh"
+chown alice "$TEST_DIR/job.sh"
+job=$(submit_as_user --array=1-3%1 -N2 --ntasks-per-node=1 --time=1 -o "$TEST_DIR/task%a.out" "$TEST_DIR/job.sh")
+log "submitted array $job as alice: deadline 30 s before the 1-minute limit, saves of 2 s"
+
+rank0_events() { cat "$TEST_DIR"/events/rank0.jsonl 2>/dev/null || true; }
+rank0_starts() { rank0_events | grep -c '"event": "start"' || true; }
+first_steps_at_least() { [ "$(rank0_starts)" -ge "$1" ]; }
+
+wait_for 120 "task 1's ranks" events_at_least start 4
+sleep 8
+touch "$TEST_DIR/SAVE"
+log "task 1: touched the save switch"
+wait_for 120 "task 1 to end" job_ended "${job}_1"
+wait_for 120 "task 3's rank 0" first_steps_at_least 3
+sleep 6
+touch "$TEST_DIR/KILL"
+log "task 3: touched the kill switch"
+wait_for 120 "task 3 to end" job_ended "${job}_3"
+for t in 1 2 3; do
+  [ "$(job_state "${job}_$t")" = COMPLETED ] || fail "task $t ended $(job_state "${job}_$t"), not COMPLETED"
+done
+
+cd "$TEST_DIR"
+out=$(as_user "$BUILD/bin/trainctl" report "$job" 2>"$TEST_DIR/report.err") ||
+  fail "trainctl report failed: $(cat "$TEST_DIR/report.err")"
+printf '%s\n' "$out"
+[ -s "$TEST_DIR/report-$job.svg" ] || fail "no timeline report-$job.svg"
+for t in 1 2 3; do
+  printf '%s\n' "$out" | grep -qE "^${job}_$t +COMPLETED +2 " || fail "no row for task $t"
+done
+printf '%s\n' "$out" | grep -qE "^${job}_1 .* 2 \([0-9.]+s\) .* deadline at step [0-9]+$" || fail "task 1: not 2 saves and the deadline"
+printf '%s\n' "$out" | grep -qE "^${job}_2 .* 1 \([0-9.]+s\) .* deadline at step [0-9]+$" || fail "task 2: not 1 save and the deadline"
+printf '%s\n' "$out" | grep -qE "^${job}_3 .* 1 \([0-9.]+s\) .* kill-switch at step [0-9]+$" || fail "task 3: not the kill switch"
+printf '%s\n' "$out" | grep -qE "^  ${job}_1: save at step [0-9]+ \(save-switch, 2\.[0-9]s\); save at step [0-9]+ \(deadline, 2\.[0-9]s\)" ||
+  fail "task 1's saves are not listed with their 2 s"
+printf '%s\n' "$out" | grep -q "^tasks from scontrol" || fail "the source of the tasks is not said"
+
+as_user "$BUILD/bin/trainctl" report --json --no-svg "$job" >"$TEST_DIR/report.json" || fail "report --json failed"
+# The expected figures, from the training program's own log and SLURM's times.
+for t in 1 2 3; do
+  printf '%s %s %s\n' "$t" "$(job_field "${job}_$t" StartTime)" "$(job_field "${job}_$t" EndTime)"
+done >"$TEST_DIR/slurm_times"
+python3 - "$TEST_DIR/report.json" "$TEST_DIR/events/rank0.jsonl" "$TEST_DIR/slurm_times" "$TEST_DIR/report-$job.svg" <<'PY' ||
+import json, sys, time, xml.etree.ElementTree as ET
+report = json.load(open(sys.argv[1]))
+events = [json.loads(l) for l in open(sys.argv[2])]
+slurm = {}
+for line in open(sys.argv[3]):
+    t, start, end = line.split()
+    slurm[int(t)] = tuple(time.mktime(time.strptime(x, "%Y-%m-%dT%H:%M:%S")) for x in (start, end))
+# Rank 0's log, cut into its three runs at each "start"; a save is logged at its end.
+runs, run = [], None
+for e in events:
+    if e["event"] == "start":
+        run = {"start": e["time"], "saves": []}
+        runs.append(run)
+    elif e["event"] == "save":
+        run["saves"].append(e["time"])
+assert len(runs) == 3, runs
+alloc = kept_total = 0
+for i, (run, task) in enumerate(zip(runs, report["tasks"]), 1):
+    start, end = slurm[i]
+    first_step = run["start"] + 0.05
+    save_begins = [s - 2.0 for s in run["saves"]]
+    kept = save_begins[-1] - first_step - 2.0 * (len(save_begins) - 1)
+    print("task %d: kept %.1f s (program's log) vs %.1f s (report); allocated %.0f s; saves %s" % (
+        i, kept, task["training_kept_s"], end - start, [s["took_s"] for s in task["saves"]]))
+    assert abs(kept - task["training_kept_s"]) <= 3, (i, kept, task)
+    assert all(1.9 <= s["took_s"] <= 4 for s in task["saves"]), task["saves"]
+    assert abs(task["lost_s"]) <= 3, task
+    alloc += 2 * (end - start)
+    kept_total += 2 * kept
+expected = kept_total / alloc
+print("goodput: %.1f%% expected, %.1f%% reported" % (100 * expected, 100 * report["goodput"]))
+assert abs(expected - report["goodput"]) <= 0.03, (expected, report["goodput"])
+assert [t["exit_reason"] for t in report["tasks"]] == ["deadline", "deadline", "kill-switch"], report["tasks"]
+svg = ET.parse(sys.argv[4]).getroot()
+assert svg.tag.endswith("svg"), svg.tag
+texts = [t.text for t in svg.iter() if t.tag.endswith("text")]
+for i in (1, 2, 3):
+    assert any(x and x.endswith("_%d" % i) for x in texts), texts
+assert sum(1 for r in svg.iter() if r.tag.endswith("rect")) >= 12, "too few bars"
+PY
+  fail "the report's figures are not what the program's own log says"
+
+# Bad input and another user: one line, non-zero, no file.
+cd "$TEST_DIR"
+set +e
+bad=$(as_user "$BUILD/bin/trainctl" report "12x" 2>&1)
+rc=$?
+set -e
+if [ "$rc" -ne 2 ] || [ "$(printf '%s\n' "$bad" | wc -l)" -ne 1 ]; then fail "bad job id: rc $rc, '$bad'"; fi
+printf '%s\n' "$bad" | grep -q "accepted: 1234" || fail "bad job id: '$bad'"
+[ ! -e "$TEST_DIR/report-12x.svg" ] || fail "a bad job id left a file"
+chmod 777 "$TEST_DIR"
+set +e
+theirs=$(runuser -u mallory -- env SLURM_CONF="$SLURM_CONF" "$BUILD/bin/trainctl" report --svg "$TEST_DIR/m.svg" "$job" 2>&1)
+rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "mallory's report: rc $rc"
+printf '%s\n' "$theirs" | grep -q "the job is alice's" || fail "mallory's report: '$theirs'"
+[ ! -e "$TEST_DIR/m.svg" ] || fail "mallory's refused report left a file"
+events_file=/home/alice/.local/state/trainctl/runs/$job
+[ "$(stat -c '%U %a' "$events_file")" = "alice 600" ] || fail "the run events are not alice's own 0600 file"
+log "figure: $(printf '%s\n' "$out" | grep '^goodput')"
+log "PASS: report of a 3-task array: saves, deadline and kill switch in place; goodput as the program's own log says; SVG and JSON parse"

@@ -1,0 +1,170 @@
+// trainctl report: the run events on disk, and SLURM's records plus the events into a
+// breakdown whose parts add up to the allocation.
+#include "run_report.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fixture.hpp"
+#include "run_events.hpp"
+
+using namespace trainctl;
+
+namespace {
+
+constexpr std::int64_t kS = 1'700'000'000'000;  // a start, unix ms
+constexpr std::int64_t kSec = 1000;
+
+run_event ev(std::int64_t at_s, const std::string& job, const std::string& what, std::int64_t step = -1,
+             std::int64_t took = -1, const std::string& reason = "") {
+  run_event e;
+  e.ms = kS + at_s * kSec;
+  e.job = job;
+  e.what = what;
+  e.step = step;
+  e.took_ms = took;
+  e.reason = reason;
+  return e;
+}
+
+task_record task(const std::string& id, const std::string& name, std::int64_t start_s, std::int64_t end_s, int nodes,
+                 const std::string& state = "COMPLETED") {
+  task_record t;
+  t.job_id = id;
+  t.name = name;
+  t.state = state;
+  t.submit_ms = kS - 20 * kSec;
+  t.start_ms = start_s < 0 ? 0 : kS + start_s * kSec;
+  t.end_ms = end_s < 0 ? 0 : kS + end_s * kSec;
+  t.nodes = nodes;
+  return t;
+}
+
+}  // namespace
+
+TEST(RunEvents, LinesRoundTripAndJunkIsSkipped) {
+  trainctl_test::temp_dir t;
+  const std::string path = t / "runs/1234";
+  std::string lines = format_run_event(ev(10, "1235", "first_step", 0)) +
+                      format_run_event(ev(30, "1235", "save", 400, -1, "save-switch")) +
+                      format_run_event(ev(33, "1235", "saved", -1, 3012)) +
+                      format_run_event(ev(34, "1235", "notice", -1, -1, "$(reboot)"));
+  EXPECT_EQ(append_run_events(path, lines), "");
+  trainctl_test::append(path, "junk\n1 job=x save\n1700000000000 job=1 save step=-3\n");
+  std::string why;
+  const auto got = read_run_events(path, &why);
+  EXPECT_EQ(why, "");
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[1].what, "save");
+  EXPECT_EQ(got[1].step, 400);
+  EXPECT_EQ(got[1].reason, "save-switch");
+  EXPECT_EQ(got[2].took_ms, 3012);
+  EXPECT_EQ(got[3].reason, "other") << "a reason that is not a word is never written as it came";
+  struct stat st {};
+  ASSERT_EQ(stat((t / "runs").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(run_events_path("12; rm -rf"), "");
+}
+
+TEST(RunEvents, ASymlinkOrFifoIsNeitherReadNorWritten) {
+  trainctl_test::temp_dir t;
+  t.write("elsewhere", format_run_event(ev(1, "1", "first_step", 0)));
+  ASSERT_EQ(symlink((t / "elsewhere").c_str(), (t / "link").c_str()), 0);
+  std::string why;
+  EXPECT_TRUE(read_run_events(t / "link", &why).empty());
+  EXPECT_NE(why, "");
+  EXPECT_NE(append_run_events(t / "link", "x\n"), "");
+  ASSERT_EQ(mkfifo((t / "fifo").c_str(), 0600), 0);
+  why.clear();
+  EXPECT_TRUE(read_run_events(t / "fifo", &why).empty()) << "no hang on a FIFO";
+  EXPECT_NE(why, "");
+}
+
+TEST(RunReport, SacctAndScontrolRecordsAreRead) {
+  const auto s = parse_sacct_tasks(
+      "1301|1300_1|COMPLETED|alice|2026-11-25T06:00:00|2026-11-25T06:00:00|2026-11-25T06:00:05|2026-11-25T06:02:05|2\n"
+      "1300|1300_[3-4]|PENDING|alice|2026-11-25T06:00:00|2026-11-25T06:00:00|Unknown|Unknown|1\n"
+      "garbage\n");
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].name, "1300_1");
+  EXPECT_EQ(s[0].nodes, 2);
+  EXPECT_EQ(s[0].end_ms - s[0].start_ms, 120 * kSec);
+  EXPECT_EQ(s[1].start_ms, 0);
+  const auto c = parse_scontrol_tasks(
+      "JobId=1302 ArrayJobId=1300 ArrayTaskId=2 JobName=t UserId=alice(1001) JobState=CANCELLED "
+      "SubmitTime=2026-11-25T06:00:00 EligibleTime=2026-11-25T06:00:00 StartTime=2026-11-25T06:02:10 "
+      "EndTime=2026-11-25T06:03:10 NumNodes=2\n");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].name, "1300_2");
+  EXPECT_EQ(c[0].user, "alice");
+  EXPECT_EQ(c[0].end_ms - c[0].start_ms, 60 * kSec);
+}
+
+TEST(RunReport, TheBreakdownAddsUpToTheAllocationAndKeepsOnlySavedWork) {
+  // Task 1 (2 nodes, 56 s): start-up 10 s, a save-switch save of 3 s at +30 s, the
+  // deadline's save of 4 s at +50 s, rank 0 ends at +54.1 s, SLURM at +56 s.
+  // Task 2 (1 node, +60 .. +90 s): a save begun at +80 s never finishes: all lost.
+  std::vector<run_event> events = {
+      ev(10, "1301", "first_step", 0),
+      ev(30, "1301", "save", 400, -1, "save-switch"),
+      ev(33, "1301", "saved", -1, 3000),
+      ev(40, "1301", "notice", -1, -1, "deadline"),
+      ev(50, "1301", "exit", 740, -1, "deadline"),
+      ev(54, "1301", "saved", -1, 4000),
+      ev(65, "1302", "first_step", 741),
+      ev(80, "1302", "save", 1000, -1, "save-switch"),
+      ev(10, "9999", "first_step", 0),  // another job's
+  };
+  events.push_back(ev(54, "1301", "end", 740));
+  events.back().ms += 100;
+  const run_report r = build_run_report("1300",
+                                        {task("1303", "1300_3", -1, -1, 1, "PENDING"),
+                                         task("1302", "1300_2", 60, 90, 1), task("1301", "1300_1", 0, 56, 2)},
+                                        events, kS + 1000 * kSec);
+  ASSERT_EQ(r.tasks.size(), 3u);
+  const task_report& t1 = r.tasks[0];
+  EXPECT_EQ(t1.task.name, "1300_1");
+  EXPECT_DOUBLE_EQ(t1.startup_s, 10);
+  EXPECT_DOUBLE_EQ(t1.kept_s, 37);  // 10..30 and 33..50
+  EXPECT_DOUBLE_EQ(t1.saves_s, 7);
+  EXPECT_NEAR(t1.lost_s, 0.1, 1e-9);
+  EXPECT_NEAR(t1.end_s, 1.9, 1e-9);
+  EXPECT_EQ(t1.exit_reason, "deadline");
+  EXPECT_EQ(t1.kept_step, 740);
+  EXPECT_EQ(t1.notices.size(), 1u);
+  const task_report& t2 = r.tasks[1];
+  EXPECT_DOUBLE_EQ(t2.startup_s, 5);
+  EXPECT_DOUBLE_EQ(t2.kept_s, 0);
+  EXPECT_DOUBLE_EQ(t2.lost_s, 25) << "15 s of training and the 10 s of a save that never finished";
+  EXPECT_DOUBLE_EQ(t2.queue_s, 4) << "from task 1's end, not from the array's submission";
+  EXPECT_EQ(r.tasks[2].task.start_ms, 0) << "the pending task is listed last";
+  EXPECT_DOUBLE_EQ(r.allocated, 2 * 56 + 30);
+  EXPECT_DOUBLE_EQ(r.productive, 2 * 37);
+  EXPECT_NEAR(r.startup + r.productive + r.saves + r.lost + r.end, r.allocated, 1e-6);
+  EXPECT_NEAR(r.goodput(), 74.0 / 142.0, 1e-9);
+  const std::string text = run_report_text(r);
+  EXPECT_NE(text.find("goodput     52.1%"), std::string::npos) << text;
+  EXPECT_NE(text.find("save at step 1000 (save-switch, never finished)"), std::string::npos) << text;
+  const std::string svg = run_report_svg(r);
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
+  EXPECT_NE(svg.find("goodput 52.1%"), std::string::npos);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_NE(run_report_json(r).find("\"goodput\":0.52"), std::string::npos);
+}
+
+TEST(RunReport, ATaskWithoutEventsCountsNothingAsKept) {
+  const run_report r = build_run_report("77", {task("77", "77", 0, 100, 4)}, {}, kS + 200 * kSec);
+  EXPECT_DOUBLE_EQ(r.allocated, 400);
+  EXPECT_DOUBLE_EQ(r.productive, 0);
+  EXPECT_NE(run_report_text(r).find("no trainctl events"), std::string::npos);
+}
+
+TEST(RunReport, ARunningTaskIsMeasuredUpToNow) {
+  const run_report r =
+      build_run_report("88", {task("88", "88", 0, 3600, 1, "RUNNING")}, {ev(5, "88", "first_step", 0)}, kS + 65 * kSec);
+  ASSERT_EQ(r.tasks.size(), 1u);
+  EXPECT_TRUE(r.tasks[0].running);
+  EXPECT_DOUBLE_EQ(r.allocated, 65);
+  EXPECT_DOUBLE_EQ(r.lost, 60) << "not yet saved: counted as lost until a save keeps it";
+}
