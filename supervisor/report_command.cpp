@@ -34,8 +34,9 @@ bool valid_job(const std::string& job) {
 // names where they came from; *why says why neither answered.
 std::vector<task_record> tasks_of(const std::string& job, std::string* source, std::string* why) {
   child_spec sacct;
-  sacct.argv = {"sacct", "-X",        "-n", "-P",
-                "-j",    job,         "-o", "JobIDRaw,JobID,State,User,Submit,Eligible,Start,End,NNodes",
+  sacct.argv = {"sacct", "-X",        "-D",
+                "-n",    "-P",        "-j",
+                job,     "-o",        "JobIDRaw,JobID,State,User,Submit,Eligible,Start,End,NNodes",
                 "-S",    "1970-01-01"};
   sacct.deadline = std::chrono::milliseconds(30000);
   sacct.merge_stderr = true;

@@ -12,7 +12,7 @@
 namespace trainctl {
 namespace {
 
-constexpr int kLeft = 120, kWidth = 800, kRow = 30, kTop = 58, kBar = 18;
+constexpr int kLeft = 120, kWidth = 760, kRight = 150, kRow = 30, kTop = 58, kBar = 18;
 
 struct colour {
   const char* fill;
@@ -87,7 +87,7 @@ std::string run_report_svg(const run_report& r) {
   auto x = [&](std::int64_t ms) { return kLeft + static_cast<double>(ms - from) * scale; };
   const int height = kTop + static_cast<int>(rows) * kRow + 70;
   std::string s = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                  std::to_string(kLeft + kWidth + 40) + "\" height=\"" + std::to_string(height) +
+                  std::to_string(kLeft + kWidth + kRight) + "\" height=\"" + std::to_string(height) +
                   "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   char title[256];
@@ -132,6 +132,12 @@ std::string run_report_svg(const run_report& r) {
           t.task.name + ": save at step " + std::to_string(sv.step) + " (" + sv.reason + ")" +
               (sv.end_ms != 0 ? "" : ", never finished"));
     if (t.first_step_ms != 0) bar(until, end, y, kEnd, t.task.name + ": end");
+    // How the task ended, right of the axis.
+    const std::string ended = !t.exit_reason.empty() ? t.exit_reason
+                              : t.running            ? std::string("running")
+                                                     : t.task.state;
+    s += "<text x=\"" + std::to_string(kLeft + kWidth + 10) + "\" y=\"" + num(y + kBar - 5) + "\" fill=\"#333\">" +
+         xml(ended) + "</text>\n";
     for (const auto& n : t.notices) {
       const double nx = x(n.first);
       s += "<path d=\"M" + num(nx - 5) + " " + num(y - 6) + " L" + num(nx + 5) + " " + num(y - 6) + " L" + num(nx) +

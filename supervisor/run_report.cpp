@@ -99,7 +99,10 @@ void account(task_report& t, const std::vector<run_event>& events) {
         static_cast<double>(std::max<std::int64_t>(0, save_end - s.begin_ms)) / 1000.0;
     cursor = std::max(cursor, save_end);
   }
-  if (until > cursor) t.training.push_back({cursor, until, false});
+  // A task that ended COMPLETED, its loop done without an exit trainctl decided, kept
+  // its last work: a loop that finishes saves its result (it is told so in the text).
+  const bool finished = t.exit_reason.empty() && t.end_event_ms != 0 && t.task.state == "COMPLETED";
+  if (until > cursor) t.training.push_back({cursor, until, finished});
   for (const auto& sp : t.training) (sp.kept ? t.kept_s : t.lost_s) += static_cast<double>(sp.to - sp.from) / 1000.0;
 }
 
@@ -170,11 +173,15 @@ run_report build_run_report(const std::string& job, std::vector<task_record> tas
     t.running = running;
     if (running) t.task.end_ms = std::max(now_ms, rec.start_ms);
     t.task.end_ms = std::max(t.task.end_ms, t.task.start_ms);
-    // Its events: its own job id, from its run (a requeued job keeps its id: only the
-    // events since this Start; a few seconds' slack for the nodes' clocks).
+    // Its events: its own job id, from this run (a requeued job keeps its id, and sacct
+    // -D gives each run its record): from this Start, with a few seconds' slack for the
+    // nodes' clocks, to the next run's Start, or a minute after this End.
+    std::int64_t until = t.task.end_ms + 60000;
+    for (const task_record& other : tasks)
+      if (other.job_id == rec.job_id && other.start_ms > rec.start_ms) until = std::min(until, other.start_ms - 5000);
     std::vector<run_event> mine;
     for (const run_event& e : events)
-      if (e.job == rec.job_id && e.ms >= rec.start_ms - 5000 && e.ms <= t.task.end_ms + 60000) mine.push_back(e);
+      if (e.job == rec.job_id && e.ms >= rec.start_ms - 5000 && e.ms < until) mine.push_back(e);
     std::stable_sort(mine.begin(), mine.end(), [](const run_event& a, const run_event& b) { return a.ms < b.ms; });
     account(t, mine);
     const std::int64_t ready = std::max({rec.submit_ms, rec.eligible_ms, busy_until});
@@ -197,10 +204,16 @@ run_report build_run_report(const std::string& job, std::vector<task_record> tas
 
 std::string run_report_text(const run_report& r) {
   std::size_t started = 0;
-  for (const auto& t : r.tasks) started += t.task.start_ms != 0;
+  std::vector<std::string> names;
+  for (const auto& t : r.tasks) {
+    started += t.task.start_ms != 0;
+    if (std::find(names.begin(), names.end(), t.task.name) == names.end()) names.push_back(t.task.name);
+  }
   char line[512];
-  std::string out = "report of job " + r.job + ": " + std::to_string(r.tasks.size()) + " task" +
-                    (r.tasks.size() == 1 ? "" : "s") + ", " + std::to_string(started) + " started\n\n";
+  // A requeued task has a row per run (sacct -D).
+  std::string out = "report of job " + r.job + ": " + std::to_string(names.size()) + " task" +
+                    (names.size() == 1 ? "" : "s") + ", " + std::to_string(started) +
+                    (started == 1 ? " run" : " runs") + " started\n\n";
   std::snprintf(line, sizeof line, "%-14s %-10s %5s %8s %9s %9s %14s %9s %7s  %s\n", "TASK", "STATE", "NODES", "QUEUE",
                 "START-UP", "TRAINING", "SAVES", "LOST", "END", "EXIT");
   out += line;
@@ -215,7 +228,10 @@ std::string run_report_text(const run_report& r) {
     for (const auto& s : t.saves) finished += s.end_ms != 0;
     const std::string saves = std::to_string(finished) + " (" + span_text(t.saves_s) + ")";
     std::string exit = !t.has_events           ? "no trainctl events"
-                       : t.exit_reason.empty() ? (t.running ? "running" : "ended without a notice")
+                       : t.exit_reason.empty() ? (t.running ? "running"
+                                                  : t.task.state == "COMPLETED" && t.end_event_ms != 0
+                                                      ? "finished (its own last save assumed)"
+                                                      : "ended without a notice")
                                                : t.exit_reason + " at step " + std::to_string(t.exit_step);
     std::snprintf(line, sizeof line, "%-14s %-10s %5d %8s %9s %9s %14s %9s %7s  %s\n", t.task.name.c_str(),
                   t.task.state.c_str(), t.task.nodes, span_text(t.queue_s).c_str(), span_text(t.startup_s).c_str(),

@@ -6,7 +6,8 @@
 //
 // The model of one task, on the wall clock between SLURM's Start and End:
 //   start-up   Start .. rank 0's first step
-//   training   between saves; kept when a save that finished follows it
+//   training   between saves; kept when a save that finished follows it (or the loop
+//              finished on its own and the task COMPLETED: its last save is assumed)
 //   saves      each save's decision .. its end (the rank's next check, or its end)
 //   lost       training after the last finished save, and a save that never finished
 //   end        rank 0's end .. End (the launcher and SLURM closing the task)

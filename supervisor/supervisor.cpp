@@ -320,7 +320,8 @@ void supervisor::fire(std::uint32_t flag, const char* why) {
 void supervisor::note_run_event(const char* kind) {
   const char* procid = std::getenv("SLURM_PROCID");
   const char* job = std::getenv("SLURM_JOB_ID");
-  if (procid == nullptr || std::strcmp(procid, "0") != 0 || job == nullptr) return;
+  // The batch script's supervisor is task 0 of the batch step: the ranks' task 0 notes it.
+  if (opts_.batch || procid == nullptr || std::strcmp(procid, "0") != 0 || job == nullptr) return;
   run_event e;
   e.ms = unix_now_ms();
   e.job = job;
@@ -562,6 +563,7 @@ void supervisor::follow_node_flags() {
   note_exit_told(fresh & kFlagPreempted ? "preempted" : "deadline");
   relay_to_ranks(fresh & kFlagPreempted ? "preempted (from the node's publisher)"
                                         : "deadline (from the node's publisher)");
+  note_run_event(fresh & kFlagPreempted ? "preempted" : "deadline");
   run_hook(fresh);
 }
 

@@ -31,4 +31,17 @@ resumed=$(python3 -c 'import glob,json,sys; s=[json.loads(l) for f in glob.glob(
 [ "$resumed" = "$((saved + 1))" ] || fail "the requeued run started at step(s) $resumed, not $((saved + 1))"
 wait_for 120 "the job to finish" job_ended "$job"
 [ "$(job_state "$job")" = COMPLETED ] || fail "job ended $(job_state "$job")"
+# Where the cluster keeps accounting, trainctl report shows both runs: the preempted one
+# with its save, notice and exit, then the one that completed.
+if grep -q '^AccountingStorageType=accounting_storage/slurmdbd' "$SLURM_CONF"; then
+  runs_done() { [ "$(sacct -X -D -n -P -j "$job" -o State | grep -cE 'REQUEUED|PREEMPTED|COMPLETED')" -eq 2 ]; }
+  wait_for 60 "sacct to have both runs" runs_done
+  report=$("$BUILD/bin/trainctl" report --no-svg "$job") || fail "trainctl report failed"
+  printf '%s\n' "$report"
+  printf '%s\n' "$report" | grep -qE "^$job +(REQUEUED|PREEMPTED) .* preempted at step $saved\$" ||
+    fail "the report does not show the preempted run's exit at step $saved"
+  printf '%s\n' "$report" | grep -qE "^$job +COMPLETED " || fail "the report does not show the completed run"
+  printf '%s\n' "$report" | grep -qE "^  $job: save at step $saved \(preempted, [0-9.]+s\); notice preempted at" ||
+    fail "the report does not show the preemption's save and notice"
+fi
 log "PASS: preempted at step $saved (reason preempted), requeued, resumed at step $resumed, COMPLETED"

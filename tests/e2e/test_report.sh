@@ -3,7 +3,8 @@
 # trainctl report on a 3-task array of an unprivileged user (2 nodes x 2 torchrun
 # ranks, 1-minute limit, graceful exit 30 s, saves of 2 s):
 #   task 1: a save-switch save, then the deadline's save;
-#   task 2: the deadline's save;
+#   task 2: a save-switch save, then the ranks of n2 crash 300 steps later: that work
+#     is lost, and counted as lost;
 #   task 3: the kill switch, and its save.
 # The report's tasks (from sacct, where the local cluster runs slurmdbd, else from
 # scontrol), exit reasons and saves are checked, and its kept training and goodput against what the
@@ -17,7 +18,18 @@ source "$(dirname "$0")/lib.sh"
 make_team_users
 run_as_user alice
 supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL" --save-switch="$TEST_DIR/SAVE" --graceful-exit=30s
-sed -i 's|--step-time 0.05|--step-time 0.05 --save-time 2|' "$TEST_DIR/job.sh"
+# shellcheck disable=SC2016  # expanded in the job
+sed -i 's|--step-time 0.05|--step-time 0.05 --save-time 2 $CRASH|' "$TEST_DIR/job.sh"
+# Task 2 crashes 300 steps (15 s) after the step it resumes from.
+cat >"$TEST_DIR/crash.sh" <<'SNIP'
+if [ "$SLURM_ARRAY_TASK_ID" = 2 ]; then
+  last=$(find "$CKPT" -maxdepth 1 -name 'step_*' ! -name '*.*' -printf '%f\n' | sed 's/^step_0*//' | sort -n | tail -1)
+  export CRASH="--crash-on n2 --crash-at $((last + 300))"
+fi
+SNIP
+SNIP="export CKPT=$TEST_DIR/ckpt
+$(cat "$TEST_DIR/crash.sh")" awk '/^srun /{ print ENVIRON["SNIP"] } { print }' "$TEST_DIR/job.sh" >"$TEST_DIR/job.sh.new"
+cat "$TEST_DIR/job.sh.new" >"$TEST_DIR/job.sh"  # keeps its mode: it execs itself under trainctl-run
 chown alice "$TEST_DIR/job.sh"
 job=$(submit_as_user --array=1-3%1 -N2 --ntasks-per-node=1 --time=1 -o "$TEST_DIR/task%a.out" "$TEST_DIR/job.sh")
 log "submitted array $job as alice: deadline 30 s before the 1-minute limit, saves of 2 s"
@@ -31,21 +43,26 @@ sleep 8
 touch "$TEST_DIR/SAVE"
 log "task 1: touched the save switch"
 wait_for 120 "task 1 to end" job_ended "${job}_1"
+wait_for 120 "task 2's rank 0" first_steps_at_least 2
+sleep 4
+touch "$TEST_DIR/SAVE"
+log "task 2: touched the save switch; its ranks on n2 crash 300 steps after its first"
 wait_for 120 "task 3's rank 0" first_steps_at_least 3
 sleep 6
 touch "$TEST_DIR/KILL"
 log "task 3: touched the kill switch"
 wait_for 120 "task 3 to end" job_ended "${job}_3"
-for t in 1 2 3; do
+for t in 1 3; do
   [ "$(job_state "${job}_$t")" = COMPLETED ] || fail "task $t ended $(job_state "${job}_$t"), not COMPLETED"
 done
+[ "$(job_state "${job}_2")" = FAILED ] || fail "task 2 ended $(job_state "${job}_2"), not FAILED"
 
 # Where the cluster keeps accounting (slurmdbd: the host's local cluster), the tasks come
 # from sacct, once slurmdbd has their ends; else from slurmctld's memory.
 source_expected=scontrol
 if grep -q '^AccountingStorageType=accounting_storage/slurmdbd' "$SLURM_CONF"; then
   source_expected=sacct
-  sacct_done() { [ "$(sacct -X -n -P -j "$job" -o State | grep -c COMPLETED)" -eq 3 ]; }
+  sacct_done() { [ "$(sacct -X -n -P -j "$job" -o State | grep -cE 'COMPLETED|FAILED')" -eq 3 ]; }
   wait_for 60 "sacct to have the 3 tasks' ends" sacct_done
 fi
 
@@ -54,11 +71,13 @@ out=$(as_user "$BUILD/bin/trainctl" report "$job" 2>"$TEST_DIR/report.err") ||
   fail "trainctl report failed: $(cat "$TEST_DIR/report.err")"
 printf '%s\n' "$out"
 [ -s "$TEST_DIR/report-$job.svg" ] || fail "no timeline report-$job.svg"
-for t in 1 2 3; do
+for t in 1 3; do
   printf '%s\n' "$out" | grep -qE "^${job}_$t +COMPLETED +2 " || fail "no row for task $t"
 done
 printf '%s\n' "$out" | grep -qE "^${job}_1 .* 2 \([0-9.]+s\) .* deadline at step [0-9]+$" || fail "task 1: not 2 saves and the deadline"
-printf '%s\n' "$out" | grep -qE "^${job}_2 .* 1 \([0-9.]+s\) .* deadline at step [0-9]+$" || fail "task 2: not 1 save and the deadline"
+printf '%s\n' "$out" | grep -qE "^${job}_2 +FAILED +2 .* 1 \([0-9.]+s\) .* ended without a notice$" || fail "task 2: not 1 save and a failure"
+printf '%s\n' "$out" | grep -qE "^  ${job}_2: save at step [0-9]+ \(save-switch, 2\.[0-9]s\); [0-9]+ steps after step [0-9]+ never saved" ||
+  printf '%s\n' "$out" | grep -qE "^  ${job}_2: save at step [0-9]+ \(save-switch, 2\.[0-9]s\)$" || fail "task 2's save is not listed"
 printf '%s\n' "$out" | grep -qE "^${job}_3 .* 1 \([0-9.]+s\) .* kill-switch at step [0-9]+$" || fail "task 3: not the kill switch"
 printf '%s\n' "$out" | grep -qE "^  ${job}_1: save at step [0-9]+ \(save-switch, 2\.[0-9]s\); save at step [0-9]+ \(deadline, 2\.[0-9]s\)" ||
   fail "task 1's saves are not listed with their 2 s"
@@ -69,7 +88,9 @@ as_user "$BUILD/bin/trainctl" report --json --no-svg "$job" >"$TEST_DIR/report.j
 for t in 1 2 3; do
   printf '%s %s %s\n' "$t" "$(job_field "${job}_$t" StartTime)" "$(job_field "${job}_$t" EndTime)"
 done >"$TEST_DIR/slurm_times"
-python3 - "$TEST_DIR/report.json" "$TEST_DIR/events/rank0.jsonl" "$TEST_DIR/slurm_times" "$TEST_DIR/report-$job.svg" <<'PY' ||
+cat "$TEST_DIR"/events/rank[23].jsonl | grep '"event": "crash"' | head -1 >"$TEST_DIR/crash.json" || fail "no rank logged its crash"
+python3 - "$TEST_DIR/report.json" "$TEST_DIR/events/rank0.jsonl" "$TEST_DIR/slurm_times" "$TEST_DIR/report-$job.svg" \
+  "$TEST_DIR/crash.json" <<'PY' ||
 import json, sys, time, xml.etree.ElementTree as ET
 report = json.load(open(sys.argv[1]))
 events = [json.loads(l) for l in open(sys.argv[2])]
@@ -96,13 +117,18 @@ for i, (run, task) in enumerate(zip(runs, report["tasks"]), 1):
         i, kept, task["training_kept_s"], end - start, [s["took_s"] for s in task["saves"]]))
     assert abs(kept - task["training_kept_s"]) <= 3, (i, kept, task)
     assert all(1.9 <= s["took_s"] <= 4 for s in task["saves"]), task["saves"]
-    assert abs(task["lost_s"]) <= 3, task
+    if i == 2:  # from its save's end to the crash, at least, is lost
+        crash = json.load(open(sys.argv[5]))["time"]
+        print("task 2: %.1f s from the save to the crash; %.1f s lost (report)" % (crash - run["saves"][-1], task["lost_s"]))
+        assert crash - run["saves"][-1] - 1 <= task["lost_s"] <= end - run["saves"][-1] + 1, task
+    else:
+        assert task["lost_s"] <= 3, task
     alloc += 2 * (end - start)
     kept_total += 2 * kept
 expected = kept_total / alloc
 print("goodput: %.1f%% expected, %.1f%% reported" % (100 * expected, 100 * report["goodput"]))
 assert abs(expected - report["goodput"]) <= 0.03, (expected, report["goodput"])
-assert [t["exit_reason"] for t in report["tasks"]] == ["deadline", "deadline", "kill-switch"], report["tasks"]
+assert [t["exit_reason"] for t in report["tasks"]] == ["deadline", None, "kill-switch"], report["tasks"]
 svg = ET.parse(sys.argv[4]).getroot()
 assert svg.tag.endswith("svg"), svg.tag
 texts = [t.text for t in svg.iter() if t.tag.endswith("text")]
@@ -132,4 +158,4 @@ printf '%s\n' "$theirs" | grep -q "the job is alice's" || fail "mallory's report
 events_file=/home/alice/.local/state/trainctl/runs/$job
 [ "$(stat -c '%U %a' "$events_file")" = "alice 600" ] || fail "the run events are not alice's own 0600 file"
 log "figure: $(printf '%s\n' "$out" | grep '^goodput')"
-log "PASS: report of a 3-task array: saves, deadline and kill switch in place; goodput as the program's own log says; SVG and JSON parse"
+log "PASS: report of a 3-task array: saves, deadline, a crash's lost work and the kill switch in place; goodput as the program's own log says; SVG and JSON parse"

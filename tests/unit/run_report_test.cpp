@@ -168,3 +168,35 @@ TEST(RunReport, ARunningTaskIsMeasuredUpToNow) {
   EXPECT_DOUBLE_EQ(r.allocated, 65);
   EXPECT_DOUBLE_EQ(r.lost, 60) << "not yet saved: counted as lost until a save keeps it";
 }
+
+TEST(RunReport, EachRunOfARequeuedJobGetsItsOwnEvents) {
+  // sacct -D: the preempted run (0 .. 40 s, requeued) and the run after it (50 .. 120 s).
+  task_record first = task("900", "900", 0, 40, 2, "REQUEUED");
+  task_record second = task("900", "900", 50, 120, 2);
+  const run_report r = build_run_report(
+      "900", {second, first},
+      {ev(5, "900", "first_step", 0), ev(30, "900", "notice", -1, -1, "preempted"),
+       ev(31, "900", "exit", 500, -1, "preempted"), ev(33, "900", "saved", -1, 2000), ev(33, "900", "end", 500),
+       ev(56, "900", "first_step", 501), ev(110, "900", "exit", 1500, -1, "deadline"),
+       ev(112, "900", "saved", -1, 2000), ev(112, "900", "end", 1500)},
+      kS + 200 * kSec);
+  ASSERT_EQ(r.tasks.size(), 2u);
+  EXPECT_EQ(r.tasks[0].task.state, "REQUEUED");
+  EXPECT_EQ(r.tasks[0].exit_reason, "preempted");
+  EXPECT_EQ(r.tasks[0].saves.size(), 1u) << "not the next run's save";
+  EXPECT_DOUBLE_EQ(r.tasks[0].kept_s, 26);
+  EXPECT_EQ(r.tasks[1].first_step, 501);
+  EXPECT_EQ(r.tasks[1].exit_reason, "deadline");
+  EXPECT_DOUBLE_EQ(r.tasks[1].kept_s, 54);
+  EXPECT_DOUBLE_EQ(r.tasks[1].queue_s, 10) << "from the first run's end to the second's start";
+}
+
+TEST(RunReport, ALoopThatFinishedKeepsItsLastWorkOnlyWhenTheTaskCompleted) {
+  const std::vector<run_event> events = {ev(5, "70", "first_step", 0), ev(95, "70", "end", 1799)};
+  const run_report done = build_run_report("70", {task("70", "70", 0, 100, 1)}, events, kS + 200 * kSec);
+  EXPECT_DOUBLE_EQ(done.productive, 90);
+  EXPECT_NE(run_report_text(done).find("finished (its own last save assumed)"), std::string::npos);
+  const run_report failed = build_run_report("70", {task("70", "70", 0, 100, 1, "FAILED")}, events, kS + 200 * kSec);
+  EXPECT_DOUBLE_EQ(failed.productive, 0);
+  EXPECT_DOUBLE_EQ(failed.lost, 90);
+}
