@@ -4,9 +4,10 @@
 //   <unix ms> job=<SLURM_JOB_ID> <event> [step=<n>] [ms=<n>] [reason=<word>]
 // Events: first_step (the first check of rank 0), save and exit (a decision, with its
 // step and reason), saved (that save ended, ms = how long it took), end (rank 0's
-// controller ends), notice (the supervisor of task 0 relayed a signal; reason = its kind).
-// Written by rank 0's controller (from its watcher thread, never the training loop) and
-// the supervisor of task 0; read back only as this user's regular file.
+// controller ends), notice (a notice reached rank 0's node state; reason = its kind:
+// deadline, preempted, signal, memory, hang).
+// Written by rank 0's controller, from its watcher thread, never the training loop;
+// read back only as this user's regular file.
 #pragma once
 
 #include <cstdint>

@@ -40,21 +40,27 @@ std::vector<task_record> tasks_of(const std::string& job, std::string* source, s
                 "-S",    "1970-01-01"};
   sacct.deadline = std::chrono::milliseconds(30000);
   sacct.merge_stderr = true;
-  child_result r = run_child(sacct);
+  const child_result r = run_child(sacct);
   std::vector<task_record> tasks = r.ok() ? parse_sacct_tasks(r.output) : std::vector<task_record>{};
-  if (!tasks.empty()) {
-    *source = "sacct";
-    return tasks;
-  }
   std::string sacct_said = r.ok() ? "no record of it" : r.output.substr(0, r.output.find('\n'));
   if (sacct_said.empty()) sacct_said = r.error;
+  // slurmctld's view as well: the freshest for the tasks that just ran, the only one
+  // where no accounting runs; it forgets ended tasks after MinJobAge.
   std::string error;
   const auto lines = scontrol_show("job", job, std::chrono::milliseconds(15000), &error);
-  if (lines) tasks = parse_scontrol_tasks(*lines);
+  std::vector<task_record> live = lines ? parse_scontrol_tasks(*lines) : std::vector<task_record>{};
   if (!tasks.empty()) {
+    const std::size_t supplied = merge_live_tasks(tasks, live);
+    *source = "sacct";
+    if (supplied > 0)
+      *source += " (and slurmctld for " + std::to_string(supplied) + " run" + (supplied == 1 ? "" : "s") +
+                 " slurmdbd had not recorded yet)";
+    return tasks;
+  }
+  if (!live.empty()) {
     *source =
         "scontrol (no accounting: sacct said \"" + sacct_said + "\"; slurmctld forgets ended tasks after MinJobAge)";
-    return tasks;
+    return live;
   }
   *why = "sacct: " + sacct_said + "; scontrol: " + (lines ? "no record of it" : error);
   return {};

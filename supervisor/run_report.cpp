@@ -153,6 +153,27 @@ std::vector<task_record> parse_scontrol_tasks(const std::string& output) {
   return out;
 }
 
+std::size_t merge_live_tasks(std::vector<task_record>& recorded, const std::vector<task_record>& live) {
+  std::size_t supplied = 0;
+  for (const task_record& l : live) {
+    auto same = std::find_if(recorded.begin(), recorded.end(), [&](const task_record& r) {
+      return r.job_id == l.job_id && (l.start_ms == 0 || std::llabs(r.start_ms - l.start_ms) <= 1000);
+    });
+    if (same == recorded.end()) {
+      if (l.start_ms == 0 &&
+          std::any_of(recorded.begin(), recorded.end(), [&](const task_record& r) { return r.job_id == l.job_id; }))
+        continue;  // pending now, with earlier runs recorded
+      recorded.push_back(l);
+      ++supplied;
+    } else if (same->end_ms == 0 && l.end_ms != 0 && l.state != "RUNNING" && l.state != "COMPLETING") {
+      same->end_ms = l.end_ms;
+      same->state = l.state;
+      ++supplied;
+    }
+  }
+  return supplied;
+}
+
 run_report build_run_report(const std::string& job, std::vector<task_record> tasks,
                             const std::vector<run_event>& events, std::int64_t now_ms) {
   std::stable_sort(tasks.begin(), tasks.end(), [](const task_record& a, const task_record& b) {

@@ -1,7 +1,7 @@
 // `trainctl report JOB`: where the node-hours of a job array (or one job) went. Two
 // sources: SLURM's record of each task (sacct where accounting runs, else scontrol while
-// slurmctld still holds the tasks) and the run events rank 0 and the supervisor of task 0
-// appended (run_events.hpp). This file turns them into one report; report_command.cpp
+// slurmctld still holds the tasks) and the run events rank 0's controller appended
+// (run_events.hpp). This file turns them into one report; report_command.cpp
 // gathers them, report_svg.cpp draws the timeline.
 //
 // The model of one task, on the wall clock between SLURM's Start and End:
@@ -38,6 +38,11 @@ std::vector<task_record> parse_sacct_tasks(const std::string& output);
 // `scontrol show job -o ID` output, one line per task (pending tasks of an array, shown
 // as one line 1234_[3-5], are one record with no start).
 std::vector<task_record> parse_scontrol_tasks(const std::string& output);
+
+// sacct's records brought up to date with slurmctld's (scontrol), which slurmdbd hears
+// of a moment later: a run sacct lacks is added, an end it lacks is taken. Returns how
+// many records slurmctld supplied.
+std::size_t merge_live_tasks(std::vector<task_record>& recorded, const std::vector<task_record>& live);
 
 struct save_span {
   std::int64_t begin_ms = 0, end_ms = 0;  // end 0: never finished

@@ -31,7 +31,6 @@
 #include "publisher.hpp"
 #include "query_schedule.hpp"
 #include "ranks.hpp"
-#include "run_events.hpp"
 #include "slurm_api.hpp"
 #include "slurm_job.hpp"
 #include "stack_dump.hpp"
@@ -91,7 +90,6 @@ class supervisor {
   void report_lingering_ranks(const char* when);
   void fire(std::uint32_t flag, const char* why);
   void relay_to_ranks(const char* why);
-  void note_run_event(const char* kind);
   void run_hook(std::uint32_t flag);
   void follow_node_flags();
   void check_deadline();
@@ -306,29 +304,11 @@ void supervisor::fire(std::uint32_t flag, const char* why) {
   }
   relay_to_ranks(why);
   health_.trainctl_ended_ranks();  // a failure after a notice is no crash
-  const char* kind = flag & kFlagPreempted  ? "preempted"
-                     : flag & kFlagDeadline ? "deadline"
-                     : flag & kFlagHang     ? "hang"
-                                            : "signal";
-  note_exit_told(kind);
-  note_run_event(kind);
+  note_exit_told(flag & kFlagPreempted  ? "preempted"
+                 : flag & kFlagDeadline ? "deadline"
+                 : flag & kFlagHang     ? "hang"
+                                        : "signal");
   run_hook(flag);
-}
-
-// A mark on `trainctl report`'s timeline: task 0's supervisor only, after the ranks
-// were told (an append to the home must not delay a notice).
-void supervisor::note_run_event(const char* kind) {
-  const char* procid = std::getenv("SLURM_PROCID");
-  const char* job = std::getenv("SLURM_JOB_ID");
-  // The batch script's supervisor is task 0 of the batch step: the ranks' task 0 notes it.
-  if (opts_.batch || procid == nullptr || std::strcmp(procid, "0") != 0 || job == nullptr) return;
-  run_event e;
-  e.ms = unix_now_ms();
-  e.job = job;
-  e.what = "notice";
-  e.reason = kind;
-  const std::string why = append_run_events(own_run_events_path(), format_run_event(e));
-  if (!why.empty()) log("cannot note the notice for `trainctl report`: %s", why.c_str());
 }
 
 void supervisor::run_hook(std::uint32_t flag) {
@@ -563,7 +543,6 @@ void supervisor::follow_node_flags() {
   note_exit_told(fresh & kFlagPreempted ? "preempted" : "deadline");
   relay_to_ranks(fresh & kFlagPreempted ? "preempted (from the node's publisher)"
                                         : "deadline (from the node's publisher)");
-  note_run_event(fresh & kFlagPreempted ? "preempted" : "deadline");
   run_hook(fresh);
 }
 

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <system_error>
@@ -160,6 +161,8 @@ struct controller::impl {
   std::string events_problem;  // the last append's failure, said once
   bool first_step_noted = false;
   std::int64_t last_step = -1;
+  std::atomic<std::uint32_t> noticed_flags{0};  // the notices noted so far
+  bool supervised = false;                      // a supervisor was there at the start (set before the watcher starts)
 
   explicit impl(const config::impl& c) : cfg(c) {}
   void open_state();
@@ -200,6 +203,8 @@ struct controller::impl {
   void report_straggler(std::int64_t step, std::int64_t slowest_us, std::int64_t fastest_us) const;
   void note_event(const char* what, std::int64_t step, std::int64_t took_ms, const std::string& reason);
   void flush_events();
+  void note_notices(const node_state& n);
+  void flush_events_at_end();
   void wake() const {
     const std::uint64_t one = 1;
     if (wake_fd >= 0 && write(wake_fd, &one, sizeof one) < 0) { /* the watcher wakes on its timeout */
@@ -337,6 +342,43 @@ void controller::impl::flush_events() {
   events_problem = why;
 }
 
+// Each notice once, as the watcher sees it (within a poll interval), or the rank's
+// thread at an exit it brings: a mark on the report's timeline. Whichever node's
+// supervisor raised it, rank 0's node state has it.
+void controller::impl::note_notices(const node_state& n) {
+  if (cfg.rank != 0 || events_path.empty()) return;
+  std::uint32_t flags = valid_flags(n) | local_bits.load(std::memory_order_acquire);
+  // A signal the rank caught is a notice of its own only without a supervisor: with one,
+  // it is the supervisor's relay of a notice its flags already tell.
+  if (!supervised && (g_signals_seen.load(std::memory_order_acquire) & signal_mask) != 0) flags |= kFlagSignal;
+  static constexpr std::pair<std::uint32_t, const char*> kKinds[] = {{kFlagPreempted, "preempted"},
+                                                                     {kFlagDeadline, "deadline"},
+                                                                     {kFlagSignal, "signal"},
+                                                                     {kFlagMemory, "memory"},
+                                                                     {kFlagHang, "hang"}};
+  for (const auto& [flag, kind] : kKinds) {
+    if ((flags & flag) != 0 && (noticed_flags.fetch_or(flag) & flag) == 0) note_event("notice", -1, -1, kind);
+  }
+}
+
+// The last lines, from a thread this rank waits for at most 2 s: a stalled home must not
+// keep a rank that is done from ending (the lines are lost then, and the report says less).
+void controller::impl::flush_events_at_end() {
+  std::string lines;
+  {
+    std::lock_guard<std::mutex> hold(events_mu);
+    lines.swap(events_pending);
+  }
+  if (lines.empty() || events_path.empty()) return;
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread([path = events_path, lines = std::move(lines), done] {
+    append_run_events(path, lines);
+    done->store(true, std::memory_order_release);
+  }).detach();
+  for (int i = 0; i < 200 && !done->load(std::memory_order_acquire); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
 void controller::impl::look_after_state(std::unique_ptr<publisher>& pub, const publisher_options& popts) {
   flush_events();
   if (file && ns.load(std::memory_order_relaxed) != private_state.get()) {
@@ -384,6 +426,7 @@ void controller::impl::look_after_state(std::unique_ptr<publisher>& pub, const p
   for (const std::int64_t d :
        {local_deadline_ms.load(std::memory_order_acquire), n.deadline_ms.load(std::memory_order_acquire)})
     if (d > 0 && now >= d) local_bits.fetch_or(kFlagDeadline, std::memory_order_release);
+  note_notices(n);
   const std::int64_t remove_at = remove_save_at_ms.load(std::memory_order_acquire);
   if (remove_at != 0 && now >= remove_at) {
     std::lock_guard<std::recursive_mutex> hold(switches_mu);
@@ -476,6 +519,7 @@ controller::controller(const config& cfg) : impl_(std::make_unique<impl>(*cfg.im
     std::fprintf(stderr, "trainctl: cannot catch signal %s; it is ignored\n", signal_name(sig).c_str());
   for (int sig : m.cfg.signals) m.signal_mask |= 1ull << (sig - 1);
   m.supervisor_fd = open_supervisor_pidfd();
+  m.supervised = m.supervisor_fd >= 0;
   // A nudge: this rank is in the node state's heartbeat slots now, and its supervisor
   // starts watching it (its death seen the moment it happens) without polling the slots.
   // SIGCHLD: one the supervisor already listens for, which no user can choose as a notice
@@ -498,7 +542,7 @@ controller::~controller() {
   remove_notice_handlers(m.cfg.signals);
   if (m.save_started_us != 0 && m.decided.exit) m.end_of_save();  // the exit's save, made before this end
   if (m.first_step_noted) m.note_event("end", m.last_step, -1, "");
-  m.flush_events();
+  m.flush_events_at_end();
   if (m.beat != nullptr) m.beat->pid.store(0, std::memory_order_release);
   if (m.remove_save_at_ms.load() != 0) {  // this rank ends: the file must not start the next job with a save
     std::lock_guard<std::recursive_mutex> hold(m.switches_mu);
@@ -620,6 +664,7 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
       m.decided.exit = true;
       m.decided.reason = reason;
       m.local_bits.fetch_or(kFlagDecided, std::memory_order_release);
+      m.note_notices(m.state());  // the notice before the exit it brought, on the timeline
       if (m.cfg.rank == 0)
         std::fprintf(stderr, "trainctl: exit at step %lld: %s\n", static_cast<long long>(step), reason.c_str());
     }

@@ -41,7 +41,7 @@ if grep -q '^AccountingStorageType=accounting_storage/slurmdbd' "$SLURM_CONF"; t
   printf '%s\n' "$report" | grep -qE "^$job +(REQUEUED|PREEMPTED) .* preempted at step $saved\$" ||
     fail "the report does not show the preempted run's exit at step $saved"
   printf '%s\n' "$report" | grep -qE "^$job +COMPLETED " || fail "the report does not show the completed run"
-  printf '%s\n' "$report" | grep -qE "^  $job: save at step $saved \(preempted, [0-9.]+s\); notice preempted at" ||
+  printf '%s\n' "$report" | grep -qE "^  $job: save at step $saved \(preempted, [0-9.]+s\); notice preempted at \+[0-9.]+s$" ||
     fail "the report does not show the preemption's save and notice"
 fi
 log "PASS: preempted at step $saved (reason preempted), requeued, resumed at step $resumed, COMPLETED"

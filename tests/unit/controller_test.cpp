@@ -16,6 +16,7 @@
 #include "bad_nodes.hpp"
 #include "fixture.hpp"
 #include "node_state.hpp"
+#include "run_events.hpp"
 #include "switch_paths.hpp"
 
 using namespace trainctl;
@@ -364,6 +365,48 @@ TEST(Controller, TheLongestSaveOfTheNodeIsTimedFromTheDecision) {
     std::this_thread::sleep_for(600ms);
   }
   EXPECT_GE(longest.load(), 600) << "the exit's save, timed to the rank's end";
+}
+
+TEST(Controller, RankZeroNotesItsStepsSavesNoticesAndEndForTheReport) {
+  temp_dir t;
+  setenv("SLURM_JOB_ID", "4242", 1);
+  unsetenv("SLURM_ARRAY_JOB_ID");
+  setenv("TRAINCTL_RUN_EVENTS_DIR", (t / "runs").c_str(), 1);
+  {
+    node_state_file node0(t / "state-node0");
+    world w(t, 1, 2);
+    w.step(7);
+    touch(t / "SAVE");
+    bool saved = false;
+    for (int s = 8; s < 100 && !saved; ++s) {
+      saved = w.step(s)[0].save;
+      std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_TRUE(saved);
+    std::this_thread::sleep_for(100ms);  // the save
+    node0.get().flags.fetch_or(kFlagPreempted);
+    node0.get().seq.fetch_add(1);
+    bool exited = false;
+    for (int s = 200; s < 400 && !exited; ++s) {
+      exited = w.step(s)[0].exit;
+      std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_TRUE(exited);
+  }
+  unsetenv("SLURM_JOB_ID");
+  unsetenv("TRAINCTL_RUN_EVENTS_DIR");
+  std::string why;
+  const auto events = read_run_events(t / "runs/4242", &why);
+  ASSERT_EQ(why, "");
+  std::string seen;
+  for (const auto& e : events) {
+    EXPECT_EQ(e.job, "4242");
+    seen += e.what + (e.reason.empty() ? "" : ":" + e.reason) + " ";
+  }
+  EXPECT_EQ(seen, "first_step save:save-switch saved notice:preempted exit:preempted saved end ") << seen;
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events[0].step, 7) << "one rank's events only: rank 1 writes none";
+  EXPECT_GE(events[2].took_ms, 100);
 }
 
 TEST(Controller, AStaleViewOfASavedSwitchDoesNotSaveAgain) {

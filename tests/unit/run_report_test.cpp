@@ -200,3 +200,16 @@ TEST(RunReport, ALoopThatFinishedKeepsItsLastWorkOnlyWhenTheTaskCompleted) {
   EXPECT_DOUBLE_EQ(failed.productive, 0);
   EXPECT_DOUBLE_EQ(failed.lost, 90);
 }
+
+TEST(RunReport, SlurmctldSuppliesTheRunsAndEndsSlurmdbdHasNotRecordedYet) {
+  std::vector<task_record> recorded = {task("11", "10_1", 0, 30, 2), task("12", "10_2", 31, -1, 2, "RUNNING")};
+  const std::vector<task_record> live = {task("11", "10_1", 0, 30, 2), task("12", "10_2", 31, 40, 2),
+                                         task("13", "10_3", 41, 42, 2), task("10", "10_[4-5]", -1, -1, 2, "PENDING")};
+  EXPECT_EQ(merge_live_tasks(recorded, live), 3u);
+  ASSERT_EQ(recorded.size(), 4u);
+  EXPECT_EQ(recorded[1].state, "COMPLETED");
+  EXPECT_EQ(recorded[1].end_ms - recorded[1].start_ms, 9 * kSec);
+  EXPECT_EQ(recorded[2].name, "10_3");
+  EXPECT_EQ(recorded[3].start_ms, 0) << "the pending rest, shown as pending";
+  EXPECT_EQ(merge_live_tasks(recorded, live), 0u) << "nothing twice";
+}
