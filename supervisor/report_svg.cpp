@@ -19,7 +19,8 @@ struct colour {
   const char* label;
 };
 constexpr colour kStartup{"#9e9e9e", "start-up"}, kKept{"#2e7d32", "training (kept)"}, kSave{"#1565c0", "save"},
-    kLost{"#c62828", "lost work"}, kEnd{"#cfcfcf", "task end"}, kQueue{"#f0a202", "queued (no task running)"};
+    kLost{"#c62828", "lost work"}, kHung{"#6a1b9a", "hung"}, kEnd{"#cfcfcf", "task end"},
+    kQueue{"#f0a202", "queued (no task running)"};
 
 // Only our own text goes in (task names of digits and '_', reasons of words); escaped anyway.
 std::string xml(const std::string& s) {
@@ -124,8 +125,13 @@ std::string run_report_svg(const run_report& r) {
     const std::int64_t first = t.first_step_ms != 0 ? t.first_step_ms : end;
     bar(start, first, y, kStartup, t.task.name + ": start-up");
     for (const auto& sp : t.training)
-      bar(sp.from, sp.to, y, sp.kept ? kKept : kLost,
-          t.task.name + (sp.kept ? ": training, kept" : ": training, lost"));
+      bar(sp.from, sp.to, y,
+          sp.kept   ? kKept
+          : sp.hung ? kHung
+                    : kLost,
+          t.task.name + (sp.kept   ? ": training, kept"
+                         : sp.hung ? ": hung"
+                                   : ": training, lost"));
     const std::int64_t until = t.end_event_ms != 0 ? t.end_event_ms : end;
     for (const auto& sv : t.saves)
       bar(sv.begin_ms, sv.end_ms != 0 ? sv.end_ms : until, y, sv.end_ms != 0 ? kSave : kLost,
@@ -148,7 +154,7 @@ std::string run_report_svg(const run_report& r) {
   // The legend.
   int lx = kLeft;
   const int ly = kTop + static_cast<int>(rows) * kRow + 22;
-  for (const colour* c : {&kStartup, &kKept, &kSave, &kLost, &kEnd, &kQueue}) {
+  for (const colour* c : {&kStartup, &kKept, &kSave, &kLost, &kHung, &kEnd, &kQueue}) {
     s += "<rect x=\"" + std::to_string(lx) + "\" y=\"" + std::to_string(ly - 10) +
          "\" width=\"12\" height=\"12\" fill=\"" + c->fill + "\"/><text x=\"" + std::to_string(lx + 16) + "\" y=\"" +
          std::to_string(ly) + "\">" + c->label + "</text>\n";

@@ -53,6 +53,7 @@ double pct(double part, double whole) { return whole > 0 ? 100.0 * part / whole 
 // Walks the task's events (in time order) into saves, marks and the breakdown.
 void account(task_report& t, const std::vector<run_event>& events) {
   const std::int64_t start = t.task.start_ms, end = t.task.end_ms;
+  std::int64_t hang_from = 0;  // when the ranks stalled, from a hang notice
   auto clamp = [&](std::int64_t ms) { return std::min(std::max(ms, start), end); };
   for (const run_event& e : events) {
     t.has_events = true;
@@ -77,7 +78,12 @@ void account(task_report& t, const std::vector<run_event>& events) {
       t.end_event_ms = clamp(e.ms);
       t.last_step = e.step;
     } else if (e.what == "notice") {
-      t.notices.emplace_back(clamp(e.ms), e.reason);
+      // One mark per notice: each node's supervisor notes the hang it found.
+      const bool again = std::any_of(t.notices.begin(), t.notices.end(), [&](const auto& n) {
+        return n.second == e.reason && std::llabs(n.first - clamp(e.ms)) < 5000;
+      });
+      if (!again) t.notices.emplace_back(clamp(e.ms), e.reason);
+      if (e.reason == "hang" && e.took_ms >= 0 && hang_from == 0) hang_from = clamp(e.ms - e.took_ms);
     }
   }
   const double total_s = static_cast<double>(end - start) / 1000.0;
@@ -103,7 +109,20 @@ void account(task_report& t, const std::vector<run_event>& events) {
   // its last work: a loop that finishes saves its result (it is told so in the text).
   const bool finished = t.exit_reason.empty() && t.end_event_ms != 0 && t.task.state == "COMPLETED";
   if (until > cursor) t.training.push_back({cursor, until, finished});
-  for (const auto& sp : t.training) (sp.kept ? t.kept_s : t.lost_s) += static_cast<double>(sp.to - sp.from) / 1000.0;
+  if (hang_from != 0) {  // lost training from the stall on was a hang's
+    std::vector<task_report::span> split;
+    for (const auto& sp : t.training) {
+      if (!sp.kept && sp.from < hang_from && hang_from < sp.to) {
+        split.push_back({sp.from, hang_from, false});
+        split.push_back({hang_from, sp.to, false, true});
+      } else {
+        split.push_back({sp.from, sp.to, sp.kept, !sp.kept && sp.from >= hang_from});
+      }
+    }
+    t.training.swap(split);
+  }
+  for (const auto& sp : t.training)
+    (sp.kept ? t.kept_s : sp.hung ? t.hung_s : t.lost_s) += static_cast<double>(sp.to - sp.from) / 1000.0;
 }
 
 }  // namespace
@@ -214,6 +233,7 @@ run_report build_run_report(const std::string& job, std::vector<task_record> tas
     r.startup += n * t.startup_s;
     r.saves += n * t.saves_s;
     r.lost += n * t.lost_s;
+    r.hung += n * t.hung_s;
     r.end += n * t.end_s;
     r.queue_s += t.queue_s;
     r.first_ms = r.first_ms == 0 ? t.task.start_ms : std::min(r.first_ms, t.task.start_ms);
@@ -272,6 +292,7 @@ std::string run_report_text(const run_report& r) {
     for (const auto& n : t.notices)
       detail +=
           " notice " + n.second + " at +" + span_text(static_cast<double>(n.first - t.task.start_ms) / 1000.0) + ";";
+    if (t.hung_s > 0) detail += " hung " + span_text(t.hung_s) + " (from the stall to the end);";
     if (t.kept_s > 0 || t.lost_s > 0) {
       if (t.kept_step >= 0 && t.last_step > t.kept_step)
         detail += " " + std::to_string(t.last_step - t.kept_step) + " steps after step " + std::to_string(t.kept_step) +
@@ -291,9 +312,9 @@ std::string run_report_text(const run_report& r) {
                 r.productive / 3600, pct(r.productive, alloc));
   out += line;
   std::snprintf(line, sizeof line,
-                "the rest    start-up %.1f%%, saves %.1f%%, lost work %.1f%%, task ends %.1f%%; and %s queued with no "
-                "task running (no node held)\n",
-                pct(r.startup, alloc), pct(r.saves, alloc), pct(r.lost, alloc), pct(r.end, alloc),
+                "the rest    start-up %.1f%%, saves %.1f%%, lost work %.1f%%, hangs %.1f%%, task ends %.1f%%; and %s "
+                "queued with no task running (no node held)\n",
+                pct(r.startup, alloc), pct(r.saves, alloc), pct(r.lost, alloc), pct(r.hung, alloc), pct(r.end, alloc),
                 span_text(r.queue_s).c_str());
   out += line;
   return out;
@@ -309,6 +330,7 @@ std::string run_report_json(const run_report& r) {
   j["startup_node_s"] = r.startup;
   j["saves_node_s"] = r.saves;
   j["lost_node_s"] = r.lost;
+  j["hung_node_s"] = r.hung;
   j["end_node_s"] = r.end;
   j["queue_s"] = r.queue_s;
   j["tasks"] = json::array();
@@ -325,6 +347,7 @@ std::string run_report_json(const run_report& r) {
     jt["training_kept_s"] = t.kept_s;
     jt["saves_s"] = t.saves_s;
     jt["lost_s"] = t.lost_s;
+    jt["hung_s"] = t.hung_s;
     jt["end_s"] = t.end_s;
     jt["exit_reason"] = t.exit_reason.empty() ? json(nullptr) : json(t.exit_reason);
     jt["saves"] = json::array();

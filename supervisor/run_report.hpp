@@ -10,6 +10,8 @@
 //              finished on its own and the task COMPLETED: its last save is assumed)
 //   saves      each save's decision .. its end (the rank's next check, or its end)
 //   lost       training after the last finished save, and a save that never finished
+//   hung       the part of that from a hang's stall on (the supervisor's hang notice
+//              says how long the ranks had stalled)
 //   end        rank 0's end .. End (the launcher and SLURM closing the task)
 // Node-seconds are seconds times the task's nodes. Goodput = kept training / allocated.
 // Queue: the array's time with no task running (submitted or eligible, and waiting),
@@ -61,11 +63,12 @@ struct task_report {
   std::string exit_reason;
   std::int64_t exit_step = -1, kept_step = -1;  // kept: the step of the last finished save
   // Seconds of wall time (times task.nodes for node-seconds).
-  double queue_s = 0, startup_s = 0, kept_s = 0, saves_s = 0, lost_s = 0, end_s = 0;
+  double queue_s = 0, startup_s = 0, kept_s = 0, saves_s = 0, lost_s = 0, hung_s = 0, end_s = 0;
   // Training intervals (unix ms) and whether each was kept, for the picture.
   struct span {
     std::int64_t from, to;
     bool kept;
+    bool hung = false;  // not kept, and after a hang's stall began
   };
   std::vector<span> training;
 };
@@ -74,7 +77,7 @@ struct run_report {
   std::string job;                 // as asked
   std::vector<task_report> tasks;  // by start; tasks not started last
   // Node-seconds over the tasks that started.
-  double allocated = 0, productive = 0, startup = 0, saves = 0, lost = 0, end = 0;
+  double allocated = 0, productive = 0, startup = 0, saves = 0, lost = 0, hung = 0, end = 0;
   double queue_s = 0;                      // wall seconds with no task running
   std::int64_t first_ms = 0, last_ms = 0;  // the first Start, the last End (or now)
   double goodput() const { return allocated > 0 ? productive / allocated : 0; }

@@ -31,6 +31,7 @@
 #include "publisher.hpp"
 #include "query_schedule.hpp"
 #include "ranks.hpp"
+#include "run_events.hpp"
 #include "slurm_api.hpp"
 #include "slurm_job.hpp"
 #include "stack_dump.hpp"
@@ -91,6 +92,7 @@ class supervisor {
   void fire(std::uint32_t flag, const char* why);
   void relay_to_ranks(const char* why);
   void run_hook(std::uint32_t flag);
+  void note_hang();
   void follow_node_flags();
   void check_deadline();
   void end_leftovers();
@@ -602,9 +604,26 @@ void supervisor::kill_ranks() {
     if (p.ours && !hook_.owns(p.pid) && !health_.owns(p.pid) && p.pid != query_.pid()) pid_handle(p).signal(SIGKILL);
 }
 
+// The hang on `trainctl report`'s timeline, with how long the ranks had stalled (at least
+// the hang timeout). Written here, not from the loop's hot path: a hang's dump already
+// writes its stacks to the log directory.
+void supervisor::note_hang() {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (job == nullptr) return;
+  run_event e;
+  e.ms = unix_now_ms();
+  e.job = job;
+  e.what = "notice";
+  e.reason = "hang";
+  e.took_ms = opts_.hang_timeout.count();
+  const std::string why = append_run_events(own_run_events_path(), format_run_event(e));
+  if (!why.empty()) log("cannot note the hang for `trainctl report`: %s", why.c_str());
+}
+
 // What a hang's dump ends in: the hook (with where the job is stuck), then the action.
 void supervisor::after_hang_dump(const std::string& summary) {
   hook_.notice("hang", deadline_ms_, end_ms_, summary);
+  note_hang();
   switch (opts_.on_hang) {
     case hang_action::alert:
       break;

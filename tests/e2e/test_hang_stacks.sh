@@ -121,6 +121,20 @@ last = max(os.stat(f).st_mtime for f in glob.glob(sys.argv[2] + "/rank*.txt"))
 print("figure: the last rank's stacks were on disk %.2f s after the stall (hang timeout 10 s, counted from the "
       "last agreement, up to 0.5 s before the stall)" % (last - hung))
 PY
+# Where the cluster keeps accounting, trainctl report counts the time from the stall to
+# the end as the hang's, apart from other lost work.
+if grep -q '^AccountingStorageType=accounting_storage/slurmdbd' "$SLURM_CONF"; then
+  wait_for 60 "the job to end" job_ended "$job"
+  "$BUILD/bin/trainctl" report --json --no-svg "$job" >"$TEST_DIR/report.json" || fail "trainctl report failed"
+  python3 - "$TEST_DIR/report.json" <<'PY' || fail "the report does not show the hang"
+import json, sys
+t = json.load(open(sys.argv[1]))["tasks"][-1]
+kinds = [n["kind"] for n in t["notices"]]
+print("report: hung %.1f s, lost %.1f s, notices %s" % (t["hung_s"], t["lost_s"], kinds))
+assert kinds == ["hang"], t  # once, though both nodes' supervisors found it
+assert t["hung_s"] >= 8.5, t  # the hang timeout, 10 s, less SLURM's whole seconds
+PY
+fi
 sleep 2  # the killed step's processes are reaped
 stop_alert_servers
 left=$(pgrep -f "$TEST_DIR" || true)

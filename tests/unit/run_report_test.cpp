@@ -213,3 +213,20 @@ TEST(RunReport, SlurmctldSuppliesTheRunsAndEndsSlurmdbdHasNotRecordedYet) {
   EXPECT_EQ(recorded[3].start_ms, 0) << "the pending rest, shown as pending";
   EXPECT_EQ(merge_live_tasks(recorded, live), 0u) << "nothing twice";
 }
+
+TEST(RunReport, AHangsStallIsCountedApartFromOtherLostWork) {
+  // Saved at +20 s; the ranks stall at +40 s; the supervisor's hang notice at +70 s
+  // (hang timeout 30 s) and the step is ended: End at +75 s, no end from rank 0.
+  const run_report r = build_run_report("60", {task("60", "60", 0, 75, 2, "FAILED")},
+                                        {ev(5, "60", "first_step", 0), ev(20, "60", "save", 300, -1, "save-switch"),
+                                         ev(22, "60", "saved", -1, 2000), ev(70, "60", "notice", -1, 30000, "hang")},
+                                        kS + 100 * kSec);
+  const task_report& t = r.tasks[0];
+  EXPECT_DOUBLE_EQ(t.kept_s, 15);
+  EXPECT_DOUBLE_EQ(t.saves_s, 2);
+  EXPECT_DOUBLE_EQ(t.lost_s, 18) << "22 .. 40 s: trained, never saved";
+  EXPECT_DOUBLE_EQ(t.hung_s, 35) << "40 .. 75 s: from the stall to the end";
+  EXPECT_NEAR(r.startup + r.productive + r.saves + r.lost + r.hung + r.end, r.allocated, 1e-6);
+  EXPECT_NE(run_report_text(r).find("hangs 46.7%"), std::string::npos) << run_report_text(r);
+  EXPECT_NE(run_report_svg(r).find("#6a1b9a"), std::string::npos);
+}
