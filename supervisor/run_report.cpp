@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <sstream>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -201,6 +202,11 @@ run_report build_run_report(const std::string& job, std::vector<task_record> tas
   });
   run_report r;
   r.job = job;
+  // By job id: each task's events, and the Starts of its runs (sacct -D).
+  std::unordered_map<std::string, std::vector<const run_event*>> events_of;
+  for (const run_event& e : events) events_of[e.job].push_back(&e);
+  std::unordered_map<std::string, std::vector<std::int64_t>> starts_of;
+  for (const task_record& t : tasks) starts_of[t.job_id].push_back(t.start_ms);
   std::int64_t busy_until = 0;  // the latest End of the tasks so far
   for (task_record& rec : tasks) {
     task_report t;
@@ -217,11 +223,11 @@ run_report build_run_report(const std::string& job, std::vector<task_record> tas
     // -D gives each run its record): from this Start, with a few seconds' slack for the
     // nodes' clocks, to the next run's Start, or a minute after this End.
     std::int64_t until = t.task.end_ms + 60000;
-    for (const task_record& other : tasks)
-      if (other.job_id == rec.job_id && other.start_ms > rec.start_ms) until = std::min(until, other.start_ms - 5000);
+    for (const std::int64_t other : starts_of[rec.job_id])
+      if (other > rec.start_ms) until = std::min(until, other - 5000);
     std::vector<run_event> mine;
-    for (const run_event& e : events)
-      if (e.job == rec.job_id && e.ms >= rec.start_ms - 5000 && e.ms < until) mine.push_back(e);
+    for (const run_event* e : events_of[rec.job_id])
+      if (e->ms >= rec.start_ms - 5000 && e->ms < until) mine.push_back(*e);
     std::stable_sort(mine.begin(), mine.end(), [](const run_event& a, const run_event& b) { return a.ms < b.ms; });
     account(t, mine);
     const std::int64_t ready = std::max({rec.submit_ms, rec.eligible_ms, busy_until});
