@@ -1,7 +1,6 @@
 #include "parse.hpp"
 
 #include <algorithm>
-
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -280,6 +279,11 @@ std::string format_size(std::uint64_t bytes) {
   else
     std::snprintf(buf, sizeof buf, v < 10 ? "%.1f%s" : "%.0f%s", v, units[u]);
   return buf;
+}
+
+bool all_digits(std::string_view s, std::size_t max_len) {
+  return !s.empty() && s.size() <= max_len &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 }  // namespace trainctl

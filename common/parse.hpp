@@ -16,6 +16,9 @@ struct parse_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Whether `s` is 1 to `max_len` ASCII digits: a job id, a key that names a file.
+bool all_digits(std::string_view s, std::size_t max_len);
+
 // "90s", "10m", "1h", "1.5h", "500ms", "2d"; a bare number takes `bare_unit`
 // ('s' or 'm'). Must be > 0 unless allow_zero, and at most `max`.
 std::chrono::milliseconds parse_duration(std::string_view text, char bare_unit = 's', bool allow_zero = false,

@@ -1,29 +1,14 @@
 #include "run_events.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <sstream>
 
 #include "bad_nodes.hpp"
+#include "parse.hpp"
 
 namespace trainctl {
 namespace {
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
-
-bool all_digits(const std::string& s, std::size_t max_len) {
-  return !s.empty() && s.size() <= max_len &&
-         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
 
 // Words in an event line: letters, digits, '-' and '_' (a switch's name, a reason).
 bool is_word(const std::string& s) {
@@ -69,8 +54,9 @@ std::string run_events_path(const std::string& key) {
 }
 
 std::string own_run_events_path() {
-  const std::string array = env("SLURM_ARRAY_JOB_ID");
-  return run_events_path(array.empty() ? env("SLURM_JOB_ID") : array);
+  const char* array = std::getenv("SLURM_ARRAY_JOB_ID");
+  const char* job = std::getenv("SLURM_JOB_ID");
+  return run_events_path(array != nullptr && *array != '\0' ? array : job != nullptr ? job : "");
 }
 
 std::string format_run_event(const run_event& e) {

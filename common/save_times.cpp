@@ -1,14 +1,8 @@
 #include "save_times.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <ctime>
 
 #include "bad_nodes.hpp"
@@ -25,9 +19,7 @@ std::string save_times_dir() { return user_state_path("TRAINCTL_SAVE_TIMES_DIR",
 
 std::string save_times_path(const std::string& key) {
   const std::string dir = save_times_dir();
-  if (dir.empty() || key.empty() || key.size() > 20 ||
-      !std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return "";
+  if (dir.empty() || !all_digits(key, 20)) return "";
   return dir + "/" + key;
 }
 

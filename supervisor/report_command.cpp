@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "parse.hpp"
 #include "run_events.hpp"
 #include "run_report.hpp"
 #include "slurm_job.hpp"
@@ -20,14 +21,11 @@
 namespace trainctl::commands {
 namespace {
 
-bool digits(const std::string& s) {
-  return !s.empty() && s.size() <= 12 && s.find_first_not_of("0123456789") == std::string::npos;
-}
-
 // "1234" (a job, or a whole array) or "1234_5" (one task of it).
 bool valid_job(const std::string& job) {
   const size_t us = job.find('_');
-  return us == std::string::npos ? digits(job) : digits(job.substr(0, us)) && digits(job.substr(us + 1));
+  return us == std::string::npos ? all_digits(job, 12)
+                                 : all_digits(job.substr(0, us), 12) && all_digits(job.substr(us + 1), 12);
 }
 
 // The tasks from sacct where accounting runs, else from slurmctld's memory. *source

@@ -32,10 +32,6 @@ std::vector<std::string> split(const std::string& line, char sep) {
   return out;
 }
 
-bool digits(const std::string& s) {
-  return !s.empty() && s.size() <= 20 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 // "12.3s", "4m05s", "2h07m": a span a person reads at a glance.
 std::string span_text(double s) {
   char out[32];
@@ -133,7 +129,7 @@ std::vector<task_record> parse_sacct_tasks(const std::string& output) {
   std::istringstream lines(output);
   for (std::string line; std::getline(lines, line);) {
     const auto f = split(line, '|');
-    if (f.size() < 9 || !digits(f[0])) continue;
+    if (f.size() < 9 || !all_digits(f[0], 20)) continue;
     task_record t;
     t.job_id = f[0];
     t.name = f[1];
@@ -168,7 +164,7 @@ std::vector<task_record> parse_scontrol_tasks(const std::string& output) {
       t.end_ms = timestamp_or_zero(scontrol_field(line, "EndTime"));
     }
     t.nodes = std::atoi(scontrol_field(line, "NumNodes").c_str());
-    if (digits(t.job_id)) out.push_back(std::move(t));
+    if (all_digits(t.job_id, 20)) out.push_back(std::move(t));
   }
   return out;
 }

@@ -55,8 +55,6 @@ constexpr std::int64_t kAtEndTimeMs = 5000;
 // A rank still running this long after it was told to exit gets a line.
 constexpr std::int64_t kExitReportAfterMs = 60000;
 
-std::string clock_time(std::int64_t unix_ms) { return format_slurm_timestamp(unix_ms); }
-
 std::string env_or_empty(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr ? v : "";
@@ -347,14 +345,14 @@ void supervisor::on_job_answer(const std::optional<job_times>& jt, const std::st
   if (!fallback.empty()) log("EndTime is read through scontrol (two RPCs and an exec each): %s", fallback.c_str());
   if (!jt) {
     log("could not read the job's EndTime (%s): %s; keeping %s", query_why_.c_str(), error.c_str(),
-        end_ms_ ? clock_time(end_ms_).c_str() : "no deadline");
+        end_ms_ ? format_slurm_timestamp(end_ms_).c_str() : "no deadline");
     if (notice_pending_) resolve_notice("notice");
     return;
   }
   if (jt->start_ms > 0) hook_.set_run_start(jt->start_ms);
   if (jt->preempting && !preempted_) {
     preempted_ = true;
-    log("the job is being preempted (EndTime now %s)", clock_time(jt->end_ms).c_str());
+    log("the job is being preempted (EndTime now %s)", format_slurm_timestamp(jt->end_ms).c_str());
     // For the batch step's supervisor on this node, which SLURM may not signal at a
     // preemption: at its script's end it asks the controller only when told so.
     try {
@@ -372,11 +370,11 @@ void supervisor::on_job_answer(const std::optional<job_times>& jt, const std::st
     log("the job is ending (JobState=%s)", jt->state.c_str());
   }
   if (jt->end_ms == 0 && end_ms_ != 0)
-    log("EndTime read as unknown (%s); keeping %s", query_why_.c_str(), clock_time(end_ms_).c_str());
+    log("EndTime read as unknown (%s); keeping %s", query_why_.c_str(), format_slurm_timestamp(end_ms_).c_str());
   if (running && jt->end_ms != end_ms_ && jt->end_ms != 0) {
     if (end_ms_ != 0)
-      log("EndTime moved from %s to %s (TimeLimit %lld s)", clock_time(end_ms_).c_str(), clock_time(jt->end_ms).c_str(),
-          static_cast<long long>(jt->limit_s));
+      log("EndTime moved from %s to %s (TimeLimit %lld s)", format_slurm_timestamp(end_ms_).c_str(),
+          format_slurm_timestamp(jt->end_ms).c_str(), static_cast<long long>(jt->limit_s));
     end_ms_ = jt->end_ms;
     limit_s_ = jt->limit_s;
     if (opts_.graceful_exit.count() != 0) {
@@ -388,7 +386,8 @@ void supervisor::on_job_answer(const std::optional<job_times>& jt, const std::st
         pre_deadline_queried_ = false;
         schedule_pre_deadline_query();
         publish_deadline();
-        log("deadline %s (EndTime %s - graceful exit %s)", clock_time(d).c_str(), clock_time(end_ms_).c_str(),
+        log("deadline %s (EndTime %s - graceful exit %s)", format_slurm_timestamp(d).c_str(),
+            format_slurm_timestamp(end_ms_).c_str(),
             why.empty() ? format_duration(graceful).c_str() : ("auto: " + why).c_str());
       }
     }
@@ -428,7 +427,8 @@ void supervisor::learn_save_time() {
   publish_deadline();
   if (pub_) pub_->set_deadline_ms(deadline_ms_);
   log("a save took %.1f s: deadline now %s (EndTime %s - graceful exit auto: %s)",
-      static_cast<double>(save_ms) / 1000.0, clock_time(d).c_str(), clock_time(end_ms_).c_str(), why.c_str());
+      static_cast<double>(save_ms) / 1000.0, format_slurm_timestamp(d).c_str(), format_slurm_timestamp(end_ms_).c_str(),
+      why.c_str());
 }
 
 // A notice signal is relayed once the controller said whether it is a preemption (then

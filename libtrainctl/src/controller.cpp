@@ -23,6 +23,7 @@
 #include <stdexcept>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 #include "bad_nodes.hpp"
 #include "config_impl.hpp"
@@ -202,6 +203,7 @@ struct controller::impl {
   void judge_stragglers(std::int64_t step, const std::int64_t* r);
   void report_straggler(std::int64_t step, std::int64_t slowest_us, std::int64_t fastest_us) const;
   void note_event(const char* what, std::int64_t step, std::int64_t took_ms, const std::string& reason);
+  std::string take_events();  // the queued lines, leaving none
   void flush_events();
   void note_notices(const node_state& n);
   void flush_events_at_end();
@@ -329,12 +331,13 @@ void controller::impl::note_event(const char* what, std::int64_t step, std::int6
   wake();
 }
 
+std::string controller::impl::take_events() {
+  std::lock_guard<std::mutex> hold(events_mu);
+  return std::exchange(events_pending, std::string());
+}
+
 void controller::impl::flush_events() {
-  std::string lines;
-  {
-    std::lock_guard<std::mutex> hold(events_mu);
-    lines.swap(events_pending);
-  }
+  const std::string lines = take_events();
   if (lines.empty()) return;
   const std::string why = append_run_events(events_path, lines);
   if (!why.empty() && why != events_problem)
@@ -364,12 +367,8 @@ void controller::impl::note_notices(const node_state& n) {
 // The last lines, from a thread this rank waits for at most 2 s: a stalled home must not
 // keep a rank that is done from ending (the lines are lost then, and the report says less).
 void controller::impl::flush_events_at_end() {
-  std::string lines;
-  {
-    std::lock_guard<std::mutex> hold(events_mu);
-    lines.swap(events_pending);
-  }
-  if (lines.empty() || events_path.empty()) return;
+  std::string lines = take_events();
+  if (lines.empty()) return;
   auto done = std::make_shared<std::atomic<bool>>(false);
   std::thread([path = events_path, lines = std::move(lines), done] {
     append_run_events(path, lines);
