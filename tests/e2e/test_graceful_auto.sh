@@ -3,7 +3,9 @@
 # --graceful-exit=auto on a 2-task array (2 nodes x 2 torchrun ranks, 3-minute limit),
 # whose saves take 20 s in task 1 and 30 s in task 2:
 #   task 1 has no save to learn from: the first-task default, capped at half the time
-#     limit (90 s); its deadline save (20 s) is recorded for the array;
+#     limit (90 s); its own kill switch (KILL_1) ends it early, and that save (20 s) is
+#     recorded for the array: any finished save teaches the deadline, and the test need
+#     not wait out task 1's 90 s;
 #   task 2 starts from it: 20 s x1.5 + 30 s, about 1 min; a save-switch save that takes
 #     30 s then moves its deadline earlier (76 s before EndTime), and the log says so;
 #   both tasks end COMPLETED, their last saves finished, never killed at the time limit.
@@ -14,16 +16,25 @@ export TRAINCTL_SAVE_TIMES_DIR=$TEST_DIR/save_times
 supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL" --save-switch="$TEST_DIR/SAVE" --graceful-exit=auto
 # shellcheck disable=SC2016  # expanded by the task's shell
 sed -i 's|--step-time 0.05|--step-time 0.05 --save-time $((10 * SLURM_ARRAY_TASK_ID + 10))|' "$TEST_DIR/job.sh"
+# Each task its own kill switch, expanded by the task's shell: KILL_1 ends task 1 only.
+# shellcheck disable=SC2016
+sed -i 's|--kill-switch=\([^ ]*\)/KILL |--kill-switch=\1/KILL_$SLURM_ARRAY_TASK_ID |' "$TEST_DIR/job.sh"
+# shellcheck disable=SC2016  # the text, not its value
+grep -qF 'KILL_$SLURM_ARRAY_TASK_ID' "$TEST_DIR/job.sh" || fail "the job script has no per-task kill switch"
 job=$(submit --array=1-2%1 -N2 --ntasks-per-node=1 --time=3 -o "$TEST_DIR/task%a.out" "$TEST_DIR/job.sh")
 log "submitted array $job: saves take 20 s (task 1), 30 s (task 2)"
 store=$TRAINCTL_SAVE_TIMES_DIR/$job
 
-wait_for 260 "task 1 to end" job_ended "${job}_1"
+wait_for 120 "task 1's ranks" events_at_least start 4
+sleep 3
+touch "$TEST_DIR/KILL_1"
+log "task 1: touched its kill switch; its save takes 20 s"
+wait_for 120 "task 1 to end" job_ended "${job}_1"
 [ "$(job_state "${job}_1")" = COMPLETED ] || fail "task 1 ended $(job_state "${job}_1")"
 grep -E "deadline .* graceful exit auto: 90s \(no save seen yet in this job array: 10m, at most half the time limit\)" \
   "$TEST_DIR/task1.out" >/dev/null || fail "task 1 did not take the first-task default, capped at half the limit"
-[ "$(grep -c '"why": "deadline"' "$TEST_DIR"/events/rank*.jsonl | awk -F: '{ s += $2 } END { print s }')" -eq 4 ] ||
-  fail "task 1: not every rank finished its deadline save"
+[ "$(grep -c '"why": "kill-switch"' "$TEST_DIR"/events/rank*.jsonl | awk -F: '{ s += $2 } END { print s }')" -eq 4 ] ||
+  fail "task 1: not every rank finished its kill-switch save"
 [ -s "$store" ] || fail "task 1's save time was not recorded in $store"
 longest=$(grep -o 'save_ms=[0-9]*' "$store" | cut -d= -f2 | sort -n | tail -1)
 log "task 1 recorded a save of $longest ms: $(head -1 "$store")"
@@ -43,9 +54,9 @@ wait_for 200 "task 2 to end" job_ended "${job}_2"
 [ "$(job_state "${job}_2")" = COMPLETED ] || fail "task 2 ended $(job_state "${job}_2"), not COMPLETED"
 [ "$(events_count exit)" -eq 8 ] || fail "$(events_count exit) of 8 rank exits"
 final=$(grep -c '"why": "deadline"' "$TEST_DIR"/events/rank*.jsonl | awk -F: '{ s += $2 } END { print s }')
-[ "$final" -eq 8 ] || fail "$final of 8 deadline saves finished"
+[ "$final" -eq 4 ] || fail "$final of task 2's 4 deadline saves finished"
 longest=$(grep -o 'save_ms=[0-9]*' "$store" | cut -d= -f2 | sort -n | tail -1)
 [ "$longest" -ge 29500 ] || fail "task 2's longer save was not recorded (longest $longest ms)"
 deadlines=$(grep -oE "graceful exit auto: [0-9]+s" "$TEST_DIR/task2.out" | sort -u | tr '\n' ' ')
 log "figure: task 2's graceful exits: $deadlines"
-log "PASS: auto took the first-task default, then 20 s x1.5 + 30 s; a 30 s save moved the deadline; both tasks saved and completed"
+log "PASS: auto took the first-task default, then 20 s x1.5 + 30 s from task 1's kill-switch save; a 30 s save moved the deadline; both tasks saved and completed"
