@@ -6,8 +6,8 @@
 #include <exception>
 #include <string>
 
-#include "cmd/verbs.hpp"
 #include "trainctl/trainctl.h"
+#include "verbs.hpp"
 
 namespace {
 

@@ -847,53 +847,6 @@ int supervisor::run(char* const* argv, pid_t adopt) {
 
 }  // namespace
 
-int dump_job_stacks_here(const std::string& job_id, std::string out_dir, const std::string& reason) {
-  const std::vector<std::string> launchers{"torchrun", "accelerate", "deepspeed", "mpirun", "mpiexec", "srun", "orted"};
-  // Only this node's: where nodes share a host (containers, test beds) the others'
-  // ranks are visible here too.
-  const std::string node = env_or_empty("SLURMD_NODENAME");
-  std::vector<proc_info> ranks;
-  for (const auto& r : find_job_rank_procs(job_id, launchers))
-    if (node.empty() || proc_environ_value(r.pid, "SLURMD_NODENAME") == node) ranks.push_back(r);
-  // Unless told where, beside the job's own hang stacks: its ranks' TRAINCTL_LOG_DIR
-  // (the template sets it inside the job, where a login shell cannot see it).
-  if (out_dir.compare(0, 9, "fallback:") == 0) {
-    const std::string logs = ranks.empty() ? "" : proc_environ_value(ranks[0].pid, "TRAINCTL_LOG_DIR");
-    out_dir = logs.empty() ? out_dir.substr(9) : logs + "/stacks-" + job_id;
-  }
-  // A missing log directory is made (private); one that cannot be used, or a stacks
-  // directory of someone else's, is one line and a failure: never a claim of files
-  // that were not written.
-  const size_t slash = out_dir.rfind('/');
-  bool group = false;
-  std::string why = slash == std::string::npos || slash == 0 ? "" : prepare_log_dir(out_dir.substr(0, slash), &group);
-  const int fd = why.empty() ? open_stacks_dir(out_dir, group, &why) : -1;
-  if (fd < 0) {
-    std::printf("error host=%s %s\n", node_name().c_str(), why.c_str());
-    std::fflush(stdout);
-    return 1;
-  }
-  dump_options o;
-  o.out_dir = out_dir;
-  o.dir_fd = fd;
-  o.file_mode = group ? 0640 : 0600;
-  const std::string restart = env_or_empty("SLURM_RESTART_COUNT");
-  o.id = {job_id + "." + (restart.empty() ? "0" : restart), "on-demand", unix_now_ms()};
-  o.python_dir = state_dir();
-  o.stack_signal = stack_signal_from_env();
-  o.reason = reason;
-  for (const auto& s : dump_stacks(ranks, o)) {
-    if (s.file.empty())
-      std::printf("error host=%s stacks of rank %d not saved: %s\n", s.host.c_str(), s.rank, s.error.c_str());
-    else
-      std::printf("stack rank=%d pid=%d host=%s dir=%s frame=%s\n", s.rank, s.pid, s.host.c_str(), out_dir.c_str(),
-                  s.frame.c_str());
-  }
-  close(fd);
-  std::fflush(stdout);
-  return 0;
-}
-
 int run_supervised(const supervisor_options& opts, char* const* argv, pid_t adopt) {
   supervisor s(opts);
   return s.run(argv, adopt);

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <sstream>
@@ -125,6 +126,34 @@ std::optional<std::string> scontrol_show(const std::string& kind, const std::str
     return std::nullopt;
   }
   return std::move(r.output);
+}
+
+job_record parse_job_record(const std::string& line) {
+  job_record j;
+  j.id = scontrol_field(line, "JobId");
+  j.name = scontrol_field(line, "JobName");
+  j.state = scontrol_field(line, "JobState");
+  const std::string user = scontrol_field(line, "UserId");
+  const size_t paren = user.find('(');
+  j.user = user.substr(0, paren);
+  if (paren != std::string::npos) j.uid = std::strtol(user.c_str() + paren + 1, nullptr, 10);
+  j.partition = scontrol_field(line, "Partition");
+  j.node_list = scontrol_field(line, "NodeList");
+  j.num_nodes = scontrol_field(line, "NumNodes");
+  j.work_dir = scontrol_field(line, "WorkDir");
+  try {
+    j.end_ms = parse_slurm_timestamp(scontrol_field(line, "EndTime"));
+  } catch (const std::exception&) {
+    j.end_ms = 0;  // shown without the time limit rather than not at all
+  }
+  return j;
+}
+
+std::optional<job_record> show_job_record(const std::string& id, std::chrono::milliseconds timeout,
+                                          std::string* error) {
+  const auto line = scontrol_show("job", id, timeout, error);
+  if (!line) return std::nullopt;
+  return parse_job_record(*line);
 }
 
 namespace {

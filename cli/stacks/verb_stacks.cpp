@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "user_commands.hpp"
+#include "commands.hpp"
 #include "verb_args.hpp"
 #include "verbs.hpp"
 

@@ -43,6 +43,28 @@ std::string scontrol_field(const std::string& line, const std::string& name);
 std::optional<std::string> scontrol_show(const std::string& kind, const std::string& id,
                                          std::chrono::milliseconds timeout, std::string* error);
 
+// One job as a user's verb sees it, read once from its `scontrol show job -o` line:
+// which job, whose, and where it runs. The verbs take their SLURM facts from here and
+// never parse the line again.
+struct job_record {
+  std::string id;           // JobId
+  std::string name;         // JobName
+  std::string state;        // JobState
+  std::string user;         // the name in UserId ("name(uid)")
+  long uid = -1;            // the uid in UserId; -1 when not shown
+  std::string partition;    // Partition
+  std::string node_list;    // NodeList, compressed as SLURM prints it
+  std::string num_nodes;    // NumNodes, as printed (srun -N takes it so)
+  std::string work_dir;     // WorkDir
+  std::int64_t end_ms = 0;  // EndTime as unix ms; 0 when unknown or unparsable
+};
+
+// Reads the fields above from one line; absent ones stay empty.
+job_record parse_job_record(const std::string& line);
+// `scontrol show job -o ID` with a timeout, read into a record; nullopt with `error`
+// saying why in one line.
+std::optional<job_record> show_job_record(const std::string& id, std::chrono::milliseconds timeout, std::string* error);
+
 // Runs `scontrol show job -o JOB` with a timeout. nullopt when it failed or timed out;
 // `error` then says why in one line.
 std::optional<job_times> query_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error);

@@ -1,6 +1,6 @@
-// The commands people run against jobs and the bad-node memory: trainctl-run's old
-// flags (--dump-stacks, --bad-nodes, --mark-bad-node) and the trainctl verbs (stacks,
-// bad-nodes) call these. Each prints what it found, every line starting with `who`
+// The user's verbs, one implementation each (cli/<verb>/), declared in one place as git's
+// builtin.h does: the trainctl verbs and trainctl-run's flags (--dump-stacks, --bad-nodes,
+// --mark-bad-node) both call these. Each prints what it found, every line starting with `who`
 // (the program), and returns the exit status: 0, 1 (it could not), 2 (bad input).
 #pragma once
 #include <chrono>

@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "run_options.hpp"
 #include "subprocess.hpp"
-#include "supervisor.hpp"
 
 namespace trainctl {
 

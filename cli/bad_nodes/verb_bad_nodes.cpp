@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "user_commands.hpp"
+#include "commands.hpp"
 #include "verb_args.hpp"
 #include "verbs.hpp"
 

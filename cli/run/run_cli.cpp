@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "commands.hpp"
 #include "job_status.hpp"
 #include "options.hpp"
 #include "parse.hpp"
@@ -21,7 +22,6 @@
 #include "supervisor.hpp"
 #include "switch_paths.hpp"
 #include "trainctl/trainctl.h"
-#include "user_commands.hpp"
 
 namespace trainctl::commands {
 

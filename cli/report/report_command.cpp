@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "commands.hpp"
 #include "parse.hpp"
 #include "run_events.hpp"
 #include "run_report.hpp"
 #include "slurm_job.hpp"
 #include "subprocess.hpp"
-#include "user_commands.hpp"
 
 namespace trainctl::commands {
 namespace {

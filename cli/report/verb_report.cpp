@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "user_commands.hpp"
+#include "commands.hpp"
 #include "verb_args.hpp"
 #include "verbs.hpp"
 

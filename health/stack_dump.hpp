@@ -90,4 +90,10 @@ std::set<std::string> suspect_hosts(const std::vector<rank_stack>& stacks);
 // wrote. Only regular files of this user, opened without following links or blocking.
 std::vector<rank_stack> read_dumps(int dir_fd, const std::string& run, const std::string& kind, std::int64_t since_ms);
 
+// Writes every rank's stacks on this node for job `job_id` (found in /proc, not below a
+// supervisor) into `out_dir` ("fallback:DIR": the ranks' TRAINCTL_LOG_DIR/stacks-JOB,
+// else DIR); prints one "stack rank=R pid=P host=H dir=D frame=F" line per rank on
+// stdout. trainctl-run --dump-stacks runs it on each node of the job through srun.
+int dump_job_stacks_here(const std::string& job_id, std::string out_dir, const std::string& reason);
+
 }  // namespace trainctl

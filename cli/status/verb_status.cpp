@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <string>
 
+#include "commands.hpp"
 #include "parse.hpp"
-#include "user_commands.hpp"
 #include "verb_args.hpp"
 #include "verbs.hpp"
 

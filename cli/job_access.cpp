@@ -1,0 +1,49 @@
+#include "job_access.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+namespace trainctl::commands {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+std::optional<job_record> running_job_of_mine(const std::string& who, const std::string& what, const std::string& job) {
+  std::string error;
+  auto info = show_job_record(job, std::chrono::milliseconds(10000), &error);
+  if (!info || info->state != "RUNNING") {
+    const std::string why =
+        info ? "the job is " + info->state + ", not RUNNING" : "no such job that scontrol can show (" + error + ")";
+    std::fprintf(stderr, "%s: %s %s: %s; accepted: the id of a running job\n", who.c_str(), what.c_str(), job.c_str(),
+                 why.c_str());
+    return std::nullopt;
+  }
+  // SLURM refuses a step in another user's job; said in words rather than as srun's
+  // "Access/permission denied".
+  if (info->uid >= 0 && getuid() != 0 && static_cast<uid_t>(info->uid) != getuid()) {
+    std::fprintf(stderr, "%s: %s %s: the job is %s's; only its own user can look inside it\n", who.c_str(),
+                 what.c_str(), job.c_str(), info->user.c_str());
+    return std::nullopt;
+  }
+  return info;
+}
+
+std::vector<std::string> srun_helper_on_each_node(const job_record& job, const std::vector<std::string>& args) {
+  char self[4096] = {};
+  std::string helper = "trainctl-run";
+  if (readlink("/proc/self/exe", self, sizeof self - 1) > 0) {
+    const std::string me = self;
+    helper = me.substr(0, me.rfind('/') + 1) + "trainctl-run";
+  }
+  std::vector<std::string> argv{"srun",        "--jobid=" + job.id,   "--overlap", "--quiet",     "-N",
+                                job.num_nodes, "--ntasks-per-node=1", "-w",        job.node_list, helper};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+}  // namespace trainctl::commands

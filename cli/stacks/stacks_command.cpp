@@ -1,0 +1,75 @@
+// trainctl stacks JOB (and trainctl-run --dump-stacks): every rank's stacks of a running
+// job, taken on its nodes by trainctl-run's --dump-stacks-here helper, and one line
+// saying where most ranks are. Runs on a login node as the job's user.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "job_access.hpp"
+#include "stack_dump.hpp"
+#include "subprocess.hpp"
+
+namespace trainctl::commands {
+
+// --dump-stacks JOB: one task on each of the job's nodes (srun --overlap, beside the
+// running steps) writes its ranks' stacks; the summary is made from what they print.
+int dump_stacks_of_job(const std::string& who, const std::string& what, const std::string& job,
+                       const std::string& log_dir) {
+  using namespace trainctl;
+  const auto info = running_job_of_mine(who, what, job);
+  if (!info) return 1;
+  // Given (--log-dir, TRAINCTL_LOG_DIR here): that. Else where the job's ranks put
+  // theirs, which only the nodes can read, falling back to the job's working directory.
+  std::string dir = log_dir.empty() ? env("TRAINCTL_LOG_DIR") : log_dir;
+  dir = dir.empty() ? "fallback:" + info->work_dir + "/stacks-" + job : dir + "/stacks-" + job;
+  child_spec d;
+  d.argv = srun_helper_on_each_node(*info, {"--dump-stacks-here", job, "--stacks-dir", dir});
+  d.deadline = std::chrono::milliseconds(180000);
+  d.merge_stderr = true;  // srun's own refusals ("Access/permission denied") are the answer then
+  const auto t0 = std::chrono::steady_clock::now();
+  const child_result r = run_child(d);
+  std::vector<rank_stack> stacks;
+  std::vector<std::string> errors, other;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.compare(0, 6, "error ") == 0) errors.push_back(line.substr(6));
+    if (line.compare(0, 11, "stack rank=") != 0) {
+      if (line.compare(0, 6, "error ") != 0 && !line.empty()) other.push_back(line);
+      continue;
+    }
+    rank_stack s;
+    s.rank = std::atoi(line.c_str() + 11);
+    s.host = scontrol_field(line, "host");
+    const size_t f = line.find(" frame=");
+    s.frame = f == std::string::npos ? "" : line.substr(f + 7);
+    s.file = scontrol_field(line.substr(0, f), "dir");  // where that node wrote
+    stacks.push_back(s);
+  }
+  for (const auto& e : errors)
+    std::fprintf(stderr, "%s: %s %s: %s\n", who.c_str(), what.c_str(), job.c_str(), e.c_str());
+  if (!r.ok() && stacks.empty()) {
+    // srun's own line says why (permission denied, no such job step...); else ours.
+    const std::string why = !other.empty() ? other.front() : errors.empty() ? r.error : "";
+    if (!why.empty()) std::fprintf(stderr, "%s: %s %s: %s\n", who.c_str(), what.c_str(), job.c_str(), why.c_str());
+    return 1;
+  }
+  std::sort(stacks.begin(), stacks.end(), [](const rank_stack& a, const rank_stack& b) { return a.rank < b.rank; });
+  const long long ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  if (stacks.empty() && !errors.empty()) return 1;
+  if (stacks.empty()) {
+    std::fprintf(stderr, "%s: %s %s: no rank processes found on its nodes (%lld ms)\n", who.c_str(), what.c_str(),
+                 job.c_str(), ms);
+    return 1;
+  }
+  std::printf("%s: stacks of %zu ranks of job %s in %s/ (%lld ms): %s\n", who.c_str(), stacks.size(), job.c_str(),
+              stacks[0].file.c_str(), ms, summarize(stacks).c_str());
+  return errors.empty() ? 0 : 1;
+}
+
+}  // namespace trainctl::commands
