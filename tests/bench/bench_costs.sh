@@ -10,7 +10,8 @@
 #              slurmctld's count (sdiag) per message type, per node-hour
 #   follower   wakeups and CPU of the supervisor that does not publish, over
 #              FOLLOWER_SECONDS (180)
-#   trainwatch instructions of `trainwatch fs` over 10 paths and of --version, against squeue
+#   trainwatch instructions of `trainwatch fs` over 10 paths at 0, 100 and 500 history
+#              points, and of --version, against squeue
 #   bad nodes  `trainctl-run --bad-nodes` over 10,000 findings, and after the next append
 # Needs release builds and the local cluster (scripts/local-cluster up); in a release's
 # root: scripts/testbed shell RELEASE sh -c '/src/scripts/local-cluster up &&
@@ -127,11 +128,25 @@ if [[ " $parts " == *" follower "* ]]; then
 fi
 
 if [[ " $parts " == *" trainwatch "* ]]; then
-  echo "== trainwatch: instructions (callgrind), a clean fs check over 10 paths and --version"
+  echo "== trainwatch: instructions (callgrind), a clean fs check over 10 paths at 0, 100 and 500 history points, and --version"
   args=()
   for i in $(seq 1 10); do mkdir -p "$work/d$i" && args+=(--path "$work/d$i" --min-free 1M --min-free-inodes 1%); done
+  # Each build keeps its own state directory (the history formats differ); the runs
+  # between two measurements add one point per path each, as a cron run would.
+  n=0
+  for b in "${builds[@]}"; do n=$((n + 1)) && mkdir -p "$work/tw-state-$n"; done
+  have=0
+  for points in 0 100 500; do
+    n=0
+    for b in "${builds[@]}"; do
+      n=$((n + 1))
+      for _ in $(seq $((have + 1)) "$points"); do "$b/bin/trainwatch" fs "${args[@]}" --state-dir "$work/tw-state-$n" >/dev/null; done
+      echo "$(name "$b"): fs with $points history points $(instructions "$b/bin/trainwatch" fs "${args[@]}" --state-dir "$work/tw-state-$n")"
+    done
+    have=$((points + 1))
+  done
   for b in "${builds[@]}"; do
-    echo "$(name "$b"): fs $(instructions "$b/bin/trainwatch" fs "${args[@]}" --state-dir "$work/tw-state"), --version $(instructions "$b/bin/trainwatch" --version), libraries loaded: $(ldd "$b/bin/trainwatch" | wc -l)"
+    echo "$(name "$b"): --version $(instructions "$b/bin/trainwatch" --version), libraries loaded: $(ldd "$b/bin/trainwatch" | wc -l)"
   done
   echo "squeue -h (for scale): $(instructions squeue -h)"
 fi

@@ -13,6 +13,7 @@
 #include "bad_nodes.hpp"
 #include "checks.hpp"
 #include "fixture.hpp"
+#include "history.hpp"
 #include "sinks.hpp"
 
 using namespace trainctl;
@@ -128,6 +129,47 @@ TEST(FsCheck, Runway) {
   EXPECT_NEAR(*r, 6000, 1);
   EXPECT_FALSE(runway_seconds({{0, 300}, {600, 200}, {1200, 100}}, 1000)) << "shrinking: no runway";
   EXPECT_FALSE(runway_seconds({{0, 1}}, 10));
+}
+
+// The history keeps the last day, at most 500 points, in a file whose size stops
+// growing there: what a run reads and writes does not grow with how long it has run.
+TEST(History, KeepsTheLastDayAndAtMost500PointsInAFileOfBoundedSize) {
+  temp_dir t;
+  const std::string f = history_file(t.path(), "fs", "/scratch/a b");
+  EXPECT_EQ(f, t / "fs-history-_scratch_a_b");
+  std::vector<std::pair<double, double>> pts;
+  for (int i = 0; i < 700; ++i) pts = record_history(f, 1e6 + 60.0 * i, 1000.0 + i);
+  ASSERT_EQ(pts.size(), 500u);
+  EXPECT_EQ(pts.front().first, 1e6 + 60.0 * 200) << "the oldest points go first";
+  EXPECT_EQ(pts.back().second, 1699.0);
+  struct stat st {};
+  ASSERT_EQ(stat(f.c_str(), &st), 0);
+  EXPECT_LE(st.st_size, 8 + 500 * 16);
+  // A day later only the new point is left.
+  pts = record_history(f, 1e6 + 60.0 * 699 + 86400, 5);
+  ASSERT_EQ(pts.size(), 1u);
+  EXPECT_EQ(pts[0].second, 5);
+}
+
+TEST(History, ReadsTheOldTextFormatOnceAndWritesTheNewOne) {
+  temp_dir t;
+  t.write("memory-history-x", "1000 300000\n1600 500000\n");
+  auto pts = record_history(t / "memory-history-x", 2200, 700000);
+  ASSERT_EQ(pts.size(), 3u);
+  EXPECT_EQ(pts[0], std::make_pair(1000.0, 300000.0));
+  EXPECT_EQ(pts[1], std::make_pair(1600.0, 500000.0));
+  pts = record_history(t / "memory-history-x", 2800, 900000);
+  ASSERT_EQ(pts.size(), 4u) << "the converted file reads back";
+  EXPECT_EQ(pts[2], std::make_pair(2200.0, 700000.0));
+}
+
+TEST(History, FollowsNoLinkAndWaitsOnNoFifo) {
+  temp_dir t;
+  t.write("elsewhere", "1000 1\n1001 2\n");
+  ASSERT_EQ(symlink((t / "elsewhere").c_str(), (t / "fs-history-l").c_str()), 0);
+  EXPECT_EQ(record_history(t / "fs-history-l", 1002, 3).size(), 1u) << "the link's target is not read";
+  ASSERT_EQ(mkfifo((t / "fs-history-f").c_str(), 0600), 0);
+  EXPECT_EQ(record_history(t / "fs-history-f", 1002, 3).size(), 1u) << "a FIFO gives nothing and blocks nothing";
 }
 
 TEST(FsCheck, ThresholdsAndEffectiveCapacity) {
