@@ -709,6 +709,32 @@ void controller::impl::judge_stragglers(std::int64_t step, const std::int64_t* r
   if (strikes == cfg.straggler_agreements) report_straggler(step, slowest_us, fastest_us);
 }
 
+namespace {
+
+// One append of one line (lines of ranks on several nodes do not interleave) to a file in
+// a directory others may write (the log directory is often group-writable), from the
+// rank's training thread: a FIFO planted under the name must not block it (O_NONBLOCK:
+// with no reader the open fails, with one the type check refuses it), and neither a link
+// nor another user's file takes the line. "" or why not.
+std::string append_own_line(const std::string& path, const char* line, std::size_t len) {
+  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+  if (fd < 0) return errno == ENXIO ? "a FIFO, not a regular file" : std::strerror(errno);
+  struct stat st {};
+  std::string why;
+  if (fstat(fd, &st) != 0)
+    why = std::strerror(errno);
+  else if (!S_ISREG(st.st_mode))
+    why = "not a regular file";
+  else if (st.st_uid != geteuid())
+    why = "another user's file";
+  else if (write(fd, line, len) < 0)
+    why = std::strerror(errno);
+  close(fd);
+  return why;
+}
+
+}  // namespace
+
 void controller::impl::report_straggler(std::int64_t step, std::int64_t slowest_us, std::int64_t fastest_us) const {
   const double factor = static_cast<double>(slowest_us) / static_cast<double>(fastest_us);
   if (cfg.rank == 0 && straggler != 0)
@@ -732,12 +758,11 @@ void controller::impl::report_straggler(std::int64_t step, std::int64_t slowest_
       static_cast<long long>(unix_now_ms() / 1000), host.c_str(), cfg.rank, job != nullptr ? job : "-",
       static_cast<long long>(step), slowest_us / 1000.0, fastest_us / 1000.0, factor,
       gpus.empty() ? "-" : gpus.c_str());
-  // One append of one line: lines of ranks on several nodes do not interleave.
   const std::string path = dir + "/slow_nodes";
-  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0 || write(fd, line, static_cast<size_t>(std::min<int>(n, sizeof line - 1))) < 0)
-    std::fprintf(stderr, "trainctl: cannot append to %s: %s\n", path.c_str(), std::strerror(errno));
-  if (fd >= 0) close(fd);
+  const std::string not_appended =
+      append_own_line(path, line, static_cast<std::size_t>(std::min<int>(n, sizeof line - 1)));
+  if (!not_appended.empty())
+    std::fprintf(stderr, "trainctl: not appended to %s: %s\n", path.c_str(), not_appended.c_str());
   bad_node b;
   b.when = unix_now_ms() / 1000;
   b.host = host;

@@ -59,10 +59,18 @@ inline void append(const std::string& path, const std::string& text) {
   (void)!write(fd, text.data(), text.size());
   close(fd);
 }
-// The whole file, "" when it cannot be read.
+// A regular file's text; "" for anything else (a FIFO a test planted is not waited on).
 inline std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return "";
+  struct stat st {};
+  std::string text;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  }
+  close(fd);
+  return text;
 }
 inline bool exists(const std::string& path) {
   struct stat st {};

@@ -1,12 +1,14 @@
 #include "trainctl/controller.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <future>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -683,6 +685,44 @@ TEST(Stragglers, TheSlowRankIsRecordedWithItsHostTheOthersAreNot) {
   const auto remembered = read_bad_nodes(t / "bad_nodes");
   ASSERT_EQ(remembered.size(), 1u) << "the straggler's node goes into the memory TRAINCTL_BAD_NODES names";
   EXPECT_NE(remembered[0].reason.find("slow (rank 2"), std::string::npos) << remembered[0].reason;
+}
+
+// A teammate who can write the log directory plants a FIFO named slow_nodes: the slow
+// rank's report must neither block its training thread (the other ranks would wait for
+// it in the next reduction, past the kill switch and the deadline) nor write into it.
+TEST(Stragglers, AFifoPlantedAsSlowNodesBlocksNoRank) {
+  temp_dir t;
+  ASSERT_EQ(mkfifo((t / "slow_nodes").c_str(), 0666), 0);
+  threaded_world w;
+  std::packaged_task<std::string()> task([&] { return w.run(t, {3ms, 3ms, 12ms}, 8); });
+  auto done = task.get_future();
+  std::thread runner(std::move(task));
+  const bool finished = done.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  if (!finished) {  // release the blocked rank so that the test can end, then fail
+    const int reader = open((t / "slow_nodes").c_str(), O_RDONLY | O_NONBLOCK);
+    runner.join();
+    if (reader >= 0) close(reader);
+  } else {
+    runner.join();
+  }
+  ASSERT_TRUE(finished) << "a rank blocked opening the FIFO";
+  struct stat st {};
+  ASSERT_EQ(lstat((t / "slow_nodes").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "left as it was";
+  EXPECT_EQ(read_bad_nodes(t / "bad_nodes").size(), 1u) << "the finding still reaches the private memory";
+}
+
+// A FIFO with a reader opens without blocking; its type is refused before any write.
+TEST(Stragglers, AFifoWithAReaderGetsNoLine) {
+  temp_dir t;
+  ASSERT_EQ(mkfifo((t / "slow_nodes").c_str(), 0666), 0);
+  const int reader = open((t / "slow_nodes").c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  threaded_world w;
+  w.run(t, {3ms, 3ms, 12ms}, 8);
+  char buf[256];
+  EXPECT_LE(read(reader, buf, sizeof buf), 0) << "nothing was written into the FIFO";
+  close(reader);
 }
 
 // Synchronous training: the wall time between agreements is the slowest rank's on every
