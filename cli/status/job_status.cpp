@@ -194,7 +194,9 @@ std::vector<std::string> status_findings(const job_status& s) {
   return out;
 }
 
-std::string format_status_table(const job_status& s) {
+namespace {
+
+std::string status_table_text(const job_status& s) {
   std::string out;
   std::vector<std::string> nodes;
   for (const auto& r : s.ranks)
@@ -249,6 +251,28 @@ std::string format_status_table(const job_status& s) {
   if (s.ranks.empty()) out += "(no rank has registered with trainctl on the job's nodes yet)\n";
   return out;
 }
+
+// A job name, a path or a node's line may hold control characters (the job's user chose
+// them, or anyone who could name a file there): shown as \xNN, so nothing printed here
+// can move the cursor, clear the screen or retitle the terminal. JSON escapes its own.
+std::string escape_controls(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c == '\n' || (c >= 0x20 && c != 0x7f)) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string format_status_table(const job_status& s) { return escape_controls(status_table_text(s)); }
 
 std::string format_status_json(const job_status& s, bool lines) {
   using nlohmann::json;

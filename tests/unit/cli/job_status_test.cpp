@@ -154,3 +154,14 @@ TEST(JobStatus, ANodeStateIsReadWithoutCreatingOrLockingIt) {
   unlink(path.c_str());
   rmdir(dir.c_str());
 }
+
+// The job's name and the nodes' text reach a terminal: no escape sequence gets through.
+TEST(JobStatus, ControlCharactersInTheTableAreShownEscaped) {
+  status_job j = facts();
+  j.name = "train\033]0;owned\007\033[2J";
+  const std::string table = format_status_table(parse_status_lines(kTwoNodes, j));
+  EXPECT_EQ(table.find('\033'), std::string::npos) << table;
+  EXPECT_EQ(table.find('\007'), std::string::npos) << table;
+  EXPECT_NE(table.find("train\\x1b]0;owned\\x07\\x1b[2J"), std::string::npos) << table;
+  EXPECT_NE(table.find('\n'), std::string::npos) << "line ends stay";
+}
