@@ -721,9 +721,8 @@ std::string append_own_line(const std::string& path, const char* line, std::size
   if (fd < 0) return errno == ENXIO ? "a FIFO, not a regular file" : std::strerror(errno);
   struct stat st {};
   std::string why;
-  if (fstat(fd, &st) != 0)
-    why = std::strerror(errno);
-  else if (!S_ISREG(st.st_mode))
+  if (fstat(fd, &st) != 0) st.st_mode = 0;  // then judged as no regular file
+  if (!S_ISREG(st.st_mode))
     why = "not a regular file";
   else if (st.st_uid != geteuid())
     why = "another user's file";
