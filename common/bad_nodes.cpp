@@ -123,7 +123,7 @@ std::string append_private(const std::string& path, const std::string& text) {
   return why;
 }
 
-std::string read_private(const std::string& path, std::size_t max, std::string* why) {
+std::string read_private(const std::string& path, std::size_t max, std::string* why, bool newest) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
     if (errno != ENOENT) *why = "cannot read " + path + ": " + std::strerror(errno);
@@ -135,8 +135,10 @@ std::string read_private(const std::string& path, std::size_t max, std::string* 
     *why = path + " is not a regular file of this user; ignored";
     return "";
   }
-  std::string text(std::min<std::size_t>(max, static_cast<std::size_t>(st.st_size)), '\0');
-  const ssize_t got = pread(fd, text.data(), text.size(), 0);
+  const auto size = static_cast<std::size_t>(st.st_size);
+  std::string text(std::min(max, size), '\0');
+  const off_t from = newest && size > max ? static_cast<off_t>(size - max) : 0;
+  const ssize_t got = pread(fd, text.data(), text.size(), from);
   close(fd);
   text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
   return text;

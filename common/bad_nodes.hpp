@@ -37,9 +37,10 @@ std::string user_state_path(const char* override_env, const std::string& leaf);
 // Appends `text` in one write to this user's regular file `path` (created 0600, its
 // directories 0700; never through a symlink, never blocking on a FIFO). "" or why not.
 std::string append_private(const std::string& path, const std::string& text);
-// The first `max` bytes of this user's regular file `path` ("" when missing). Anything
-// else (a symlink, a FIFO, another user's file) is refused: *why says so in one line.
-std::string read_private(const std::string& path, std::size_t max, std::string* why);
+// The first `max` bytes of this user's regular file `path` ("" when missing), or with
+// `newest` its last `max` bytes (an append-only file's newest records). Anything else
+// (a symlink, a FIFO, another user's file) is refused: *why says so in one line.
+std::string read_private(const std::string& path, std::size_t max, std::string* why, bool newest = false);
 
 // TRAINCTL_BAD_NODES, else $XDG_STATE_HOME/trainctl/bad_nodes, else
 // $HOME/.local/state/trainctl/bad_nodes; "" when none of them can be named.

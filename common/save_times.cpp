@@ -11,7 +11,11 @@
 namespace trainctl {
 namespace {
 
-constexpr std::size_t kMaxRead = 1 << 20;  // far more lines than a year of saves makes
+// Far more lines than a year of saves makes. A line is written only for a save longer
+// than the longest its writer had read, so the longest is among the newest lines: the
+// file is read from its end (read from the start, the newest records of a file past
+// this size were never seen and auto chose from old ones).
+constexpr std::size_t kMaxRead = 1 << 20;
 
 }  // namespace
 
@@ -24,7 +28,11 @@ std::string save_times_path(const std::string& key) {
 }
 
 std::int64_t longest_recorded_save_ms(const std::string& path, std::string* why) {
-  const std::string text = read_private(path, kMaxRead, why);
+  std::string text = read_private(path, kMaxRead, why, true);
+  // A full window may start inside a line: it starts at the next whole one (a file of
+  // exactly this size loses its oldest line, never its longest).
+  const std::size_t first_end = text.find('\n');
+  if (text.size() == kMaxRead && first_end != std::string::npos) text.erase(0, first_end + 1);
   std::int64_t longest = 0;
   for (size_t at = 0; (at = text.find(" save_ms=", at)) != std::string::npos;) {
     at += 9;

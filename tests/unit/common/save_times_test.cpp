@@ -26,6 +26,21 @@ TEST(SaveTimes, TheLongestRecordedSaveIsReadBack) {
   EXPECT_EQ(st.st_mode & 0777, 0700u);
 }
 
+// A file past the read window (1 MiB): the newest lines, where the longest save is, are
+// the ones read.
+TEST(SaveTimes, ALongFileIsReadFromItsNewestEnd) {
+  trainctl_test::temp_dir t;
+  const std::string path = t / "save_times/77";
+  ASSERT_EQ(record_save_time(path, "77", "n1", 1000), "");
+  std::string old_lines;
+  while (old_lines.size() < (std::size_t{3} << 20)) old_lines += "1700000000 job=77 node=n1 save_ms=1000\n";
+  trainctl_test::append(path, old_lines);
+  ASSERT_EQ(record_save_time(path, "78", "n2", 185000), "");
+  std::string why;
+  EXPECT_EQ(longest_recorded_save_ms(path, &why), 185000) << "the newest record, 3 MiB into the file";
+  EXPECT_EQ(why, "");
+}
+
 TEST(SaveTimes, ASymlinkOrFifoIsNeitherReadNorWritten) {
   trainctl_test::temp_dir t;
   t.write("elsewhere", "1 job=1 node=n1 save_ms=99000\n");
