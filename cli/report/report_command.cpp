@@ -12,11 +12,10 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "job_history.hpp"
 #include "parse.hpp"
 #include "run_events.hpp"
 #include "run_report.hpp"
-#include "slurm_job.hpp"
-#include "subprocess.hpp"
 
 namespace trainctl::commands {
 namespace {
@@ -26,42 +25,6 @@ bool valid_job(const std::string& job) {
   const size_t us = job.find('_');
   return us == std::string::npos ? all_digits(job, 12)
                                  : all_digits(job.substr(0, us), 12) && all_digits(job.substr(us + 1), 12);
-}
-
-// The tasks from sacct where accounting runs, else from slurmctld's memory. *source
-// names where they came from; *why says why neither answered.
-std::vector<task_record> tasks_of(const std::string& job, std::string* source, std::string* why) {
-  child_spec sacct;
-  sacct.argv = {"sacct", "-X",        "-D",
-                "-n",    "-P",        "-j",
-                job,     "-o",        "JobIDRaw,JobID,State,User,Submit,Eligible,Start,End,NNodes",
-                "-S",    "1970-01-01"};
-  sacct.deadline = std::chrono::milliseconds(30000);
-  sacct.merge_stderr = true;
-  const child_result r = run_child(sacct);
-  std::vector<task_record> tasks = r.ok() ? parse_sacct_tasks(r.output) : std::vector<task_record>{};
-  std::string sacct_said = r.ok() ? "no record of it" : r.output.substr(0, r.output.find('\n'));
-  if (sacct_said.empty()) sacct_said = r.error;
-  // slurmctld's view as well: the freshest for the tasks that just ran, the only one
-  // where no accounting runs; it forgets ended tasks after MinJobAge.
-  std::string error;
-  const auto lines = scontrol_show("job", job, std::chrono::milliseconds(15000), &error);
-  std::vector<task_record> live = lines ? parse_scontrol_tasks(*lines) : std::vector<task_record>{};
-  if (!tasks.empty()) {
-    const std::size_t supplied = merge_live_tasks(tasks, live);
-    *source = "sacct";
-    if (supplied > 0)
-      *source += " (and slurmctld for " + std::to_string(supplied) + " run" + (supplied == 1 ? "" : "s") +
-                 " slurmdbd had not recorded yet)";
-    return tasks;
-  }
-  if (!live.empty()) {
-    *source =
-        "scontrol (no accounting: sacct said \"" + sacct_said + "\"; slurmctld forgets ended tasks after MinJobAge)";
-    return live;
-  }
-  *why = "sacct: " + sacct_said + "; scontrol: " + (lines ? "no record of it" : error);
-  return {};
 }
 
 // Writes `text` at `path` whole or not at all: a temporary name created here (O_EXCL,
@@ -90,7 +53,7 @@ int show_run_report(const std::string& who, const std::string& job, const std::s
     return 2;
   }
   std::string source, why;
-  const std::vector<task_record> tasks = tasks_of(job, &source, &why);
+  const std::vector<task_record> tasks = job_tasks(job, &source, &why);
   if (tasks.empty()) {
     std::fprintf(stderr,
                  "%s report %s: SLURM knows no such job (%s); accepted: a job or job array of yours that sacct, "

@@ -15,23 +15,6 @@
 namespace trainctl {
 namespace {
 
-std::int64_t timestamp_or_zero(const std::string& text) {
-  try {
-    return parse_slurm_timestamp(text);
-  } catch (const parse_error&) {
-    return 0;
-  }
-}
-
-std::vector<std::string> split(const std::string& line, char sep) {
-  std::vector<std::string> out;
-  std::string part;
-  std::istringstream in(line);
-  while (std::getline(in, part, sep)) out.push_back(part);
-  if (!line.empty() && line.back() == sep) out.emplace_back();
-  return out;
-}
-
 // "12.3s", "4m05s", "2h07m": a span a person reads at a glance.
 std::string span_text(double s) {
   char out[32];
@@ -123,72 +106,6 @@ void account(task_report& t, const std::vector<run_event>& events) {
 }
 
 }  // namespace
-
-std::vector<task_record> parse_sacct_tasks(const std::string& output) {
-  std::vector<task_record> out;
-  std::istringstream lines(output);
-  for (std::string line; std::getline(lines, line);) {
-    const auto f = split(line, '|');
-    if (f.size() < 9 || !all_digits(f[0], 20)) continue;
-    task_record t;
-    t.job_id = f[0];
-    t.name = f[1];
-    t.state = f[2].substr(0, f[2].find(' '));  // "CANCELLED by 1000"
-    t.user = f[3];
-    t.submit_ms = timestamp_or_zero(f[4]);
-    t.eligible_ms = timestamp_or_zero(f[5]);
-    t.start_ms = timestamp_or_zero(f[6]);
-    t.end_ms = timestamp_or_zero(f[7]);
-    t.nodes = std::atoi(f[8].c_str());
-    out.push_back(std::move(t));
-  }
-  return out;
-}
-
-std::vector<task_record> parse_scontrol_tasks(const std::string& output) {
-  std::vector<task_record> out;
-  std::istringstream lines(output);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.compare(0, 6, "JobId=") != 0) continue;
-    task_record t;
-    t.job_id = scontrol_field(line, "JobId");
-    const std::string array = scontrol_field(line, "ArrayJobId"), index = scontrol_field(line, "ArrayTaskId");
-    t.name = array.empty() ? t.job_id : array + "_" + index;
-    t.state = scontrol_field(line, "JobState");
-    const std::string user = scontrol_field(line, "UserId");
-    t.user = user.substr(0, user.find('('));
-    t.submit_ms = timestamp_or_zero(scontrol_field(line, "SubmitTime"));
-    t.eligible_ms = timestamp_or_zero(scontrol_field(line, "EligibleTime"));
-    if (t.state != "PENDING") {  // a pending job's StartTime is the scheduler's guess
-      t.start_ms = timestamp_or_zero(scontrol_field(line, "StartTime"));
-      t.end_ms = timestamp_or_zero(scontrol_field(line, "EndTime"));
-    }
-    t.nodes = std::atoi(scontrol_field(line, "NumNodes").c_str());
-    if (all_digits(t.job_id, 20)) out.push_back(std::move(t));
-  }
-  return out;
-}
-
-std::size_t merge_live_tasks(std::vector<task_record>& recorded, const std::vector<task_record>& live) {
-  std::size_t supplied = 0;
-  for (const task_record& l : live) {
-    auto same = std::find_if(recorded.begin(), recorded.end(), [&](const task_record& r) {
-      return r.job_id == l.job_id && (l.start_ms == 0 || std::llabs(r.start_ms - l.start_ms) <= 1000);
-    });
-    if (same == recorded.end()) {
-      if (l.start_ms == 0 &&
-          std::any_of(recorded.begin(), recorded.end(), [&](const task_record& r) { return r.job_id == l.job_id; }))
-        continue;  // pending now, with earlier runs recorded
-      recorded.push_back(l);
-      ++supplied;
-    } else if (same->end_ms == 0 && l.end_ms != 0 && l.state != "RUNNING" && l.state != "COMPLETING") {
-      same->end_ms = l.end_ms;
-      same->state = l.state;
-      ++supplied;
-    }
-  }
-  return supplied;
-}
 
 run_report build_run_report(const std::string& job, std::vector<task_record> tasks,
                             const std::vector<run_event>& events, std::int64_t now_ms) {
