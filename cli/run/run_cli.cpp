@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "job_access.hpp"
 #include "job_status.hpp"
 #include "options.hpp"
 #include "parse.hpp"
@@ -29,14 +30,203 @@ namespace {
 
 std::string prog = "trainctl-run";  // as the user called it: "trainctl-run" or "trainctl run"
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
-
 [[noreturn]] void usage_error(const std::string& line) {
   std::fprintf(stderr, "%s: %s (see %s --help)\n", prog.c_str(), line.c_str(), prog.c_str());
   std::exit(2);
+}
+
+// What trainctl-run's command line says, as given: validated into supervisor_options by
+// supervisor_options_from (one line and exit 2 on bad input).
+struct run_args {
+  std::string graceful, deadline, kill_switch, save_switch, launchers, state, shield, on_notice;
+  std::string on_notice_timeout = format_duration(option::kOnNoticeTimeoutDefault);
+  std::string hang_timeout = "off", hang_start_timeout, hang_action = "alert", log_dir;
+  std::string signal_text = signal_name(option::kGracefulSignalDefault);
+  std::string poll = format_duration(option::kPollIntervalDefault);
+  std::string endtime_poll = format_duration(option::kEndtimePollDefault);
+  bool no_shield = false, batch = false;
+  long adopt = 0;
+  std::vector<std::string> command;
+  CLI::Option* ks = nullptr;  // --kill-switch and --save-switch: given bare, or not at all
+  CLI::Option* ss = nullptr;
+  // The old one-shot flags, and the helpers the verbs start on the job's nodes.
+  std::string dump_job, dump_here, stacks_dir, mark_bad, status_here, status_every;
+  bool bad_nodes = false;
+  std::string bad_expiry = env("TRAINCTL_BAD_NODE_EXPIRY").empty() ? "24h" : env("TRAINCTL_BAD_NODE_EXPIRY");
+  std::string bad_cap = env("TRAINCTL_BAD_NODE_CAP");
+};
+
+void add_run_options(CLI::App& app, run_args& a, const std::string& program) {
+  app.add_option(option::kGracefulExit.name, a.graceful, option::kGracefulExit.help);
+  app.add_option("--deadline", a.deadline, "ask the ranks to exit at this unix time (seconds)");
+  a.ks = app.add_option(option::kKillSwitch.name, a.kill_switch,
+                        std::string(option::kKillSwitch.help) + "; given bare: $KILL_SWITCH if set")
+             ->expected(0, 1);
+  a.ss = app.add_option(option::kSaveSwitch.name, a.save_switch,
+                        std::string(option::kSaveSwitch.help) + "; given bare: $SAVE_SWITCH if set")
+             ->expected(0, 1);
+  app.add_option(option::kGracefulSignal.name, a.signal_text,
+                 std::string(option::kGracefulSignal.help) + " (default " + a.signal_text + ")");
+  app.add_option("--shield", a.shield,
+                 "signals the command ignores so they cannot kill a launcher (default TERM,USR1 "
+                 "and the graceful signal)");
+  app.add_flag(option::kNoShield.name, a.no_shield, option::kNoShield.help);
+  app.add_option(option::kPollInterval.name, a.poll,
+                 std::string(option::kPollInterval.help) + " (default " + a.poll + ")");
+  app.add_option(option::kEndtimePoll.name, a.endtime_poll,
+                 std::string(option::kEndtimePoll.help) + " (default " + a.endtime_poll + ")");
+  app.add_option(option::kLaunchers.name, a.launchers, option::kLaunchers.help);
+  app.add_flag(option::kBatch.name, a.batch, option::kBatch.help);
+  app.add_option(option::kOnNotice.name, a.on_notice, option::kOnNotice.help);
+  app.add_option(option::kOnNoticeTimeout.name, a.on_notice_timeout,
+                 std::string(option::kOnNoticeTimeout.help) + " (default " + a.on_notice_timeout + ")");
+  app.add_option(option::kHangTimeout.name, a.hang_timeout, option::kHangTimeout.help);
+  app.add_option(option::kHangStartTimeout.name, a.hang_start_timeout, option::kHangStartTimeout.help);
+  app.add_option(option::kHangAction.name, a.hang_action, std::string(option::kHangAction.help) + " (default alert)");
+  app.add_option(option::kLogDir.name, a.log_dir, option::kLogDir.help);
+  // The one-shot flags are trainctl's verbs now; they keep working for a release, and
+  // `trainctl run --help` no longer lists them.
+  const std::string old_flags = program == "trainctl-run" ? "Old one-shot flags (now trainctl verbs)" : "";
+  app.add_option("--dump-stacks", a.dump_job,
+                 "write every rank's Python and native stacks of running job JOB into LOG_DIR/stacks-JOB/ (through "
+                 "srun on each of its nodes), say where they are stuck, and exit (now: trainctl stacks JOB)")
+      ->group(old_flags);
+  app.add_flag("--bad-nodes", a.bad_nodes,
+               "print the nodes the next array task should keep off (where a task of yours crashed, hung or "
+               "straggled), comma separated, for scontrol update ExcNodeList= or sbatch --exclude=, and exit (now: "
+               "trainctl bad-nodes)")
+      ->group(old_flags);
+  app.add_option("--mark-bad-node", a.mark_bad,
+                 "remember this node as bad, with this reason (e.g. from a health check that failed), and exit "
+                 "(now: trainctl bad-nodes mark NODE REASON)")
+      ->group(old_flags);
+  app.add_option("--bad-node-expiry", a.bad_expiry,
+                 "with --bad-nodes: forget a finding after this long (default 24h, $TRAINCTL_BAD_NODE_EXPIRY)")
+      ->group(old_flags);
+  app.add_option("--bad-node-cap", a.bad_cap,
+                 "with --bad-nodes: at most this many (default: the partition's nodes minus the job's, "
+                 "$TRAINCTL_BAD_NODE_CAP)")
+      ->group(old_flags);
+  app.add_option("--dump-stacks-here", a.dump_here, "the part of --dump-stacks that runs on each node")->group("");
+  app.add_option("--stacks-dir", a.stacks_dir, "with --dump-stacks-here: where the files go")->group("");
+  app.add_option("--status-here", a.status_here, "the part of trainctl status that runs on each node")->group("");
+  app.add_option("--status-every", a.status_every, "with --status-here: again at this interval")->group("");
+  app.add_option(option::kAdopt.name, a.adopt, option::kAdopt.help)->group("");
+  app.add_option("--state", a.state, "node state file (default: per job step and node)")->group("");
+  app.add_option("command", a.command, "the command to run")->expected(-1);
+  app.positionals_at_end(true);
+}
+
+// The helpers (--status-here, --dump-stacks-here) and the old one-shot flags: their exit
+// status, or -1 when the command line asks for none of them.
+int run_one_shot(const run_args& a) {
+  if (!a.status_here.empty()) {
+    std::chrono::milliseconds every{0};
+    try {
+      if (!a.status_every.empty()) every = parse_duration(a.status_every, 's');
+    } catch (const parse_error& e) {
+      usage_error(std::string("--status-every: ") + e.what());
+    }
+    return run_status_probe(a.status_here, every);
+  }
+  if (!a.dump_here.empty()) return dump_job_stacks_here(a.dump_here, a.stacks_dir, "on demand (trainctl stacks)");
+  const auto moved = [&](const char* flag, const char* verb) {
+    std::fprintf(stderr, "%s: %s is now `%s`; the flag goes in the next release\n", prog.c_str(), flag, verb);
+  };
+  if (!a.dump_job.empty()) {
+    moved("--dump-stacks", "trainctl stacks JOB");
+    return dump_stacks_of_job("trainctl-run", "--dump-stacks", a.dump_job, a.log_dir);
+  }
+  if (a.bad_nodes) {
+    moved("--bad-nodes", "trainctl bad-nodes");
+    return print_bad_nodes("trainctl-run", "--bad-node-cap", a.bad_expiry, a.bad_cap);
+  }
+  if (!a.mark_bad.empty()) {
+    moved("--mark-bad-node", "trainctl bad-nodes mark NODE REASON");
+    return mark_bad_node("trainctl-run", "--mark-bad-node", "", a.mark_bad);
+  }
+
+  return -1;
+}
+
+supervisor_options supervisor_options_from(const run_args& a) {
+  supervisor_options o;
+  try {
+    if (!a.graceful.empty()) o.graceful_exit = option::parse_graceful_exit(a.graceful);
+  } catch (const parse_error& e) {
+    usage_error(std::string("--graceful-exit: ") + e.what());
+  }
+  try {
+    if (!a.deadline.empty()) o.deadline = parse_unix_time(a.deadline);
+  } catch (const parse_error& e) {
+    usage_error(std::string("--deadline: ") + e.what());
+  }
+  try {
+    o.graceful_signal = option::parse_notice_signal(a.signal_text);
+  } catch (const parse_error& e) {
+    usage_error(std::string("--graceful-signal: ") + e.what());
+  }
+  try {
+    if (!a.no_shield) {
+      o.shield = a.shield.empty() ? option::default_shield() : option::parse_notice_signal_list(a.shield);
+      if (std::find(o.shield.begin(), o.shield.end(), o.graceful_signal) == o.shield.end())
+        o.shield.push_back(o.graceful_signal);
+    } else {
+      o.shield.clear();
+    }
+  } catch (const parse_error& e) {
+    usage_error(std::string("--shield: ") + e.what());
+  }
+  try {
+    o.poll_interval = option::parse_poll_interval(a.poll);
+  } catch (const parse_error& e) {
+    usage_error(std::string("--poll-interval: ") + e.what());
+  }
+  try {
+    o.endtime_poll = option::parse_endtime_poll(a.endtime_poll);
+  } catch (const parse_error& e) {
+    usage_error(std::string("--endtime-poll: ") + e.what());
+  }
+  try {
+    o.hang_timeout = option::parse_hang_timeout(a.hang_timeout);
+    if (!a.hang_start_timeout.empty()) {
+      try {
+        o.hang_start_timeout = option::parse_hang_timeout(a.hang_start_timeout);
+      } catch (const parse_error& e) {
+        const std::string what = e.what();  // names --hang-timeout, whose rules it shares
+        throw parse_error(std::string(option::kHangStartTimeout.name) +
+                          what.substr(std::strlen(option::kHangTimeout.name)));
+      }
+    } else if (o.hang_timeout.count() > 0) {
+      o.hang_start_timeout = std::max(3 * o.hang_timeout, std::chrono::milliseconds(std::chrono::minutes(10)));
+    }
+    o.on_hang = static_cast<trainctl::hang_action>(option::parse_hang_action(a.hang_action));
+    o.log_dir = a.log_dir;
+    o.on_notice_timeout = option::parse_on_notice_timeout(a.on_notice_timeout);
+    o.on_notice = option::check_on_notice(a.on_notice);
+  } catch (const parse_error& e) {
+    usage_error(e.what());
+  }
+  for (std::string_view name : split(a.launchers, ','))
+    if (!name.empty()) o.launchers.emplace_back(name);
+  const std::string submit = env("SLURM_SUBMIT_DIR"), job_name = env("SLURM_JOB_NAME");
+  // Given with a path: that path. Given bare: $KILL_SWITCH (or $SAVE_SWITCH), else the
+  // default. Not given: whatever the environment says, possibly nothing.
+  auto resolve = [&](const CLI::Option* opt, const std::string& value, const char* var, const char* kind) {
+    if (opt->count() == 0) return env(var);
+    if (!value.empty()) return value;
+    return !env(var).empty() ? env(var) : default_switch_path(kind, submit, job_name);
+  };
+  o.kill_switch = resolve(a.ks, a.kill_switch, "KILL_SWITCH", "kill-switch");
+  o.save_switch = resolve(a.ss, a.save_switch, "SAVE_SWITCH", "save-switch");
+  o.batch = a.batch;
+  o.job_id = env("SLURM_JOB_ID");
+  o.state_path = a.state;
+  const std::string task = env("SLURM_PROCID");
+  o.log_prefix = "trainctl-run" + (env("SLURMD_NODENAME").empty()
+                                       ? std::string()
+                                       : "[" + env("SLURMD_NODENAME") + (task.empty() ? "" : " task " + task) + "]");
+  return o;
 }
 
 }  // namespace
@@ -52,77 +242,8 @@ int run(const std::string& program, int argc, char** argv) {
   app.set_version_flag("--version", program + " " + std::to_string(TRAINCTL_VERSION_MAJOR) + "." +
                                         std::to_string(TRAINCTL_VERSION_MINOR) + "." +
                                         std::to_string(TRAINCTL_VERSION_PATCH));
-  std::string graceful, deadline, kill_switch, save_switch, launchers, state, shield, on_notice;
-  std::string on_notice_timeout = format_duration(option::kOnNoticeTimeoutDefault);
-  std::string hang_timeout = "off", hang_start_timeout, hang_action = "alert", log_dir, dump_job, dump_here, stacks_dir;
-  bool bad_nodes = false;
-  std::string mark_bad;
-  std::string bad_expiry = env("TRAINCTL_BAD_NODE_EXPIRY").empty() ? "24h" : env("TRAINCTL_BAD_NODE_EXPIRY");
-  std::string bad_cap = env("TRAINCTL_BAD_NODE_CAP");
-  std::string signal_text = signal_name(option::kGracefulSignalDefault);
-  std::string poll = format_duration(option::kPollIntervalDefault);
-  std::string endtime_poll = format_duration(option::kEndtimePollDefault);
-  bool no_shield = false, batch = false;
-  long adopt = 0;
-  std::vector<std::string> command;
-  app.add_option(option::kGracefulExit.name, graceful, option::kGracefulExit.help);
-  app.add_option("--deadline", deadline, "ask the ranks to exit at this unix time (seconds)");
-  auto* ks = app.add_option(option::kKillSwitch.name, kill_switch,
-                            std::string(option::kKillSwitch.help) + "; given bare: $KILL_SWITCH if set")
-                 ->expected(0, 1);
-  auto* ss = app.add_option(option::kSaveSwitch.name, save_switch,
-                            std::string(option::kSaveSwitch.help) + "; given bare: $SAVE_SWITCH if set")
-                 ->expected(0, 1);
-  app.add_option(option::kGracefulSignal.name, signal_text,
-                 std::string(option::kGracefulSignal.help) + " (default " + signal_text + ")");
-  app.add_option("--shield", shield,
-                 "signals the command ignores so they cannot kill a launcher (default TERM,USR1 "
-                 "and the graceful signal)");
-  app.add_flag(option::kNoShield.name, no_shield, option::kNoShield.help);
-  app.add_option(option::kPollInterval.name, poll, std::string(option::kPollInterval.help) + " (default " + poll + ")");
-  app.add_option(option::kEndtimePoll.name, endtime_poll,
-                 std::string(option::kEndtimePoll.help) + " (default " + endtime_poll + ")");
-  app.add_option(option::kLaunchers.name, launchers, option::kLaunchers.help);
-  app.add_flag(option::kBatch.name, batch, option::kBatch.help);
-  app.add_option(option::kOnNotice.name, on_notice, option::kOnNotice.help);
-  app.add_option(option::kOnNoticeTimeout.name, on_notice_timeout,
-                 std::string(option::kOnNoticeTimeout.help) + " (default " + on_notice_timeout + ")");
-  app.add_option(option::kHangTimeout.name, hang_timeout, option::kHangTimeout.help);
-  app.add_option(option::kHangStartTimeout.name, hang_start_timeout, option::kHangStartTimeout.help);
-  app.add_option(option::kHangAction.name, hang_action, std::string(option::kHangAction.help) + " (default alert)");
-  app.add_option(option::kLogDir.name, log_dir, option::kLogDir.help);
-  // The one-shot flags are trainctl's verbs now; they keep working for a release, and
-  // `trainctl run --help` no longer lists them.
-  const std::string old_flags = program == "trainctl-run" ? "Old one-shot flags (now trainctl verbs)" : "";
-  app.add_option("--dump-stacks", dump_job,
-                 "write every rank's Python and native stacks of running job JOB into LOG_DIR/stacks-JOB/ (through "
-                 "srun on each of its nodes), say where they are stuck, and exit (now: trainctl stacks JOB)")
-      ->group(old_flags);
-  app.add_flag("--bad-nodes", bad_nodes,
-               "print the nodes the next array task should keep off (where a task of yours crashed, hung or "
-               "straggled), comma separated, for scontrol update ExcNodeList= or sbatch --exclude=, and exit (now: "
-               "trainctl bad-nodes)")
-      ->group(old_flags);
-  app.add_option("--mark-bad-node", mark_bad,
-                 "remember this node as bad, with this reason (e.g. from a health check that failed), and exit "
-                 "(now: trainctl bad-nodes mark NODE REASON)")
-      ->group(old_flags);
-  app.add_option("--bad-node-expiry", bad_expiry,
-                 "with --bad-nodes: forget a finding after this long (default 24h, $TRAINCTL_BAD_NODE_EXPIRY)")
-      ->group(old_flags);
-  app.add_option("--bad-node-cap", bad_cap,
-                 "with --bad-nodes: at most this many (default: the partition's nodes minus the job's, "
-                 "$TRAINCTL_BAD_NODE_CAP)")
-      ->group(old_flags);
-  app.add_option("--dump-stacks-here", dump_here, "the part of --dump-stacks that runs on each node")->group("");
-  app.add_option("--stacks-dir", stacks_dir, "with --dump-stacks-here: where the files go")->group("");
-  std::string status_here, status_every;
-  app.add_option("--status-here", status_here, "the part of trainctl status that runs on each node")->group("");
-  app.add_option("--status-every", status_every, "with --status-here: again at this interval")->group("");
-  app.add_option(option::kAdopt.name, adopt, option::kAdopt.help)->group("");
-  app.add_option("--state", state, "node state file (default: per job step and node)")->group("");
-  app.add_option("command", command, "the command to run")->expected(-1);
-  app.positionals_at_end(true);
+  run_args a;
+  add_run_options(app, a, program);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -133,115 +254,15 @@ int run(const std::string& program, int argc, char** argv) {
     usage_error(e.what());
   }
 
-  if (!status_here.empty()) {
-    std::chrono::milliseconds every{0};
-    try {
-      if (!status_every.empty()) every = parse_duration(status_every, 's');
-    } catch (const parse_error& e) {
-      usage_error(std::string("--status-every: ") + e.what());
-    }
-    return run_status_probe(status_here, every);
-  }
-  if (!dump_here.empty()) return dump_job_stacks_here(dump_here, stacks_dir, "on demand (trainctl stacks)");
-  const auto moved = [&](const char* flag, const char* verb) {
-    std::fprintf(stderr, "%s: %s is now `%s`; the flag goes in the next release\n", prog.c_str(), flag, verb);
-  };
-  if (!dump_job.empty()) {
-    moved("--dump-stacks", "trainctl stacks JOB");
-    return dump_stacks_of_job("trainctl-run", "--dump-stacks", dump_job, log_dir);
-  }
-  if (bad_nodes) {
-    moved("--bad-nodes", "trainctl bad-nodes");
-    return print_bad_nodes("trainctl-run", "--bad-node-cap", bad_expiry, bad_cap);
-  }
-  if (!mark_bad.empty()) {
-    moved("--mark-bad-node", "trainctl bad-nodes mark NODE REASON");
-    return mark_bad_node("trainctl-run", "--mark-bad-node", "", mark_bad);
-  }
-
-  supervisor_options o;
-  try {
-    if (!graceful.empty()) o.graceful_exit = option::parse_graceful_exit(graceful);
-  } catch (const parse_error& e) {
-    usage_error(std::string("--graceful-exit: ") + e.what());
-  }
-  try {
-    if (!deadline.empty()) o.deadline = parse_unix_time(deadline);
-  } catch (const parse_error& e) {
-    usage_error(std::string("--deadline: ") + e.what());
-  }
-  try {
-    o.graceful_signal = option::parse_notice_signal(signal_text);
-  } catch (const parse_error& e) {
-    usage_error(std::string("--graceful-signal: ") + e.what());
-  }
-  try {
-    if (!no_shield) {
-      o.shield = shield.empty() ? option::default_shield() : option::parse_notice_signal_list(shield);
-      if (std::find(o.shield.begin(), o.shield.end(), o.graceful_signal) == o.shield.end())
-        o.shield.push_back(o.graceful_signal);
-    } else {
-      o.shield.clear();
-    }
-  } catch (const parse_error& e) {
-    usage_error(std::string("--shield: ") + e.what());
-  }
-  try {
-    o.poll_interval = option::parse_poll_interval(poll);
-  } catch (const parse_error& e) {
-    usage_error(std::string("--poll-interval: ") + e.what());
-  }
-  try {
-    o.endtime_poll = option::parse_endtime_poll(endtime_poll);
-  } catch (const parse_error& e) {
-    usage_error(std::string("--endtime-poll: ") + e.what());
-  }
-  try {
-    o.hang_timeout = option::parse_hang_timeout(hang_timeout);
-    if (!hang_start_timeout.empty()) {
-      try {
-        o.hang_start_timeout = option::parse_hang_timeout(hang_start_timeout);
-      } catch (const parse_error& e) {
-        const std::string what = e.what();  // names --hang-timeout, whose rules it shares
-        throw parse_error(std::string(option::kHangStartTimeout.name) +
-                          what.substr(std::strlen(option::kHangTimeout.name)));
-      }
-    } else if (o.hang_timeout.count() > 0) {
-      o.hang_start_timeout = std::max(3 * o.hang_timeout, std::chrono::milliseconds(std::chrono::minutes(10)));
-    }
-    o.on_hang = static_cast<trainctl::hang_action>(option::parse_hang_action(hang_action));
-    o.log_dir = log_dir;
-    o.on_notice_timeout = option::parse_on_notice_timeout(on_notice_timeout);
-    o.on_notice = option::check_on_notice(on_notice);
-  } catch (const parse_error& e) {
-    usage_error(e.what());
-  }
-  for (std::string_view name : split(launchers, ','))
-    if (!name.empty()) o.launchers.emplace_back(name);
-  const std::string submit = env("SLURM_SUBMIT_DIR"), job_name = env("SLURM_JOB_NAME");
-  // Given with a path: that path. Given bare: $KILL_SWITCH (or $SAVE_SWITCH), else the
-  // default. Not given: whatever the environment says, possibly nothing.
-  auto resolve = [&](const CLI::Option* opt, const std::string& value, const char* var, const char* kind) {
-    if (opt->count() == 0) return env(var);
-    if (!value.empty()) return value;
-    return !env(var).empty() ? env(var) : default_switch_path(kind, submit, job_name);
-  };
-  o.kill_switch = resolve(ks, kill_switch, "KILL_SWITCH", "kill-switch");
-  o.save_switch = resolve(ss, save_switch, "SAVE_SWITCH", "save-switch");
-  o.batch = batch;
-  o.job_id = env("SLURM_JOB_ID");
-  o.state_path = state;
-  const std::string task = env("SLURM_PROCID");
-  o.log_prefix = "trainctl-run" + (env("SLURMD_NODENAME").empty()
-                                       ? std::string()
-                                       : "[" + env("SLURMD_NODENAME") + (task.empty() ? "" : " task " + task) + "]");
-  if (adopt <= 0 && command.empty()) usage_error("no command given; usage: " + prog + " [options] -- COMMAND...");
+  if (const int status = run_one_shot(a); status >= 0) return status;
+  const supervisor_options o = supervisor_options_from(a);
+  if (a.adopt <= 0 && a.command.empty()) usage_error("no command given; usage: " + prog + " [options] -- COMMAND...");
 
   std::vector<char*> args;
-  args.reserve(command.size() + 1);
-  for (auto& a : command) args.push_back(&a[0]);
+  args.reserve(a.command.size() + 1);
+  for (auto& word : a.command) args.push_back(&word[0]);
   args.push_back(nullptr);
-  exit_like(run_supervised(o, args.data(), static_cast<pid_t>(adopt)));
+  exit_like(run_supervised(o, args.data(), static_cast<pid_t>(a.adopt)));
   return 1;  // not reached: exit_like exits
 }
 
