@@ -128,6 +128,10 @@ struct controller::impl {
   std::atomic<std::uint32_t> local_bits{0};
   std::atomic<std::int64_t> local_deadline_ms{0};
   std::uint64_t signal_mask = 0;
+  // When this rank first caught a notice signal while supervised (steady us; 0: none).
+  mutable std::atomic<std::int64_t> signal_caught_us{0};
+  // Whether a notice signal this rank caught counts as its own exit reason now.
+  bool caught_signal_counts() const noexcept;
   // The switches belong to the rank's thread (check, should_save, add_switch); the
   // watcher takes them only to fall back to a private state and to remove a consumed
   // save switch. The hot path (should_exit) never takes the lock.
@@ -556,11 +560,29 @@ controller::~controller() {
   if (m.supervisor_fd >= 0) close(m.supervisor_fd);
 }
 
+// Under a supervisor the same signal reached it too (SLURM signals every process of the
+// step), and it tells within its classification wait (2 s) what the signal means:
+// preempted, the deadline, or a plain signal, through the node state's flags. A rank that
+// acted on the raw signal at once would agree on "signal" at its next step, before the
+// supervisor's answer (seen on a loaded machine: a preemption ended as reason signal).
+// So a caught signal counts only once the supervisor had time to say; a supervisor that
+// is gone is seen apart (on_supervisor_gone). Without a supervisor it counts at once.
+constexpr std::int64_t kSupervisorClassifiesUs = 3'000'000;
+
+bool controller::impl::caught_signal_counts() const noexcept {
+  if ((g_signals_seen.load(std::memory_order_acquire) & signal_mask) == 0) return false;
+  if (!supervised) return true;
+  const std::int64_t now = steady_us();
+  std::int64_t first = 0;
+  if (signal_caught_us.compare_exchange_strong(first, now)) first = now;
+  return now - first >= kSupervisorClassifiesUs;
+}
+
 bool controller::should_exit() const noexcept {
   const impl& m = *impl_;
   return ((m.local_bits.load(std::memory_order_relaxed) | valid_flags(*m.ns.load(std::memory_order_relaxed))) &
           kExitMask) != 0 ||
-         (g_signals_seen.load(std::memory_order_relaxed) & m.signal_mask) != 0;
+         m.caught_signal_counts();
 }
 
 // vote() and decide() throw only for a vector shorter than kVoteLen, which this never
@@ -628,7 +650,7 @@ void controller::impl::fill_vote(std::int64_t* v, std::size_t len) const {
   v[kVotePreempted] = (bits & kFlagPreempted) != 0;
   v[kVoteMemory] = (bits & kFlagMemory) != 0;
   v[kVoteHang] = (bits & kFlagHang) != 0;
-  v[kVoteSignal] = (g_signals_seen.load(std::memory_order_acquire) & signal_mask) != 0 || (bits & kFlagSignal) != 0;
+  v[kVoteSignal] = caught_signal_counts() || (bits & kFlagSignal) != 0;
   v[kVoteNegFastest] = kNoTime;
   for (std::size_t i = 0; i < switches.size(); ++i) v[kVoteSwitch0 + i] = token_of(switches[i]);
 }

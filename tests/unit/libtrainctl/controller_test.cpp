@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <functional>
 #include <future>
 #include <limits>
@@ -446,6 +447,44 @@ TEST(Controller, ASignalSeenByOneRankStopsAllAtTheSameStep) {
   EXPECT_EQ(ds[0].reason, "preempted");
   EXPECT_EQ(ds[1].reason, "preempted");
   EXPECT_TRUE(w.ranks[0]->should_exit()) << "an agreed exit is sticky";
+}
+
+// Under a supervisor SLURM's signal reaches the ranks and the supervisor alike; the
+// supervisor says within its 2 s wait what it means. The ranks agree on that meaning, not
+// on a bare "signal" at their next step (a preemption on a loaded machine ended as
+// reason signal). The parent process stands in for the supervisor.
+TEST(Controller, UnderASupervisorACaughtSignalWaitsForWhatItMeans) {
+  temp_dir t;
+  setenv("TRAINCTL_SUPERVISOR_PID", std::to_string(getppid()).c_str(), 1);
+  config c = base_config(t);
+  c.set("signals", "USR2");
+  controller ctl(c);
+  unsetenv("TRAINCTL_SUPERVISOR_PID");
+  raise(SIGUSR2);
+  EXPECT_FALSE(ctl.should_exit()) << "the supervisor has not said yet";
+  EXPECT_FALSE(ctl.check(4).exit);
+  node_state_file node(t / "state-node0");
+  node.get().flags.fetch_or(kFlagPreempted);  // the supervisor's answer
+  const auto d = ctl.check(5);
+  EXPECT_TRUE(d.exit);
+  EXPECT_EQ(d.reason, "preempted");
+}
+
+// A supervisor that says nothing (stopped, or the signal was sent to the rank alone): the
+// caught signal counts after the supervisor's wait, 3 s.
+TEST(Controller, UnderASupervisorACaughtSignalCountsAfterTheSupervisorsWait) {
+  temp_dir t;
+  setenv("TRAINCTL_SUPERVISOR_PID", std::to_string(getppid()).c_str(), 1);
+  config c = base_config(t);
+  c.set("signals", "USR2");
+  controller ctl(c);
+  unsetenv("TRAINCTL_SUPERVISOR_PID");
+  raise(SIGUSR2);
+  EXPECT_FALSE(ctl.check(1).exit);
+  EXPECT_TRUE(wait_until([&] { return ctl.should_exit(); }, 5000ms));
+  const auto d = ctl.check(2);
+  EXPECT_TRUE(d.exit);
+  EXPECT_EQ(d.reason, "signal");
 }
 
 TEST(Controller, UserSwitchesHaveTheirNames) {
