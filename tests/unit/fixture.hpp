@@ -59,9 +59,10 @@ inline void append(const std::string& path, const std::string& text) {
   (void)!write(fd, text.data(), text.size());
   close(fd);
 }
-// A regular file's text; "" for anything else (a FIFO a test planted is not waited on).
+// A regular file's text; "" for anything else (a FIFO or link a test planted is neither
+// waited on nor followed).
 inline std::string read_file(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return "";
   struct stat st {};
   std::string text;

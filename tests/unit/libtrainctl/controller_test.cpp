@@ -449,23 +449,30 @@ TEST(Controller, ASignalSeenByOneRankStopsAllAtTheSameStep) {
   EXPECT_TRUE(w.ranks[0]->should_exit()) << "an agreed exit is sticky";
 }
 
+// A rank whose supervisor is this test's parent process (an ancestor, as a real one is),
+// catching USR2 as its notice signal. The variable is read when the controller starts.
+std::unique_ptr<controller> supervised_rank(const temp_dir& t) {
+  config c = base_config(t);
+  c.set("signals", "USR2");
+  setenv("TRAINCTL_SUPERVISOR_PID", std::to_string(getppid()).c_str(), 1);
+  auto ctl = std::make_unique<controller>(c);
+  unsetenv("TRAINCTL_SUPERVISOR_PID");
+  return ctl;
+}
+
 // Under a supervisor SLURM's signal reaches the ranks and the supervisor alike; the
 // supervisor says within its 2 s wait what it means. The ranks agree on that meaning, not
 // on a bare "signal" at their next step (a preemption on a loaded machine ended as
 // reason signal). The parent process stands in for the supervisor.
 TEST(Controller, UnderASupervisorACaughtSignalWaitsForWhatItMeans) {
   temp_dir t;
-  setenv("TRAINCTL_SUPERVISOR_PID", std::to_string(getppid()).c_str(), 1);
-  config c = base_config(t);
-  c.set("signals", "USR2");
-  controller ctl(c);
-  unsetenv("TRAINCTL_SUPERVISOR_PID");
+  const auto ctl = supervised_rank(t);
   raise(SIGUSR2);
-  EXPECT_FALSE(ctl.should_exit()) << "the supervisor has not said yet";
-  EXPECT_FALSE(ctl.check(4).exit);
+  EXPECT_FALSE(ctl->should_exit()) << "the supervisor has not said yet";
+  EXPECT_FALSE(ctl->check(4).exit);
   node_state_file node(t / "state-node0");
   node.get().flags.fetch_or(kFlagPreempted);  // the supervisor's answer
-  const auto d = ctl.check(5);
+  const auto d = ctl->check(5);
   EXPECT_TRUE(d.exit);
   EXPECT_EQ(d.reason, "preempted");
 }
@@ -474,15 +481,11 @@ TEST(Controller, UnderASupervisorACaughtSignalWaitsForWhatItMeans) {
 // caught signal counts after the supervisor's wait, 3 s.
 TEST(Controller, UnderASupervisorACaughtSignalCountsAfterTheSupervisorsWait) {
   temp_dir t;
-  setenv("TRAINCTL_SUPERVISOR_PID", std::to_string(getppid()).c_str(), 1);
-  config c = base_config(t);
-  c.set("signals", "USR2");
-  controller ctl(c);
-  unsetenv("TRAINCTL_SUPERVISOR_PID");
+  const auto ctl = supervised_rank(t);
   raise(SIGUSR2);
-  EXPECT_FALSE(ctl.check(1).exit);
-  EXPECT_TRUE(wait_until([&] { return ctl.should_exit(); }, 5000ms));
-  const auto d = ctl.check(2);
+  EXPECT_FALSE(ctl->check(1).exit);
+  EXPECT_TRUE(wait_until([&] { return ctl->should_exit(); }, 5000ms));
+  const auto d = ctl->check(2);
   EXPECT_TRUE(d.exit);
   EXPECT_EQ(d.reason, "signal");
 }
