@@ -16,7 +16,12 @@ namespace trainctl {
 namespace {
 
 using clock = std::chrono::steady_clock;
-constexpr std::int64_t kOneTouchNs = std::int64_t{10} * 1000 * 1000;  // mtimes closer than 10 ms are one touch
+// Mtimes closer than this are one touch. `touch` of a missing file creates it and then
+// sets its times: two mtimes, which a loaded node sets milliseconds apart (the creation
+// takes the clock tick, 4 ms coarse; the toucher may wait for a CPU in between). With
+// 10 ms, a node whose publisher looked between the two counted two touches (sid, 2 cores
+// under load: a second save 10 steps after the first).
+constexpr std::int64_t kOneTouchNs = std::int64_t{250} * 1000 * 1000;
 
 }  // namespace
 
@@ -60,10 +65,9 @@ bool publisher::refresh_switches() {
       changed |= slot.token.exchange(token, std::memory_order_release) != token;
       any_exit |= token != 0;
     } else {
-      // A touch is a newer mtime; the removal of the file is not one. `touch` of a
-      // missing file creates it and then sets its times: a look between the two sees two
-      // mtimes microseconds apart, one touch. The CAS makes a touch count once even when
-      // a publisher that was taken over finishes a look.
+      // A touch is a newer mtime (kOneTouchNs past the last one); the removal of the
+      // file is not one. The CAS makes a touch count once even when a publisher that was
+      // taken over finishes a look.
       std::int64_t counted = slot.token.load(std::memory_order_acquire);
       if (token > counted && slot.token.compare_exchange_strong(counted, token, std::memory_order_acq_rel) &&
           token - counted > kOneTouchNs) {
