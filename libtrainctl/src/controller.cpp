@@ -543,6 +543,11 @@ controller::~controller() {
   m.wake();
   if (m.watcher.joinable()) m.watcher.join();
   remove_notice_handlers(m.cfg.signals);
+  // Under a supervisor the notices come as USR1/USR2 (its relay, or scancel --signal). A
+  // supervisor on a loaded node can hear of one after the ranks agreed to exit: its relay
+  // then finds this rank past its loop, where the default action would kill it and
+  // mpirun report the job failed (seen with 3 e2e tests side by side on 2 cores).
+  if (m.supervised) ignore_late_notices(m.cfg.signals);
   if (m.save_started_us != 0 && m.decided.exit) m.end_of_save();  // the exit's save, made before this end
   if (m.first_step_noted) m.note_event("end", m.last_step, -1, "");
   m.flush_events_at_end();

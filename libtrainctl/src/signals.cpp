@@ -66,4 +66,14 @@ void remove_notice_handlers(const std::vector<int>& sigs) {
   }
 }
 
+void ignore_late_notices(const std::vector<int>& sigs) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (int sig : sigs) {
+    if ((sig != SIGUSR1 && sig != SIGUSR2) || g_installs[sig] > 0) continue;  // another controller still listens
+    struct sigaction current {};
+    if (sigaction(sig, nullptr, &current) == 0 && !(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_DFL)
+      signal(sig, SIG_IGN);
+  }
+}
+
 }  // namespace trainctl

@@ -17,5 +17,9 @@ std::vector<int> install_notice_handlers(const std::vector<int>& sigs);
 // Undoes one install_notice_handlers for these signals; the previous disposition is
 // restored when the count drops to zero and our handler is still the one installed.
 void remove_notice_handlers(const std::vector<int>& sigs);
+// Of `sigs`, SIGUSR1 and SIGUSR2 where their disposition is the default (terminate) are
+// ignored from now on: for a rank whose supervisor relays notices as these, one that
+// arrives after the rank stopped listening must not kill it on its way out.
+void ignore_late_notices(const std::vector<int>& sigs);
 
 }  // namespace trainctl

@@ -508,6 +508,19 @@ TEST(Controller, UnderASupervisorACaughtSignalCountsAfterTheSupervisorsWait) {
   EXPECT_EQ(d.reason, "signal");
 }
 
+// Regression (mpirun, 3 e2e tests side by side): a node's supervisor relayed the notice
+// after its rank had agreed to exit and closed its controller; the relay killed the rank.
+TEST(Controller, UnderASupervisorANoticeAfterTheEndDoesNotKillTheRank) {
+  temp_dir t;
+  signal(SIGUSR2, SIG_DFL);
+  supervised_rank(t).reset();
+  raise(SIGUSR2);  // the default action would end the test process
+  struct sigaction now {};
+  sigaction(SIGUSR2, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, SIG_IGN);
+  signal(SIGUSR2, SIG_DFL);
+}
+
 TEST(Controller, UserSwitchesHaveTheirNames) {
   temp_dir t;
   config c = base_config(t);

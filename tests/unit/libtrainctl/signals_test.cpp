@@ -74,3 +74,19 @@ TEST(Signals, ControllerReportsTheSignalAsItsReason) {
   EXPECT_TRUE(ctl.should_exit());
   EXPECT_EQ(ctl.check(0).reason, "signal");
 }
+
+// A supervised rank past its loop ignores a late relay (USR1/USR2) rather than die of it;
+// TERM keeps its default (the job's end), and so does a signal someone handles.
+TEST(Signals, LateNoticesAreIgnoredWhereTheDefaultWouldKill) {
+  signal(SIGUSR1, SIG_DFL);
+  signal(SIGUSR2, user_handler);
+  install_notice_handlers({SIGUSR1, SIGUSR2, SIGTERM});
+  remove_notice_handlers({SIGUSR1, SIGUSR2, SIGTERM});
+  ignore_late_notices({SIGUSR1, SIGUSR2, SIGTERM});
+  EXPECT_EQ(current(SIGUSR1), SIG_IGN);
+  EXPECT_EQ(current(SIGUSR2), user_handler);
+  EXPECT_EQ(current(SIGTERM), SIG_DFL);
+  raise(SIGUSR1);  // would end the test process with the default action
+  signal(SIGUSR1, SIG_DFL);
+  signal(SIGUSR2, SIG_DFL);
+}
