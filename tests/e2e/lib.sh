@@ -7,6 +7,9 @@ SRC=${TRAINCTL_SOURCE:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BUILD=${TRAINCTL_BUILD:-$SRC/build}
 eval "$("$SRC/scripts/local-cluster" env)"
 export SLURM_CONF
+# The cluster's own configuration directory (its slurm.conf, plugstack.conf, variant),
+# whichever slurm.conf this test's commands read.
+CLUSTER_ETC=$(dirname "$SLURM_CONF")
 export PYTHONPATH=$BUILD/lib/python3/dist-packages
 export TORCHRUN_SHIM=$SRC/tests/e2e/torchrun_shim.py
 # shellcheck disable=SC2034  # used by the tests that source this file
@@ -19,6 +22,7 @@ TEST_DIR=$(mktemp -d /tmp/trainctl-e2e-XXXXXX)
 export TRAINCTL_LOG_DIR=$TEST_DIR/logs TRAINCTL_BAD_NODES=$TEST_DIR/state/bad_nodes
 mkdir -p "$TRAINCTL_LOG_DIR"
 SUBMITTED=()
+# A test that edits the cluster's plugstack.conf (one that runs alone) saves it here first.
 PLUGSTACK_SAVED=""
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
@@ -29,8 +33,8 @@ cleanup() {
   for p in $(user_processes); do kill -CONT "$p" 2>/dev/null || true; done
   for p in $(user_processes); do kill -9 "$p" 2>/dev/null || true; done
   [ "$(type -t stop_alert_servers)" = function ] && stop_alert_servers
-  # First: a later step of this report must not leave the next test without the plugin.
-  if [ -n "$PLUGSTACK_SAVED" ]; then cp "$PLUGSTACK_SAVED" "$(dirname "$SLURM_CONF")/plugstack.conf"; fi
+  # First: this test must not leave the next without the plugin.
+  if [ -n "$PLUGSTACK_SAVED" ]; then cp "$PLUGSTACK_SAVED" "$CLUSTER_ETC/plugstack.conf"; fi
   # submit runs in $(...), a subshell: the ids it records there are read back here.
   if [ -f "$TEST_DIR/.submitted" ]; then mapfile -t -O "${#SUBMITTED[@]}" SUBMITTED <"$TEST_DIR/.submitted"; fi
   for j in "${SUBMITTED[@]}"; do scancel "$j" 2>/dev/null || true; done
@@ -154,12 +158,13 @@ PY
 # sbatch, for the SPANK plugin. supervised_job FILE OPTIONS... writes the job script
 # and sets JOB_OPTS to the options sbatch must get.
 MODE=${1:-run}
-# In run mode the plugin is taken out of plugstack.conf for the test, so trainctl-run is
-# shown to work where no admin installed the plugin; cleanup puts it back.
+# In run mode this test's srun and sbatch (and those in its jobs, which inherit
+# SLURM_CONF) read a slurm.conf without the plugin (scripts/local-cluster writes it), so
+# trainctl-run is shown to work where no admin installed the plugin, while tests of the
+# plugin run beside it.
 if [ "$MODE" = run ] && [ -n "${1:-}" ]; then
-  PLUGSTACK_SAVED=$TEST_DIR/plugstack.conf.saved
-  cp "$(dirname "$SLURM_CONF")/plugstack.conf" "$PLUGSTACK_SAVED"
-  echo "# trainctl plugin left out by an e2e test of trainctl-run" >"$(dirname "$SLURM_CONF")/plugstack.conf"
+  SLURM_CONF=$CLUSTER_ETC/without-plugin/slurm.conf
+  [ -f "$SLURM_CONF" ] || { echo "no $SLURM_CONF: scripts/local-cluster up writes it" >&2; exit 1; }
 fi
 # shellcheck disable=SC2034  # read by the tests that source this file
 JOB_OPTS=()
@@ -177,11 +182,11 @@ supervised_job() {
     JOB_OPTS=()
   fi
 }
-TRAINCTL_CLUSTER_PLUGSTACK=$(dirname "$SLURM_CONF")/plugstack.conf
+TRAINCTL_CLUSTER_PLUGSTACK=$CLUSTER_ETC/plugstack.conf
 
 # The cluster must run the proctrack variant this test was registered for.
 if [ -n "${TRAINCTL_E2E_VARIANT:-}" ]; then
-  running=$(cat "$(dirname "$SLURM_CONF")/variant" 2>/dev/null || echo none)
+  running=$(cat "$CLUSTER_ETC/variant" 2>/dev/null || echo none)
   [ "$running" = "$TRAINCTL_E2E_VARIANT" ] || fail "the cluster runs $running, this test is for $TRAINCTL_E2E_VARIANT"
 fi
 

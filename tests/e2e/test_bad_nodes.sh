@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# e2e-alone: it holds n1 and n3 exclusively so that its task can only land on n2
 # Bad-node memory with the template as users submit it (trainctl-run, no plugin):
 # `sbatch --array=1-2%1 -N1`. Task 1 is made to land on n2 (a placeholder job holds n1
 # and n3, and keeps holding them), where the ranks crash as on a node with a broken GPU. Its supervisor records

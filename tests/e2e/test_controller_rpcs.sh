@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # e2e-modes: run plugin
+# e2e-alone: it counts the RPCs slurmctld receives from everyone
 # What the supervisors cost the controller, counted by slurmctld itself (sdiag): a 3-node
 # job with a 10 s EndTime poll. Each EndTime read is one RPC (REQUEST_JOB_INFO_SINGLE,
 # no REQUEST_FED_INFO), no two nodes read in the same second, a user's

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # e2e-modes: run
+# e2e-locks: team-users
+# e2e-alone: it plants files for the next job id, which no other test may take
 # Hang diagnosis that other users cannot steer, as real users: alice runs the jobs with
 # her team's group-writable log directory (as the template tells teams to make it); bob
 # is in her group; mallory is not.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # e2e-modes: run plugin
 # e2e-core: plugin
+# e2e-locks: team-users
 # Real users, never root: alice runs the job, bob (her teammate, group tcteam) touches
 # her switches in a group-shared setgid directory, mallory (another user of the same
 # nodes) attacks. Before alice's first job mallory squats every node-state name she can

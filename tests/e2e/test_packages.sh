@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# e2e-alone: it replaces the cluster's plugstack.conf with the packaged one
 # The Debian packages and the RPMs from scripts/package, as an admin meets them:
 #   - lintian (pedantic and informational tags) and rpmlint (packaging/rpm/rpmlint.toml)
 #     find nothing: each accepted finding is an override or filter that says why;
@@ -181,7 +182,7 @@ for page in trainwatch.1 trainctl-run.1 trainctl_spank.8; do
 done
 log "trainwatch, trainctl-run, import trainctl, a C program (pkg-config) and the man pages work from /usr"
 
-plugstack=$(dirname "$SLURM_CONF")/plugstack.conf
+plugstack=$CLUSTER_ETC/plugstack.conf
 PLUGSTACK_SAVED=$TEST_DIR/plugstack.conf.saved  # restored by cleanup
 cp "$plugstack" "$PLUGSTACK_SAVED"
 grep -h '^optional' /usr/share/trainctl/plugstack.conf.example >"$plugstack"  # the admin's one line

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # e2e-core: all
+# e2e-alone: it breaks the cluster's plugstack.conf for a while
 # A plugin that cannot start fails the job and leaves the node in service. From SLURM
 # 25.05 a required plugin whose slurm_spank_init fails drains the node (every user's
 # jobs lose it) unless the plugin sets slurm_spank_init_failure_mode to

@@ -5,7 +5,8 @@
 source "$(dirname "$0")/lib.sh"
 grep -q trainctl "$TRAINCTL_CLUSTER_PLUGSTACK" || fail "the plugin is not in plugstack.conf"
 
-before=$(squeue -h | wc -l)
+# The job name is this test's own: other tests submit beside it.
+name=refused-${TEST_DIR##*/}
 check() {  # check COMMAND...: must fail with a trainctl line naming the option
   local out rc=0
   out=$("$@" 2>&1) || rc=$?
@@ -14,10 +15,10 @@ check() {  # check COMMAND...: must fail with a trainctl line naming the option
   log "refused: $* -> $(grep 'trainctl: --' <<<"$out" | head -1)"
 }
 for bad in --graceful-exit=abc --graceful-exit=0 --graceful-exit=-5 --graceful-exit=99999h --graceful-signal=NOPE --graceful-signal=KILL; do
-  check sbatch "$bad" --wrap true
-  check srun -N1 "$bad" true
-  check salloc -N1 "$bad" true
+  check sbatch -J "$name" "$bad" --wrap true
+  check srun -J "$name" -N1 "$bad" true
+  check salloc -J "$name" -N1 "$bad" true
 done
-[ "$(squeue -h | wc -l)" -eq "$before" ] || fail "something was submitted"
+[ -z "$(squeue -h -n "$name" -o %i)" ] || fail "something was submitted: $(squeue -h -n "$name")"
 sbatch --graceful-exit=90s --graceful-signal=USR2 --wrap true >/dev/null || fail "good values were refused"
 log "PASS: every bad value refused by sbatch, srun and salloc; nothing submitted"

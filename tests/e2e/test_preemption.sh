@@ -2,6 +2,7 @@
 # e2e-modes: run plugin
 # e2e-variants: linuxproc cgroup
 # e2e-core: plugin run plugin_cgroup
+# e2e-alone: its high-priority job on every node preempts every other test's job
 # Preemption with GraceTime: a low-priority requeueable job is preempted by a
 # high-priority one; its ranks save within the grace (reason preempted); the job is
 # requeued, restarts, and resumes at the saved step + 1.

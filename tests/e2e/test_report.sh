@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # e2e-modes: run
 # e2e-core: run
+# e2e-locks: team-users
 # trainctl report on a 3-task array of an unprivileged user (2 nodes x 2 torchrun
 # ranks, 1-minute limit, graceful exit 30 s, saves of 2 s):
 #   task 1: a save-switch save, then the deadline's save;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # e2e-modes: run plugin
 # e2e-core: plugin
+# e2e-locks: team-users
 # trainctl status on a running 2-node torchrun job of an unprivileged user (real DDP:
 # a gradient all_reduce in every step, rank 2 computing 3x slower): four rows with
 # their nodes and steps, the slow rank's factor, the deadline countdown (EndTime minus

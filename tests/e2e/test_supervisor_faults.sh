@@ -11,26 +11,13 @@
 #  3. SIGSTOP of both supervisors of a node for 70 s across the deadline: a rank takes
 #     over the node state, a save-switch touch reaches both ranks, the deadline comes
 #     on time, and the job completes after SIGCONT.
-#  4. slurmctld stopped across the deadline: the deadline does not wait for it.
-# Jobs 1-3 run at once (each on its own nodes' CPUs); 4 runs alone, since it stops
-# the controller for everyone, and only under linuxproc: how slurmstepd tracks the
-# processes plays no part in a deadline without the controller (a minute saved twice).
+# Jobs 1-3 run at once. slurmctld stopped across the deadline is test_controller_stopped
+# (it runs alone: it stops the controller for everyone).
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 run_as_user tcfault
 export TRAINCTL_POLL_INTERVAL=1s
-ctld_pid=$(cat "$(dirname "$SLURM_CONF")/../run/slurmctld.pid")
-resume_ctld() { kill -CONT "$ctld_pid" 2>/dev/null || true; }
-on_exit() {
-  local rc=$?
-  resume_ctld
-  set +e  # errexit would end this handler at the next line, before cleanup
-  (exit "$rc")
-  cleanup
-}
-trap on_exit EXIT
-
 # job_script NAME SRUN_ARGS TRAIN_ARGS: a batch script under the supervisor of this
 # mode, its events in $TEST_DIR/NAME/.
 job_script() {
@@ -186,28 +173,6 @@ log "job 3: one save per rank and the deadline on time while both supervisors we
 
 wait_for 30 "no process of $TEST_USER left" no_user_processes
 log "nothing of $TEST_USER's is left after jobs 1-3"
-if [ -n "$cgroup" ]; then
-  log "PASS ($MODE, cgroup): supervisor killed (rank saved at once, others on time), supervisors stopped (save and deadline on time); nothing left; the controller stopped is the linuxproc run's"
-  exit 0
-fi
-
-log "job 4 ($MODE): slurmctld stopped across the deadline"
-job_script ctld "--ntasks=1" "$python_cmd"
-# shellcheck disable=SC2046
-j4=$(submit_as_user -N1 --ntasks=1 --time=2 $(plugin_opts ctld) -o "$TEST_DIR/ctld/job.out" "$TEST_DIR/ctld/job.sh")
-wait_for 120 "job 4's rank" at_least ctld start 1
-start4=$(job_field "$j4" StartTime)
-until [ "$(python3 -c 'import sys,time; print(int(time.time() - time.mktime(time.strptime(sys.argv[1], "%Y-%m-%dT%H:%M:%S"))))' "$start4")" -ge 30 ]; do sleep 1; done
-kill -STOP "$ctld_pid"
-log "job 4: slurmctld stopped 30 s after the start"
-for _ in $(seq 1 60); do at_least ctld exit 1 && break; sleep 1; done
-resume_ctld
-log "job 4: slurmctld resumed"
-why="" t=0
-read -r _ _ why t < <(events ctld exit) || true
-[ "${why:-}" = deadline ] || fail "job 4: the rank exited with '${why:-nothing}' while the controller was stopped"
-off=$(python3 -c 'import sys,time; print(round(float(sys.argv[1]) - time.mktime(time.strptime(sys.argv[2], "%Y-%m-%dT%H:%M:%S")), 1))' "$t" "$start4")
-within "$off" 55 66 || fail "job 4: the deadline (60 s) reached the rank at $off s with the controller stopped"
-log "job 4: the rank exited at $off s (deadline at 60 s) while slurmctld was stopped"
-wait_for 90 "job 4 to end" job_ended "$j4"
-log "PASS ($MODE): supervisor killed (rank saved at once, others on time), launcher's supervisor killed (4 ranks at one step; linuxproc), supervisors stopped (save and deadline on time), controller stopped (deadline at $off s); nothing left"
+what="supervisor killed (rank saved at once, others on time)"
+[ -n "$cgroup" ] || what+=", launcher's supervisor killed (4 ranks at one step)"
+log "PASS ($MODE${cgroup:+, cgroup}): $what, supervisors stopped (save and deadline on time); nothing left"

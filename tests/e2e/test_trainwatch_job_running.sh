@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # e2e-core: all
+# e2e-alone: it stops slurmctld and starts the cluster again
 # trainwatch job-running against the local cluster: a running job with a long name
 # holding spaces and '|'; a pending job with its reason; a missing name is CRITICAL;
 # the check never counts the job it runs in; a stopped controller is UNKNOWN.
@@ -28,7 +29,7 @@ wait_for 30 "the watchdog job to end" job_ended "$watch"
 grep -q "^JOB-RUNNING CRITICAL - no job named 'lonely'" "$TEST_DIR/self.out" || fail "it counted its own job: $(cat "$TEST_DIR/self.out")"
 
 # The controller stopped: UNKNOWN, never OK, never CRITICAL.
-ctld_pid=$(cat "$(dirname "$SLURM_CONF")/../run/slurmctld.pid")
+ctld_pid=$(cat "$CLUSTER_ETC/../run/slurmctld.pid")
 kill "$ctld_pid"
 gone() { ! kill -0 "$ctld_pid" 2>/dev/null; }
 wait_for 20 "slurmctld to stop" gone
