@@ -3,6 +3,7 @@
 import ctypes
 import os
 import platform
+import stat
 import sys
 import sysconfig
 
@@ -23,34 +24,67 @@ class TrainctlError(RuntimeError):
         self.code = code
 
 
-def _untrusted(path):
-    """Why a library found next to this package must not be loaded ('' when it may). It
-    runs as the user: the file and the directory it sits in must belong to root or to
-    this user, and nobody else may write either; every directory above must belong to
-    root or this user and be writable by nobody else, except a root-owned sticky one
-    such as /tmp (where others cannot rename what is not theirs). Anything else could
-    have been planted or swapped by another user of the machine."""
+def _open_checked(path):
+    """Opens a library found next to this package, if it may be loaded: (fd, '') or
+    (None, why not). It runs as the user, so no other user may be able to change what it
+    loads, neither before the check nor between the check and the load:
+    - every directory on the way, links followed, belongs to root or to this user and
+      nobody else may write it, except a root-owned sticky one such as /tmp (where others
+      cannot rename what is not theirs); the file's own directory, not even that;
+    - every link on the way belongs to root or to this user (a link is never followed in
+      a directory another user could write, where it could be swapped);
+    - the file opened (never through a link at its last step) is the regular file walked
+      to, belongs to root or to this user, and nobody else may write it.
+    The caller loads the descriptor (/proc/self/fd/N), not the path again."""
     me = os.getuid()
-    real = os.path.realpath(path)
-    st = os.lstat(real)
-    if st.st_uid not in (0, me):
-        return "%s belongs to uid %d, not to you or root" % (real, st.st_uid)
-    if st.st_mode & 0o022:
-        return "%s is writable by others (mode %04o)" % (real, st.st_mode & 0o7777)
-    d = os.path.dirname(real)
-    first = True
-    while True:
-        s = os.stat(d)
-        if s.st_uid not in (0, me):
-            return "its directory %s belongs to uid %d, not to you or root" % (d, s.st_uid)
-        sticky_root = s.st_uid == 0 and s.st_mode & 0o1000
-        if s.st_mode & 0o022 and (first or not sticky_root):
-            return "its directory %s is writable by others (mode %04o)" % (d, s.st_mode & 0o7777)
-        first = False
-        if d == os.path.dirname(d):
-            break
-        d = os.path.dirname(d)
-    return ""
+    todo = [c for c in os.path.abspath(path).split("/") if c]
+    where, hops = "/", 0
+    st = os.stat("/")
+    while todo:
+        part = todo.pop(0)
+        if part in (".", ""):
+            continue
+        if part == "..":
+            where = os.path.dirname(where)
+            continue
+        here = os.path.join(where, part)
+        st = os.lstat(here)
+        last = not todo
+        if last and st.st_uid not in (0, me):  # the most telling reason first
+            return None, "%s belongs to uid %d, not to you or root" % (here, st.st_uid)
+        d = os.stat(where)
+        if d.st_uid not in (0, me):
+            return None, "its directory %s belongs to uid %d, not to you or root" % (where, d.st_uid)
+        sticky_root = d.st_uid == 0 and d.st_mode & 0o1000
+        if d.st_mode & 0o022 and (last or not sticky_root):
+            return None, "its directory %s is writable by others (mode %04o)" % (where, d.st_mode & 0o7777)
+        if stat.S_ISLNK(st.st_mode):
+            if st.st_uid not in (0, me):
+                return None, "the link %s belongs to uid %d, not to you or root" % (here, st.st_uid)
+            hops += 1
+            if hops > 40:
+                return None, "too many links on the way to %s" % path
+            target = os.readlink(here)
+            if target.startswith("/"):
+                where = "/"
+            todo = [c for c in target.split("/") if c] + todo
+            continue
+        where = here
+    if not stat.S_ISREG(st.st_mode):
+        return None, "%s is not a regular file" % where
+    fd = os.open(where, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    f = os.fstat(fd)
+    why = ""
+    if (f.st_dev, f.st_ino) != (st.st_dev, st.st_ino):
+        why = "%s changed while it was checked" % where
+    elif f.st_uid not in (0, me):
+        why = "%s belongs to uid %d, not to you or root" % (where, f.st_uid)
+    elif f.st_mode & 0o022:
+        why = "%s is writable by others (mode %04o)" % (where, f.st_mode & 0o7777)
+    if why:
+        os.close(fd)
+        return None, why
+    return fd, ""
 
 
 def _candidates():
@@ -76,16 +110,29 @@ def _load():
         if os.path.sep in path and not os.path.exists(path):
             continue
         # A path the user named, or the loader's own search, is theirs to trust; a file
-        # found next to this package is checked first.
-        why = "" if chosen else _untrusted(path)
-        if why:
-            errors.append("%s: not loaded: %s" % (path, why))
-            continue
+        # found next to this package is checked, and the file checked is the one loaded.
+        fd = None
+        if not chosen:
+            try:
+                fd, why = _open_checked(path)
+            except OSError as e:
+                fd, why = None, str(e)
+            if fd is None:
+                errors.append("%s: not loaded: %s" % (path, why))
+                continue
         try:
-            loaded = ctypes.CDLL(path)
+            if fd is None:
+                loaded = ctypes.CDLL(path)
+            else:
+                # Named by its path for the user (and ctypes' repr), loaded from the
+                # descriptor that was checked.
+                loaded = ctypes.CDLL(path, handle=ctypes.CDLL("/proc/self/fd/%d" % fd)._handle)
         except OSError as e:
             errors.append(str(e))
             continue
+        finally:
+            if fd is not None:
+                os.close(fd)
         # A refused library beside the package is worth one line even when another copy
         # (an installed one) loads instead: the user meant this package's own.
         for refused in errors:

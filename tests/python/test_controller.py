@@ -209,6 +209,29 @@ class PackageTest(unittest.TestCase):
         finally:
             shutil.rmtree(top)
 
+    def test_a_link_another_user_made_is_not_followed(self):
+        # Issue 33: the check resolved a link, the load followed it again, and the other
+        # user who owned the link swapped it in between (8 of 40 starts ran their code).
+        # Such a link is refused, whatever it points to now, and what loads is the file
+        # that was checked (its descriptor), never the path again.
+        real = os.path.realpath(trainctl._native.lib()._name)
+        top = tempfile.mkdtemp(prefix="trainctl-link-")
+        try:
+            os.chmod(top, 0o1777)
+            pkg = os.path.join(top, "clone", "python")
+            shutil.copytree(os.path.dirname(trainctl.__file__), os.path.join(pkg, "trainctl"))
+            link = os.path.join(top, "libtrainctl.so.0")
+            os.symlink(real, link)  # to the user's own, good library: for now
+            os.lchown(link, 65534, 65534)  # mallory's link
+            code = "import trainctl._native as n; n.lib(); print(n.lib()._name)"
+            env = dict(os.environ, PYTHONPATH=pkg, LD_LIBRARY_PATH="")
+            env.pop("TRAINCTL_LIBRARY", None)
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+            self.assertNotIn(link, out.stdout, "a link another user can swap was followed")
+            self.assertIn("%s belongs to uid 65534" % link, out.stderr + out.stdout)
+        finally:
+            shutil.rmtree(top)
+
     def test_a_library_planted_beside_the_package_is_not_loaded(self):
         # The package in a tree whose lib directory anyone can write (and a library
         # planted a level higher, where the package used to look too).
