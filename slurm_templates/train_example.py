@@ -13,7 +13,9 @@ exits cleanly (status 0) when trainctl asks for an exit, saying why.
 import argparse
 import json
 import os
+import stat
 import sys
+import tempfile
 import time
 
 import trainctl
@@ -23,6 +25,36 @@ try:
     import torch.distributed as dist
 except ImportError:  # runs without torch: a single process
     torch = dist = None
+
+
+# -- files in a directory others may write (a team's group-writable project directory) --
+# Made the way trainctl makes its own, so that this loop is safe to copy: never through a
+# link a teammate planted under the name (O_NOFOLLOW: it could point at your .bashrc),
+# never blocking on a FIFO planted there (O_NONBLOCK), only into a regular file of yours,
+# and never truncated before that is known. A checkpoint is written in a directory only
+# you could have made (mkdtemp), then renamed into place whole.
+def open_own(path, append=False):
+    """PATH for writing (appending), made if missing; OSError if it is a link, a FIFO or
+    anything but a regular file of this user's."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags | (os.O_APPEND if append else 0), 0o644)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+        os.close(fd)
+        raise OSError("%s is not a regular file of yours; not written" % path)
+    if not append:
+        os.ftruncate(fd, 0)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "a" if append else "w", buffering=1 if append else -1)
+
+
+def own_dir(path):
+    """Whether PATH is a directory of this user's, reached by no link at its last step."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
 
 
 def parse_args():
@@ -103,7 +135,7 @@ class Run:
         if args.events:
             path = args.events.replace("{rank}", str(self.rank))
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            self.events = open(path, "a", buffering=1)
+            self.events = open_own(path, append=True)
 
     def log(self, event, **fields):
         record = dict(event=event, rank=self.rank, time=round(time.time(), 3), **fields)
@@ -131,8 +163,9 @@ class Run:
             names = sorted(n for n in os.listdir(self.args.ckpt_dir) if n.startswith("step_"))
         except FileNotFoundError:
             return None
-        for name in reversed(names):
-            if os.path.exists(os.path.join(self.args.ckpt_dir, name, "COMPLETE")):
+        for name in reversed(names):  # yours only: not one a teammate put there
+            d = os.path.join(self.args.ckpt_dir, name)
+            if name[len("step_"):].isdigit() and own_dir(d) and os.path.isfile(os.path.join(d, "COMPLETE")):
                 return int(name[len("step_"):])
         return None
 
@@ -142,19 +175,24 @@ class Run:
             # --save-marker allows a longer silence then (cron/trainwatch.conf.example).
             marker = os.path.join(self.args.ckpt_dir, "SAVING")
             os.makedirs(self.args.ckpt_dir, exist_ok=True)
-            open(marker, "w").close()
+            try:
+                open_own(marker).close()
+            except OSError as e:  # the save goes on without its marker
+                print("train: no save marker: %s" % e, file=sys.stderr, flush=True)
+                marker = None
             final = os.path.join(self.args.ckpt_dir, "step_%08d" % step)
-            tmp = final + ".tmp.%d" % os.getpid()
-            os.makedirs(tmp, exist_ok=True)
+            tmp = tempfile.mkdtemp(prefix="step_%08d.tmp." % step, dir=self.args.ckpt_dir)
             with open(os.path.join(tmp, "state.json"), "w") as f:
                 json.dump({"step": step, "why": why}, f)   # your model.state_dict() here
                 time.sleep(self.args.save_time)
             with open(os.path.join(tmp, "COMPLETE"), "w") as f:
                 f.write("%d\n" % step)
-            if os.path.exists(final):
+            os.chmod(tmp, 0o755)  # mkdtemp's is 0700: readable as your other files are
+            if os.path.lexists(final):
                 final += ".again.%d" % os.getpid()
             os.rename(tmp, final)
-            os.unlink(marker)
+            if marker:
+                os.unlink(marker)
         self.barrier()  # every rank leaves the save together
         self.log("save", step=step, why=why)
 
@@ -210,7 +248,7 @@ def train(args, run):
             return 0
     run.save(args.steps - 1, "finished")
     if run.rank == 0:
-        open(os.path.join(args.ckpt_dir, "FINISHED"), "w").close()
+        open_own(os.path.join(args.ckpt_dir, "FINISHED")).close()
     run.log("finished", step=args.steps - 1)
     return 0
 

@@ -59,6 +59,43 @@ class TrainExampleTest(unittest.TestCase):
         self.assertEqual((start["step"], start["resumed_from"]), (1, 0))
         self.assertEqual(ev[-1]["event"], "finished")
 
+    def test_a_teammates_links_touch_nothing_outside(self):
+        # Issue 33: in a group-writable project directory a teammate's SAVING link made
+        # the save truncate a file of the user's, and an events link appended to .bashrc.
+        # The loop follows no link: the files stay as they were, the run still saves, and
+        # a planted checkpoint (not the user's, or a link) is not resumed from.
+        home = os.path.join(self.dir, "home")
+        os.mkdir(home)
+        precious, bashrc = os.path.join(home, "precious"), os.path.join(home, ".bashrc")
+        for path in (precious, bashrc):
+            with open(path, "w") as f:
+                f.write("keep\n")
+        os.mkdir(self.ckpt)
+        os.symlink(precious, os.path.join(self.ckpt, "SAVING"))
+        os.symlink(bashrc, os.path.join(self.dir, "events.jsonl"))
+        planted = os.path.join(self.dir, "elsewhere")
+        os.mkdir(planted)
+        with open(os.path.join(planted, "COMPLETE"), "w") as f:
+            f.write("99\n")
+        os.symlink(planted, os.path.join(self.ckpt, "step_00000099"))
+        env = dict(os.environ, TRAINCTL_STATE=os.path.join(self.dir, "state"), TRAINCTL_SIGNALS="none")
+        p = subprocess.run([sys.executable, EXAMPLE, "--ckpt-dir", self.ckpt, "--steps", "5", "--step-time", "0",
+                            "--events", os.path.join(self.dir, "events.jsonl")],
+                           env=env, capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(p.returncode, 0, "events through a link were opened")
+        self.assertIn("events.jsonl", p.stderr)
+        for path in (precious, bashrc):
+            with open(path) as f:
+                self.assertEqual(f.read(), "keep\n", path)
+        os.unlink(os.path.join(self.dir, "events.jsonl"))
+        ev = self.run_example(5)
+        self.assertEqual(ev[0]["resumed_from"], None, "resumed from a checkpoint that is a link")
+        self.assertEqual(ev[-1]["event"], "finished")
+        self.assertIn("step_00000004", self.checkpoints())
+        with open(precious) as f:
+            self.assertEqual(f.read(), "keep\n", "the save truncated the file SAVING pointed to")
+        self.assertTrue(os.path.islink(os.path.join(self.ckpt, "SAVING")), "the teammate's link went without a trace")
+
 
 if __name__ == "__main__":
     unittest.main()
