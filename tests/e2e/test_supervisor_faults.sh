@@ -114,14 +114,14 @@ job_script stop "--ntasks=2" "$python_cmd"
 # shellcheck disable=SC2046
 j3=$(submit_as_user -N1 --ntasks=2 --time=2 $(plugin_opts stop) -o "$TEST_DIR/stop/job.out" "$TEST_DIR/stop/job.sh")
 
+# Each fault as soon as its job trains: jobs 1 and 3 reach their deadline 60 s after
+# their start, and beside other tests job 2's torchrun can take about that long to start.
 wait_for 120 "job 1's 4 ranks" at_least kill start 4
-wait_for 120 "job 3's 2 ranks" at_least stop start 2
-[ -n "$cgroup" ] || wait_for 180 "job 2's 4 ranks" at_least launcher start 4
-
 sup=$(supervisor_of "$j1" 2) || fail "no supervisor of job $j1 task 2"
 kill -9 "$sup"
 killed_at=$(date +%s.%N)
 log "job 1: killed the supervisor of task 2 (pid $sup)"
+wait_for 120 "job 3's 2 ranks" at_least stop start 2
 sup_a=$(supervisor_of "$j3" 0) || fail "no supervisor of job $j3 task 0"
 sup_b=$(supervisor_of "$j3" 1) || fail "no supervisor of job $j3 task 1"
 kill -STOP "$sup_a" "$sup_b"
@@ -132,6 +132,7 @@ as_user touch "$TEST_DIR/stop/SAVE"
 log "job 3: touched the save switch"
 
 if [ -z "$cgroup" ]; then
+  wait_for 180 "job 2's 4 ranks" at_least launcher start 4
   sup2=$(supervisor_of "$j2" 1) || fail "no supervisor of job $j2 task 1"
   kill -9 "$sup2"
   log "job 2: killed the supervisor on n2 (pid $sup2)"
