@@ -745,11 +745,13 @@ struct threaded_world {
 
 }  // namespace
 
-// Varuna's slow-GPU detection, through the agreement check() already makes.
+// Varuna's slow-GPU detection, through the agreement check() already makes. The slow
+// rank's 60 ms against 2 ms hold their 1.5x on a loaded machine: with 12 ms against 3 ms,
+// scheduler delays beside the releases' tests made the fast ranks as slow (sid, no report).
 TEST(Stragglers, TheSlowRankIsRecordedWithItsHostTheOthersAreNot) {
   temp_dir t;
   threaded_world w;
-  const std::string text = w.run(t, {3ms, 3ms, 12ms}, 8);
+  const std::string text = w.run(t, {2ms, 2ms, 60ms}, 10);
   EXPECT_NE(text.find(" rank=2 "), std::string::npos) << text;
   EXPECT_EQ(text.find(" rank=0 "), std::string::npos) << text;
   EXPECT_EQ(text.find(" rank=1 "), std::string::npos) << text;
@@ -767,7 +769,7 @@ TEST(Stragglers, AFifoPlantedAsSlowNodesBlocksNoRank) {
   temp_dir t;
   ASSERT_EQ(mkfifo((t / "slow_nodes").c_str(), 0666), 0);
   threaded_world w;
-  std::packaged_task<std::string()> task([&] { return w.run(t, {3ms, 3ms, 12ms}, 8); });
+  std::packaged_task<std::string()> task([&] { return w.run(t, {2ms, 2ms, 60ms}, 10); });
   auto done = task.get_future();
   std::thread runner(std::move(task));
   const bool finished = done.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
@@ -792,7 +794,7 @@ TEST(Stragglers, AFifoWithAReaderGetsNoLine) {
   const int reader = open((t / "slow_nodes").c_str(), O_RDONLY | O_NONBLOCK);
   ASSERT_GE(reader, 0);
   threaded_world w;
-  w.run(t, {3ms, 3ms, 12ms}, 8);
+  w.run(t, {2ms, 2ms, 60ms}, 10);
   char buf[256];
   EXPECT_LE(read(reader, buf, sizeof buf), 0) << "nothing was written into the FIFO";
   close(reader);
