@@ -131,28 +131,15 @@ sleep 3
 as_user touch "$TEST_DIR/stop/SAVE"
 log "job 3: touched the save switch"
 
-if [ -z "$cgroup" ]; then
-  wait_for 180 "job 2's 4 ranks" at_least launcher start 4
-  sup2=$(supervisor_of "$j2" 1) || fail "no supervisor of job $j2 task 1"
-  kill -9 "$sup2"
-  log "job 2: killed the supervisor on n2 (pid $sup2)"
-  launcher_gone() { [ -z "$(pgrep -u "$TEST_USER" -f "$TEST_DIR/launcher" || true)" ]; }
-  wait_for 60 "job 2 to end" job_ended "$j2"
-  read -r -a e2 <<<"$(events launcher exit | awk '{print $2, $3}' | sort -u | tr '\n' ' ')"
-  [ "$(count launcher exit)" = 4 ] || fail "job 2: $(count launcher exit) of 4 ranks exited: $(events launcher exit)"
-  { [ "${#e2[@]}" = 2 ] && [ "${e2[1]}" = signal ]; } || fail "job 2: expected one step, reason signal: $(events launcher exit)"
-  [ "$(count launcher save)" = 4 ] || fail "job 2: $(count launcher save) saves, not 4"
-  grep -q "the supervisor of this task is gone" "$TEST_DIR/launcher/job.out" || fail "job 2: no line about the supervisor's death"
-  wait_for 20 "job 2's processes to go" launcher_gone
-  log "job 2: all 4 ranks saved and exited at step ${e2[0]} (signal) after their supervisor died; nothing left"
-fi
 
 rank2_exited() { [ -n "$(events kill exit | awk '$1 == 2')" ]; }
 wait_for 30 "job 1's rank 2 to exit" rank2_exited
 read -r _ _ why2 t2 < <(events kill exit | awk '$1 == 2') || true
 [ "$why2" = signal ] || fail "job 1: rank 2 exited with reason '$why2', not signal"
 late=$(python3 -c 'import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 1))' "$t2" "$killed_at")
-within "$late" 0 10 || fail "job 1: rank 2 exited $late s after its supervisor died"
+# From -1 s: killed_at is read after kill(1) returns, and the rank can hear of the death
+# (its supervisor's pidfd) before that, on a loaded machine.
+within "$late" -1 10 || fail "job 1: rank 2 exited $late s after its supervisor died"
 [ -n "$(events kill save | awk '$1 == 2')" ] || fail "job 1: rank 2 did not save before exiting"
 log "job 1: rank 2 saved and exited $late s after its supervisor was killed"
 wait_for 100 "job 1 to end" job_ended "$j1"
@@ -171,6 +158,24 @@ log "job 3: supervisors resumed after $((SECONDS - stopped_at)) s"
 wait_for 60 "job 3 to end" job_ended "$j3"
 [ "$(job_state "$j3")" = COMPLETED ] || fail "job 3 ended $(job_state "$j3")"
 log "job 3: one save per rank and the deadline on time while both supervisors were stopped; COMPLETED"
+
+# Job 2 last: its torchrun may take a minute to start beside other tests, and job 3's
+# supervisors must be resumed 70 s after they stopped, before its 2-minute limit.
+if [ -z "$cgroup" ]; then
+  wait_for 180 "job 2's 4 ranks" at_least launcher start 4
+  sup2=$(supervisor_of "$j2" 1) || fail "no supervisor of job $j2 task 1"
+  kill -9 "$sup2"
+  log "job 2: killed the supervisor on n2 (pid $sup2)"
+  launcher_gone() { [ -z "$(pgrep -u "$TEST_USER" -f "$TEST_DIR/launcher" || true)" ]; }
+  wait_for 60 "job 2 to end" job_ended "$j2"
+  read -r -a e2 <<<"$(events launcher exit | awk '{print $2, $3}' | sort -u | tr '\n' ' ')"
+  [ "$(count launcher exit)" = 4 ] || fail "job 2: $(count launcher exit) of 4 ranks exited: $(events launcher exit)"
+  { [ "${#e2[@]}" = 2 ] && [ "${e2[1]}" = signal ]; } || fail "job 2: expected one step, reason signal: $(events launcher exit)"
+  [ "$(count launcher save)" = 4 ] || fail "job 2: $(count launcher save) saves, not 4"
+  grep -q "the supervisor of this task is gone" "$TEST_DIR/launcher/job.out" || fail "job 2: no line about the supervisor's death"
+  wait_for 20 "job 2's processes to go" launcher_gone
+  log "job 2: all 4 ranks saved and exited at step ${e2[0]} (signal) after their supervisor died; nothing left"
+fi
 
 wait_for 30 "no process of $TEST_USER left" no_user_processes
 log "nothing of $TEST_USER's is left after jobs 1-3"
