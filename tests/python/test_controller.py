@@ -172,6 +172,24 @@ def _open_install_tree(top):
     return lib, pkg
 
 
+def _clone_in_sticky_dir(top):
+    """A checkout as under /tmp: TOP made sticky and writable by all, this package copied
+    to TOP/clone/python, so the install-layout candidate is TOP/libtrainctl.so.0. Returns
+    the directory for PYTHONPATH."""
+    os.chmod(top, 0o1777)
+    pkg = os.path.join(top, "clone", "python")
+    shutil.copytree(os.path.dirname(trainctl.__file__), os.path.join(pkg, "trainctl"))
+    return pkg
+
+
+def _load_from(pkg):
+    """A Python that loads the library through the package in PKG; its output."""
+    code = "import trainctl._native as n; n.lib(); print(n.lib()._name)"
+    env = dict(os.environ, PYTHONPATH=pkg, LD_LIBRARY_PATH="")
+    env.pop("TRAINCTL_LIBRARY", None)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+
+
 class PackageTest(unittest.TestCase):
     def test_package_parses_as_python_3_8(self):
         import ast
@@ -193,22 +211,18 @@ class PackageTest(unittest.TestCase):
         real = trainctl._native.lib()._name
         top = tempfile.mkdtemp(prefix="trainctl-sticky-")
         try:
-            os.chmod(top, 0o1777)
-            pkg = os.path.join(top, "clone", "python")
-            shutil.copytree(os.path.dirname(trainctl.__file__), os.path.join(pkg, "trainctl"))
+            pkg = _clone_in_sticky_dir(top)
             planted = os.path.join(top, "libtrainctl.so.0")
             shutil.copy(real, planted)
             os.chmod(planted, 0o644)
             os.chown(planted, 65534, 65534)  # mallory's
-            code = "import trainctl._native as n; n.lib(); print(n.lib()._name)"
-            env = dict(os.environ, PYTHONPATH=pkg, LD_LIBRARY_PATH="")
-            env.pop("TRAINCTL_LIBRARY", None)
-            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+            out = _load_from(pkg)
             self.assertNotIn(planted, out.stdout, "another user's library was loaded")
             self.assertIn("belongs to uid 65534, not to you or root", out.stderr + out.stdout)
         finally:
             shutil.rmtree(top)
 
+    @unittest.skipUnless(os.getuid() == 0, "needs root to give the link to another user")
     def test_a_link_another_user_made_is_not_followed(self):
         # Issue 33: the check resolved a link, the load followed it again, and the other
         # user who owned the link swapped it in between (8 of 40 starts ran their code).
@@ -217,16 +231,11 @@ class PackageTest(unittest.TestCase):
         real = os.path.realpath(trainctl._native.lib()._name)
         top = tempfile.mkdtemp(prefix="trainctl-link-")
         try:
-            os.chmod(top, 0o1777)
-            pkg = os.path.join(top, "clone", "python")
-            shutil.copytree(os.path.dirname(trainctl.__file__), os.path.join(pkg, "trainctl"))
+            pkg = _clone_in_sticky_dir(top)
             link = os.path.join(top, "libtrainctl.so.0")
             os.symlink(real, link)  # to the user's own, good library: for now
             os.lchown(link, 65534, 65534)  # mallory's link
-            code = "import trainctl._native as n; n.lib(); print(n.lib()._name)"
-            env = dict(os.environ, PYTHONPATH=pkg, LD_LIBRARY_PATH="")
-            env.pop("TRAINCTL_LIBRARY", None)
-            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+            out = _load_from(pkg)
             self.assertNotIn(link, out.stdout, "a link another user can swap was followed")
             self.assertIn("%s belongs to uid 65534" % link, out.stderr + out.stdout)
         finally:
