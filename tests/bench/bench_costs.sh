@@ -3,7 +3,8 @@
 # figures, asserts nothing. With BEFORE=<another build dir> every figure is taken for that
 # build too, interleaved with this one in the same run (repetitions alternate), so that a
 # change is measured against its parent on the same noisy machine.
-#   launch     srun -N1 true: no plugin / plugin active (medians and minimums of 3 rounds)
+#   launch     srun -N1 true: no plugin / the kill switch / the template's options
+#              (medians and minimums of 3 rounds)
 #   busy node  trainctl-run -- true with 5,000 idle processes on the node: time,
 #              instructions (callgrind), syscalls (strace -c)
 #   rpcs       a 3-node job of RPC_MINUTES (10) minutes at the default EndTime poll:
@@ -53,24 +54,31 @@ ms_of() {  # ms_of RUNS COMMAND...: one wall time in ms per run, one per line
 }
 
 if [[ " $parts " == *" launch "* ]]; then
+  # Two ways to use the plugin: the kill switch alone, and every option the template's
+  # #SBATCH line sets (a deadline, both switches, the hang timeout).
+  template=(-t 20 --graceful-exit=10 --kill-switch="$work/KILL" --save-switch="$work/SAVE" --hang-timeout=30m)
   echo "== srun -N1 true, 3 rounds x 20 runs, the variants alternating"
   for _ in 1 2 3; do
     echo "# no trainctl plugin" >"$plugstack"
     ms_of 20 srun -N1 true >>"$work/launch.none"
     for b in "${builds[@]}"; do
       plugin_for "$b" >"$plugstack"
-      ms_of 20 srun -N1 --kill-switch="$work/KILL" true >>"$work/launch.$(basename "$(dirname "$b")")"
+      ms_of 20 srun -N1 --kill-switch="$work/KILL" true >>"$work/launch.$(basename "$(dirname "$b")").kill"
+      ms_of 20 srun -N1 "${template[@]}" true >>"$work/launch.$(basename "$(dirname "$b")").template"
     done
   done
   cp "$work/plugstack.saved" "$plugstack"
   none=$(median_min <"$work/launch.none")
   echo "no plugin:                 $none"
   for b in "${builds[@]}"; do
-    f=$work/launch.$(basename "$(dirname "$b")")
-    echo "plugin active, $(name "$b"): $(median_min <"$f")  ratio of medians $(python3 -c '
+    for v in kill template; do
+      f=$work/launch.$(basename "$(dirname "$b")").$v
+      what=$([ "$v" = kill ] && echo "--kill-switch" || echo "the template's options (${template[*]:2})")
+      echo "plugin active, $(name "$b"), $what: $(median_min <"$f")  ratio of medians $(python3 -c '
 import statistics, sys
 a = [float(x) for x in open(sys.argv[1])]; n = [float(x) for x in open(sys.argv[2])]
 print("%.3f" % (statistics.median(a) / statistics.median(n)))' "$f" "$work/launch.none")"
+    done
   done
 fi
 
