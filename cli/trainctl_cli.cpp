@@ -5,7 +5,9 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
+#include "did_you_mean.hpp"
 #include "trainctl/trainctl.h"
 #include "verbs.hpp"
 
@@ -52,6 +54,14 @@ std::string accepted() {
   return out + ", help";
 }
 
+// " (did you mean 'status'?)" for a mistyped verb, as git and kubectl say it.
+std::string suggestion(const char* typed) {
+  std::vector<std::string> names{"help"};
+  for (const verb& v : kVerbs) names.emplace_back(v.name);
+  const std::string best = trainctl::closest_word(typed, names);
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
+}
+
 int dispatch(int argc, char** argv) {
   if (argc < 2) {
     usage(stderr);
@@ -66,7 +76,8 @@ int dispatch(int argc, char** argv) {
   if (first == "help") {
     const verb* v = find_verb(argv[2]);
     if (v == nullptr || argc > 3) {
-      std::fprintf(stderr, "trainctl help: '%s' is not a verb; accepted: %s\n", argv[2], accepted().c_str());
+      std::fprintf(stderr, "trainctl help: '%s' is not a verb%s; accepted: %s\n", argv[2], suggestion(argv[2]).c_str(),
+                   accepted().c_str());
       return 2;
     }
     char help[] = "--help";
@@ -75,7 +86,8 @@ int dispatch(int argc, char** argv) {
   }
   const verb* v = find_verb(argv[1]);
   if (v == nullptr) {
-    std::fprintf(stderr, "trainctl: '%s' is not a verb; accepted: %s (trainctl --help)\n", argv[1], accepted().c_str());
+    std::fprintf(stderr, "trainctl: '%s' is not a verb%s; accepted: %s (trainctl --help)\n", argv[1],
+                 suggestion(argv[1]).c_str(), accepted().c_str());
     return 2;
   }
   return v->run(argc - 1, argv + 1);

@@ -21,6 +21,7 @@
 #include "alerting.hpp"
 #include "bad_nodes.hpp"
 #include "checks.hpp"
+#include "cli_hint.hpp"
 #include "parse.hpp"
 #include "subprocess.hpp"
 #include "trainctl/trainctl.h"
@@ -643,7 +644,8 @@ int run_main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    usage_error(e.what());
+    const std::string check = subcommand_hint(app, argc, argv, "a trainwatch command");
+    usage_error(check.empty() ? e.what() + flag_hint(app, e.what(), argc, argv) : check);
   }
 
   // Every option is checked before any check runs: bad input sends nothing.

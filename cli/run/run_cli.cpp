@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_hint.hpp"
 #include "commands.hpp"
 #include "job_access.hpp"
 #include "job_status.hpp"
@@ -251,7 +252,7 @@ int run(const std::string& program, int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    usage_error(e.what());
+    usage_error(e.what() + flag_hint(app, e.what(), argc, argv));
   }
 
   if (const int status = run_one_shot(a); status >= 0) return status;

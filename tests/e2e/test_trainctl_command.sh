@@ -30,6 +30,29 @@ for bad in "" "frobnicate" "help frobnicate" "stacks" "bad-nodes mark n1" "bad-n
 done
 log "help, version and 7 kinds of bad input: one line each, exit 2"
 
+# A mistyped verb, flag or check names the closest accepted one (git's and kubectl's
+# habit), in the same one line; a word close to nothing gets no guess.
+# suggests TOOL_AND_ARGS EXIT LINE: the tool exits EXIT with exactly LINE on stderr.
+suggests() {
+  local rc=0
+  # shellcheck disable=SC2086  # the words of each case
+  $1 >"$TEST_DIR/out" 2>"$TEST_DIR/err" || rc=$?
+  [ "$rc" -eq "$2" ] || fail "$1 exited $rc, not $2"
+  [ "$(cat "$TEST_DIR/err")" = "$3" ] || fail "$1 said: $(cat "$TEST_DIR/err"); expected: $3"
+}
+verbs="accepted: run, status, stacks, report, bad-nodes, version, help (trainctl --help)"
+suggests "$tc stauts" 2 "trainctl: 'stauts' is not a verb (did you mean 'status'?); $verbs"
+suggests "$tc frobnicate" 2 "trainctl: 'frobnicate' is not a verb; $verbs"
+suggests "$tc status --jsno 1" 2 \
+  "trainctl status: The following argument was not expected: --jsno (did you mean --json?) (see trainctl help status)"
+suggests "$BUILD/bin/trainctl-run --graceful-exti=5 -- true" 2 \
+  "trainctl-run: The following arguments were not expected: -- --graceful-exti=5 (did you mean --graceful-exit?) (see trainctl-run --help)"
+checks="accepted: job-running, log-stall, slow-nodes, bad-nodes, fs, memory, flush, notify (see trainwatch --help)"
+suggests "$BUILD/bin/trainwatch job-runing --job-name x" 3 \
+  "trainwatch: 'job-runing' is not a trainwatch command (did you mean 'job-running'?); $checks"
+suggests "$BUILD/bin/trainwatch memroy" 3 "trainwatch: 'memroy' is not a trainwatch command (did you mean 'memory'?); $checks"
+log "a mistyped verb, flag or check names the closest one: trainctl, trainctl-run, trainwatch"
+
 # shellcheck disable=SC2016  # expanded by the task's shell
 parent=$(srun -N1 -t1 "$tc" run --kill-switch="$TEST_DIR/KILL" -- bash -c 'echo "$KILL_SWITCH $(readlink /proc/$PPID/exe)"')
 [ "$parent" = "$TEST_DIR/KILL $BUILD/bin/trainctl" ] || fail "the task's KILL_SWITCH and parent under trainctl run: '$parent'"
