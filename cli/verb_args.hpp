@@ -8,8 +8,21 @@
 #include <string>
 
 #include "cli_hint.hpp"
+#include "slurm_job.hpp"
 
 namespace trainctl::cli {
+
+// JOB of a verb that looks inside a running job: refused by the parse (one line, exit 2)
+// unless it is a job id, before any controller is asked.
+inline const CLI::Validator& job_id() {
+  static const CLI::Validator v(
+      [](std::string& text) {
+        return is_job_id(text) ? std::string()
+                               : "'" + text.substr(0, 40) + "' is not a job id; accepted: 1234 or 1234_5 (one task)";
+      },
+      "", "job id");
+  return v;
+}
 
 // The exit status when the verb ends here (help, or bad input), nothing when it goes on.
 inline std::optional<int> parse_verb(CLI::App& app, int argc, char** argv, const char* verb) {

@@ -128,6 +128,12 @@ std::optional<std::string> scontrol_show(const std::string& kind, const std::str
   return std::move(r.output);
 }
 
+bool is_job_id(const std::string& text) {
+  const size_t us = text.find('_');
+  return us == std::string::npos ? all_digits(text, 12)
+                                 : all_digits(text.substr(0, us), 12) && all_digits(text.substr(us + 1), 12);
+}
+
 job_record parse_job_record(const std::string& line) {
   job_record j;
   j.id = scontrol_field(line, "JobId");

@@ -43,6 +43,10 @@ std::string scontrol_field(const std::string& line, const std::string& name);
 std::optional<std::string> scontrol_show(const std::string& kind, const std::string& id,
                                          std::chrono::milliseconds timeout, std::string* error);
 
+// What a user may name a job by: "1234" (a job, or a whole job array) or "1234_5" (one
+// task of an array), each number at most 12 digits.
+bool is_job_id(const std::string& text);
+
 // One job as a user's verb sees it, read once from its `scontrol show job -o` line:
 // which job, whose, and where it runs. The verbs take their SLURM facts from here and
 // never parse the line again.

@@ -16,16 +16,10 @@
 #include "parse.hpp"
 #include "run_events.hpp"
 #include "run_report.hpp"
+#include "slurm_job.hpp"
 
 namespace trainctl::commands {
 namespace {
-
-// "1234" (a job, or a whole array) or "1234_5" (one task of it).
-bool valid_job(const std::string& job) {
-  const size_t us = job.find('_');
-  return us == std::string::npos ? all_digits(job, 12)
-                                 : all_digits(job.substr(0, us), 12) && all_digits(job.substr(us + 1), 12);
-}
 
 // Writes `text` at `path` whole or not at all: a temporary name created here (O_EXCL,
 // never through a symlink), then renamed over the path.
@@ -46,7 +40,7 @@ std::string write_whole(const std::string& path, const std::string& text) {
 }  // namespace
 
 int show_run_report(const std::string& who, const std::string& job, const std::string& svg_path, bool json) {
-  if (!valid_job(job)) {
+  if (!is_job_id(job)) {
     std::fprintf(stderr,
                  "%s report: '%s' is not a job id; accepted: 1234 (a job, or a whole job array) or 1234_5 (one task)\n",
                  who.c_str(), job.substr(0, 40).c_str());

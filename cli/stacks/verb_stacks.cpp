@@ -17,7 +17,7 @@ int verb_stacks(int argc, char** argv) {
       "where most ranks are and which are elsewhere.",
       "trainctl stacks"};
   std::string job, log_dir;
-  app.add_option("JOB", job, "the id of a running job of yours")->required();
+  app.add_option("JOB", job, "the id of a running job of yours")->required()->check(job_id());
   app.add_option("--log-dir", log_dir,
                  "where stacks-JOB/ goes (default $TRAINCTL_LOG_DIR, else where the job's ranks put theirs)");
   if (const auto done = parse_verb(app, argc, argv, "stacks")) return *done;

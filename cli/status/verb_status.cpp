@@ -22,7 +22,7 @@ int verb_status(int argc, char** argv) {
       "trainctl status"};
   std::string job, every_text = "2s";
   bool watch = false, json = false;
-  app.add_option("JOB", job, "the id of a running job of yours")->required();
+  app.add_option("JOB", job, "the id of a running job of yours")->required()->check(job_id());
   app.add_flag("-w,--watch", watch, "refresh in place until the job ends or Ctrl-C");
   app.add_option("--interval", every_text, "with --watch: how often (default 2s; 0.5s to 1h)");
   app.add_flag("--json", json, "the same as one JSON document (with --watch: one per line)");

@@ -15,7 +15,12 @@ on_exit() {
   cleanup
 }
 trap on_exit EXIT
-TRAINCTL_DEMO_DIR=$TEST_DIR/demo timeout 480 bash "$SRC/scripts/demo" --no-setup || fail "the demo failed (status $?)"
+rc=0
+TRAINCTL_DEMO_DIR=$TEST_DIR/demo timeout 480 bash "$SRC/scripts/demo" --no-setup >"$TEST_DIR/demo.log" 2>&1 || rc=$?
+cat "$TEST_DIR/demo.log"
+[ "$rc" -eq 0 ] || fail "the demo failed (status $rc)"
+# Its output is no terminal here: no escape codes in the log (bold only on a terminal).
+if grep -q $'\033' "$TEST_DIR/demo.log"; then fail "the demo wrote escape codes into a log"; fi
 grep -q 'job-running demo-train: CRITICAL' "$TEST_DIR"/demo/mailbox/*.eml || fail "no alert mail in the demo's mailbox"
 grep -q "supervised by trainctl's SPANK plugin" "$TEST_DIR"/demo/project/demo-train-*.out ||
   fail "train.slurm did not say it ran under the plugin"

@@ -17,7 +17,8 @@ for verb in run stacks bad-nodes version; do
 done
 [ "$("$tc" version)" = "$("$tc" --version)" ] || fail "trainctl version and --version differ"
 grep -qx "trainctl [0-9]*\.[0-9]*\.[0-9]*" <<<"$("$tc" version)" || fail "trainctl version: $("$tc" version)"
-for bad in "" "frobnicate" "help frobnicate" "stacks" "bad-nodes mark n1" "bad-nodes forget" "version extra"; do
+for bad in "" "frobnicate" "help frobnicate" "stacks" "bad-nodes mark n1" "bad-nodes forget" "version extra" \
+  "status abc" "stacks 12x" "report 1_2_3"; do
   set +e
   # shellcheck disable=SC2086  # the words of each case
   "$tc" $bad >"$TEST_DIR/out" 2>"$TEST_DIR/err"
@@ -28,7 +29,7 @@ for bad in "" "frobnicate" "help frobnicate" "stacks" "bad-nodes mark n1" "bad-n
   [ "$(wc -l <"$TEST_DIR/err")" -eq 1 ] || fail "trainctl $bad: not one line: $(cat "$TEST_DIR/err")"
   [ ! -s "$TEST_DIR/out" ] || fail "trainctl $bad wrote to stdout"
 done
-log "help, version and 7 kinds of bad input: one line each, exit 2"
+log "help, version and 10 kinds of bad input (a job id among them, before any controller is asked): one line each, exit 2"
 
 # A mistyped verb, flag or check names the closest accepted one (git's and kubectl's
 # habit), in the same one line; a word close to nothing gets no guess.

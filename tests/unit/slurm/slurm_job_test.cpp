@@ -118,3 +118,10 @@ TEST(SlurmJob, ALibslurmThatCannotReadItsConfigDoesNotTakeTheCallerDown) {
   EXPECT_FALSE(jt);
   EXPECT_FALSE(error.empty());
 }
+
+TEST(SlurmJob, AJobIdIsAJobOrOneTaskOfAnArray) {
+  for (const char* ok : {"1", "1234", "1234_5", "123456789012", "123456789012_123456789012"})
+    EXPECT_TRUE(is_job_id(ok)) << ok;
+  for (const char* bad : {"", "abc", "12x", "1234_", "_5", "1234_5_6", "1234_[2-5%1]", "-1", "1234567890123", " 12"})
+    EXPECT_FALSE(is_job_id(bad)) << bad;
+}
