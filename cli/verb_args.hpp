@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "cli_hint.hpp"
+#include "cli_text.hpp"
 #include "slurm_job.hpp"
 
 namespace trainctl::cli {
@@ -26,6 +26,7 @@ inline const CLI::Validator& job_id() {
 
 // The exit status when the verb ends here (help, or bad input), nothing when it goes on.
 inline std::optional<int> parse_verb(CLI::App& app, int argc, char** argv, const char* verb) {
+  name_values(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -21,7 +21,7 @@
 #include "alerting.hpp"
 #include "bad_nodes.hpp"
 #include "checks.hpp"
-#include "cli_hint.hpp"
+#include "cli_text.hpp"
 #include "parse.hpp"
 #include "subprocess.hpp"
 #include "trainctl/trainctl.h"
@@ -470,14 +470,15 @@ struct fs_command {
         ->group("");
     cmd->footer(
         "Options apply to the --path before them (also in a --config's [fs] section, one per line):\n"
-        "  --path P                 a filesystem to check (repeatable)\n"
-        "  --min-free SIZE|PCT      CRITICAL below this (2T, 10%)\n"
-        "  --warn-free SIZE|PCT     WARNING below this\n"
-        "  --min-free-inodes N|PCT  CRITICAL below this many free inodes (1M, 5%)\n"
-        "  --warn-free-inodes N|PCT WARNING below this\n"
-        "  --capacity F             effective capacity factor, e.g. 0.8 when 80% is full\n"
-        "  --quota-command CMD      a quota command whose figures also count (lfs quota -q -u $USER /scratch)\n"
-        "  --timeout D              give up on this path after D (default 5s): UNKNOWN, the others still checked");
+        "  --path PATH                 a filesystem to check (repeatable)\n"
+        "  --min-free SIZE|PCT         CRITICAL below this (2T, 10%)\n"
+        "  --warn-free SIZE|PCT        WARNING below this\n"
+        "  --min-free-inodes N|PCT     CRITICAL below this many free inodes (1M, 5%)\n"
+        "  --warn-free-inodes N|PCT    WARNING below this\n"
+        "  --capacity FACTOR           effective capacity factor, e.g. 0.8 when 80% is full\n"
+        "  --quota-command COMMAND     a quota command whose figures also count (lfs quota -q -u $USER /scratch)\n"
+        "  --timeout DURATION          give up on this path after this long (default 5s): UNKNOWN, the others still "
+        "checked");
   }
 
   // The targets from `words` (the config's [fs] lines, then the command line): each
@@ -633,6 +634,7 @@ int run_main(int argc, char** argv) {
     fs_words = check_config(common.config_file, app);
   }
   common.notify_on_argv = argv_values(argc, argv, "--notify");
+  name_values(app);
   try {
     app.allow_extras(false);
     app.allow_config_extras(CLI::config_extras_mode::error);

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "cli_hint.hpp"
+#include "cli_text.hpp"
 #include "commands.hpp"
 #include "job_access.hpp"
 #include "job_status.hpp"
@@ -245,6 +245,7 @@ int run(const std::string& program, int argc, char** argv) {
                                         std::to_string(TRAINCTL_VERSION_PATCH));
   run_args a;
   add_run_options(app, a, program);
+  name_values(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

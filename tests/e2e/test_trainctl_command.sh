@@ -54,6 +54,18 @@ suggests "$BUILD/bin/trainwatch job-runing --job-name x" 3 \
 suggests "$BUILD/bin/trainwatch memroy" 3 "trainwatch: 'memroy' is not a trainwatch command (did you mean 'memory'?); $checks"
 log "a mistyped verb, flag or check names the closest one: trainctl, trainctl-run, trainwatch"
 
+# --help names the kind of each value (DURATION, PATH, JOB, ...): TEXT only where the
+# value is free text (trainwatch notify --text).
+helps=("$BUILD/bin/trainctl-run --help")
+for verb in run status stacks report bad-nodes "bad-nodes mark"; do helps+=("$tc $verb --help"); done
+for check in "" job-running log-stall slow-nodes bad-nodes fs memory flush notify; do helps+=("$BUILD/bin/trainwatch $check --help"); done
+for h in "${helps[@]}"; do
+  # shellcheck disable=SC2086  # the words of each case
+  text=$($h | grep -E '^ +-?-?[A-Za-z-]+ TEXT' | grep -v -- '--text TEXT' || true)  # judged by its output
+  [ -z "$text" ] || fail "$h names a value TEXT: $text"
+done
+log "--help names the kind of every value (${#helps[@]} help texts)"
+
 # shellcheck disable=SC2016  # expanded by the task's shell
 parent=$(srun -N1 -t1 "$tc" run --kill-switch="$TEST_DIR/KILL" -- bash -c 'echo "$KILL_SWITCH $(readlink /proc/$PPID/exe)"')
 [ "$parent" = "$TEST_DIR/KILL $BUILD/bin/trainctl" ] || fail "the task's KILL_SWITCH and parent under trainctl run: '$parent'"

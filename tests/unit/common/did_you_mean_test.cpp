@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cli_hint.hpp"
+#include "cli_text.hpp"
 
 using namespace trainctl;
 

@@ -1,10 +1,13 @@
-// What to add to CLI11's one line when it refuses a command line: the flag or the
-// subcommand the user most likely meant (closest_word), as git and kubectl do.
+// What trainctl's command lines tell a user beyond CLI11's own words: the kind of value
+// each option takes in --help (DURATION, PATH, JOB, ... where CLI11 says TEXT), and the
+// flag or subcommand a refused command line most likely meant (closest_word), as git
+// and kubectl say it.
 #pragma once
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "did_you_mean.hpp"
@@ -59,6 +62,62 @@ inline std::string subcommand_hint(const CLI::App& app, int argc, char** argv, c
            "; accepted: " + accepted;
   }
   return "";
+}
+
+// Names the value of every option of `app` and its subcommands that CLI11 would show
+// as TEXT, by the option's name: one word per kind, the same in every tool (an option
+// whose value is free text keeps TEXT). Call it once the options are added.
+inline void name_values(CLI::App& app) {
+  static const std::pair<const char*, const char*> kinds[] = {
+      {"graceful-exit", "DURATION|auto"},
+      {"deadline", "UNIXTIME"},
+      {"kill-switch", "PATH"},
+      {"save-switch", "PATH"},
+      {"graceful-signal", "SIGNAL"},
+      {"shield", "SIGNALS"},
+      {"launchers", "NAMES"},
+      {"on-notice", "COMMAND"},
+      {"on-stall", "COMMAND"},
+      {"hang-action", "alert|save-exit|end-step"},
+      {"log-dir", "DIR"},
+      {"state-dir", "DIR"},
+      {"dump-stacks", "JOB"},
+      {"stacks-of", "JOB"},
+      {"mark-bad-node", "NODE"},
+      {"bad-node-cap", "N"},
+      {"cap", "N"},
+      {"svg", "PATH"},
+      {"notify", "SINK"},
+      {"notify-file", "PATH"},
+      {"textfile", "PATH"},
+      {"save-marker", "PATH"},
+      {"file", "PATH"},
+      {"path", "GLOB"},
+      {"job-name", "NAME"},
+      {"check", "NAME"},
+      {"target", "NAME"},
+      {"user", "USER"},
+      {"min-available", "SIZE|PCT"},
+      {"warn-available", "SIZE|PCT"},
+      {"status", "ok|warning|critical|unknown"},
+  };
+  static const char* const durations[] = {
+      "poll-interval",   "endtime-poll", "on-notice-timeout", "hang-timeout", "hang-start-timeout",
+      "bad-node-expiry", "expiry",       "interval",          "repeat",       "delivery-timeout",
+      "delivery-budget", "timeout",      "max-age",           "save-max-age", "leak-horizon"};
+  for (CLI::Option* o : app.get_options()) {
+    if (o->get_type_name() != "TEXT") continue;
+    const std::string name = o->get_lnames().empty() ? o->get_name() : o->get_lnames().front();
+    if (o->get_lnames().empty()) {  // a positional: its name says it (JOB, NODE, REASON, command)
+      o->type_name("");
+      continue;
+    }
+    for (const auto& [option, kind] : kinds)
+      if (name == option) o->type_name(kind);
+    for (const char* option : durations)
+      if (name == option) o->type_name("DURATION");
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) name_values(*sub);
 }
 
 }  // namespace trainctl
