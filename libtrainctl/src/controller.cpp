@@ -209,7 +209,7 @@ struct controller::impl {
   void note_event(const char* what, std::int64_t step, std::int64_t took_ms, const std::string& reason);
   std::string take_events();  // the queued lines, leaving none
   void flush_events();
-  void note_notices(const node_state& n);
+  void note_notices(const node_state& n, std::uint32_t agreed = 0);
   void flush_events_at_end();
   void wake() const {
     const std::uint64_t one = 1;
@@ -351,10 +351,12 @@ void controller::impl::flush_events() {
 
 // Each notice once, as the watcher sees it (within a poll interval), or the rank's
 // thread at an exit it brings: a mark on the report's timeline. Whichever node's
-// supervisor raised it, rank 0's node state has it.
-void controller::impl::note_notices(const node_state& n) {
+// supervisor raised it, rank 0's node state has it in time, or the ranks' agreement on
+// it does (`agreed`): the exit may come from another node's vote before this node's
+// supervisor has published the notice.
+void controller::impl::note_notices(const node_state& n, std::uint32_t agreed) {
   if (cfg.rank != 0 || events_path.empty()) return;
-  std::uint32_t flags = valid_flags(n) | local_bits.load(std::memory_order_acquire);
+  std::uint32_t flags = valid_flags(n) | local_bits.load(std::memory_order_acquire) | agreed;
   // A signal the rank caught is a notice of its own only without a supervisor: with one,
   // it is the supervisor's relay of a notice its flags already tell.
   if (!supervised && (g_signals_seen.load(std::memory_order_acquire) & signal_mask) != 0) flags |= kFlagSignal;
@@ -690,7 +692,14 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
       m.decided.exit = true;
       m.decided.reason = reason;
       m.local_bits.fetch_or(kFlagDecided, std::memory_order_release);
-      m.note_notices(m.state());  // the notice before the exit it brought, on the timeline
+      // The notice before the exit it brought, on the timeline; a notice the ranks agreed
+      // on counts though this node's supervisor may not have published it yet.
+      std::uint32_t agreed = 0;
+      for (const auto& [vote, flag] :
+           {std::pair{kVotePreempted, kFlagPreempted}, std::pair{kVoteDeadline, kFlagDeadline},
+            std::pair{kVoteMemory, kFlagMemory}, std::pair{kVoteHang, kFlagHang}, std::pair{kVoteSignal, kFlagSignal}})
+        if (r[vote]) agreed |= flag;
+      m.note_notices(m.state(), agreed);
       if (m.cfg.rank == 0)
         std::fprintf(stderr, "trainctl: exit at step %lld: %s\n", static_cast<long long>(step), reason.c_str());
     }
