@@ -430,6 +430,35 @@ TEST(Controller, RankZeroNotesItsStepsSavesNoticesAndEndForTheReport) {
   EXPECT_GE(events[2].took_ms, 100);
 }
 
+TEST(Controller, RankZeroNotesANoticeOnlyAnotherNodeHadWhenTheRanksAgreeOnIt) {
+  // node1's supervisor published the preemption, node0's had not yet: the exit comes by
+  // node1's vote, and rank 0 (on node0) still marks the notice for the report.
+  temp_dir t;
+  setenv("SLURM_JOB_ID", "4343", 1);
+  unsetenv("SLURM_ARRAY_JOB_ID");
+  setenv("TRAINCTL_RUN_EVENTS_DIR", (t / "runs").c_str(), 1);
+  {
+    node_state_file node1(t / "state-node1");
+    world w(t, 2, 1);
+    w.step(0);
+    node1.get().flags.fetch_or(kFlagPreempted);
+    node1.get().seq.fetch_add(1);
+    bool exited = false;
+    for (int s = 1; s < 300 && !exited; ++s) {
+      exited = w.step(s)[0].exit;
+      std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_TRUE(exited);
+  }
+  unsetenv("SLURM_JOB_ID");
+  unsetenv("TRAINCTL_RUN_EVENTS_DIR");
+  std::string why, seen;
+  for (const auto& e : read_run_events(t / "runs/4343", &why))
+    seen += e.what + (e.reason.empty() ? "" : ":" + e.reason) + " ";
+  ASSERT_EQ(why, "");
+  EXPECT_NE(seen.find("notice:preempted exit:preempted"), std::string::npos) << seen;
+}
+
 TEST(Controller, AStaleViewOfASavedSwitchDoesNotSaveAgain) {
   // NFS may show a removed file to another node for a while: its watcher republishes
   // the old mtime. The consumed token keeps that from counting twice.
