@@ -62,11 +62,13 @@ supervisor_of() {
   done
   return 1
 }
-# seconds_after_start JOB TIME: TIME (unix) minus the job's StartTime.
-seconds_after_start() {
-  python3 -c 'import sys,time; print(round(float(sys.argv[1]) - time.mktime(time.strptime(sys.argv[2], "%Y-%m-%dT%H:%M:%S")), 1))' \
-    "$2" "$(job_field "$1" StartTime)"
+# start_epoch JOB: the job's StartTime in unix seconds.
+start_epoch() {
+  python3 -c 'import sys,time; print(int(time.mktime(time.strptime(sys.argv[1], "%Y-%m-%dT%H:%M:%S"))))' \
+    "$(job_field "$1" StartTime)"
 }
+# seconds_after_start JOB TIME: TIME (unix) minus the job's StartTime.
+seconds_after_start() { python3 -c 'import sys; print(round(float(sys.argv[1]) - int(sys.argv[2]), 1))' "$2" "$(start_epoch "$1")"; }
 # deadline_exits NAME JOB LATEST RANK...: each rank exited for the deadline (at 60 s)
 # between 55 s and LATEST s after the job's start; the offsets go to $offs.
 offs=""
@@ -130,8 +132,7 @@ sup_b=$(supervisor_of "$j3" 1) || fail "no supervisor of job $j3 task 1"
 # Stopped until 12 s past the deadline (the job's start + 60 s), resumed by a timer of its
 # own: the checks of job 1 below can take a minute under load, and a resume that waited
 # for them ran into the 2-minute limit (TIMEOUT, once in a full test run).
-start3=$(python3 -c 'import sys,time; print(int(time.mktime(time.strptime(sys.argv[1], "%Y-%m-%dT%H:%M:%S"))))' \
-  "$(job_field "$j3" StartTime)")
+start3=$(start_epoch "$j3")
 now=$(date +%s)
 [ "$now" -lt $((start3 + 50)) ] ||
   fail "job 3: its ranks trained $((now - start3)) s after its start, too late to stop the supervisors before the deadline at 60 s"

@@ -388,12 +388,31 @@ TEST(Controller, TheLongestSaveOfTheNodeIsTimedFromTheDecision) {
   EXPECT_GE(longest.load(), 600) << "the exit's save, timed to the rank's end";
 }
 
+// While it lives, rank 0 of a world writes its run events for job JOB under t/runs.
+struct run_events_env {
+  run_events_env(const temp_dir& t, const char* job) {
+    setenv("SLURM_JOB_ID", job, 1);
+    unsetenv("SLURM_ARRAY_JOB_ID");
+    setenv("TRAINCTL_RUN_EVENTS_DIR", (t / "runs").c_str(), 1);
+  }
+  ~run_events_env() {
+    unsetenv("SLURM_JOB_ID");
+    unsetenv("TRAINCTL_RUN_EVENTS_DIR");
+  }
+  run_events_env(const run_events_env&) = delete;
+  run_events_env& operator=(const run_events_env&) = delete;
+};
+// "what:reason what ..." of a run's events, in order.
+std::string events_seen(const std::vector<run_event>& events) {
+  std::string seen;
+  for (const auto& e : events) seen += e.what + (e.reason.empty() ? "" : ":" + e.reason) + " ";
+  return seen;
+}
+
 TEST(Controller, RankZeroNotesItsStepsSavesNoticesAndEndForTheReport) {
   temp_dir t;
-  setenv("SLURM_JOB_ID", "4242", 1);
-  unsetenv("SLURM_ARRAY_JOB_ID");
-  setenv("TRAINCTL_RUN_EVENTS_DIR", (t / "runs").c_str(), 1);
   {
+    const run_events_env env(t, "4242");
     node_state_file node0(t / "state-node0");
     world w(t, 1, 2);
     w.step(7);
@@ -414,16 +433,11 @@ TEST(Controller, RankZeroNotesItsStepsSavesNoticesAndEndForTheReport) {
     }
     ASSERT_TRUE(exited);
   }
-  unsetenv("SLURM_JOB_ID");
-  unsetenv("TRAINCTL_RUN_EVENTS_DIR");
   std::string why;
   const auto events = read_run_events(t / "runs/4242", &why);
   ASSERT_EQ(why, "");
-  std::string seen;
-  for (const auto& e : events) {
-    EXPECT_EQ(e.job, "4242");
-    seen += e.what + (e.reason.empty() ? "" : ":" + e.reason) + " ";
-  }
+  for (const auto& e : events) EXPECT_EQ(e.job, "4242");
+  const std::string seen = events_seen(events);
   EXPECT_EQ(seen, "first_step save:save-switch saved notice:preempted exit:preempted saved end ") << seen;
   ASSERT_GE(events.size(), 3u);
   EXPECT_EQ(events[0].step, 7) << "one rank's events only: rank 1 writes none";
@@ -434,10 +448,8 @@ TEST(Controller, RankZeroNotesANoticeOnlyAnotherNodeHadWhenTheRanksAgreeOnIt) {
   // node1's supervisor published the preemption, node0's had not yet: the exit comes by
   // node1's vote, and rank 0 (on node0) still marks the notice for the report.
   temp_dir t;
-  setenv("SLURM_JOB_ID", "4343", 1);
-  unsetenv("SLURM_ARRAY_JOB_ID");
-  setenv("TRAINCTL_RUN_EVENTS_DIR", (t / "runs").c_str(), 1);
   {
+    const run_events_env env(t, "4343");
     node_state_file node1(t / "state-node1");
     world w(t, 2, 1);
     w.step(0);
@@ -450,11 +462,8 @@ TEST(Controller, RankZeroNotesANoticeOnlyAnotherNodeHadWhenTheRanksAgreeOnIt) {
     }
     ASSERT_TRUE(exited);
   }
-  unsetenv("SLURM_JOB_ID");
-  unsetenv("TRAINCTL_RUN_EVENTS_DIR");
-  std::string why, seen;
-  for (const auto& e : read_run_events(t / "runs/4343", &why))
-    seen += e.what + (e.reason.empty() ? "" : ":" + e.reason) + " ";
+  std::string why;
+  const std::string seen = events_seen(read_run_events(t / "runs/4343", &why));
   ASSERT_EQ(why, "");
   EXPECT_NE(seen.find("notice:preempted exit:preempted"), std::string::npos) << seen;
 }
