@@ -1,7 +1,7 @@
 #include "subprocess.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
-#include <linux/close_range.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -65,6 +65,37 @@ std::string describe(const child_spec& s) {
   return what.size() > 120 ? what.substr(0, 117) + "..." : what;
 }
 
+// close_from(first): closes every fd >= first, in a child between fork and exec (no
+// allocation). Through the system call, not glibc's close_range(), which only glibc 2.34
+// has (the wheel's files are built against 2.31); on a kernel before 5.9, by the list of
+// /proc/self/fd read with getdents64 into the stack.
+void close_from(int first) {
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, first, ~0U, 0) == 0) return;
+#endif
+  const int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) {
+    for (int fd = first; fd < 65536; ++fd) close(fd);
+    return;
+  }
+  alignas(8) char buf[4096];
+  for (;;) {
+    const long n = syscall(SYS_getdents64, dir, buf, sizeof buf);
+    if (n <= 0) break;
+    for (long off = 0; off < n;) {
+      const auto* d = reinterpret_cast<const struct dirent64*>(buf + off);
+      off += d->d_reclen;
+      int fd = 0;
+      const char* c = d->d_name;
+      if (*c < '0' || *c > '9') continue;
+      for (; *c >= '0' && *c <= '9'; ++c) fd = fd * 10 + (*c - '0');
+      // Closing while reading is safe: the kernel's listing goes by fd number.
+      if (fd >= first && fd != dir) close(fd);
+    }
+  }
+  close(dir);
+}
+
 [[noreturn]] void become_child(const child_spec& s, int in_fd, int out_fd) {
   setpgid(0, 0);  // one group: a shell's children are killed with it
   sigset_t none;
@@ -78,7 +109,7 @@ std::string describe(const child_spec& s) {
   dup2(s.merge_stderr ? out_fd : devnull, STDERR_FILENO);
   // Nothing else of the caller's stays open: not its stdout (a shell reading
   // `$(trainwatch ...)` would wait for an abandoned child forever), no lock, no socket.
-  close_range(3, ~0u, 0);
+  close_from(3);
   if (s.argv.empty()) {
     const std::string out = s.work ? s.work() : std::string();
     for (size_t done = 0; done < out.size();) {

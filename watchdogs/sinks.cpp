@@ -86,6 +86,24 @@ size_t read_cb(char* buf, size_t size, size_t n, void* user) {
 
 size_t discard_cb(char*, size_t size, size_t n, void*) { return size * n; }
 
+// only_protocols: the transfer may use these protocols and no other (no file:// or
+// gopher:// through a redirect or a bad URL). The libcurl found at run time may be older
+// or newer than the headers built against (the wheel's are 7.74's): CURLOPT_PROTOCOLS_STR
+// (7.85, its number fixed) where the library knows it, else the older bit mask.
+bool only_protocols(const curl_api& api, CURL* c, const char* names, long mask) {
+#if LIBCURL_VERSION_NUM >= 0x075500
+  const CURLoption by_name = CURLOPT_PROTOCOLS_STR;
+#else
+  const auto by_name = static_cast<CURLoption>(CURLOPTTYPE_STRINGPOINT + 318);
+#endif
+  const CURLcode rc = api.easy_setopt(c, by_name, names);
+  if (rc != CURLE_UNKNOWN_OPTION) return rc == CURLE_OK;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  return api.easy_setopt(c, CURLOPT_PROTOCOLS, mask) == CURLE_OK;
+#pragma GCC diagnostic pop
+}
+
 struct http_reply {
   long code = 0;
   long retry_after = -1;
@@ -133,7 +151,8 @@ bool try_http(const sink& s, const std::string& payload, const delivery_options&
   api->easy_setopt(h.c, CURLOPT_WRITEFUNCTION, discard_cb);
   api->easy_setopt(h.c, CURLOPT_HEADERFUNCTION, header_cb);
   api->easy_setopt(h.c, CURLOPT_HEADERDATA, &reply);
-  api->easy_setopt(h.c, CURLOPT_PROTOCOLS_STR, "http,https");
+  if (!only_protocols(*api, h.c, "http,https", CURLPROTO_HTTP | CURLPROTO_HTTPS))
+    return *error = s.redacted() + ": this libcurl cannot be limited to http and https", false;
   const CURLcode rc = api->easy_perform(h.c);
   if (rc != CURLE_OK) return *error = s.redacted() + ": " + api->easy_strerror(rc), false;
   api->easy_getinfo(h.c, CURLINFO_RESPONSE_CODE, &reply.code);
@@ -169,7 +188,8 @@ bool try_smtp(const sink& s, const alert_message& m, const delivery_options& o, 
   api->easy_setopt(h.c, CURLOPT_TIMEOUT_MS, static_cast<long>(o.timeout.count()));
   api->easy_setopt(h.c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.timeout.count()));
   api->easy_setopt(h.c, CURLOPT_NOSIGNAL, 1L);
-  api->easy_setopt(h.c, CURLOPT_PROTOCOLS_STR, "smtp,smtps");
+  if (!only_protocols(*api, h.c, "smtp,smtps", CURLPROTO_SMTP | CURLPROTO_SMTPS))
+    return *error = s.redacted() + ": this libcurl cannot be limited to smtp and smtps", false;
   const CURLcode rc = api->easy_perform(h.c);
   if (rc != CURLE_OK) return *error = s.redacted() + ": " + api->easy_strerror(rc), false;
   return true;
