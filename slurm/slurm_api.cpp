@@ -58,11 +58,22 @@ void slurm_api_job_child(const std::string& job_id) {
   if (std::getenv("TRAINCTL_NO_LIBSLURM") != nullptr) fall_back(job_id, "TRAINCTL_NO_LIBSLURM is set");
   // Global: the plugins libslurm loads in turn (auth/munge, hash) take its symbols from
   // the global scope. Its soname is the one of the headers built against (job_info_t).
+  // A wheel's tools, built against one release's headers, meet whatever SLURM the cluster
+  // runs: its records are read only through a libslurm of that same release.
+  char built_for[16];
+  std::snprintf(built_for, sizeof built_for, "%d.%02d", static_cast<int>(SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER)),
+                static_cast<int>(SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER)));
   void* h = dlopen(TRAINCTL_LIBSLURM_SONAME, RTLD_NOW | RTLD_GLOBAL);
-  if (h == nullptr) {
-    const char* e = dlerror();
-    fall_back(job_id, std::string("cannot load ") + TRAINCTL_LIBSLURM_SONAME + " (" + (e != nullptr ? e : "?") + ")");
-  }
+  if (h == nullptr)
+    fall_back(job_id, std::string("this node has no ") + TRAINCTL_LIBSLURM_SONAME + " (SLURM " + built_for +
+                          "'s library, whose job records this build reads)");
+  // The soname is the API's number; a library renamed or linked by hand may still lie.
+  auto api_version = reinterpret_cast<long (*)()>(dlsym(h, "slurm_api_version"));
+  const long api = api_version != nullptr ? (api_version() >> 16) & 0xff : -1;
+  if (api != TRAINCTL_LIBSLURM_API)
+    fall_back(job_id, std::string(TRAINCTL_LIBSLURM_SONAME) + " here has API " + std::to_string(api) + ", not " +
+                          std::to_string(TRAINCTL_LIBSLURM_API) + " (SLURM " + built_for +
+                          "'s, whose job records this build reads)");
   auto init = reinterpret_cast<void (*)(const char*)>(dlsym(h, "slurm_init"));
   auto load_job = reinterpret_cast<load_job_fn>(dlsym(h, "slurm_load_job"));
   auto free_msg = reinterpret_cast<void (*)(job_info_msg_t*)>(dlsym(h, "slurm_free_job_info_msg"));

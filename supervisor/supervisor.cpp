@@ -342,7 +342,7 @@ void supervisor::start_query(const char* why) {
 
 void supervisor::on_job_answer(const std::optional<job_times>& jt, const std::string& error) {
   const std::string fallback = query_.take_fallback_note();
-  if (!fallback.empty()) log("EndTime is read through scontrol (two RPCs and an exec each): %s", fallback.c_str());
+  if (!fallback.empty()) log("EndTime is read through scontrol, not libslurm: %s", fallback.c_str());
   if (!jt) {
     log("could not read the job's EndTime (%s): %s; keeping %s", query_why_.c_str(), error.c_str(),
         end_ms_ ? format_slurm_timestamp(end_ms_).c_str() : "no deadline");
