@@ -20,6 +20,15 @@ from .ddp import watch_ddp
 __all__ = ["Controller", "Decision", "TrainctlError", "VOTE_LEN", "mpi_allreduce", "version", "watch_ddp"]
 
 
+def __getattr__(name):
+    """trainctl.hf, imported when first named (it needs no transformers until its
+    TrainctlCallback is)."""
+    if name == "hf":
+        import importlib
+        return importlib.import_module(".hf", __name__)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+
+
 def version():
     """The library's version as "major.minor.patch"."""
     from ._native import lib

@@ -13,43 +13,55 @@ A save (save switch) sets `should_save`: the Trainer writes checkpoint-<step> as
 own save steps, whatever save_strategy says. An exit (kill switch, deadline, notice,
 memory) also sets `should_training_stop`, so train() returns after that checkpoint.
 
-Importing this module needs transformers; `import trainctl` does not.
+Neither `import trainctl` nor `import trainctl.hf` imports transformers: the class is
+made, as a TrainerCallback, when TrainctlCallback is first named (PEP 562).
 """
-
-from transformers import TrainerCallback
 
 from .controller import Controller, Decision
 
 __all__ = ["TrainctlCallback"]
 
 
-class TrainctlCallback(TrainerCallback):
-    """Polls trainctl at each step end; see the module text. `controller`: a Controller
-    of yours (made at train begin from the environment when None). After train():
-    `decision` is the last Decision and `step` the step it was taken at."""
+def _make_callback_class():
+    from transformers import TrainerCallback
 
-    def __init__(self, controller=None):
-        self._ctl = controller
-        self._own = controller is None
-        self.decision = Decision()
-        self.step = None
+    class TrainctlCallback(TrainerCallback):
+        """Polls trainctl at each step end; see the module text. `controller`: a Controller
+        of yours (made at train begin from the environment when None). After train():
+        `decision` is the last Decision and `step` the step it was taken at."""
 
-    def on_train_begin(self, args, state, control, **kwargs):
-        if self._ctl is None:
-            self._ctl = Controller()
-        return control
+        def __init__(self, controller=None):
+            self._ctl = controller
+            self._own = controller is None
+            self.decision = Decision()
+            self.step = None
 
-    def on_step_end(self, args, state, control, **kwargs):
-        d = self._ctl.check(state.global_step)
-        if d.save or d.exit:
-            self.decision, self.step = d, state.global_step
-            control.should_save = True
-        if d.exit:
-            control.should_training_stop = True
-        return control
+        def on_train_begin(self, args, state, control, **kwargs):
+            if self._ctl is None:
+                self._ctl = Controller()
+            return control
 
-    def on_train_end(self, args, state, control, **kwargs):
-        if self._own and self._ctl is not None:
-            self._ctl.close()
-            self._ctl = None
-        return control
+        def on_step_end(self, args, state, control, **kwargs):
+            d = self._ctl.check(state.global_step)
+            if d.save or d.exit:
+                self.decision, self.step = d, state.global_step
+                control.should_save = True
+            if d.exit:
+                control.should_training_stop = True
+            return control
+
+        def on_train_end(self, args, state, control, **kwargs):
+            if self._own and self._ctl is not None:
+                self._ctl.close()
+                self._ctl = None
+            return control
+
+    return TrainctlCallback
+
+
+def __getattr__(name):
+    if name == "TrainctlCallback":
+        cls = _make_callback_class()
+        globals()[name] = cls  # made once: later lookups find it here
+        return cls
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
