@@ -23,7 +23,11 @@ __all__ = ["TrainctlCallback"]
 
 
 def _make_callback_class():
-    from transformers import TrainerCallback
+    try:
+        from transformers import TrainerCallback
+    except ImportError as e:
+        raise ImportError("trainctl.hf.TrainctlCallback needs Hugging Face transformers "
+                          "(pip install transformers): %s" % e) from e
 
     class TrainctlCallback(TrainerCallback):
         """Polls trainctl at each step end; see the module text. `controller`: a Controller

@@ -54,3 +54,33 @@ class TrainerCallbackTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LazySubmoduleTest(unittest.TestCase):
+    """trainctl.hf after a bare `import trainctl`, in a fresh interpreter: the module is
+    there, transformers is not imported until TrainctlCallback is named."""
+
+    def run_python(self, code):
+        import subprocess
+        import sys
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+    def test_trainctl_hf_is_there_without_importing_transformers(self):
+        r = self.run_python("import sys, trainctl; m = trainctl.hf; "
+                            "print(m.__name__, 'transformers' in sys.modules)")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split(), ["trainctl.hf", "False"])
+
+    def test_naming_the_callback_imports_transformers_or_says_it_is_missing(self):
+        r = self.run_python("import sys, trainctl; trainctl.hf.TrainctlCallback; "
+                            "print('transformers' in sys.modules)")
+        if transformers is None:
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("transformers", r.stderr)
+        else:
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.split(), ["True"])
+
+    def test_an_unknown_attribute_is_an_attribute_error(self):
+        r = self.run_python("import trainctl\ntry:\n    trainctl.nope\nexcept AttributeError as e:\n    print(e)")
+        self.assertEqual(r.stdout.strip(), "module 'trainctl' has no attribute 'nope'")
