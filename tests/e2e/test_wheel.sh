@@ -1,34 +1,78 @@
 #!/usr/bin/env bash
-# The wheel from scripts/package in fresh venvs, as an ML user would use it: every Python
-# 3.8+ on this machine (pyenv's, Debian's) makes a venv, `pip install --no-index` takes
-# the wheel, and from outside the checkout, with nothing pointing at the build tree, a
-# Controller sees a kill switch through the libtrainctl.so.0 inside the wheel (not an
-# installed one, not the build tree's).
+# The wheel as a user without root meets it (issue 30): one file from scripts/package
+# --wheel with the library, the Python package and the three tools.
+#   1. Its tag is manylinux_2_N with N <= 31 (built in Debian 11), and no file in it asks
+#      for a glibc symbol newer than 2.N or for a library outside glibc.
+#   2. As an unprivileged user: fresh venvs of pyenv's Pythons and of Debian's take it
+#      with `pip install --no-index`; the tools are on the venv's PATH and answer
+#      --version; a Controller sees a kill switch through the library inside the wheel;
+#      `trainctl.hf` is there without transformers; pip uninstall leaves nothing.
+#   3. A real job from the Debian Python's venv, no plugin: the template with trainctl-run
+#      from PATH (the venv's), torchrun 2x2, a deadline save in array task 1 and task 2
+#      resumed from it.
+#   4. The same wheel in the Debian 11 root (scripts/testbed): `trainctl-run -- true`
+#      and the kill-switch check, as a user there.
+# In a newer release's root (scripts/testbed test: SLURM 24.11, 26.05) the same wheel,
+# built for Debian 11 and its SLURM 20.11, runs parts 1 to 3 on that release's cluster.
+# e2e-core: all
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 trap cleanup EXIT
 
-TRAINCTL_PACKAGE_DIR=$TEST_DIR/pkg bash "$SRC/scripts/package" --wheel >"$TEST_DIR/package.log" 2>&1 ||
-  { cat "$TEST_DIR/package.log"; fail "scripts/package --wheel failed"; }
-wheel=$(sed -n 's/^wheel: //p' "$TEST_DIR/package.log")
+# --- 1. the wheel and what its files need ---------------------------------------------
+# TRAINCTL_WHEEL_PREBUILT: the test command's packages lane builds the wheel first and
+# leaves its status in wheel.status there. Run alone, the test builds its own; in a
+# release's root, where no Debian 11 root can be made, it needs one built.
+prebuilt=${TRAINCTL_WHEEL_PREBUILT:-}
+release=${TRAINCTL_TESTBED_RELEASE:-}
+if [ -n "$release" ] && [ -z "$prebuilt" ]; then
+  log "SKIP: in $release's root this test takes the wheel built outside (TRAINCTL_WHEEL_PREBUILT, which scripts/test sets); none was given"
+  rm -rf "$TEST_DIR"
+  exit 77
+fi
+if [ -n "$prebuilt" ]; then
+  log "waiting for the wheel built in the background in $prebuilt"
+  wait_for 1200 "scripts/package --wheel in $prebuilt to finish" test -s "$prebuilt/wheel.status"
+  cp "$prebuilt/wheel.log" "$TEST_DIR/package.log"
+  [ "$(cat "$prebuilt/wheel.status")" = 0 ] || { cat "$TEST_DIR/package.log"; fail "scripts/package --wheel failed in the background"; }
+else
+  TRAINCTL_PACKAGE_DIR=$TEST_DIR/pkg bash "$SRC/scripts/package" --wheel >"$TEST_DIR/package.log" 2>&1 ||
+    { cat "$TEST_DIR/package.log"; fail "scripts/package --wheel failed"; }
+fi
+wheel=$(sed -n 's/^wheel: \([^ ]*\).*/\1/p' "$TEST_DIR/package.log")
 [ -f "$wheel" ] || fail "scripts/package printed no wheel: $(cat "$TEST_DIR/package.log")"
-case $(basename "$wheel") in
-  trainctl-*-py3-none-linux_"$(uname -m)".whl) ;;
-  *) fail "the wheel's name says the wrong platform or Python: $(basename "$wheel")" ;;
-esac
-python3 -c 'import sys, zipfile; names = zipfile.ZipFile(sys.argv[1]).namelist(); sys.exit("trainctl/libtrainctl.so.0" not in names)' "$wheel" ||
-  fail "the wheel does not carry trainctl/libtrainctl.so.0"
-log "built $(basename "$wheel") ($(stat -c %s "$wheel") bytes)"
+name=$(basename "$wheel")
+[[ $name =~ ^trainctl-[0-9.]+-py3-none-manylinux_2_([0-9]+)_$(uname -m)\.whl$ ]] ||
+  fail "the wheel's name is not trainctl-VERSION-py3-none-manylinux_2_N_$(uname -m).whl: $name"
+tag_minor=${BASH_REMATCH[1]}
+[ "$tag_minor" -le 31 ] || fail "$name needs glibc 2.$tag_minor: newer than Debian 11's 2.31 (EL 9: 2.34)"
+cp "$wheel" "$TEST_DIR/" && wheel=$TEST_DIR/$name  # the user's copy, readable by the user
+mkdir "$TEST_DIR/unzipped"
+python3 -m zipfile -e "$wheel" "$TEST_DIR/unzipped"
+for f in trainctl/libtrainctl.so.0 trainctl/__init__.py trainctl/hf.py; do
+  [ -f "$TEST_DIR/unzipped/$f" ] || fail "the wheel does not carry $f"
+done
+scripts_dir=$(echo "$TEST_DIR"/unzipped/trainctl-*.data/scripts)
+for t in trainctl trainctl-run trainwatch; do
+  [ -f "$scripts_dir/$t" ] || fail "the wheel does not carry $t in its scripts data"
+done
+# Every ELF file, checked here and not by scripts/package's own reckoning of the tag.
+elves=0
+while IFS= read -r -d '' f; do
+  [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
+  elves=$((elves + 1))
+  newest=$(objdump -T "$f" | grep -o 'GLIBC_2\.[0-9]*' | cut -d. -f2 | sort -n | tail -n 1)
+  [ -n "$newest" ] || fail "${f#"$TEST_DIR"/unzipped/}: no glibc symbol versions read"
+  [ "$newest" -le "$tag_minor" ] || fail "${f#"$TEST_DIR"/unzipped/} needs GLIBC_2.$newest, newer than its tag (2.$tag_minor)"
+  needed=$(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' |
+    grep -vxE 'libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|ld-linux-x86-64\.so\.2' || true)
+  [ -z "$needed" ] || fail "${f#"$TEST_DIR"/unzipped/} needs $needed, outside glibc (manylinux allows only glibc's libraries here)"
+done < <(find "$TEST_DIR/unzipped" -type f -print0)
+[ "$elves" -eq 4 ] || fail "found $elves ELF files in the wheel, not 4 (the library and three tools)"
+log "$name: $(($(stat -c %s "$wheel") / 1024)) KiB; its 4 ELF files need glibc 2.$tag_minor at most and no library outside glibc"
 
-# Every CPython 3.8+ here: pyenv's versions and Debian's.
-# Each by the interpreter it really is (pyenv's python3 on PATH is a shim script).
-mapfile -t pythons < <(for p in /usr/bin/python3 /root/.pyenv/versions/3.*/bin/python3 "$(command -v python3)"; do
-  [ -x "$p" ] && "$p" -c 'import os, sys; sys.version_info >= (3, 8) and print(os.path.realpath(sys.executable))' 2>/dev/null
-done | sort -u)
-# Here: pyenv's 3.8 to 3.13 (python3 on PATH is its 3.11) and Debian's 3.11; a fresh Debian
-# machine has only its own.
-[ "${#pythons[@]}" -ge 1 ] || fail "no Python 3.8+ found"
-
+# --- 2. venvs as an unprivileged user ---------------------------------------------------
+run_as_user tcwheel
 # The check each venv runs: a kill switch seen, from the library inside the wheel.
 cat >"$TEST_DIR/check.py" <<'PY'
 import os, sys, time, trainctl, trainctl._native as n
@@ -45,23 +89,136 @@ assert d.exit, "the kill switch was not seen in 60 s"
 lib = os.path.realpath(n.lib()._name)
 pkg = os.path.realpath(os.path.dirname(trainctl.__file__))
 assert lib == os.path.join(pkg, "libtrainctl.so.0"), "loaded %s, not the wheel's copy in %s" % (lib, pkg)
+trainctl.hf  # the lazy submodule: there, and without transformers
+assert "transformers" not in sys.modules, "trainctl.hf imported transformers"
 print("%d.%d: trainctl %s, exit: %s, library %s" % (sys.version_info[:2] + (trainctl.version(), d.reason, lib)))
 PY
-n=0
-for py in "${pythons[@]}"; do
-  n=$((n + 1))
-  venv=$TEST_DIR/venv$n
-  "$py" -m venv "$venv" >"$TEST_DIR/venv$n.log" 2>&1 || { cat "$TEST_DIR/venv$n.log"; fail "$py -m venv failed"; }
-  "$venv/bin/python" -m pip install --no-index --disable-pip-version-check -q "$wheel" >>"$TEST_DIR/venv$n.log" 2>&1 ||
-    { cat "$TEST_DIR/venv$n.log"; fail "pip install of the wheel into a venv of $py failed"; }
-  mkdir -p "$TEST_DIR/run$n"
-  # Nothing points at the build tree or a system copy; run from / so the checkout is not
-  # on sys.path either.
-  out=$(cd / && env -u PYTHONPATH -u TRAINCTL_LIBRARY -u LD_LIBRARY_PATH "$venv/bin/python" "$TEST_DIR/check.py" "$TEST_DIR/run$n" 2>&1) ||
-    fail "in a venv of $py: $out"
-  log "$py: $out"
-  "$venv/bin/python" -m pip uninstall -y -q trainctl >>"$TEST_DIR/venv$n.log" 2>&1 || fail "pip uninstall failed in a venv of $py"
-  left=$(find "$venv"/lib/python3*/site-packages -maxdepth 1 -name 'trainctl*')
-  [ -z "$left" ] || fail "pip uninstall left $left"
+# venv_check PYTHON DIR: what a user does with the wheel, run as the user with a clean
+# environment (nothing points at the build tree or the checkout).
+cat >"$TEST_DIR/venv_check.sh" <<'SH'
+set -euo pipefail
+py=$1 venv=$2 wheel=$3 check=$4
+"$py" -m venv "$venv"
+"$venv/bin/python" -m pip install --no-index --disable-pip-version-check -q "$wheel"
+for t in trainctl trainctl-run trainwatch; do
+  [ "$(cd / && PATH=$venv/bin:/usr/bin:/bin type -P "$t")" = "$venv/bin/$t" ] || { echo "$t is not on the venv's PATH"; exit 1; }
+  v=$("$venv/bin/$t" --version) || { echo "$t --version failed"; exit 1; }
+  case $v in "$t "[0-9]*) ;; *) echo "$t --version said: $v"; exit 1 ;; esac
 done
-log "PASS: the wheel installs and works in venvs of ${#pythons[@]} Pythons and uninstalls cleanly"
+for f in share/trainctl/slurm_templates/train.slurm share/trainctl/cron/cron-chain.sh share/man/man1/trainctl-run.1; do
+  [ -f "$venv/$f" ] || { echo "no $f in the venv"; exit 1; }
+done
+mkdir -p "$venv.run"
+(cd / && "$venv/bin/python" "$check" "$venv.run")
+"$venv/bin/python" -m pip uninstall -y -q trainctl
+# (pip leaves the emptied share/ folders, as it does for any package's data.)
+left=$(find "$venv"/lib/python3*/site-packages "$venv/bin" -maxdepth 1 -name 'trainctl*' -o -maxdepth 1 -name trainwatch)
+left+=$(find "$venv/share" ! -type d)
+[ -z "$left" ] || { echo "pip uninstall left $left"; exit 1; }
+SH
+user_env=(env -i HOME="/home/$TEST_USER" PATH=/usr/bin:/bin LANG=C.UTF-8)
+# pyenv's Pythons live in root's home (mode 700): a user's own Python lives in theirs. A
+# private mount namespace shows the user root's pyenv at its own path (a venv's python
+# names its interpreter by that path) and nothing else of /root.
+pyenv_root=/root/.pyenv
+mapfile -t pyenv_pythons < <(for p in "$pyenv_root"/versions/3.*/bin/python3; do
+  [ -x "$p" ] && "$p" -c 'import sys; sys.exit(sys.version_info < (3, 8))' 2>/dev/null && echo "$p"
+done | sort -V | sed -n '1p;$p' | uniq)  # the oldest and the newest 3.8+
+n=0
+for py in "${pyenv_pythons[@]}" /usr/bin/python3; do
+  n=$((n + 1))
+  if [ "$py" = /usr/bin/python3 ]; then
+    out=$(runuser -u "$TEST_USER" -- "${user_env[@]}" bash "$TEST_DIR/venv_check.sh" "$py" "$TEST_DIR/venv$n" \
+      "$wheel" "$TEST_DIR/check.py" 2>&1) || fail "a venv of $py: $out"
+  else
+    mkdir -p "$TEST_DIR/pyenv-view"
+    # shellcheck disable=SC2016  # expanded by the inner bash
+    out=$(unshare --mount --propagation private bash -c 'set -e
+      mount --bind "$1" "$2" && mount -t tmpfs -o mode=755,size=1m none /root
+      mkdir /root/.pyenv && mount --bind "$2" /root/.pyenv
+      shift 2 && exec "$@"' sh "$pyenv_root" "$TEST_DIR/pyenv-view" \
+      runuser -u "$TEST_USER" -- "${user_env[@]}" bash "$TEST_DIR/venv_check.sh" "$py" "$TEST_DIR/venv$n" \
+      "$wheel" "$TEST_DIR/check.py" 2>&1) || fail "a venv of $py: $out"
+  fi
+  log "as $TEST_USER, a venv of $py: $out"
+done
+# This machine's pyenv (not in the releases' roots) has 3.8 to 3.13.
+[ -n "$release" ] || [ "$n" -ge 2 ] || fail "no pyenv Python 3.8+ under $pyenv_root"
+
+# --- 3. a job from a venv, no plugin ----------------------------------------------------
+# Debian's Python has torch: its venv sees it (--system-site-packages) and takes the wheel.
+venv=$TEST_DIR/jobvenv
+# shellcheck disable=SC2016  # expanded by the inner sh
+runuser -u "$TEST_USER" -- "${user_env[@]}" sh -c '/usr/bin/python3 -m venv --system-site-packages "$1" &&
+  "$1/bin/python" -m pip install --no-index --disable-pip-version-check -q "$2"' sh "$venv" "$wheel" ||
+  fail "the job's venv could not take the wheel"
+where=$(cd / && runuser -u "$TEST_USER" -- "${user_env[@]}" "$venv/bin/python" -c 'import trainctl; print(trainctl.__file__)')
+[[ $where == "$venv/"* ]] || fail "the job's venv imports trainctl from $where"
+cp "$SRC/slurm_templates/train.slurm" "$SRC/slurm_templates/train_example.py" "$TEST_DIR/"
+chown "$TEST_USER" "$TEST_DIR"/train.slurm "$TEST_DIR"/train_example.py
+cd "$TEST_DIR"
+# What a user's shell has after `source venv/bin/activate`: the venv's bin first. sbatch
+# hands the environment to the job, so the template finds the venv's trainctl-run.
+job=$(id=$(runuser -u "$TEST_USER" -- "${user_env[@]}" PATH="$venv/bin:/usr/bin:/bin" VIRTUAL_ENV="$venv" \
+  SLURM_CONF="$CLUSTER_ETC/without-plugin/slurm.conf" TRAINCTL_BAD_NODES="$TRAINCTL_BAD_NODES" \
+  LAUNCHER=torchrun TORCHRUN="$venv/bin/python $TORCHRUN_SHIM" RDZV=static GPUS_PER_NODE=2 GRACEFUL_EXIT=1 \
+  TRAIN_SCRIPT="$TEST_DIR/train_example.py" TRAIN_ARGS="--steps 100000 --step-time 0.05" \
+  sbatch --parsable --array=1-2%1 --time=2 -J wheel train.slurm) && echo "${id%%;*}") ||
+  fail "sbatch of the template was refused"
+echo "$job" >>"$TEST_DIR/.submitted"
+log "submitted the template from the venv as array $job (trainctl-run from $venv/bin)"
+ev=$TEST_DIR/logs/wheel
+count() { cat "$ev"/rank*.jsonl 2>/dev/null | grep -c "\"event\": \"$1\"" || true; }
+at_least() { [ "$(count "$1")" -ge "$2" ]; }
+wait_for 180 "task 1 to reach its deadline and exit" at_least exit 4
+read -r n1 r1 s1 < <(python3 - "$ev" <<'PY'
+import glob, json, sys
+ex = [json.loads(l) for f in glob.glob(sys.argv[1] + "/rank*.jsonl") for l in open(f) if '"exit"' in l]
+print(len(ex), ",".join(sorted({e["reason"] for e in ex})), max(e["step"] for e in ex))
+PY
+)
+{ [ "$n1" = 4 ] && [ "$r1" = deadline ]; } || fail "task 1: $n1 exits, reasons $r1"
+log "task 1: all 4 ranks saved and exited at step $s1 (deadline)"
+wait_for 150 "task 2 to resume" at_least start 8
+resumed=$(cat "$ev"/rank*.jsonl | python3 -c 'import json,sys; print(sorted({json.loads(l)["step"] for l in sys.stdin if "\"start\"" in l and "\"resumed_from\": null" not in l}))')
+[ "$resumed" = "[$((s1 + 1))]" ] || fail "task 2 started at $resumed, not at $((s1 + 1))"
+touch "$TEST_DIR/kill-switch-wheel"
+all_done() { [ -z "$(squeue -h -j "$job" 2>/dev/null)" ]; }
+wait_for 120 "the array to end after the kill switch" all_done
+[ "$(count exit)" -eq 8 ] || fail "task 2 did not exit on the kill switch ($(count exit) exits)"
+grep -q "supervised by trainctl-run" "$TEST_DIR"/wheel-*.out || fail "the template did not say it used trainctl-run"
+# Built against Debian 11's SLURM 20.11, the tools read a newer cluster's job records
+# through scontrol, and say so once per task.
+slurm=$(sinfo -V | grep -o '[0-9][0-9]*\.[0-9][0-9]*' | head -n 1)
+if [ "$slurm" != 20.11 ]; then
+  line=$(grep -h -m 1 "EndTime is read through scontrol, not libslurm" "$TEST_DIR"/wheel-*.out) ||
+    fail "the wheel's trainctl-run on SLURM $slurm did not say how it reads the job's EndTime"
+  log "SLURM $slurm: ${line#*: }"
+fi
+log "task 2 resumed at step $((s1 + 1)) and stopped at the kill switch, all under the venv's trainctl-run"
+
+if [ -n "$release" ]; then
+  log "PASS: $name installs without root and runs a supervised job from a venv on $release's SLURM"
+  exit 0
+fi
+
+# --- 4. Debian 11 (glibc 2.31) ----------------------------------------------------------
+root=${TRAINCTL_TESTBED_DIR:-/var/cache/trainctl-testbed}/bullseye
+[ -f "$root/.trainctl-root-complete" ] || bash "$SRC/scripts/testbed" root bullseye >"$TEST_DIR/bullseye-root.log" 2>&1 ||
+  { tail -n 20 "$TEST_DIR/bullseye-root.log"; fail "scripts/testbed root bullseye failed"; }
+check_dir=$root/var/tmp/trainctl-wheel-check
+rm -rf "$check_dir" && mkdir -p "$check_dir"
+cp "$wheel" "$TEST_DIR/check.py" "$check_dir/"
+# shellcheck disable=SC2016  # expanded inside the root
+out=$(bash "$SRC/scripts/testbed" shell bullseye sh -c 'set -e
+  id tcwheel >/dev/null 2>&1 || useradd -m tcwheel
+  chown -R tcwheel "$1"
+  exec runuser -u tcwheel -- env -i HOME=/home/tcwheel PATH=/usr/bin:/bin sh -c "set -e
+    cd \$1 && python3 -m venv venv && venv/bin/python -m pip install --no-index -q ./$2
+    venv/bin/trainctl-run -- true && echo trainctl-run -- true: \$?
+    venv/bin/python check.py \$1" sh "$1"' sh /var/tmp/trainctl-wheel-check "$name" 2>&1) ||
+  { rm -rf "$check_dir"; fail "in Debian 11: $out"; }
+rm -rf "$check_dir"
+glibc=$(chroot "$root" ldd --version | head -n 1 | grep -o '[0-9.]*$')
+log "in Debian 11 (glibc $glibc): $(echo "$out" | tr '\n' ' ')"
+log "PASS: $name ($(($(stat -c %s "$wheel") / 1024)) KiB, glibc 2.$tag_minor+) installs without root, runs a supervised job from a venv, and runs on Debian 11"
