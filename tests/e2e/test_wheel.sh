@@ -157,6 +157,14 @@ where=$(cd / && runuser -u "$TEST_USER" -- "${user_env[@]}" "$venv/bin/python" -
 cp "$SRC/slurm_templates/train.slurm" "$SRC/slurm_templates/train_example.py" "$TEST_DIR/"
 chown "$TEST_USER" "$TEST_DIR"/train.slurm "$TEST_DIR"/train_example.py
 cd "$TEST_DIR"
+# Submitted without the venv, the template says what is missing and ends (exit 2).
+nopath=$(id=$(runuser -u "$TEST_USER" -- "${user_env[@]}" SLURM_CONF="$CLUSTER_ETC/without-plugin/slurm.conf" \
+  sbatch --parsable -J nopath -o "$TEST_DIR/nopath.out" train.slurm) && echo "${id%%;*}") || fail "sbatch of the template was refused"
+echo "$nopath" >>"$TEST_DIR/.submitted"
+wait_for 60 "the job without trainctl-run on PATH to end" job_ended "$nopath"
+grep -q "^train.slurm: trainctl-run is not on PATH: submit with the environment" "$TEST_DIR/nopath.out" ||
+  fail "without trainctl-run on PATH the template said: $(cat "$TEST_DIR/nopath.out")"
+[ "$(job_field "$nopath" ExitCode)" = 2:0 ] || fail "without trainctl-run on PATH the template's job ended $(job_field "$nopath" ExitCode)"
 # What a user's shell has after `source venv/bin/activate`: the venv's bin first. sbatch
 # hands the environment to the job, so the template finds the venv's trainctl-run.
 job=$(id=$(runuser -u "$TEST_USER" -- "${user_env[@]}" PATH="$venv/bin:/usr/bin:/bin" VIRTUAL_ENV="$venv" \
@@ -219,6 +227,6 @@ out=$(bash "$SRC/scripts/testbed" shell bullseye sh -c 'set -e
     venv/bin/python check.py \$1" sh "$1"' sh /var/tmp/trainctl-wheel-check "$name" 2>&1) ||
   { rm -rf "$check_dir"; fail "in Debian 11: $out"; }
 rm -rf "$check_dir"
-glibc=$(chroot "$root" ldd --version | head -n 1 | grep -o '[0-9.]*$')
-log "in Debian 11 (glibc $glibc): $(echo "$out" | tr '\n' ' ')"
+glibc=$(chroot "$root" getconf GNU_LIBC_VERSION) || fail "getconf GNU_LIBC_VERSION failed in Debian 11"
+log "in Debian 11 ($glibc): $(echo "$out" | tr '\n' ' ')"
 log "PASS: $name ($(($(stat -c %s "$wheel") / 1024)) KiB, glibc 2.$tag_minor+) installs without root, runs a supervised job from a venv, and runs on Debian 11"
