@@ -39,7 +39,9 @@ else
   TRAINCTL_PACKAGE_DIR=$TEST_DIR/pkg bash "$SRC/scripts/package" --wheel >"$TEST_DIR/package.log" 2>&1 ||
     { cat "$TEST_DIR/package.log"; fail "scripts/package --wheel failed"; }
 fi
-wheel=$(sed -n 's/^wheel: \([^ ]*\).*/\1/p' "$TEST_DIR/package.log")
+# Found by name in its folder (in a release's root the log's paths are the host's).
+wheel=$(basename "$(sed -n 's/^wheel: \([^ ]*\).*/\1/p' "$TEST_DIR/package.log")")
+wheel=${prebuilt:-$TEST_DIR/pkg}/wheel/$wheel
 [ -f "$wheel" ] || fail "scripts/package printed no wheel: $(cat "$TEST_DIR/package.log")"
 name=$(basename "$wheel")
 [[ $name =~ ^trainctl-[0-9.]+-py3-none-manylinux_2_([0-9]+)_$(uname -m)\.whl$ ]] ||
