@@ -132,6 +132,7 @@ class supervisor {
   std::int64_t limit_s_ = -1;
   std::int64_t deadline_ms_ = 0;  // when to ask the ranks to exit; 0: none
   bool deadline_fired_ = false;
+  bool deadline_past_when_learned_ = false;  // the graceful exit left no time to train
   bool preempted_ = false;
   std::uint32_t seen_flags_ = 0;    // node flags already relayed (followers)
   query_slots slots_;               // when this node's queries fall (no two nodes in one second)
@@ -389,6 +390,15 @@ void supervisor::on_job_answer(const std::optional<job_times>& jt, const std::st
         log("deadline %s (EndTime %s - graceful exit %s)", format_slurm_timestamp(d).c_str(),
             format_slurm_timestamp(end_ms_).c_str(),
             why.empty() ? format_duration(graceful).c_str() : ("auto: " + why).c_str());
+        const std::int64_t now = unix_now_ms();
+        deadline_past_when_learned_ = d <= now;
+        if (deadline_past_when_learned_)
+          log("the graceful exit (%s) is not shorter than the time left (%s of a %s time limit): the ranks are "
+              "told to save and exit now; give a shorter --graceful-exit (GRACEFUL_EXIT in the template) or a "
+              "longer --time",
+              format_duration(graceful).c_str(),
+              format_duration(std::chrono::seconds(std::max<std::int64_t>(0, end_ms_ - now) / 1000)).c_str(),
+              limit_s_ > 0 ? format_duration(std::chrono::seconds(limit_s_)).c_str() : "unknown");
       }
     }
   }
@@ -468,7 +478,9 @@ void supervisor::check_deadline() {
   deadline_fired_ = true;
   if (pub_) pub_->set_deadline_ms(deadline_ms_);
   const std::int64_t late_ms = now - deadline_ms_;
-  if (late_ms > 2000) {
+  if (deadline_past_when_learned_) {
+    fire(kFlagDeadline, "deadline already past when EndTime was read (see the graceful exit line above)");
+  } else if (late_ms > 2000) {
     char why[96];
     std::snprintf(why, sizeof why, "deadline reached %.0f s ago (this supervisor was stopped or busy)",
                   late_ms / 1000.0);
