@@ -95,27 +95,35 @@ trainctl.hf  # the lazy submodule: there, and without transformers
 assert "transformers" not in sys.modules, "trainctl.hf imported transformers"
 print("%d.%d: trainctl %s, exit: %s, library %s" % (sys.version_info[:2] + (trainctl.version(), d.reason, lib)))
 PY
-# venv_check PYTHON DIR: what a user does with the wheel, run as the user with a clean
+# venv_check PYTHON DIR|--user WHEEL CHECK: what a user does with the wheel, in a new
+# venv DIR or with `pip install --user` (into $HOME/.local), run as the user with a clean
 # environment (nothing points at the build tree or the checkout).
 cat >"$TEST_DIR/venv_check.sh" <<'SH'
 set -euo pipefail
-py=$1 venv=$2 wheel=$3 check=$4
-"$py" -m venv "$venv"
-"$venv/bin/python" -m pip install --no-index --disable-pip-version-check -q "$wheel"
+py=$1 where=$2 wheel=$3 check=$4
+if [ "$where" = --user ]; then
+  prefix=$HOME/.local python=$py
+  "$python" -m pip install --user --no-index --disable-pip-version-check -q "$wheel"
+else
+  prefix=$where python=$where/bin/python
+  "$py" -m venv "$prefix"
+  "$python" -m pip install --no-index --disable-pip-version-check -q "$wheel"
+fi
 for t in trainctl trainctl-run trainwatch; do
-  [ "$(cd / && PATH=$venv/bin:/usr/bin:/bin type -P "$t")" = "$venv/bin/$t" ] || { echo "$t is not on the venv's PATH"; exit 1; }
-  v=$("$venv/bin/$t" --version) || { echo "$t --version failed"; exit 1; }
+  [ "$(cd / && PATH=$prefix/bin:/usr/bin:/bin type -P "$t")" = "$prefix/bin/$t" ] || { echo "$t is not in $prefix/bin"; exit 1; }
+  v=$("$prefix/bin/$t" --version) || { echo "$t --version failed"; exit 1; }
   case $v in "$t "[0-9]*) ;; *) echo "$t --version said: $v"; exit 1 ;; esac
 done
 for f in share/trainctl/slurm_templates/train.slurm share/trainctl/cron/cron-chain.sh share/man/man1/trainctl-run.1; do
-  [ -f "$venv/$f" ] || { echo "no $f in the venv"; exit 1; }
+  [ -f "$prefix/$f" ] || { echo "no $f in $prefix"; exit 1; }
 done
-mkdir -p "$venv.run"
-(cd / && "$venv/bin/python" "$check" "$venv.run")
-"$venv/bin/python" -m pip uninstall -y -q trainctl
-# (pip leaves the emptied share/ folders, as it does for any package's data.)
-left=$(find "$venv"/lib/python3*/site-packages "$venv/bin" -maxdepth 1 -name 'trainctl*' -o -maxdepth 1 -name trainwatch)
-left+=$(find "$venv/share" ! -type d)
+mkdir -p "$HOME/run"
+(cd / && "$python" "$check" "$HOME/run")
+"$python" -m pip uninstall -y -q trainctl
+# (pip leaves the emptied share/ folders, as it does for any package's data; from a
+# --user install it removes the folders it made.)
+left=$(find "$prefix" ! -type d \( -path "$prefix/share/*" -o -path "$prefix/bin/trainctl*" -o -path "$prefix/bin/trainwatch" \
+  -o -path "$prefix/lib/python3*/site-packages/trainctl*" \))
 [ -z "$left" ] || { echo "pip uninstall left $left"; exit 1; }
 SH
 user_env=(env -i HOME="/home/$TEST_USER" PATH=/usr/bin:/bin LANG=C.UTF-8)
@@ -123,29 +131,39 @@ user_env=(env -i HOME="/home/$TEST_USER" PATH=/usr/bin:/bin LANG=C.UTF-8)
 # private mount namespace shows the user root's pyenv at its own path (a venv's python
 # names its interpreter by that path) and nothing else of /root.
 pyenv_root=/root/.pyenv
+with_pyenv() {
+  mkdir -p "$TEST_DIR/pyenv-view"
+  # shellcheck disable=SC2016  # expanded by the inner bash
+  unshare --mount --propagation private bash -c 'set -e
+    mount --bind "$1" "$2" && mount -t tmpfs -o mode=755,size=1m none /root
+    mkdir /root/.pyenv && mount --bind "$2" /root/.pyenv
+    shift 2 && exec "$@"' sh "$pyenv_root" "$TEST_DIR/pyenv-view" "$@"
+}
+# user_check PYTHON DIR|--user: venv_check as the user, with a HOME of its own.
+user_check() {
+  local home=$TEST_DIR/home$n
+  mkdir -p "$home" && chown "$TEST_USER" "$home"
+  local run=(runuser -u "$TEST_USER" -- "${user_env[@]}" HOME="$home" bash "$TEST_DIR/venv_check.sh" "$1" "$2"
+    "$wheel" "$TEST_DIR/check.py")
+  case $1 in "$pyenv_root"/*) with_pyenv "${run[@]}" ;; *) "${run[@]}" ;; esac
+}
 mapfile -t pyenv_pythons < <(for p in "$pyenv_root"/versions/3.*/bin/python3; do
   [ -x "$p" ] && "$p" -c 'import sys; sys.exit(sys.version_info < (3, 8))' 2>/dev/null && echo "$p"
 done | sort -V | sed -n '1p;$p' | uniq)  # the oldest and the newest 3.8+
 n=0
 for py in "${pyenv_pythons[@]}" /usr/bin/python3; do
   n=$((n + 1))
-  if [ "$py" = /usr/bin/python3 ]; then
-    out=$(runuser -u "$TEST_USER" -- "${user_env[@]}" bash "$TEST_DIR/venv_check.sh" "$py" "$TEST_DIR/venv$n" \
-      "$wheel" "$TEST_DIR/check.py" 2>&1) || fail "a venv of $py: $out"
-  else
-    mkdir -p "$TEST_DIR/pyenv-view"
-    # shellcheck disable=SC2016  # expanded by the inner bash
-    out=$(unshare --mount --propagation private bash -c 'set -e
-      mount --bind "$1" "$2" && mount -t tmpfs -o mode=755,size=1m none /root
-      mkdir /root/.pyenv && mount --bind "$2" /root/.pyenv
-      shift 2 && exec "$@"' sh "$pyenv_root" "$TEST_DIR/pyenv-view" \
-      runuser -u "$TEST_USER" -- "${user_env[@]}" bash "$TEST_DIR/venv_check.sh" "$py" "$TEST_DIR/venv$n" \
-      "$wheel" "$TEST_DIR/check.py" 2>&1) || fail "a venv of $py: $out"
-  fi
+  out=$(user_check "$py" "$TEST_DIR/venv$n" 2>&1) || fail "a venv of $py: $out"
   log "as $TEST_USER, a venv of $py: $out"
 done
-# This machine's pyenv (not in the releases' roots) has 3.8 to 3.13.
-[ -n "$release" ] || [ "$n" -ge 2 ] || fail "no pyenv Python 3.8+ under $pyenv_root"
+# This machine's pyenv (not in the releases' roots) has 3.8 to 3.13; --user with its
+# newest (Debian's own Python refuses --user: PEP 668, externally managed).
+if [ -z "$release" ]; then
+  [ "$n" -ge 3 ] || fail "no pyenv Python 3.8+ under $pyenv_root"
+  n=$((n + 1))
+  out=$(user_check "${pyenv_pythons[-1]}" --user 2>&1) || fail "pip install --user with ${pyenv_pythons[-1]}: $out"
+  log "as $TEST_USER, pip install --user with ${pyenv_pythons[-1]}: $out"
+fi
 
 # --- 3. a job from a venv, no plugin ----------------------------------------------------
 # Debian's Python has torch: its venv sees it (--system-site-packages) and takes the wheel.
