@@ -31,13 +31,18 @@ namespace {
 
 std::string prog = "trainctl-run";  // as the user called it: "trainctl-run" or "trainctl run"
 
+// A wrapper's own errors exit 125, as timeout, env and nohup do: 126 and 127 stay the
+// command's (found but not runnable, not found), and every other status is the
+// command's own, so a training script's own exit 2 (argparse) is never taken for ours.
+constexpr int kUsageStatus = 125;
+
 [[noreturn]] void usage_error(const std::string& line) {
   std::fprintf(stderr, "%s: %s (see %s --help)\n", prog.c_str(), line.c_str(), prog.c_str());
-  std::exit(2);
+  std::exit(kUsageStatus);
 }
 
 // What trainctl-run's command line says, as given: validated into supervisor_options by
-// supervisor_options_from (one line and exit 2 on bad input).
+// supervisor_options_from (one line and exit 125 on bad input).
 struct run_args {
   std::string graceful, deadline, kill_switch, save_switch, launchers, state, shield, on_notice;
   std::string on_notice_timeout = format_duration(option::kOnNoticeTimeoutDefault);

@@ -49,13 +49,29 @@ verbs="accepted: run, status, stacks, report, bad-nodes, version, help (trainctl
 suggests "$tc stauts" 2 "trainctl: 'stauts' is not a verb (did you mean 'status'?); $verbs"
 suggests "$tc frobnicate" 2 "trainctl: 'frobnicate' is not a verb; $verbs"
 suggests "$tc status --jsno 1" 2 "trainctl status: *--jsno* (did you mean --json?) (see trainctl help status)"
-suggests "$BUILD/bin/trainctl-run --graceful-exti=5 -- true" 2 \
+suggests "$BUILD/bin/trainctl-run --graceful-exti=5 -- true" 125 \
   "trainctl-run: *--graceful-exti=5* (did you mean --graceful-exit?) (see trainctl-run --help)"
 checks="accepted: job-running, log-stall, slow-nodes, bad-nodes, fs, memory, flush, notify (see trainwatch --help)"
 suggests "$BUILD/bin/trainwatch job-runing --job-name x" 3 \
   "trainwatch: 'job-runing' is not a trainwatch command (did you mean 'job-running'?); $checks"
 suggests "$BUILD/bin/trainwatch memroy" 3 "trainwatch: 'memroy' is not a trainwatch command (did you mean 'memory'?); $checks"
 log "a mistyped verb, flag or check names the closest one: trainctl, trainctl-run, trainwatch"
+
+# The wrapper's own codes are timeout's and env's (125 usage, 126 not runnable, 127 not
+# found), so a training script's own exit 2 (argparse) passes through as the command's.
+for run in "$BUILD/bin/trainctl-run" "$tc run"; do
+  suggests "$run --graceful-exit=abc -- true" 125 "${run##*/}: --graceful-exit: 'abc' is not a duration; accepted: *"
+  suggests "$run --kill-switch=$TEST_DIR/K" 125 "${run##*/}: no command given; usage: *"
+  rc=0
+  $run -- "$TEST_DIR/no-such-program" 2>"$TEST_DIR/err" || rc=$?
+  [ "$rc" -eq 127 ] || fail "$run: a missing command exited $rc, not 127"
+  grep -q "cannot run $TEST_DIR/no-such-program: No such file or directory" "$TEST_DIR/err" ||
+    fail "$run: a missing command said: $(cat "$TEST_DIR/err")"
+  rc=0
+  $run -- python3 -c 'import argparse; argparse.ArgumentParser().parse_args(["--bad"])' 2>/dev/null || rc=$?
+  [ "$rc" -eq 2 ] || fail "$run: a command's own exit 2 came out as $rc"
+done
+log "trainctl-run and trainctl run: 125 for their own bad input, 127 for a missing command, the command's own 2 passed on"
 
 # --help names the kind of each value (DURATION, PATH, JOB, ...): TEXT only where the
 # value is free text (trainwatch notify --text).
