@@ -373,7 +373,8 @@ void supervisor::on_job_answer(const std::optional<job_times>& jt, const std::st
   if (jt->end_ms == 0 && end_ms_ != 0)
     log("EndTime read as unknown (%s); keeping %s", query_why_.c_str(), format_slurm_timestamp(end_ms_).c_str());
   if (running && jt->end_ms != end_ms_ && jt->end_ms != 0) {
-    if (end_ms_ != 0)
+    const bool moved = end_ms_ != 0;
+    if (moved)
       log("EndTime moved from %s to %s (TimeLimit %lld s)", format_slurm_timestamp(end_ms_).c_str(),
           format_slurm_timestamp(jt->end_ms).c_str(), static_cast<long long>(jt->limit_s));
     end_ms_ = jt->end_ms;
@@ -392,12 +393,17 @@ void supervisor::on_job_answer(const std::optional<job_times>& jt, const std::st
             why.empty() ? format_duration(graceful).c_str() : ("auto: " + why).c_str());
         const std::int64_t now = unix_now_ms();
         deadline_past_when_learned_ = d <= now;
-        if (deadline_past_when_learned_)
+        const std::string left = format_duration(std::chrono::seconds(std::max<std::int64_t>(0, end_ms_ - now) / 1000));
+        // Why the deadline is already past decides what the line says: only a first
+        // read is the options' doing.
+        if (deadline_past_when_learned_ && (preempted_ || moved))
+          log("%s left %s to EndTime, less than the graceful exit (%s): the ranks are told to save and exit now",
+              preempted_ ? "the preemption" : "the moved EndTime", left.c_str(), format_duration(graceful).c_str());
+        else if (deadline_past_when_learned_)
           log("the graceful exit (%s) is not shorter than the time left (%s of a %s time limit): the ranks are "
               "told to save and exit now; give a shorter --graceful-exit (GRACEFUL_EXIT in the template) or a "
               "longer --time",
-              format_duration(graceful).c_str(),
-              format_duration(std::chrono::seconds(std::max<std::int64_t>(0, end_ms_ - now) / 1000)).c_str(),
+              format_duration(graceful).c_str(), left.c_str(),
               limit_s_ > 0 ? format_duration(std::chrono::seconds(limit_s_)).c_str() : "unknown");
       }
     }
@@ -479,7 +485,7 @@ void supervisor::check_deadline() {
   if (pub_) pub_->set_deadline_ms(deadline_ms_);
   const std::int64_t late_ms = now - deadline_ms_;
   if (deadline_past_when_learned_) {
-    fire(kFlagDeadline, "deadline already past when EndTime was read (see the graceful exit line above)");
+    fire(kFlagDeadline, "deadline already past when EndTime was read (see the line above)");
   } else if (late_ms > 2000) {
     char why[96];
     std::snprintf(why, sizeof why, "deadline reached %.0f s ago (this supervisor was stopped or busy)",

@@ -45,4 +45,7 @@ if grep -q '^AccountingStorageType=accounting_storage/slurmdbd' "$SLURM_CONF"; t
   printf '%s\n' "$report" | grep -qE "^  $job: save at step $saved \(preempted, [0-9.]+s\); notice preempted at \+[0-9.]+s$" ||
     fail "the report does not show the preemption's save and notice"
 fi
+# A preemption that moves EndTime inside the graceful exit is the preemption's doing,
+# not a stopped supervisor's (issue 34, item 7).
+! grep -q "stopped or busy" "$TEST_DIR/job.out" || fail "the preemption's deadline was blamed on a stopped supervisor: $(grep "stopped or busy" "$TEST_DIR/job.out")"
 log "PASS: preempted at step $saved (reason preempted), requeued, resumed at step $resumed, COMPLETED"
