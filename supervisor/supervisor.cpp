@@ -111,6 +111,7 @@ class supervisor {
   // The graceful exit now (auto: learnt, for the job's time limit), and why (auto only).
   milliseconds graceful_exit(std::string* why = nullptr) const;
   void learn_save_time();
+  void learn_cut_save();
   // Whether this supervisor reads EndTime and preemption itself: always, unless another
   // supervisor on the node publishes them into a node state this one shares. No node
   // state problem (a refused file, a lock held by a rank) may cost a notice.
@@ -447,6 +448,37 @@ void supervisor::learn_save_time() {
       why.c_str());
 }
 
+// --graceful-exit=auto and a save cut short (SIGTERM: the time limit, a preemption's
+// end, scancel): a rank that reached the exit (its beat slot says so) and still runs
+// has been saving since that agreement, which no longest_save_ms records. The
+// longest such time is a lower bound of this array's saves, learnt as a save of that
+// length, so the next task leaves more. A rank that never agreed after the exit (still
+// starting, hung) teaches nothing.
+void supervisor::learn_cut_save() {
+  if (!auto_ || !state_ || exit_told_ms_ == 0) return;
+  const node_state& ns = state_->get();
+  const std::int64_t now = unix_now_ms();
+  // A rank that decided the exit marked its beat slot (exiting) at that call, whose
+  // beat is the last it made: it has been saving (or ending) since then.
+  std::int64_t cut_ms = 0;
+  for (const rank_beat& b : ns.beats) {
+    const std::int32_t pid = b.pid.load(std::memory_order_acquire);
+    const std::int64_t beat = b.beat_ms.load(std::memory_order_acquire);
+    if (pid <= 0 || b.exiting.load(std::memory_order_acquire) == 0 || beat <= 0 || beat > now || kill(pid, 0) != 0)
+      continue;
+    cut_ms = std::max(cut_ms, now - beat);
+  }
+  if (cut_ms <= auto_->longest_ms()) return;
+  std::string problem;
+  auto_->saw(cut_ms, pub_ != nullptr, &problem);
+  std::string why;
+  graceful_exit(&why);
+  log("a save was cut short after %.1f s (the ranks were told to exit: %s; one still saved at SIGTERM): the next "
+      "task of the array leaves %s",
+      static_cast<double>(cut_ms) / 1000.0, exit_told_why_.c_str(), why.c_str());
+  if (!problem.empty()) log("cannot remember the save time for the next task: %s", problem.c_str());
+}
+
 // A notice signal is relayed once the controller said whether it is a preemption (then
 // it already went out as one), or after kNoticeClassifyWait without an answer.
 void supervisor::resolve_notice(const char* why) {
@@ -532,7 +564,10 @@ void supervisor::handle_signal(const signalfd_siginfo& si) {
   if (std::find(opts_.notices.begin(), opts_.notices.end(), sig) != opts_.notices.end() ||
       sig == opts_.graceful_signal) {
     log("received SIG%s (from pid %u)", signal_name(sig).c_str(), si.ssi_pid);
-    if (sig == SIGTERM) report_lingering_ranks(", when SIGTERM came");
+    if (sig == SIGTERM) {
+      report_lingering_ranks(", when SIGTERM came");
+      learn_cut_save();
+    }
     if (notice_pending_) return;  // the one before is still waiting for its answer
     // Only a TERM can be a preemption (SLURM sends it at the start of the grace, with
     // the user's signal if any), and one at the known EndTime is the time limit: any

@@ -459,6 +459,7 @@ int claim_beat_slot(node_state& ns, std::int32_t pid) {
       b.step.store(0, std::memory_order_relaxed);
       b.step_us.store(0, std::memory_order_relaxed);
       b.slow.store(0, std::memory_order_relaxed);
+      b.exiting.store(0, std::memory_order_relaxed);
       b.rank.store(-1, std::memory_order_release);
       return i;
     }

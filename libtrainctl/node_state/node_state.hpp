@@ -60,7 +60,7 @@ struct rank_beat {
   std::atomic<std::int64_t> beat_ms;  // unix ms of that check(); 0 before the first
   std::atomic<std::int64_t> step_us;  // work per step outside check(), last agreement window
   std::atomic<std::int32_t> slow;     // agreements in a row this rank was the straggler
-  std::atomic<std::int32_t> spare;
+  std::atomic<std::int32_t> exiting;  // 1 from this rank's exit decision on: its exit save runs
 };
 
 struct node_state {

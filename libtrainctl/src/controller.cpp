@@ -233,6 +233,7 @@ void controller::impl::open_state() {
   const int slot = claim_beat_slot(state(), static_cast<std::int32_t>(getpid()));
   if (slot >= 0) {
     beat = &state().beats[slot];
+    beat->exiting.store(0, std::memory_order_release);  // a new Controller has decided nothing yet
   } else {
     const char* rank = std::getenv("RANK");
     std::fprintf(stderr,
@@ -714,6 +715,9 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
     m.note_event(exit_save ? "exit" : "save", step, -1, exit_save ? d.reason : d.save_reason);
     m.save_started_us = steady_us();
     m.exit_save_timed = m.exit_save_timed || d.exit;
+    // The supervisor learns from an exit save the time limit cuts short (its beat is
+    // this call's, the last this rank makes).
+    if (exit_save && m.beat != nullptr) m.beat->exiting.store(1, std::memory_order_release);
   }
   if (m.cfg.straggler_factor > 0) {
     m.judge_stragglers(step, r);

@@ -26,25 +26,29 @@ out=$(as_user "$BUILD/bin/trainctl" status "$job" 2>"$TEST_DIR/status.err") ||
 ms=$((($(date +%s%N) - t0) / 1000000))
 printf '%s\n' "$out"
 log "figure: trainctl status on a 2-node job took $ms ms"
-rows=$(printf '%s\n' "$out" | grep -cE '^n[12] +[0-3] +[0-9]+ +[0-9]+ ' || true)
+rows=$(printf '%s\n' "$out" | grep -cE '^n[0-9]+ +[0-3] +[0-9]+ +[0-9]+ ' || true)
 [ "$rows" -eq 4 ] || fail "expected 4 rank rows, got $rows"
-for r in 0 1; do printf '%s\n' "$out" | grep -qE "^n1 +$r " || fail "rank $r is not on n1"; done
-for r in 2 3; do printf '%s\n' "$out" | grep -qE "^n2 +$r " || fail "rank $r is not on n2"; done
-printf '%s\n' "$out" | grep -qE '^n2 +2 .* [0-9.]+\* ' || fail "rank 2's factor is not marked as a straggler's"
-printf '%s\n' "$out" | grep -q '^findings    rank 2 on n2 is a straggler' || fail "no straggler finding for rank 2"
+# The job's two nodes are whichever SLURM gave it (n1 and n2 on an idle cluster, not
+# always beside other tests): ranks 0 and 1 on its first, 2 and 3 on its second.
+read -r first second < <(scontrol show hostnames "$(job_field "$job" NodeList)" | paste -sd' ')
+[ -n "$second" ] || fail "the job's nodes: $(job_field "$job" NodeList)"
+for r in 0 1; do printf '%s\n' "$out" | grep -qE "^$first +$r " || fail "rank $r is not on $first"; done
+for r in 2 3; do printf '%s\n' "$out" | grep -qE "^$second +$r " || fail "rank $r is not on $second"; done
+printf '%s\n' "$out" | grep -qE "^$second +2 .* [0-9.]+\* " || fail "rank 2's factor is not marked as a straggler's"
+printf '%s\n' "$out" | grep -q "^findings    rank 2 on $second is a straggler" || fail "no straggler finding for rank 2"
 printf '%s\n' "$out" | grep -qE '^deadline    in [0-9]+m[0-9]{2}s \(EndTime minus the graceful exit, 2m00s\)' ||
   fail "no deadline countdown with the 2 min graceful exit"
 printf '%s\n' "$out" | grep -qF "kill-switch $TEST_DIR/KILL: not there" || fail "the kill switch is not shown"
 
 # --json, for dashboards: parsed, and the figures checked.
 as_user "$BUILD/bin/trainctl" status --json "$job" >"$TEST_DIR/status.json" || fail "status --json failed"
-python3 - "$TEST_DIR/status.json" "$job" <<'PY' || fail "the JSON is not what the table said"
+python3 - "$TEST_DIR/status.json" "$job" "$first" "$second" <<'PY' || fail "the JSON is not what the table said"
 import json, sys
 s = json.load(open(sys.argv[1]))
 assert s["job"]["id"] == sys.argv[2], s["job"]
 ranks = s["ranks"]
 assert [r["rank"] for r in ranks] == [0, 1, 2, 3], ranks
-assert [r["node"] for r in ranks] == ["n1", "n1", "n2", "n2"], ranks
+assert [r["node"] for r in ranks] == [sys.argv[3]] * 2 + [sys.argv[4]] * 2, ranks
 assert all(r["step"] is not None and r["step"] > 0 for r in ranks), ranks
 slow = ranks[2]
 assert slow["straggler"] and slow["factor"] >= 2.0, slow
