@@ -218,7 +218,7 @@ if [ -n "$release" ]; then
 fi
 
 # --- 4. Debian 11 (glibc 2.31) ----------------------------------------------------------
-root=${TRAINCTL_TESTBED_DIR:-/var/cache/trainctl-testbed}/bullseye
+root=$(bash "$SRC/scripts/testbed" path bullseye)
 [ -f "$root/.trainctl-root-complete" ] || bash "$SRC/scripts/testbed" root bullseye >"$TEST_DIR/bullseye-root.log" 2>&1 ||
   { tail -n 20 "$TEST_DIR/bullseye-root.log"; fail "scripts/testbed root bullseye failed"; }
 check_dir=$root/var/tmp/trainctl-wheel-check
