@@ -85,6 +85,47 @@ std::string timed_line(const std::string& text) {
   return std::string(buf) + " " + text + "\n";
 }
 
+// How many nodes the job step runs on (SLURM_STEP_NUM_NODES, else SLURM_JOB_NUM_NODES,
+// else 1): only a step on several nodes compares first deaths.
+int step_nodes() {
+  for (const char* name : {"SLURM_STEP_NUM_NODES", "SLURM_JOB_NUM_NODES"}) {
+    const int n = std::atoi(env_or_empty(name).c_str());
+    if (n > 0) return n;
+  }
+  return 1;
+}
+
+// Marks this node's judgement done in the crash evidence directory (open as `fd`) and,
+// when every node of the step has marked it and none was blamed, removes the directory:
+// a step that ended without a finding leaves nothing in the log directory. A node whose
+// supervisor never got here (killed) leaves it, and a blamed node's evidence is kept for
+// the admin who reads the bad-node memory. Runs in a child (the log directory may stall).
+std::string close_evidence(int fd, const std::string& dir, const std::string& me, int nodes, bool blamed) {
+  std::string why = append_in_dir(fd, me + ".done", "\n", 0600);
+  if (blamed && why.empty()) why = append_in_dir(fd, "blamed", me + "\n", 0600);
+  struct stat st {};
+  int done = 0;
+  bool keep = fstatat(fd, "blamed", &st, AT_SYMLINK_NOFOLLOW) == 0;
+  std::vector<std::string> names;
+  DIR* d = fdopendir(dup(fd));
+  while (dirent* e = d != nullptr ? readdir(d) : nullptr) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    names.push_back(name);
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".done") == 0) ++done;
+  }
+  if (d != nullptr) closedir(d);
+  if (!why.empty() || keep || done < nodes) return why;
+  for (const auto& name : names) {
+    // Only this user's regular files: anything else (planted there) stays, and so does
+    // the directory then.
+    if (fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid())
+      unlinkat(fd, name.c_str(), 0);
+  }
+  rmdir(dir.c_str());
+  return "";
+}
+
 }  // namespace
 
 std::string resolve_log_dir(const std::string& given) {
@@ -162,8 +203,7 @@ bool node_health::owns(pid_t pid) const {
 
 void node_health::abandon() {
   if (dump_) dump_->abandon();
-  if (evidence_) evidence_->abandon();
-  if (check_) check_->abandon();
+  if (check_) check_->abandon();  // the evidence writer is let finish (settle_evidence)
 }
 
 bool node_health::reaped(pid_t pid, int status) {
@@ -282,7 +322,9 @@ void node_health::note_death(pid_t pid, std::int64_t when_ms, int wait_status) {
 // The other nodes compare their first deaths with this one: written at once (in a
 // child, the log directory may be slow), not when the launcher gets round to exiting.
 void node_health::publish_first_death() {
-  if (opts_.job_id.empty() || opts_.batch || evidence_ || (log_dir_checked_ && !log_dir_problem_.empty())) return;
+  if (opts_.job_id.empty() || opts_.batch || evidence_ || ending_ || step_nodes() < 2 ||
+      (log_dir_checked_ && !log_dir_problem_.empty()))
+    return;
   const std::string dir = evidence_dir(), me = node_name();
   const std::string line =
       "first_ms=" + std::to_string(first_death_ms_) + " status=" + std::to_string(first_death_status_) + "\n";
@@ -457,7 +499,10 @@ void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms
             << "\n";
       }
     }
-    const std::string why_summary = append_in_dir(fd, "summary.txt", timed_line(summary), o.file_mode);
+    // One job-wide line per hang, from the first node; another node's line says whose view it is.
+    const bool job_wide = node.empty() || node == "0" || world <= static_cast<int>(stacks.size());
+    const std::string line = job_wide ? summary : "only " + node_name() + "'s ranks (node " + node + "): " + summary;
+    const std::string why_summary = append_in_dir(fd, "summary.txt", timed_line(line), o.file_mode);
     if (!why_summary.empty()) out << "log hang: " << why_summary << "\n";
     close(fd);
     out << "summary " << summary << "\n";
@@ -488,26 +533,51 @@ std::string node_health::evidence_dir() const {
   return log_dir_ + "/.trainctl-crash-" + run_key() + "." + (step.empty() ? "batch" : step);
 }
 
-// The culprit rule (see the header). Runs once, after the command ended.
+// The evidence writer started at this node's first death, given a moment to finish: it
+// is this node's line for the others (killing it could leave half a line), and a helper
+// still running at the end would be counted as a process the command left behind.
+void node_health::settle_evidence() {
+  if (!evidence_) return;
+  for (int i = 0; i < 40; ++i) {
+    int status = 0;
+    const pid_t pid = evidence_->pid();
+    if (pid <= 0 || waitpid(pid, &status, WNOHANG) == pid) {
+      reaped(pid, status);
+      return;
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  evidence_->abandon();
+  evidence_.reset();
+}
+
+// The culprit rule (see the header). Runs once, after the command ended; on a step of
+// several nodes it also says this node is done with the step's crash evidence, which the
+// last node removes when nobody was blamed.
 void node_health::command_ended(int status) {
   on_deaths();
+  ending_ = true;  // from here on this node's own line is written below, not by a child
+  settle_evidence();
+  if (opts_.batch || opts_.job_id.empty()) return;
   const bool failed = (WIFEXITED(status) && WEXITSTATUS(status) != 0) || WIFSIGNALED(status);
-  if (!failed || opts_.batch || opts_.job_id.empty()) return;
-  if (caused_deaths_ || hung_) {
+  const int nodes = step_nodes();
+  bool judge = failed;
+  if (judge && (caused_deaths_ || hung_)) {
     log("crash: not judged: trainctl itself told the ranks to stop or ended them");
-    return;
+    judge = false;
   }
   // The command itself is the rank (srun python train.py): its own status is exact.
-  if (first_dead_ == 0 && !command_is_launcher_) note_death(command_, unix_now_ms(), status);
-  if (first_dead_ == command_) first_death_status_ = status;
-  if (first_dead_ == 0) {
+  if (judge && first_dead_ == 0 && !command_is_launcher_) note_death(command_, unix_now_ms(), status);
+  if (judge && first_dead_ == command_) first_death_status_ = status;
+  if (judge && first_dead_ == 0) {
     log("crash: no rank death was seen on this node (its ranks do not use trainctl): no node is blamed");
-    return;
+    judge = false;
   }
   if (!log_dir_problem_.empty()) {
-    log("crash: not judged: " + log_dir_problem_);
+    if (judge) log("crash: not judged: " + log_dir_problem_);
     return;
   }
+  if (!judge && nodes < 2) return;
   const std::string dir = evidence_dir(), me = node_name();
   const std::int64_t mine = first_death_ms_;
   const int st = first_death_status_;
@@ -520,75 +590,88 @@ void node_health::command_ended(int status) {
   spec.work = [=]() -> std::string {
     std::ostringstream out;
     std::string why;
-    const int fd = open_stacks_dir(dir, false, &why);
-    if (fd < 0 || !valid_node_name(me)) {
-      out << "crash: not judged: " << (fd < 0 ? why : "'" + me + "' is not a node name") << "\n";
-      if (fd >= 0) close(fd);
+    const int fd = valid_node_name(me) ? open_stacks_dir(dir, false, &why) : -1;
+    if (fd < 0) {
+      if (judge) out << "crash: not judged: " << (why.empty() ? "'" + me + "' is not a node name" : why) << "\n";
       return out.str();
     }
-    struct stat own {};
-    std::string err;  // written at the death already, unless the command itself was the rank
-    if (fstatat(fd, me.c_str(), &own, AT_SYMLINK_NOFOLLOW) != 0)
-      err = append_in_dir(fd, me, "first_ms=" + std::to_string(mine) + " status=" + std::to_string(st) + "\n", 0600);
-    const bool fault = st >= 0 && WIFSIGNALED(st) && is_fault_signal(WTERMSIG(st));
-    if (!fault) {
-      out << "crash: the first rank to end on this node (pid " << pid << ") ended with " << how_it_ended(st)
-          << (st < 0 ? " (its launcher reaped it before trainctl could read how)" : ", not a fault of the node")
-          << ": no node is blamed\n";
-      close(fd);
-      return out.str();
+    bool blamed = false;
+    if (judge) blamed = judge_first_death(fd, me, mine, st, pid, skew, job, out);
+    why = nodes >= 2 ? close_evidence(fd, dir, me, nodes, blamed) : "";
+    if (nodes < 2 && !blamed) {  // one node: nothing to compare with, nothing kept
+      unlinkat(fd, me.c_str(), 0);
+      rmdir(dir.c_str());
     }
-    std::this_thread::sleep_for(kEvidenceWait);  // the other nodes' first deaths
-    std::int64_t next_other = -1;
-    std::string closest;
-    DIR* d = fdopendir(dup(fd));
-    while (dirent* e = d != nullptr ? readdir(d) : nullptr) {
-      const std::string name = e->d_name;
-      if (name == me || !valid_node_name(name)) continue;
-      const int f = openat(fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-      struct stat fs {};
-      char buf[128] = {};
-      if (f < 0) continue;
-      const bool ours = fstat(f, &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_uid == getuid();
-      const ssize_t n = ours ? read(f, buf, sizeof buf - 1) : -1;
-      close(f);
-      long long t = 0;
-      if (n <= 0 || std::sscanf(buf, "first_ms=%lld", &t) != 1) continue;
-      if (next_other < 0 || t < next_other) {
-        next_other = t;
-        closest = name;
-      }
-    }
-    if (d != nullptr) closedir(d);
     close(fd);
-    if (next_other >= 0 && next_other <= mine + skew) {
-      out << "crash: rank pid " << pid << " on this node died by " << how_it_ended(st) << ", but a rank on " << closest
-          << " ended "
-          << (mine - next_other >= 0 ? to_ms_text(mine - next_other) + " before it"
-                                     : to_ms_text(next_other - mine) + " after it")
-          << " (within the " << skew << " ms allowed for clock skew): no node is blamed\n";
-      return out.str();
-    }
-    const std::string lead = next_other < 0
-                                 ? "no other node's rank died"
-                                 : "the next node (" + closest + ") " + to_ms_text(next_other - mine) + " later";
-    bad_node b;
-    b.when = mine / 1000;
-    b.host = me;
-    b.job = job;
-    b.gpus = gpu_uuids();
-    b.reason = "crashed (" + how_it_ended(st) + " in a rank, the first death of the job; " + lead + ")";
-    const std::string path = bad_nodes_path(), e2 = record_bad_node(path, b);
-    out << (e2.empty() ? "remembered " + me + " as a bad node (" + b.reason + ") in " + path
-                       : "could not remember " + me + " as a bad node: " + e2)
-        << "\n";
-    if (!err.empty()) out << "crash: " << err << "\n";
+    if (!why.empty()) out << "crash evidence: " << why << "\n";
     return out.str();
   };
   const child_result r = run_child(spec);
   std::istringstream in(r.output);
   for (std::string line; std::getline(in, line);) log(line);
-  if (!r.finished) log("crash: not judged: " + r.error);
+  if (!r.finished) log(std::string(judge ? "crash: not judged: " : "crash evidence: ") + r.error);
+}
+
+// Whether this node's first rank death makes it the culprit (see the header); writes
+// this node's line when the death was not published yet, and what it found to `out`.
+// Runs in the judging child.
+bool node_health::judge_first_death(int fd, const std::string& me, std::int64_t mine, int st, pid_t pid,
+                                    std::int64_t skew, const std::string& job, std::ostringstream& out) {
+  struct stat own {};
+  std::string err;  // written at the death already, unless the command itself was the rank
+  if (fstatat(fd, me.c_str(), &own, AT_SYMLINK_NOFOLLOW) != 0)
+    err = append_in_dir(fd, me, "first_ms=" + std::to_string(mine) + " status=" + std::to_string(st) + "\n", 0600);
+  const bool fault = st >= 0 && WIFSIGNALED(st) && is_fault_signal(WTERMSIG(st));
+  if (!fault) {
+    out << "crash: the first rank to end on this node (pid " << pid << ") ended with " << how_it_ended(st)
+        << (st < 0 ? " (its launcher reaped it before trainctl could read how)" : ", not a fault of the node")
+        << ": no node is blamed\n";
+    return false;
+  }
+  std::this_thread::sleep_for(kEvidenceWait);  // the other nodes' first deaths
+  std::int64_t next_other = -1;
+  std::string closest;
+  DIR* d = fdopendir(dup(fd));
+  while (dirent* e = d != nullptr ? readdir(d) : nullptr) {
+    const std::string name = e->d_name;
+    if (name == me || !valid_node_name(name)) continue;
+    const int f = openat(fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat fs {};
+    char buf[128] = {};
+    if (f < 0) continue;
+    const bool ours = fstat(f, &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_uid == getuid();
+    const ssize_t n = ours ? read(f, buf, sizeof buf - 1) : -1;
+    close(f);
+    long long t = 0;
+    if (n <= 0 || std::sscanf(buf, "first_ms=%lld", &t) != 1) continue;
+    if (next_other < 0 || t < next_other) {
+      next_other = t;
+      closest = name;
+    }
+  }
+  if (d != nullptr) closedir(d);
+  if (next_other >= 0 && next_other <= mine + skew) {
+    out << "crash: rank pid " << pid << " on this node died by " << how_it_ended(st) << ", but a rank on " << closest
+        << " ended "
+        << (mine - next_other >= 0 ? to_ms_text(mine - next_other) + " before it"
+                                   : to_ms_text(next_other - mine) + " after it")
+        << " (within the " << skew << " ms allowed for clock skew): no node is blamed\n";
+    return false;
+  }
+  const std::string lead = next_other < 0 ? "no other node's rank died"
+                                          : "the next node (" + closest + ") " + to_ms_text(next_other - mine) + " later";
+  bad_node b;
+  b.when = mine / 1000;
+  b.host = me;
+  b.job = job;
+  b.gpus = gpu_uuids();
+  b.reason = "crashed (" + how_it_ended(st) + " in a rank, the first death of the job; " + lead + ")";
+  const std::string path = bad_nodes_path(), e2 = record_bad_node(path, b);
+  out << (e2.empty() ? "remembered " + me + " as a bad node (" + b.reason + ") in " + path
+                     : "could not remember " + me + " as a bad node: " + e2)
+      << "\n";
+  if (!err.empty()) out << "crash: " << err << "\n";
+  return e2.empty();
 }
 
 }  // namespace trainctl

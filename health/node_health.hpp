@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -87,6 +88,9 @@ class node_health {
   void finish_dump(const std::string& output);
   std::string evidence_dir() const;
   void publish_first_death();
+  void settle_evidence();
+  static bool judge_first_death(int fd, const std::string& me, std::int64_t mine, int st, pid_t pid,
+                                std::int64_t skew, const std::string& job, std::ostringstream& out);
   std::string run_key() const;
 
   supervisor_options opts_;
@@ -105,6 +109,7 @@ class node_health {
   std::int64_t first_death_ms_ = 0;
   int first_death_status_ = -1;
   bool caused_deaths_ = false;
+  bool ending_ = false;  // command_ended runs: its child writes this node's evidence
   bool hung_ = false;
   std::int64_t hung_since_ms_ = 0;  // when the hang was found: only later beats end it
   bool all_started_ = false;        // every rank found has reached its first agreement
