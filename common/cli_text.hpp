@@ -79,6 +79,7 @@ inline void name_values(CLI::App& app) {
       {"on-notice", "COMMAND"},
       {"on-stall", "COMMAND"},
       {"hang-action", "alert|save-exit|end-step"},
+      {"hang-phase-timeout", "NAME=DURATION,..."},
       {"log-dir", "DIR"},
       {"state-dir", "DIR"},
       {"dump-stacks", "JOB"},

@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <cctype>
 #include <csignal>
 #include <iterator>
 
@@ -50,11 +51,42 @@ milliseconds parse_on_notice_timeout(std::string_view text) {
 
 milliseconds parse_hang_timeout(std::string_view text) {
   if (text == "off" || text == "0") return milliseconds(0);
+  if (text == "auto") return kHangTimeoutAuto;
   try {
     return bounded(text, 'm', milliseconds(1000), milliseconds(7LL * 24 * 3600 * 1000));
   } catch (const parse_error& e) {
-    throw parse_error(std::string(kHangTimeout.name) + ": " + e.what() + " (or off)");
+    throw parse_error(std::string(kHangTimeout.name) + ": " + e.what() + " (or auto, or off)");
   }
+}
+
+std::vector<std::pair<std::string, milliseconds>> parse_hang_phase_timeout(std::string_view text) {
+  const std::string name = kHangPhaseTimeout.name;
+  std::vector<std::pair<std::string, milliseconds>> out;
+  if (text.empty()) throw parse_error(name + ": empty; accepted: NAME=DURATION[,NAME=DURATION...], e.g. save=20m,eval=1h");
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    std::size_t end = text.find(',', at);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view item = text.substr(at, end - at);
+    at = end + 1;
+    const std::size_t eq = item.find('=');
+    const std::string phase(item.substr(0, eq == std::string_view::npos ? 0 : eq));
+    bool ok = !phase.empty() && phase.size() < 32 && phase[0] != '.' && phase[0] != '-';
+    for (const char c : phase)
+      ok = ok && (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '-');
+    if (eq == std::string_view::npos || !ok)
+      throw parse_error(name + ": '" + std::string(item) +
+                        "'; accepted: NAME=DURATION[,...], NAME 1-31 of letters, digits, '_', '.', '-', e.g. eval=30m");
+    for (const auto& p : out)
+      if (p.first == phase) throw parse_error(name + ": phase '" + phase + "' is given twice");
+    try {
+      out.emplace_back(phase, bounded(item.substr(eq + 1), 'm', milliseconds(1000), milliseconds(7LL * 24 * 3600 * 1000)));
+    } catch (const parse_error& e) {
+      throw parse_error(name + ": " + phase + ": " + e.what());
+    }
+    if (end == text.size()) break;
+  }
+  return out;
 }
 
 int parse_hang_action(std::string_view text) {

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "parse.hpp"
@@ -38,8 +39,14 @@ constexpr milliseconds kGracefulExitAuto{-1};
 // --on-notice-timeout (1 s to 1 h) and --on-notice (non-empty, under 4 KiB, one line);
 // each parse_error names the option.
 milliseconds parse_on_notice_timeout(std::string_view text);
-// --hang-timeout: "off" or 0 (none), or 1 s to 7 days; a bare number is minutes.
+// --hang-timeout: "off" or 0 (none), "auto" (kHangTimeoutAuto: learnt, hang_budget.hpp),
+// or 1 s to 7 days; a bare number is minutes.
 milliseconds parse_hang_timeout(std::string_view text);
+constexpr milliseconds kHangTimeoutAuto{-1};
+// --hang-phase-timeout: NAME=DURATION[,NAME=DURATION...], NAME a phase ("save", or one
+// the loop marks, 1-31 of [A-Za-z0-9_.-]), DURATION 1 s to 7 days (a bare number is
+// minutes). Returns the pairs; a name given twice is refused.
+std::vector<std::pair<std::string, milliseconds>> parse_hang_phase_timeout(std::string_view text);
 // --hang-action: alert, save-exit, end-step; returns 0, 1, 2 in that order.
 int parse_hang_action(std::string_view text);
 std::string check_on_notice(std::string_view command);
@@ -97,7 +104,14 @@ inline constexpr flag_spec kOnNoticeTimeout{"--on-notice-timeout", "end the --on
 inline constexpr flag_spec kHangTimeout{
     "--hang-timeout",
     "a rank that reaches no agreement (check()) for this long is hung: every rank's Python and native stacks go "
-    "to LOG_DIR/stacks-<job>/, then --hang-action; e.g. 20m (default off)"};
+    "to LOG_DIR/stacks-<job>/, then --hang-action; e.g. 20m, or auto (5 times the longest time between "
+    "agreements in this job array, at least 1m; 30m before anything is learnt) (default off). A rank inside a "
+    "save or a marked phase has that phase's budget (--hang-phase-timeout)"};
+inline constexpr flag_spec kHangPhaseTimeout{
+    "--hang-phase-timeout",
+    "NAME=DURATION,...: the hang budget of a phase: save (a save trainctl asked for, or the loop's own "
+    "ctl.phase(\"save\")) or a phase the loop marks (ctl.phase(\"eval\")); default: 3 times the longest it "
+    "took in this job array, at least --hang-timeout; 30m before one has finished"};
 inline constexpr flag_spec kHangStartTimeout{
     "--hang-start-timeout",
     "a rank that has not reached its first agreement this long after it started (process group init, "

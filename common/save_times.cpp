@@ -49,6 +49,43 @@ std::string record_save_time(const std::string& path, const std::string& job, co
                                   (valid_node_name(node) ? node : "-") + " save_ms=" + std::to_string(save_ms) + "\n");
 }
 
+std::map<std::string, std::int64_t> longest_recorded_phases(const std::string& path, std::string* why) {
+  std::map<std::string, std::int64_t> longest;
+  std::string text = read_private(path, kMaxRead, why, true);
+  const std::size_t first_end = text.find('\n');
+  if (text.size() == kMaxRead && first_end != std::string::npos) text.erase(0, first_end + 1);
+  constexpr std::int64_t kWeekMs = std::int64_t{7} * 24 * 3600 * 1000;  // longer is no duration of ours
+  std::size_t line_start = 0;
+  while (line_start < text.size()) {
+    std::size_t end = text.find('\n', line_start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(line_start, end - line_start);
+    line_start = end + 1;
+    std::string name;
+    std::int64_t ms = 0;
+    const std::size_t save = line.find(" save_ms="), phase = line.find(" phase="), at = line.find(" ms=");
+    if (save != std::string::npos) {
+      name = "save";
+      ms = std::strtoll(line.c_str() + save + 9, nullptr, 10);
+    } else if (phase != std::string::npos && at != std::string::npos && at > phase) {
+      name = line.substr(phase + 7, at - phase - 7);
+      ms = std::strtoll(line.c_str() + at + 4, nullptr, 10);
+    }
+    if (name.empty() || name.size() > 32 || ms <= 0 || ms >= kWeekMs) continue;
+    longest[name] = std::max(longest[name], ms);
+  }
+  return longest;
+}
+
+std::string record_phase_time(const std::string& path, const std::string& job, const std::string& node,
+                              const std::string& phase, std::int64_t ms) {
+  if (path.empty()) return "no file for phase times (set TRAINCTL_SAVE_TIMES_DIR or HOME)";
+  if (phase == "save") return record_save_time(path, job, node, ms);
+  return append_private(path, std::to_string(std::time(nullptr)) + " job=" + (job.empty() ? "-" : job) + " node=" +
+                                  (valid_node_name(node) ? node : "-") + " phase=" + phase +
+                                  " ms=" + std::to_string(ms) + "\n");
+}
+
 auto_graceful auto_graceful_exit(std::int64_t longest_ms, std::int64_t limit_s) {
   using std::chrono::milliseconds;
   auto_graceful a;

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace trainctl {
@@ -26,6 +27,17 @@ std::int64_t longest_recorded_save_ms(const std::string& path, std::string* why)
 // Appends one line (creating the directory, 0700). "" or why it could not.
 std::string record_save_time(const std::string& path, const std::string& job, const std::string& node,
                              std::int64_t save_ms);
+
+// The hang budgets learn from the same file, one line per longer duration seen:
+//   <unix seconds> job=<id> node=<name> phase=<name> ms=<n>
+// where <name> is a phase the loop marked, or kQuietPhase for the longest time a
+// training rank went between agreements (--hang-timeout=auto).
+inline constexpr const char* kQuietPhase = ":training";
+// The longest of each phase recorded in `path` (ms), with "save" from the save lines.
+// Empty when none or no such file; refused like longest_recorded_save_ms.
+std::map<std::string, std::int64_t> longest_recorded_phases(const std::string& path, std::string* why);
+std::string record_phase_time(const std::string& path, const std::string& job, const std::string& node,
+                              const std::string& phase, std::int64_t ms);
 
 // --graceful-exit=auto: the graceful exit for a longest save of `longest_ms` (0: none
 // seen yet) and a time limit of `limit_s` (0: unknown), and one line saying why.

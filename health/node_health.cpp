@@ -21,10 +21,12 @@
 #include <thread>
 
 #include "bad_nodes.hpp"
+#include "hang_budget.hpp"
 #include "gpu_memory.hpp"
 #include "node_state.hpp"
 #include "parse.hpp"
 #include "ranks.hpp"
+#include "save_times.hpp"
 #include "stack_dump.hpp"
 
 namespace trainctl {
@@ -159,7 +161,14 @@ bool is_fault_signal(int sig) {
 }
 
 node_health::node_health(const supervisor_options& o, log_fn log, hang_fn on_hang)
-    : opts_(o), log_(std::move(log)), on_hang_(std::move(on_hang)), log_dir_(resolve_log_dir(o.log_dir)) {}
+    : opts_(o), log_(std::move(log)), on_hang_(std::move(on_hang)), log_dir_(resolve_log_dir(o.log_dir)) {
+  rules_.timeout = o.hang_timeout;
+  rules_.set = o.hang_phase_timeouts;
+  // One store per job array (or job): the budgets carry over to its next task.
+  const std::string array = env_or_empty("SLURM_ARRAY_JOB_ID");
+  if (!o.job_id.empty()) times_path_ = save_times_path(array.empty() ? o.job_id : array);
+  training_budget_ = shortest_phase_budget_ = budget_for(rules_, "", 0).budget;
+}
 
 node_health::~node_health() {
   for (auto& [pid, w] : ranks_)
@@ -184,10 +193,18 @@ void node_health::started(node_state_file* state, pid_t command) {
   // The log directory may be on a mount that stalls: looked at in a child.
   child_spec spec;
   const std::string dir = log_dir_;
-  spec.work = [dir] {
+  // The hang budgets' store (on the shared home, which may stall too): read here.
+  const std::string times = opts_.hang_timeout.count() != 0 ? times_path_ : "";
+  spec.work = [dir, times] {
     bool group = false;
     const std::string why = prepare_log_dir(dir, &group);
-    return std::string(group ? "group\n" : "private\n") + (why.empty() ? "" : "problem " + why + "\n");
+    std::string out = std::string(group ? "group\n" : "private\n") + (why.empty() ? "" : "problem " + why + "\n");
+    std::string store_why;
+    if (!times.empty())
+      for (const auto& [name, ms] : longest_recorded_phases(times, &store_why))
+        out += "learnt " + name + " " + std::to_string(ms) + "\n";
+    if (!store_why.empty()) out += "store " + store_why + "\n";
+    return out;
   };
   spec.ignore_signals = opts_.notices;
   spec.ignore_signals.push_back(opts_.graceful_signal);
@@ -215,6 +232,15 @@ bool node_health::reaped(pid_t pid, int status) {
     const size_t p = r.output.find("problem ");
     if (p != std::string::npos) log_dir_problem_ = r.output.substr(p + 8, r.output.find('\n', p) - p - 8);
     if (!r.ok()) log_dir_problem_ = "log directory " + log_dir_ + ": the check failed (" + r.error + ")";
+    std::istringstream lines(r.output);
+    for (std::string line; std::getline(lines, line);) {
+      char name[40] = {};
+      long long ms = 0;
+      if (std::sscanf(line.c_str(), "learnt %39s %lld", name, &ms) == 2 && ms > 0)
+        learnt_[name] = recorded_[name] = std::max<std::int64_t>(learnt_[name], ms);
+      if (line.compare(0, 6, "store ") == 0)
+        log("hang: the budgets learnt in this job array cannot be read (" + line.substr(6) + "): first-time budgets");
+    }
     if (!log_dir_problem_.empty())
       log(log_dir_problem_ + ": hang stacks, slow_nodes and crash evidence will not be saved until it is fixed");
     return true;
@@ -257,9 +283,9 @@ std::chrono::milliseconds node_health::tick() {
   // New ranks nudge the supervisor (SIGCHLD) when they take a heartbeat slot; the
   // minute is for ranks of an older libtrainctl, which do not.
   milliseconds wait(kNewRankLook);
-  if (opts_.hang_timeout.count() > 0)
-    wait =
-        std::min(wait, std::max(milliseconds(1000), std::chrono::duration_cast<milliseconds>(opts_.hang_timeout / 10)));
+  if (opts_.hang_timeout.count() != 0)
+    wait = std::min(wait, std::max(milliseconds(1000), std::chrono::duration_cast<milliseconds>(
+                                                           std::min(training_budget_, shortest_phase_budget_) / 10)));
   if (opts_.hang_start_timeout.count() > 0 && !all_started_) wait = std::min(wait, milliseconds(1000));
   if (check_) wait = std::min(wait, std::chrono::duration_cast<milliseconds>(check_by_ - now));
   if (dump_) wait = std::min(wait, milliseconds(1000));
@@ -343,28 +369,99 @@ void node_health::publish_first_death() {
   evidence_ = std::make_unique<started_child>(spec);
 }
 
-// A rank whose last agreement is older than --hang-timeout is hung. Its peers block in
-// the next collective soon after, so every node's supervisor finds its own ranks hung
-// at about the same time, and each takes the stacks of its node.
+// The phase a beat slot shows, by name: "" training, "save", or the loop's name.
+std::string node_health::phase_name(std::int32_t phase) const {
+  if (phase == kPhaseTraining || state_ == nullptr) return "";
+  if (phase == kPhaseSave) return "save";
+  const int i = phase - kPhaseNamed;
+  if (i < 0 || i >= kMaxPhases) return "?";  // past the node state's table: nothing learnt
+  const phase_slot& slot = state_->get().phases[i];
+  if (slot.state.load(std::memory_order_acquire) != 2) return "?";
+  return std::string(slot.name, strnlen(slot.name, sizeof slot.name));
+}
+
+// What the ranks of this node measured (the node state's longest save, quiet time and
+// phases) raises the budgets; a longer one than the store knows is recorded for the
+// next task by the node's publisher.
+void node_health::learn_budgets() {
+  const node_state& ns = state_->get();
+  std::vector<std::pair<std::string, std::int64_t>> seen{{"save", ns.longest_save_ms.load()},
+                                                         {kQuietPhase, ns.longest_quiet_ms.load()}};
+  for (const phase_slot& slot : ns.phases)
+    if (slot.state.load(std::memory_order_acquire) == 2)
+      seen.emplace_back(std::string(slot.name, strnlen(slot.name, sizeof slot.name)), slot.longest_ms.load());
+  for (const auto& [name, ms] : seen) {
+    if (ms <= learnt_[name] || ms >= std::int64_t{7} * 24 * 3600 * 1000) continue;
+    learnt_[name] = ms;
+    // --graceful-exit=auto records saves itself; only the node's publisher writes.
+    const bool records = records_ && records_() && !times_path_.empty() &&
+                         !(name == "save" && opts_.graceful_exit == option::kGracefulExitAuto);
+    if (!records || ms <= recorded_[name]) continue;
+    const std::string why = record_phase_time(times_path_, opts_.job_id, node_name(), name, ms);
+    if (why.empty())
+      recorded_[name] = ms;
+    else
+      log("hang: cannot keep the " + (name == kQuietPhase ? std::string("training") : name) +
+          " time for the next task: " + why);
+  }
+  training_budget_ = budget_for(rules_, "", learnt_[kQuietPhase]).budget;
+  shortest_phase_budget_ = training_budget_;
+  for (const auto& [name, ms] : learnt_)
+    if (name != kQuietPhase) shortest_phase_budget_ = std::min(shortest_phase_budget_, budget_for(rules_, name, ms).budget);
+}
+
+// The budget of a phase, said in the log the first time a rank is seen in it with this
+// budget (a learnt budget grows, and is said again).
+hang_budget node_health::budget_of(const std::string& name) {
+  const hang_budget b = budget_for(rules_, name == "?" ? "" : name, learnt_[name.empty() ? kQuietPhase : name]);
+  hang_budget out = b;
+  if (name == "?") out = {std::max(training_budget_, kFirstPhaseBudget), "a phase past the node state's table"};
+  std::int64_t& said = budget_said_[name];
+  if (said != out.budget.count() && !(name.empty() && opts_.hang_timeout.count() > 0)) {
+    said = out.budget.count();
+    log("hang: a rank " +
+        (name.empty() ? std::string("training") : name == "save" ? "saving" : "in phase '" + name + "'") +
+        " counts as hung after " + format_duration(out.budget) + " (" + out.why + ")");
+  }
+  return out;
+}
+
+// A rank quiet for longer than its phase's budget is hung: training ranks after
+// --hang-timeout without an agreement, a rank inside a save or a marked phase after that
+// phase's budget (it is quiet since its last agreement or phase change, whichever is
+// later). Its peers block in the next collective soon after, in the same phase (a save
+// is decided on every rank at once; a marked phase is marked on every rank), so every
+// node's supervisor finds its own ranks hung at about the same time.
 void node_health::check_hang() {
   if (opts_.hang_timeout.count() == 0 || state_ == nullptr || !has_header(state_->get())) return;
+  learn_budgets();
   const std::int64_t now = unix_now_ms();
   const rank_beat* stale = nullptr;
-  std::int64_t oldest = now;
-  bool fresh = false;  // some rank reached an agreement within the timeout
+  std::int64_t oldest = now, over_budget = 0;
+  std::string stale_phase;
+  hang_budget stale_budget;
+  bool fresh = false;  // some rank made progress within its budget since the hang was found
   for (const auto& b : state_->get().beats) {
     const std::int32_t pid = b.pid.load(std::memory_order_acquire);
-    const std::int64_t beat = b.beat_ms.load(std::memory_order_relaxed);
-    if (pid > 0 && beat > hung_since_ms_ && now - beat <= opts_.hang_timeout.count()) fresh = true;
-    if (pid <= 0 || beat <= 0 || now - beat <= opts_.hang_timeout.count() || beat >= oldest) continue;
+    const std::int32_t phase = b.phase.load(std::memory_order_acquire);
+    const std::int64_t since = std::max(b.beat_ms.load(std::memory_order_relaxed), b.phase_ms.load(std::memory_order_relaxed));
+    if (pid <= 0 || since <= 0) continue;
+    const std::string name = phase_name(phase);
+    const hang_budget budget = budget_of(name);
+    const std::int64_t quiet = now - since;
+    if (since > hung_since_ms_ && quiet <= budget.budget.count()) fresh = true;
+    if (quiet <= budget.budget.count() || quiet - budget.budget.count() <= over_budget) continue;
     // An exited rank its launcher has not reaped yet is no hang, nor is a pid that
     // now names another user's process.
     if (!live_process_of_mine(pid)) continue;
-    oldest = beat;
+    over_budget = quiet - budget.budget.count();
+    oldest = since;
     stale = &b;
+    stale_phase = name;
+    stale_budget = budget;
   }
   if (stale == nullptr) {
-    // Over when the ranks beat again; not when they are gone (end-step, an exit).
+    // Over when the ranks make progress again; not when they are gone (end-step, an exit).
     if (hung_ && !dump_ && fresh) {
       log("hang: the ranks make progress again");
       hung_ = false;
@@ -372,10 +469,19 @@ void node_health::check_hang() {
     return;
   }
   if (hung_ || dump_) return;
-  start_dump("rank " + std::to_string(stale->rank.load()) + " (pid " + std::to_string(stale->pid.load()) +
-                 ") has not reached an agreement for " + format_duration(milliseconds(now - oldest)) +
-                 " (last at step " + std::to_string(stale->step.load()) + ")",
-             oldest);
+  const std::string who = "rank " + std::to_string(stale->rank.load()) + " (pid " + std::to_string(stale->pid.load()) + ")";
+  const std::string quiet = format_duration(milliseconds(now - oldest));
+  const std::string step = std::to_string(stale->step.load());
+  std::string why;
+  if (stale_phase.empty())
+    why = who + " has not reached an agreement for " + quiet + " (last at step " + step + ")";
+  else
+    why = who + " has been " +
+          (stale_phase == "save" ? std::string("saving") : "in phase '" + stale_phase + "'") + " for " + quiet +
+          ", past its budget of " + format_duration(stale_budget.budget) + " (" + stale_budget.why +
+          "; last agreement at step " + step + ")";
+  stall_ms_ = now - oldest;
+  start_dump(why, oldest, stale_phase.empty() ? "" : stale_phase == "save" ? "saving" : "in phase " + stale_phase);
 }
 
 // Before the first agreement (process group init, rendezvous, the first data load)
@@ -389,7 +495,8 @@ void node_health::check_start() {
                                              std::chrono::duration_cast<milliseconds>(opts_.hang_start_timeout / 10));
   std::map<pid_t, std::int64_t> beats;
   if (state_ != nullptr && has_header(state_->get()))
-    for (const auto& b : state_->get().beats) beats[b.pid.load()] = b.beat_ms.load(std::memory_order_relaxed);
+    for (const auto& b : state_->get().beats)
+      beats[b.pid.load()] = std::max(b.beat_ms.load(std::memory_order_relaxed), b.phase_ms.load(std::memory_order_relaxed));
   double uptime = 0;
   std::ifstream("/proc/uptime") >> uptime;
   const long hz = sysconf(_SC_CLK_TCK);
@@ -405,13 +512,14 @@ void node_health::check_start() {
     start_dump("rank " + (rank.empty() ? "?" : rank) + " (pid " + std::to_string(r.pid) +
                    ") has not reached its first agreement " +
                    format_duration(milliseconds(std::int64_t(age_s * 1000))) + " after it started",
-               unix_now_ms() - static_cast<std::int64_t>(age_s * 1000));
+               unix_now_ms() - static_cast<std::int64_t>(age_s * 1000), "");
+    stall_ms_ = static_cast<std::int64_t>(age_s * 1000);
     return;
   }
   all_started_ = any && all;
 }
 
-void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms) {
+void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms, const std::string& doing) {
   hung_ = true;
   hung_since_ms_ = unix_now_ms();
   log("hang: " + why + "; taking every rank's stacks");
@@ -423,7 +531,7 @@ void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms
   const std::string run = run_key();
   const std::string state_dir_path =
       state_ != nullptr ? state_->path().substr(0, state_->path().rfind('/')) : state_dir();
-  const auto timeout = opts_.hang_timeout;
+  const milliseconds timeout(stall_ms_);
   const auto launchers = opts_.launchers;
   const bool command_is_rank = !opts_.batch;
   // The supervisor's helpers are no ranks: the hook, the query, node health's own.
@@ -465,7 +573,9 @@ void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms
       if (!s.file.empty()) ++saved;
       if (!s.error.empty()) out << "log hang: stacks of rank " << s.rank << " not saved: " << s.error << "\n";
     }
-    std::string summary = summarize(stacks);
+    // The summary says what the ranks were doing when a phase's budget ran out.
+    const std::string doing_text = doing.empty() ? "" : " (" + doing + ")";
+    std::string summary = summarize(stacks) + doing_text;
     const auto ms = std::chrono::duration_cast<milliseconds>(clock::now() - t0).count();
     out << "log hang: stacks of " << saved << " of " << stacks.size() << " rank" << (stacks.size() == 1 ? "" : "s")
         << " saved in " << dir << "/ after " << ms << " ms: " << summary << "\n";
@@ -484,7 +594,7 @@ void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms
     }
     const std::string node = env_or_empty("SLURM_NODEID");
     if ((node.empty() || node == "0") && world > static_cast<int>(stacks.size())) {
-      summary = summarize(all);
+      summary = summarize(all) + doing_text;
       out << "log hang: the whole job (" << all.size() << " of " << world << " ranks dumped): " << summary << "\n";
       for (const auto& h : suspect_hosts(all)) {
         bad_node b;

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "hang_budget.hpp"
 #include "run_options.hpp"
 #include "subprocess.hpp"
 
@@ -45,6 +46,10 @@ class node_health {
   using hang_fn = std::function<void(const std::string& summary)>;
 
   node_health(const supervisor_options& o, log_fn log, hang_fn on_hang);
+  // Whether this supervisor records learnt budgets for the next task (the node's publisher).
+  void set_records(std::function<bool()> f) { records_ = std::move(f); }
+  // How long the ranks had been quiet when the last hang was found.
+  std::int64_t stall_ms() const { return stall_ms_; }
   // Processes that are the supervisor's own (the --on-notice hook): never ranks.
   void set_owned_elsewhere(std::function<bool(pid_t)> f) { owned_elsewhere_ = std::move(f); }
   ~node_health();
@@ -84,7 +89,10 @@ class node_health {
   void note_death(pid_t pid, std::int64_t when_ms, int wait_status);
   void check_hang();
   void check_start();
-  void start_dump(const std::string& why, std::int64_t stall_began_ms);
+  void start_dump(const std::string& why, std::int64_t stall_began_ms, const std::string& doing);
+  std::string phase_name(std::int32_t phase) const;
+  void learn_budgets();
+  hang_budget budget_of(const std::string& name);
   void finish_dump(const std::string& output);
   std::string evidence_dir() const;
   void publish_first_death();
@@ -108,6 +116,14 @@ class node_health {
   pid_t first_dead_ = 0;            // the first watched rank seen dead, 0: none yet
   std::int64_t first_death_ms_ = 0;
   int first_death_status_ = -1;
+  hang_rules rules_;
+  std::string times_path_;                         // the job array's store of phase times; "" none
+  std::map<std::string, std::int64_t> learnt_;     // the longest of each phase known (store + node state)
+  std::map<std::string, std::int64_t> recorded_;   // the longest known to be in the store
+  std::map<std::string, std::int64_t> budget_said_;  // the budget last said in the log, per phase
+  std::function<bool()> records_;
+  std::chrono::milliseconds training_budget_{0}, shortest_phase_budget_{0};
+  std::int64_t stall_ms_ = 0;
   bool caused_deaths_ = false;
   bool ending_ = false;  // command_ended runs: its child writes this node's evidence
   bool hung_ = false;

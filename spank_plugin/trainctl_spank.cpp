@@ -73,14 +73,23 @@ namespace {
 
 using trainctl::parse_error;
 
-enum option_id { kGracefulExit = 1, kKillSwitch, kSaveSwitch, kGracefulSignal, kOnNotice, kHangTimeout, kHangAction };
+enum option_id {
+  kGracefulExit = 1,
+  kKillSwitch,
+  kSaveSwitch,
+  kGracefulSignal,
+  kOnNotice,
+  kHangTimeout,
+  kHangAction,
+  kHangPhaseTimeout
+};
 
 // One process holds one copy: srun/sbatch, or one slurmstepd.
 struct state {
   trainctl::site_settings site;
   bool graceful_given = false, kill_given = false, save_given = false, signal_given = false, notice_given = false;
   std::chrono::milliseconds graceful_exit{0}, hang_timeout{0};
-  std::string kill_switch, save_switch, on_notice, hang_action;
+  std::string kill_switch, save_switch, on_notice, hang_action, hang_phase_timeout;
   int graceful_signal = trainctl::option::kGracefulSignalDefault;
 } g;
 
@@ -118,6 +127,10 @@ int option_cb(int val, const char* optarg, int remote) {
         trainctl::option::parse_hang_action(value);
         g.hang_action = value;
         break;
+      case kHangPhaseTimeout:
+        trainctl::option::parse_hang_phase_timeout(value);
+        g.hang_phase_timeout = value;
+        break;
       default:
         return -1;
     }
@@ -146,12 +159,14 @@ struct spank_option g_options[] = {{const_cast<char*>(trainctl::option::kGracefu
                                     const_cast<char*>("DURATION"), nullptr, 1, kHangTimeout, option_cb},
                                    {const_cast<char*>(trainctl::option::kHangAction.bare()),
                                     const_cast<char*>("ACTION"), nullptr, 1, kHangAction, option_cb},
+                                   {const_cast<char*>(trainctl::option::kHangPhaseTimeout.bare()),
+                                    const_cast<char*>("NAME=DURATION,..."), nullptr, 1, kHangPhaseTimeout, option_cb},
                                    SPANK_OPTIONS_TABLE_END};
 
 // "trainctl: " + the shared help + what the plugin adds; alive as long as the plugin.
 void fill_usage() {
   namespace opt = trainctl::option;
-  static std::string usage[7];
+  static std::string usage[8];
   usage[0] = std::string("trainctl: ") + opt::kGracefulExit.help;
   usage[1] = std::string("trainctl: ") + opt::kKillSwitch.help + "; exported as KILL_SWITCH";
   usage[2] = std::string("trainctl: ") + opt::kSaveSwitch.help + "; exported as SAVE_SWITCH";
@@ -161,12 +176,13 @@ void fill_usage() {
              trainctl::format_duration(opt::kOnNoticeTimeoutDefault) + ")";
   usage[5] = std::string("trainctl: ") + opt::kHangTimeout.help;
   usage[6] = std::string("trainctl: ") + opt::kHangAction.help;
-  for (int i = 0; i < 7; ++i) g_options[i].usage = &usage[i][0];
+  usage[7] = std::string("trainctl: ") + opt::kHangPhaseTimeout.help;
+  for (int i = 0; i < 8; ++i) g_options[i].usage = &usage[i][0];
 }
 
 bool active() {
   return g.graceful_given || g.kill_given || g.save_given || g.signal_given || g.notice_given ||
-         g.hang_timeout.count() > 0 || g.site.always || g.site.default_graceful_exit.count() > 0;
+         g.hang_timeout.count() != 0 || g.site.always || g.site.default_graceful_exit.count() > 0;
 }
 
 std::string job_env(spank_t sp, const char* name) {
@@ -374,7 +390,10 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   if (!g.site.launchers.empty()) args.push_back(opt::kLaunchers.with(g.site.launchers));
   if (!g.site.shield) args.emplace_back(opt::kNoShield.name);
   if (!g.on_notice.empty()) args.push_back(opt::kOnNotice.with(g.on_notice));
+  if (g.hang_timeout == opt::kHangTimeoutAuto) args.push_back(opt::kHangTimeout.with("auto"));
   if (g.hang_timeout.count() > 0) args.push_back(opt::kHangTimeout.with(ms(g.hang_timeout)));
+  if (g.hang_timeout.count() != 0 && !g.hang_phase_timeout.empty())
+    args.push_back(opt::kHangPhaseTimeout.with(g.hang_phase_timeout));
   if (!g.hang_action.empty()) args.push_back(opt::kHangAction.with(g.hang_action));
   const rank_env renv = env_for_ranks(sp, batch);
   if (!renv.state.empty()) args.push_back("--state=" + renv.state);

@@ -69,6 +69,7 @@ class supervisor {
             o, [this](const std::string& line) { log("%s", line.c_str()); },
             [this](const std::string& summary) { after_hang_dump(summary); }) {
     health_.set_owned_elsewhere([this](pid_t p) { return hook_.owns(p) || p == query_.pid(); });
+    health_.set_records([this] { return pub_ != nullptr; });
   }
   int run(char* const* argv, pid_t adopt);
 
@@ -609,7 +610,7 @@ void supervisor::look_after_state() {
     log("%s; this supervisor stops using it: the ranks still get every notice as SIG%s and watch the switches on "
         "their own%s",
         damage.c_str(), signal_name(opts_.graceful_signal).c_str(),
-        opts_.hang_timeout.count() > 0 ? ", and hangs are no longer detected in this step" : "");
+        opts_.hang_timeout.count() != 0 ? ", and hangs are no longer detected in this step" : "");
     pub_.reset();
     health_.set_state(nullptr);
     state_.reset();  // the ranks still hold it: the file stays for them
@@ -671,7 +672,7 @@ void supervisor::note_hang() {
   e.job = job;
   e.what = "notice";
   e.reason = "hang";
-  e.took_ms = opts_.hang_timeout.count();
+  e.took_ms = health_.stall_ms();
   const std::string why = append_run_events(own_run_events_path(), format_run_event(e));
   if (!why.empty()) log("cannot note the hang for `trainctl report`: %s", why.c_str());
 }
@@ -820,7 +821,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
   setenv("TRAINCTL_SUPERVISOR_PID", std::to_string(getpid()).c_str(), 1);  // ranks allow its stack readers
   setenv("TRAINCTL_LOG_DIR", resolve_log_dir(opts_.log_dir).c_str(), 1);   // slow_nodes beside the stacks
   if (!bad_nodes_path().empty()) setenv("TRAINCTL_BAD_NODES", bad_nodes_path().c_str(), 1);
-  if (opts_.hang_timeout.count() > 0 && !state_)
+  if (opts_.hang_timeout.count() != 0 && !state_)
     log("--hang-timeout needs the node state, which was refused above: hangs go undetected in this step");
 
   child_ = adopt > 0 ? adopt : start_command(argv);

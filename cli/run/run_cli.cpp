@@ -46,7 +46,7 @@ constexpr int kUsageStatus = 125;
 struct run_args {
   std::string graceful, deadline, kill_switch, save_switch, launchers, state, shield, on_notice;
   std::string on_notice_timeout = format_duration(option::kOnNoticeTimeoutDefault);
-  std::string hang_timeout = "off", hang_start_timeout, hang_action = "alert", log_dir;
+  std::string hang_timeout = "off", hang_start_timeout, hang_phase_timeout, hang_action = "alert", log_dir;
   std::string signal_text = signal_name(option::kGracefulSignalDefault);
   std::string poll = format_duration(option::kPollIntervalDefault);
   std::string endtime_poll = format_duration(option::kEndtimePollDefault);
@@ -87,6 +87,7 @@ void add_run_options(CLI::App& app, run_args& a, const std::string& program) {
   app.add_option(option::kOnNoticeTimeout.name, a.on_notice_timeout,
                  std::string(option::kOnNoticeTimeout.help) + " (default " + a.on_notice_timeout + ")");
   app.add_option(option::kHangTimeout.name, a.hang_timeout, option::kHangTimeout.help);
+  app.add_option(option::kHangPhaseTimeout.name, a.hang_phase_timeout, option::kHangPhaseTimeout.help);
   app.add_option(option::kHangStartTimeout.name, a.hang_start_timeout, option::kHangStartTimeout.help);
   app.add_option(option::kHangAction.name, a.hang_action, std::string(option::kHangAction.help) + " (default alert)");
   app.add_option(option::kLogDir.name, a.log_dir, option::kLogDir.help);
@@ -198,13 +199,25 @@ supervisor_options supervisor_options_from(const run_args& a) {
     if (!a.hang_start_timeout.empty()) {
       try {
         o.hang_start_timeout = option::parse_hang_timeout(a.hang_start_timeout);
+        if (o.hang_start_timeout == option::kHangTimeoutAuto)
+          throw parse_error(std::string(option::kHangTimeout.name) +
+                            ": 'auto' is for --hang-timeout only; accepted: a duration such as 20m, or off");
       } catch (const parse_error& e) {
         const std::string what = e.what();  // names --hang-timeout, whose rules it shares
         throw parse_error(std::string(option::kHangStartTimeout.name) +
                           what.substr(std::strlen(option::kHangTimeout.name)));
       }
+    } else if (o.hang_timeout == option::kHangTimeoutAuto) {
+      o.hang_start_timeout = std::chrono::minutes(30);  // nothing to learn a start from: auto's first-time budget
     } else if (o.hang_timeout.count() > 0) {
       o.hang_start_timeout = std::max(3 * o.hang_timeout, std::chrono::milliseconds(std::chrono::minutes(10)));
+    }
+    if (!a.hang_phase_timeout.empty()) {
+      for (const auto& [phase, budget] : option::parse_hang_phase_timeout(a.hang_phase_timeout))
+        o.hang_phase_timeouts[phase] = budget;
+      if (o.hang_timeout.count() == 0)
+        throw parse_error(std::string(option::kHangPhaseTimeout.name) +
+                          " needs --hang-timeout (a duration or auto): without it no hang is looked for");
     }
     o.on_hang = static_cast<trainctl::hang_action>(option::parse_hang_action(a.hang_action));
     o.log_dir = a.log_dir;

@@ -61,11 +61,31 @@ struct rank_beat {
   std::atomic<std::int64_t> step_us;  // work per step outside check(), last agreement window
   std::atomic<std::int32_t> slow;     // agreements in a row this rank was the straggler
   std::atomic<std::int32_t> exiting;  // 1 from this rank's exit decision on: its exit save runs
+  // What the rank is doing, for the hang clock: kPhaseTraining, kPhaseSave (a save
+  // trainctl asked for, or the loop marked "save"), or kPhaseNamed + i (the loop's phase
+  // in node_state::phases[i]); and since when (unix ms; 0 never changed). A rank is quiet
+  // since the later of beat_ms and phase_ms, and judged by its phase's budget.
+  std::atomic<std::int32_t> phase;
+  std::int32_t reserved;
+  std::atomic<std::int64_t> phase_ms;
+};
+constexpr std::int32_t kPhaseTraining = 0;
+constexpr std::int32_t kPhaseSave = 1;
+constexpr std::int32_t kPhaseNamed = 2;
+
+// A phase the loop marked (ctl.phase("eval")): its name and the longest it took on this
+// node. Claimed like a switch slot (CAS 0 -> 1, written, 2) and never freed.
+constexpr int kMaxPhases = 8;
+struct phase_slot {
+  std::atomic<std::uint32_t> state;
+  std::uint32_t reserved;
+  std::atomic<std::int64_t> longest_ms;
+  char name[kMaxName];
 };
 
 struct node_state {
   static constexpr std::uint64_t kMagic = 0x31534c5443444e54ull;  // "TNDCTLS1"
-  static constexpr std::uint32_t kVersion = 4;
+  static constexpr std::uint32_t kVersion = 5;
 
   std::uint64_t magic;
   std::uint32_t version;
@@ -87,8 +107,12 @@ struct node_state {
   // The longest save a rank on this node has made (ms from the decision to save to
   // its next call, or to its end after an exit): --graceful-exit=auto learns from it.
   std::atomic<std::int64_t> longest_save_ms;
+  // The longest time a rank of this node went between two agreements while training
+  // (no save, no marked phase): --hang-timeout=auto learns from it.
+  std::atomic<std::int64_t> longest_quiet_ms;
   switch_slot slots[kMaxSlots];
   rank_beat beats[kMaxRanks];
+  phase_slot phases[kMaxPhases];
 };
 
 static_assert(std::atomic<std::int64_t>::is_always_lock_free, "node state needs lock-free 64-bit atomics");
@@ -181,6 +205,14 @@ inline std::uint32_t valid_flags(const node_state& ns) {
 // number of processes may register at once); -1 when all are taken. A slot is never
 // freed. Also serves a process's private node state.
 int claim_switch_slot(node_state& ns, switch_kind kind, const std::string& name, const std::string& path);
+
+// The slot of the loop's phase `name` in `ns`, claimed when new (lock-free); -1 when all
+// are taken by other names. `name` is a valid phase name (valid_phase_name).
+int claim_phase_slot(node_state& ns, const std::string& name);
+// 1 to 31 of [A-Za-z0-9_.-], not starting with '.' or '-'.
+bool valid_phase_name(const std::string& name);
+// Raises `longest` to `ms` when longer (a compare-and-swap loop).
+void raise_to(std::atomic<std::int64_t>& longest, std::int64_t ms);
 
 // A heartbeat slot for process `pid` in `ns` (its own slot again if it has one; a free
 // one or one whose process is gone otherwise); -1 when all 64 are taken by live ones.

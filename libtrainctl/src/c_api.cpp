@@ -209,6 +209,22 @@ int trainctl_compute_end(trainctl_ctl* ctl) {
   return 0;
 }
 
+int trainctl_phase_begin(trainctl_ctl* ctl, const char* name) {
+  if (ctl == nullptr || name == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_phase_begin: ctl and name must not be NULL");
+  return guarded([&] {
+    ctl->ctl.phase_begin(name);
+    return TRAINCTL_OK;
+  });
+}
+
+int trainctl_phase_end(trainctl_ctl* ctl) {
+  if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_phase_end: ctl is NULL");
+  return guarded([&] {
+    ctl->ctl.phase_end();
+    return TRAINCTL_OK;
+  });
+}
+
 int trainctl_check_every(const trainctl_ctl* ctl) {
   if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_check_every: ctl is NULL");
   return ctl->ctl.check_every();

@@ -142,6 +142,11 @@ struct controller::impl {
   decision decided;                                // sticky exit
   rank_beat* beat = nullptr;                       // this process's heartbeat in the node state
   std::int64_t save_started_us = 0;                // when a save or exit was decided, until the next call
+  // The phases the loop opened (phase_begin), innermost last: the beat's phase value and
+  // when it began; the beat shows the innermost, or a save trainctl asked for.
+  std::vector<std::pair<std::int32_t, std::int64_t>> open_phases;
+  std::int64_t quiet_since_ms = 0;  // the last agreement or phase change of this rank (unix ms)
+  bool phase_slots_full_said = false;
   bool exit_save_timed = false;                    // the save at the exit decision is being (or was) timed
   std::int64_t window_start_us = 0;                // when the last agreement returned (0: none yet)
   std::int64_t window_start_step = 0;
@@ -204,6 +209,11 @@ struct controller::impl {
   // The save that began at the decision ends now: its length into the node state, where
   // the supervisor learns --graceful-exit=auto from it.
   void end_of_save();
+  // Shows `phase` in this rank's beat from now on (the supervisor's hang clock restarts).
+  void show_phase(std::int32_t phase);
+  std::int32_t current_phase() const {
+    return save_started_us != 0 ? kPhaseSave : open_phases.empty() ? kPhaseTraining : open_phases.back().first;
+  }
   void judge_stragglers(std::int64_t step, const std::int64_t* r);
   void report_straggler(std::int64_t step, std::int64_t slowest_us, std::int64_t fastest_us) const;
   void note_event(const char* what, std::int64_t step, std::int64_t took_ms, const std::string& reason);
@@ -483,10 +493,52 @@ void controller::impl::end_of_save() {
   const std::int64_t ms = (steady_us() - save_started_us) / 1000;
   save_started_us = 0;
   note_event("saved", -1, ms, "");
-  std::atomic<std::int64_t>& longest = state().longest_save_ms;
-  std::int64_t seen = longest.load(std::memory_order_relaxed);
-  while (ms > seen && !longest.compare_exchange_weak(seen, ms, std::memory_order_relaxed)) {
+  raise_to(state().longest_save_ms, ms);
+  show_phase(current_phase());
+}
+
+void controller::impl::show_phase(std::int32_t phase) {
+  quiet_since_ms = clock_us(CLOCK_REALTIME_COARSE) / 1000;
+  if (beat == nullptr) return;
+  beat->phase_ms.store(quiet_since_ms, std::memory_order_relaxed);
+  beat->phase.store(phase, std::memory_order_release);
+}
+
+void controller::phase_begin(const std::string& name) {
+  if (!valid_phase_name(name))
+    throw std::invalid_argument("trainctl: phase name '" + name +
+                                "': accepted: 1 to 31 of letters, digits, '_', '.', '-' (not first), e.g. eval");
+  impl& m = *impl_;
+  std::int32_t phase = kPhaseSave;
+  if (name != "save") {
+    const int slot = claim_phase_slot(m.state(), name);
+    phase = kPhaseNamed + (slot >= 0 ? slot : kMaxPhases);  // past the table: judged without a learnt budget
+    if (slot < 0 && !m.phase_slots_full_said) {
+      m.phase_slots_full_said = true;
+      std::fprintf(stderr,
+                   "trainctl: phase '%s': the node state holds %d phase names, all taken: its duration is not "
+                   "learnt (a hang in it is judged by the first-time budget)\n",
+                   name.c_str(), kMaxPhases);
+    }
   }
+  m.open_phases.emplace_back(phase, steady_us());
+  m.show_phase(m.current_phase());
+}
+
+void controller::phase_end() {
+  impl& m = *impl_;
+  if (m.open_phases.empty()) throw std::invalid_argument("trainctl: phase_end() without an open phase");
+  const auto [phase, began_us] = m.open_phases.back();
+  m.open_phases.pop_back();
+  const std::int64_t ms = (steady_us() - began_us) / 1000;
+  node_state& ns = m.state();
+  if (phase == kPhaseSave) {
+    m.note_event("saved", -1, ms, "");
+    raise_to(ns.longest_save_ms, ms);
+  } else if (phase - kPhaseNamed < kMaxPhases) {
+    raise_to(ns.phases[phase - kPhaseNamed].longest_ms, ms);
+  }
+  m.show_phase(m.current_phase());
 }
 
 // Only the touches already counted and saved for: a newer touch after the decision is
@@ -623,9 +675,14 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
   const bool due = step % m.cfg.check_every == 0;
   if (!due) return false;
   if (m.beat != nullptr) {  // the supervisor's hang detection reads these
+    const std::int64_t now_ms = clock_us(CLOCK_REALTIME_COARSE) / 1000;
+    // --hang-timeout=auto learns from the longest quiet time of a training rank.
+    if (m.quiet_since_ms != 0 && m.open_phases.empty() && now_ms > m.quiet_since_ms)
+      raise_to(m.state().longest_quiet_ms, now_ms - m.quiet_since_ms);
+    m.quiet_since_ms = now_ms;
     m.beat->rank.store(m.cfg.rank, std::memory_order_relaxed);
     m.beat->step.store(step, std::memory_order_relaxed);
-    m.beat->beat_ms.store(clock_us(CLOCK_REALTIME_COARSE) / 1000, std::memory_order_relaxed);
+    m.beat->beat_ms.store(now_ms, std::memory_order_relaxed);
   }
   if (m.cfg.straggler_factor > 0 && m.window_start_us != 0 && step > m.window_start_step) {
     const std::int64_t now_us = steady_us();
@@ -714,6 +771,7 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
     const bool exit_save = d.exit && !m.exit_save_timed;
     m.note_event(exit_save ? "exit" : "save", step, -1, exit_save ? d.reason : d.save_reason);
     m.save_started_us = steady_us();
+    m.show_phase(kPhaseSave);  // the hang clock gives the save its own budget
     m.exit_save_timed = m.exit_save_timed || d.exit;
     // The supervisor learns from an exit save the time limit cuts short (its beat is
     // this call's, the last this rank makes).

@@ -178,6 +178,8 @@ def lib():
         "trainctl_check_every": (I, [P]),
         "trainctl_compute_begin": (I, [P]),
         "trainctl_compute_end": (I, [P]),
+        "trainctl_phase_begin": (I, [P, C]),
+        "trainctl_phase_end": (I, [P]),
         "trainctl_state_path": (C, [P]),
         "trainctl_stat_calls": (ctypes.c_uint64, [P]),
     }

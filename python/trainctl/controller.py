@@ -121,6 +121,22 @@ if _AT_IMPORT:
     atexit.register(lambda: os.getpid() == _PID_AT_IMPORT and _unregister_stack_dump(_AT_IMPORT))
 
 
+class _PhaseSection:
+    __slots__ = ("_ctl", "_name")
+
+    def __init__(self, ctl, name):
+        self._ctl = ctl
+        self._name = name
+
+    def __enter__(self):
+        self._ctl.phase_begin(self._name)
+        return self
+
+    def __exit__(self, *exc):
+        self._ctl.phase_end()
+        return False
+
+
 class _ComputeSection:
     __slots__ = ("_ctl",)
 
@@ -256,6 +272,24 @@ class Controller:
         gradients: mark the forward and the data loading only, or let
         trainctl.watch_ddp(model, ctl) mark the whole step automatically."""
         return _ComputeSection(self)
+
+    # -- phases of the loop, for the hang clock --------------------------------------
+    def phase_begin(self, name):
+        """Marks the start of a phase other than training (see phase())."""
+        _check(self._L.trainctl_phase_begin(self._ctl, str(name).encode()))
+
+    def phase_end(self):
+        """Marks the end of the innermost phase begun."""
+        _check(self._L.trainctl_phase_end(self._ctl))
+
+    def phase(self, name):
+        """`with ctl.phase("eval"): ...` around a part of the loop that is not a training
+        step: an evaluation, or the loop's own save ("save"). A rank that is quiet inside
+        it is judged by the phase's own hang budget (--hang-phase-timeout NAME=DURATION,
+        else learnt from the longest this phase took in the job array), not by
+        --hang-timeout. Mark it on every rank, also ranks that only wait for rank 0.
+        The name is 1-31 of letters, digits, '_', '.', '-' (ValueError otherwise)."""
+        return _PhaseSection(self, name)
 
     # -- settings that may change while running --------------------------------------
     def set_deadline(self, unix_seconds):

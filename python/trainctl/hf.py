@@ -13,6 +13,11 @@ A save (save switch) sets `should_save`: the Trainer writes checkpoint-<step> as
 own save steps, whatever save_strategy says. An exit (kill switch, deadline, notice,
 memory) also sets `should_training_stop`, so train() returns after that checkpoint.
 
+Evaluations and saves are phases for the hang clock: from the step end that asks for one
+(should_evaluate, should_save) to on_evaluate / on_save, every rank is "in phase eval" or
+"saving", judged by that phase's budget (--hang-phase-timeout, else learnt) instead of
+--hang-timeout, so a long evaluation or checkpoint is no hang.
+
 Neither `import trainctl` nor `import trainctl.hf` imports transformers: the class is
 made, as a TrainerCallback, when TrainctlCallback is first named (PEP 562).
 """
@@ -39,6 +44,7 @@ def _make_callback_class():
             self._own = controller is None
             self.decision = Decision()
             self.step = None
+            self._open = None  # the phase this callback opened: "eval", "save" or None
 
         def on_train_begin(self, args, state, control, **kwargs):
             if self._ctl is None:
@@ -52,9 +58,37 @@ def _make_callback_class():
                 control.should_save = True
             if d.exit:
                 control.should_training_stop = True
+            # The Trainer evaluates, then saves, right after the step-end callbacks.
+            if control.should_evaluate:
+                self._enter("eval")
+            elif control.should_save:
+                self._enter("save")
             return control
 
+        def on_evaluate(self, args, state, control, **kwargs):
+            if self._open == "eval":
+                self._leave()
+                if control.should_save:
+                    self._enter("save")
+            return control
+
+        def on_save(self, args, state, control, **kwargs):
+            if self._open == "save":
+                self._leave()
+            return control
+
+        def _enter(self, name):
+            self._leave()
+            self._ctl.phase_begin(name)
+            self._open = name
+
+        def _leave(self):
+            if self._open is not None and self._ctl is not None:
+                self._open = None
+                self._ctl.phase_end()
+
         def on_train_end(self, args, state, control, **kwargs):
+            self._leave()
             if self._own and self._ctl is not None:
                 self._ctl.close()
                 self._ctl = None

@@ -63,6 +63,21 @@ class ControllerTest(unittest.TestCase):
             self.assertTrue(wait_until(ctl.should_save))
             self.assertFalse(ctl.should_save(), "one touch, one save")
 
+    def test_phases_nest_and_a_bad_name_or_end_is_a_value_error(self):
+        with self.make() as ctl:
+            with ctl.phase("eval"):
+                with ctl.phase("save"):
+                    pass
+            ctl.phase_begin("eval")
+            ctl.phase_end()
+            with self.assertRaises(ValueError) as e:
+                ctl.phase_end()
+            self.assertIn("without an open phase", str(e.exception))
+            with self.assertRaises(ValueError) as e:
+                with ctl.phase("my eval"):
+                    pass
+            self.assertIn("'my eval'", str(e.exception))
+
     def test_bad_setting_is_a_value_error_naming_it(self):
         with self.assertRaises(ValueError) as e:
             self.make(poll_interval="-5s")

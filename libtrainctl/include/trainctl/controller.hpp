@@ -114,6 +114,16 @@ class TRAINCTL_API controller {
   void compute_begin() noexcept;
   void compute_end() noexcept;
 
+  // A phase of the loop other than training (an evaluation, the loop's own save): the
+  // supervisor judges a quiet rank inside it by the phase's own hang budget (set with
+  // --hang-phase-timeout, else learnt from its longest duration in this job array), not
+  // by --hang-timeout. "save" is the save phase trainctl's own save decisions open.
+  // Mark it on every rank, including ranks that only wait for it. Phases nest; the
+  // innermost counts. phase_begin throws std::invalid_argument for a bad name
+  // (1-31 of [A-Za-z0-9_.-]), phase_end when none is open.
+  void phase_begin(const std::string& name);
+  void phase_end();
+
   void set_deadline(double unix_seconds);  // 0 clears it
   void add_switch(bool exit, const std::string& name, const std::string& path);
   void set_rank(int rank);
@@ -134,6 +144,23 @@ class compute_section {
   ~compute_section() { c_.compute_end(); }
   compute_section(const compute_section&) = delete;
   compute_section& operator=(const compute_section&) = delete;
+
+ private:
+  controller& c_;
+};
+
+// phase_begin(name) ... phase_end() over a scope: { trainctl::phase_section p(ctl, "eval"); evaluate(); }
+class phase_section {
+ public:
+  phase_section(controller& c, const std::string& name) : c_(c) { c_.phase_begin(name); }
+  ~phase_section() {
+    try {
+      c_.phase_end();
+    } catch (...) {  // only when the loop ended this phase itself: nothing left to end
+    }
+  }
+  phase_section(const phase_section&) = delete;
+  phase_section& operator=(const phase_section&) = delete;
 
  private:
   controller& c_;

@@ -113,6 +113,15 @@ TRAINCTL_EXPORT const char* trainctl_save_reason(const trainctl_ctl* ctl);
 TRAINCTL_EXPORT int trainctl_compute_begin(trainctl_ctl* ctl);
 TRAINCTL_EXPORT int trainctl_compute_end(trainctl_ctl* ctl);
 
+/* A phase of the loop other than training ("eval", or "save" for the loop's own save):
+ * a quiet rank inside it is judged by the phase's own hang budget, not --hang-timeout.
+ * Mark it on every rank, including ranks that only wait for it. Phases nest; end closes
+ * the innermost. TRAINCTL_EINVAL for a name that is not 1-31 of [A-Za-z0-9_.-] (not
+ * starting with '.' or '-') or an end without an open phase. Not thread-safe: the
+ * loop's thread. */
+TRAINCTL_EXPORT int trainctl_phase_begin(trainctl_ctl* ctl, const char* name);
+TRAINCTL_EXPORT int trainctl_phase_end(trainctl_ctl* ctl);
+
 TRAINCTL_EXPORT int trainctl_set_deadline(trainctl_ctl* ctl, double unix_seconds);
 TRAINCTL_EXPORT int trainctl_add_switch(trainctl_ctl* ctl, int kind, const char* name, const char* path);
 TRAINCTL_EXPORT int trainctl_set_rank(trainctl_ctl* ctl, int rank);

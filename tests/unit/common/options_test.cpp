@@ -77,3 +77,24 @@ TEST(OnNotice, OneLineOfShellAndASaneTimeLimit) {
     EXPECT_EQ(std::string(e.what()).rfind("--on-notice-timeout: ", 0), 0u) << e.what();
   }
 }
+
+TEST(HangOptions, AutoAndPhaseBudgets) {
+  EXPECT_EQ(option::parse_hang_timeout("auto"), option::kHangTimeoutAuto);
+  EXPECT_EQ(option::parse_hang_timeout("off").count(), 0);
+  const auto p = option::parse_hang_phase_timeout("save=20m,eval=90s,my.phase-2=1");
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0].first, "save");
+  EXPECT_EQ(p[0].second, std::chrono::minutes(20));
+  EXPECT_EQ(p[1].second, std::chrono::seconds(90));
+  EXPECT_EQ(p[2].first, "my.phase-2");
+  EXPECT_EQ(p[2].second, std::chrono::minutes(1)) << "a bare number is minutes";
+  for (const char* bad : {"", "eval", "=5m", "eval=", "eval=0", "eval=5m,eval=6m", "a/b=5m", "-x=5m", "eval=5m,",
+                          "eval=8d"})
+    EXPECT_THROW(option::parse_hang_phase_timeout(bad), parse_error) << bad;
+  try {
+    option::parse_hang_phase_timeout("eval");
+  } catch (const parse_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--hang-phase-timeout: 'eval'; accepted: NAME=DURATION"), std::string::npos)
+        << e.what();
+  }
+}

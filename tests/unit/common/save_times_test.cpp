@@ -82,3 +82,23 @@ TEST(SaveTimes, AutoIsTheLongestSaveTimesAFactorPlusAMarginWithinBounds) {
   EXPECT_EQ(auto_graceful_exit(3600000, 4 * 3600).graceful, 5430s);
   EXPECT_EQ(auto_graceful_exit(3600000, 2 * 3600).graceful, 1h);
 }
+
+TEST(SaveTimes, PhaseTimesShareTheArraysFileWithTheSaves) {
+  trainctl_test::temp_dir t;
+  const std::string path = t / "save_times/77";
+  std::string why;
+  EXPECT_TRUE(longest_recorded_phases(path, &why).empty());
+  EXPECT_EQ(record_save_time(path, "77", "n1", 25000), "");
+  EXPECT_EQ(record_phase_time(path, "78", "n1", "eval", 41000), "");
+  EXPECT_EQ(record_phase_time(path, "78", "n2", "eval", 30000), "");
+  EXPECT_EQ(record_phase_time(path, "78", "n2", kQuietPhase, 2500), "");
+  EXPECT_EQ(record_phase_time(path, "78", "n2", "save", 27000), "") << "a save is a save line";
+  trainctl_test::append(path, "1 job=1 node=x phase=eval ms=-4\n1 job=1 node=x phase=eval ms=999999999999\n");
+  const auto longest = longest_recorded_phases(path, &why);
+  EXPECT_EQ(why, "");
+  EXPECT_EQ(longest.at("save"), 27000);
+  EXPECT_EQ(longest.at("eval"), 41000);
+  EXPECT_EQ(longest.at(kQuietPhase), 2500);
+  EXPECT_EQ(longest.size(), 3u);
+  EXPECT_EQ(longest_recorded_save_ms(path, &why), 27000) << "auto's reader sees the same saves";
+}

@@ -879,3 +879,74 @@ TEST(Stragglers, AnEvenRunReportsNobody) {
   w.agreements = 5;
   EXPECT_EQ(w.run(t, {20ms, 20ms, 20ms}, 12), "");
 }
+
+// The hang clock reads each rank's phase: a save trainctl decided shows as "save" from the
+// decision to the rank's next call, a marked phase from its begin to its end, each
+// restarting the clock; the phase's duration is what its budget learns from.
+TEST(Phases, ASaveAndAMarkedPhaseShowInTheBeatAndTheirLongestIsKept) {
+  temp_dir t;
+  node_state_file node0(t / "state-node0");
+  node_state& ns = node0.get();
+  world w(t, 1, 1);
+  controller& c = *w.ranks[0];
+  auto beat_of = [&]() -> rank_beat& {
+    for (auto& b : ns.beats)
+      if (b.pid.load() == getpid()) return b;
+    throw std::runtime_error("no beat slot");
+  };
+  w.step(0);
+  EXPECT_EQ(beat_of().phase.load(), kPhaseTraining);
+  touch(t / "SAVE");
+  bool saved = false;
+  for (int s = 1; s < 100 && !saved; ++s) {
+    saved = w.step(s)[0].save;
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(saved);
+  EXPECT_EQ(beat_of().phase.load(), kPhaseSave) << "saving from the decision on";
+  const std::int64_t save_began = beat_of().phase_ms.load();
+  EXPECT_GT(save_began, 0);
+  std::this_thread::sleep_for(50ms);
+  w.step(200);
+  EXPECT_EQ(beat_of().phase.load(), kPhaseTraining) << "the next call ends the save";
+
+  {
+    phase_section eval(c, "eval");
+    EXPECT_EQ(beat_of().phase.load(), kPhaseNamed + 0);
+    EXPECT_GE(beat_of().phase_ms.load(), save_began);
+    EXPECT_STREQ(ns.phases[0].name, "eval");
+    {
+      phase_section inner(c, "save");  // the loop's own save, inside
+      EXPECT_EQ(beat_of().phase.load(), kPhaseSave);
+    }
+    EXPECT_EQ(beat_of().phase.load(), kPhaseNamed + 0) << "the outer phase again";
+    std::this_thread::sleep_for(120ms);
+  }
+  EXPECT_EQ(beat_of().phase.load(), kPhaseTraining);
+  EXPECT_GE(ns.phases[0].longest_ms.load(), 120);
+  c.phase_begin("eval");
+  c.phase_end();
+  EXPECT_GE(ns.phases[0].longest_ms.load(), 120) << "a shorter one keeps the longest";
+  EXPECT_STREQ(ns.phases[1].name, "") << "one slot per name";
+  EXPECT_THROW(c.phase_end(), std::invalid_argument);
+  EXPECT_THROW(c.phase_begin(""), std::invalid_argument);
+  EXPECT_THROW(c.phase_begin("-x"), std::invalid_argument);
+  EXPECT_THROW(c.phase_begin("a/b"), std::invalid_argument);
+  EXPECT_THROW(c.phase_begin(std::string(32, 'a')), std::invalid_argument);
+}
+
+TEST(Phases, TheLongestQuietTimeOfATrainingRankIsKeptForAuto) {
+  temp_dir t;
+  node_state_file node0(t / "state-node0");
+  world w(t, 1, 1);
+  w.step(0);
+  std::this_thread::sleep_for(150ms);
+  w.step(1);
+  EXPECT_GE(node0.get().longest_quiet_ms.load(), 140);
+  const std::int64_t quiet = node0.get().longest_quiet_ms.load();
+  w.ranks[0]->phase_begin("eval");
+  std::this_thread::sleep_for(400ms);
+  w.step(2);  // inside a phase: no training quiet time
+  w.ranks[0]->phase_end();
+  EXPECT_EQ(node0.get().longest_quiet_ms.load(), quiet);
+}

@@ -1,0 +1,48 @@
+#include "hang_budget.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "options.hpp"
+
+namespace trainctl {
+
+using std::chrono::milliseconds;
+
+namespace {
+
+std::string seconds_text(std::int64_t ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ms) / 1000.0);
+  return buf;
+}
+
+milliseconds times(double factor, std::int64_t ms) { return milliseconds(static_cast<std::int64_t>(factor * ms)); }
+
+}  // namespace
+
+hang_budget budget_for(const hang_rules& rules, const std::string& name, std::int64_t longest_ms) {
+  const bool learn_training = rules.timeout == option::kHangTimeoutAuto;
+  const milliseconds floor = learn_training ? kAutoHangFloor : rules.timeout;
+  hang_budget b;
+  if (name.empty()) {
+    if (!learn_training) return {rules.timeout, "--hang-timeout"};
+    if (longest_ms <= 0)
+      return {kFirstPhaseBudget, "--hang-timeout=auto, nothing learnt yet in this job array"};
+    b.budget = std::max(floor, times(kQuietFactor, longest_ms));
+    b.why = "--hang-timeout=auto: 5 x the longest time between agreements in this job array (" +
+            seconds_text(longest_ms) + "), at least " + format_duration(floor);
+    return b;
+  }
+  const auto set = rules.set.find(name);
+  if (set != rules.set.end()) return {set->second, "--hang-phase-timeout " + name + "=" + format_duration(set->second)};
+  const std::string what = name == "save" ? "save" : "'" + name + "' phase";
+  if (longest_ms <= 0)
+    return {std::max(floor, kFirstPhaseBudget), "no " + what + " has finished yet in this job array"};
+  b.budget = std::max(floor, times(kPhaseFactor, longest_ms));
+  b.why = "3 x the longest " + what + " in this job array (" + seconds_text(longest_ms) + "), at least " +
+          format_duration(floor);
+  return b;
+}
+
+}  // namespace trainctl
