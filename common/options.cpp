@@ -62,7 +62,8 @@ milliseconds parse_hang_timeout(std::string_view text) {
 std::vector<std::pair<std::string, milliseconds>> parse_hang_phase_timeout(std::string_view text) {
   const std::string name = kHangPhaseTimeout.name;
   std::vector<std::pair<std::string, milliseconds>> out;
-  if (text.empty()) throw parse_error(name + ": empty; accepted: NAME=DURATION[,NAME=DURATION...], e.g. save=20m,eval=1h");
+  if (text.empty())
+    throw parse_error(name + ": empty; accepted: NAME=DURATION[,NAME=DURATION...], e.g. save=20m,eval=1h");
   std::size_t at = 0;
   while (at <= text.size()) {
     std::size_t end = text.find(',', at);
@@ -80,7 +81,8 @@ std::vector<std::pair<std::string, milliseconds>> parse_hang_phase_timeout(std::
     for (const auto& p : out)
       if (p.first == phase) throw parse_error(name + ": phase '" + phase + "' is given twice");
     try {
-      out.emplace_back(phase, bounded(item.substr(eq + 1), 'm', milliseconds(1000), milliseconds(7LL * 24 * 3600 * 1000)));
+      out.emplace_back(phase,
+                       bounded(item.substr(eq + 1), 'm', milliseconds(1000), milliseconds(7LL * 24 * 3600 * 1000)));
     } catch (const parse_error& e) {
       throw parse_error(name + ": " + phase + ": " + e.what());
     }

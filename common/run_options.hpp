@@ -30,8 +30,8 @@ struct supervisor_options {
   std::string job_id;      // SLURM_JOB_ID; empty: no controller queries
   std::string state_path;  // node state; empty: the default for this step and node
   std::string log_prefix = "trainctl-run";
-  std::string on_notice;                            // a shell command for notices; empty: none
-  std::chrono::milliseconds hang_timeout{0};        // a training rank quiet this long is hung; 0: off, -1: auto
+  std::string on_notice;                      // a shell command for notices; empty: none
+  std::chrono::milliseconds hang_timeout{0};  // a training rank quiet this long is hung; 0: off, -1: auto
   std::map<std::string, std::chrono::milliseconds> hang_phase_timeouts;  // a phase's budget, when set
   std::chrono::milliseconds hang_start_timeout{0};  // a rank without a first agreement this long after it started
   hang_action on_hang = hang_action::alert;

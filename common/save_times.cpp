@@ -81,8 +81,8 @@ std::string record_phase_time(const std::string& path, const std::string& job, c
                               const std::string& phase, std::int64_t ms) {
   if (path.empty()) return "no file for phase times (set TRAINCTL_SAVE_TIMES_DIR or HOME)";
   if (phase == "save") return record_save_time(path, job, node, ms);
-  return append_private(path, std::to_string(std::time(nullptr)) + " job=" + (job.empty() ? "-" : job) + " node=" +
-                                  (valid_node_name(node) ? node : "-") + " phase=" + phase +
+  return append_private(path, std::to_string(std::time(nullptr)) + " job=" + (job.empty() ? "-" : job) +
+                                  " node=" + (valid_node_name(node) ? node : "-") + " phase=" + phase +
                                   " ms=" + std::to_string(ms) + "\n");
 }
 

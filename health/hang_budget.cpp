@@ -17,18 +17,24 @@ std::string seconds_text(std::int64_t ms) {
   return buf;
 }
 
-milliseconds times(double factor, std::int64_t ms) { return milliseconds(static_cast<std::int64_t>(factor * ms)); }
+// factor x ms, rounded up to whole seconds: a budget reads 1m15s, not 75003ms.
+milliseconds times(double factor, std::int64_t ms) {
+  const auto exact = static_cast<std::int64_t>(factor * static_cast<double>(ms));
+  return milliseconds((exact + 999) / 1000 * 1000);
+}
 
 }  // namespace
 
 hang_budget budget_for(const hang_rules& rules, const std::string& name, std::int64_t longest_ms) {
+  // Auto's training budget learns from earlier tasks only (the caller passes 0 in the
+  // first): an unmarked evaluation late in the first task must not find a budget learnt
+  // from its first minutes of steps.
   const bool learn_training = rules.timeout == option::kHangTimeoutAuto;
   const milliseconds floor = learn_training ? kAutoHangFloor : rules.timeout;
   hang_budget b;
   if (name.empty()) {
     if (!learn_training) return {rules.timeout, "--hang-timeout"};
-    if (longest_ms <= 0)
-      return {kFirstPhaseBudget, "--hang-timeout=auto, nothing learnt yet in this job array"};
+    if (longest_ms <= 0) return {kFirstPhaseBudget, "--hang-timeout=auto, nothing learnt yet in this job array"};
     b.budget = std::max(floor, times(kQuietFactor, longest_ms));
     b.why = "--hang-timeout=auto: 5 x the longest time between agreements in this job array (" +
             seconds_text(longest_ms) + "), at least " + format_duration(floor);

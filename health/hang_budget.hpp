@@ -15,10 +15,10 @@
 
 namespace trainctl {
 
-inline constexpr double kPhaseFactor = 3.0;                              // a learnt phase: 3 x its longest,
-inline constexpr double kQuietFactor = 5.0;                              // auto training: 5 x its longest quiet
-inline constexpr std::chrono::milliseconds kAutoHangFloor{60000};        // auto: never under a minute
-inline constexpr std::chrono::milliseconds kFirstPhaseBudget{1800000};   // nothing learnt yet: 30 minutes
+inline constexpr double kPhaseFactor = 3.0;                             // a learnt phase: 3 x its longest,
+inline constexpr double kQuietFactor = 5.0;                             // auto training: 5 x its longest quiet
+inline constexpr std::chrono::milliseconds kAutoHangFloor{60000};       // auto: never under a minute
+inline constexpr std::chrono::milliseconds kFirstPhaseBudget{1800000};  // nothing learnt yet: 30 minutes
 
 struct hang_budget {
   std::chrono::milliseconds budget{0};
@@ -26,12 +26,14 @@ struct hang_budget {
 };
 
 struct hang_rules {
-  std::chrono::milliseconds timeout{0};  // --hang-timeout; kHangTimeoutAuto: learnt
+  std::chrono::milliseconds timeout{0};                  // --hang-timeout; kHangTimeoutAuto: learnt
   std::map<std::string, std::chrono::milliseconds> set;  // --hang-phase-timeout NAME=DURATION
 };
 
 // The budget of phase `name` ("" training, "save", or a name the loop marked), given the
-// longest it took in this job array so far (ms; 0: never seen to finish).
+// longest it took in this job array so far (ms; 0: never seen to finish). For auto's
+// training, pass what earlier tasks recorded only: the first task keeps the first-time
+// budget throughout.
 hang_budget budget_for(const hang_rules& rules, const std::string& name, std::int64_t longest_ms);
 
 }  // namespace trainctl

@@ -21,8 +21,8 @@
 #include <thread>
 
 #include "bad_nodes.hpp"
-#include "hang_budget.hpp"
 #include "gpu_memory.hpp"
+#include "hang_budget.hpp"
 #include "node_state.hpp"
 #include "parse.hpp"
 #include "ranks.hpp"
@@ -236,8 +236,10 @@ bool node_health::reaped(pid_t pid, int status) {
     for (std::string line; std::getline(lines, line);) {
       char name[40] = {};
       long long ms = 0;
-      if (std::sscanf(line.c_str(), "learnt %39s %lld", name, &ms) == 2 && ms > 0)
+      if (std::sscanf(line.c_str(), "learnt %39s %lld", name, &ms) == 2 && ms > 0) {
         learnt_[name] = recorded_[name] = std::max<std::int64_t>(learnt_[name], ms);
+        if (name == std::string(kQuietPhase)) quiet_before_ = ms;
+      }
       if (line.compare(0, 6, "store ") == 0)
         log("hang: the budgets learnt in this job array cannot be read (" + line.substr(6) + "): first-time budgets");
     }
@@ -404,23 +406,26 @@ void node_health::learn_budgets() {
       log("hang: cannot keep the " + (name == kQuietPhase ? std::string("training") : name) +
           " time for the next task: " + why);
   }
-  training_budget_ = budget_for(rules_, "", learnt_[kQuietPhase]).budget;
+  training_budget_ = budget_for(rules_, "", quiet_before_).budget;
   shortest_phase_budget_ = training_budget_;
   for (const auto& [name, ms] : learnt_)
-    if (name != kQuietPhase) shortest_phase_budget_ = std::min(shortest_phase_budget_, budget_for(rules_, name, ms).budget);
+    if (name != kQuietPhase)
+      shortest_phase_budget_ = std::min(shortest_phase_budget_, budget_for(rules_, name, ms).budget);
 }
 
 // The budget of a phase, said in the log the first time a rank is seen in it with this
 // budget (a learnt budget grows, and is said again).
 hang_budget node_health::budget_of(const std::string& name) {
-  const hang_budget b = budget_for(rules_, name == "?" ? "" : name, learnt_[name.empty() ? kQuietPhase : name]);
+  const hang_budget b = budget_for(rules_, name == "?" ? "" : name, name.empty() ? quiet_before_ : learnt_[name]);
   hang_budget out = b;
   if (name == "?") out = {std::max(training_budget_, kFirstPhaseBudget), "a phase past the node state's table"};
   std::int64_t& said = budget_said_[name];
   if (said != out.budget.count() && !(name.empty() && opts_.hang_timeout.count() > 0)) {
     said = out.budget.count();
     log("hang: a rank " +
-        (name.empty() ? std::string("training") : name == "save" ? "saving" : "in phase '" + name + "'") +
+        (name.empty()     ? std::string("training")
+         : name == "save" ? "saving"
+                          : "in phase '" + name + "'") +
         " counts as hung after " + format_duration(out.budget) + " (" + out.why + ")");
   }
   return out;
@@ -444,7 +449,8 @@ void node_health::check_hang() {
   for (const auto& b : state_->get().beats) {
     const std::int32_t pid = b.pid.load(std::memory_order_acquire);
     const std::int32_t phase = b.phase.load(std::memory_order_acquire);
-    const std::int64_t since = std::max(b.beat_ms.load(std::memory_order_relaxed), b.phase_ms.load(std::memory_order_relaxed));
+    const std::int64_t since =
+        std::max(b.beat_ms.load(std::memory_order_relaxed), b.phase_ms.load(std::memory_order_relaxed));
     if (pid <= 0 || since <= 0) continue;
     const std::string name = phase_name(phase);
     const hang_budget budget = budget_of(name);
@@ -469,16 +475,17 @@ void node_health::check_hang() {
     return;
   }
   if (hung_ || dump_) return;
-  const std::string who = "rank " + std::to_string(stale->rank.load()) + " (pid " + std::to_string(stale->pid.load()) + ")";
-  const std::string quiet = format_duration(milliseconds(now - oldest));
+  const std::string who =
+      "rank " + std::to_string(stale->rank.load()) + " (pid " + std::to_string(stale->pid.load()) + ")";
+  char quiet[32];
+  std::snprintf(quiet, sizeof quiet, "%.1f s", static_cast<double>(now - oldest) / 1000.0);
   const std::string step = std::to_string(stale->step.load());
   std::string why;
   if (stale_phase.empty())
-    why = who + " has not reached an agreement for " + quiet + " (last at step " + step + ")";
+    why = who + " has not reached an agreement for " + std::string(quiet) + " (last at step " + step + ")";
   else
-    why = who + " has been " +
-          (stale_phase == "save" ? std::string("saving") : "in phase '" + stale_phase + "'") + " for " + quiet +
-          ", past its budget of " + format_duration(stale_budget.budget) + " (" + stale_budget.why +
+    why = who + " has been " + (stale_phase == "save" ? std::string("saving") : "in phase '" + stale_phase + "'") +
+          " for " + quiet + ", past its budget of " + format_duration(stale_budget.budget) + " (" + stale_budget.why +
           "; last agreement at step " + step + ")";
   stall_ms_ = now - oldest;
   start_dump(why, oldest, stale_phase.empty() ? "" : stale_phase == "save" ? "saving" : "in phase " + stale_phase);
@@ -496,7 +503,8 @@ void node_health::check_start() {
   std::map<pid_t, std::int64_t> beats;
   if (state_ != nullptr && has_header(state_->get()))
     for (const auto& b : state_->get().beats)
-      beats[b.pid.load()] = std::max(b.beat_ms.load(std::memory_order_relaxed), b.phase_ms.load(std::memory_order_relaxed));
+      beats[b.pid.load()] =
+          std::max(b.beat_ms.load(std::memory_order_relaxed), b.phase_ms.load(std::memory_order_relaxed));
   double uptime = 0;
   std::ifstream("/proc/uptime") >> uptime;
   const long hz = sysconf(_SC_CLK_TCK);
@@ -768,8 +776,9 @@ bool node_health::judge_first_death(int fd, const std::string& me, std::int64_t 
         << " (within the " << skew << " ms allowed for clock skew): no node is blamed\n";
     return false;
   }
-  const std::string lead = next_other < 0 ? "no other node's rank died"
-                                          : "the next node (" + closest + ") " + to_ms_text(next_other - mine) + " later";
+  const std::string lead = next_other < 0
+                               ? "no other node's rank died"
+                               : "the next node (" + closest + ") " + to_ms_text(next_other - mine) + " later";
   bad_node b;
   b.when = mine / 1000;
   b.host = me;

@@ -25,8 +25,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <sstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -97,8 +97,8 @@ class node_health {
   std::string evidence_dir() const;
   void publish_first_death();
   void settle_evidence();
-  static bool judge_first_death(int fd, const std::string& me, std::int64_t mine, int st, pid_t pid,
-                                std::int64_t skew, const std::string& job, std::ostringstream& out);
+  static bool judge_first_death(int fd, const std::string& me, std::int64_t mine, int st, pid_t pid, std::int64_t skew,
+                                const std::string& job, std::ostringstream& out);
   std::string run_key() const;
 
   supervisor_options opts_;
@@ -117,13 +117,14 @@ class node_health {
   std::int64_t first_death_ms_ = 0;
   int first_death_status_ = -1;
   hang_rules rules_;
-  std::string times_path_;                         // the job array's store of phase times; "" none
-  std::map<std::string, std::int64_t> learnt_;     // the longest of each phase known (store + node state)
-  std::map<std::string, std::int64_t> recorded_;   // the longest known to be in the store
+  std::string times_path_;                           // the job array's store of phase times; "" none
+  std::map<std::string, std::int64_t> learnt_;       // the longest of each phase known (store + node state)
+  std::map<std::string, std::int64_t> recorded_;     // the longest known to be in the store
   std::map<std::string, std::int64_t> budget_said_;  // the budget last said in the log, per phase
   std::function<bool()> records_;
   std::chrono::milliseconds training_budget_{0}, shortest_phase_budget_{0};
   std::int64_t stall_ms_ = 0;
+  std::int64_t quiet_before_ = 0;  // the longest training quiet time earlier tasks recorded (auto)
   bool caused_deaths_ = false;
   bool ending_ = false;  // command_ended runs: its child writes this node's evidence
   bool hung_ = false;

@@ -66,6 +66,10 @@ def parse_args():
     p.add_argument("--step-time", type=float, default=0.05, help="seconds one fake step takes")
     p.add_argument("--save-time", type=float, default=0, help="seconds one fake save takes (a large model's "
                    "checkpoint: --graceful-exit=auto learns it)")
+    p.add_argument("--eval-every", type=int, default=0, metavar="STEPS",
+                   help="evaluate every STEPS steps (0: never); marked as trainctl's phase 'eval', so a long "
+                   "evaluation is no hang")
+    p.add_argument("--eval-time", type=float, default=0, help="seconds one fake evaluation takes")
     p.add_argument("--mpi", action="store_true", help="agree through MPI (mpi4py) instead of torch.distributed")
     p.add_argument("--events", help="append one JSON line per event of this rank to this file "
                    "({rank} is replaced by the rank)")
@@ -83,6 +87,9 @@ def parse_args():
     faults.add_argument("--crash-at", type=int, default=50)
     faults.add_argument("--crash-how", choices=("abort", "exception"), default="abort",
                         help="abort: SIGABRT, as a fault of the node would; exception: the program raises")
+    faults.add_argument("--stuck-save", type=int, default=0, metavar="N",
+                        help="the Nth save of this run and every later one never finishes, as on a stuck file "
+                        "system (0: none)")
     faults.add_argument("--hang-before-init", type=int, default=-1, metavar="RANK",
                         help="this rank never joins the process group: every rank hangs in init")
     p.add_argument("--ddp", action="store_true",
@@ -132,6 +139,7 @@ class Run:
             dist.init_process_group(backend)
             self.rank = dist.get_rank()
         self.events = None
+        self.saves = 0
         if args.events:
             path = args.events.replace("{rank}", str(self.rank))
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -182,9 +190,12 @@ class Run:
                 marker = None
             final = os.path.join(self.args.ckpt_dir, "step_%08d" % step)
             tmp = tempfile.mkdtemp(prefix="step_%08d.tmp." % step, dir=self.args.ckpt_dir)
+            self.saves += 1
             with open(os.path.join(tmp, "state.json"), "w") as f:
                 json.dump({"step": step, "why": why}, f)   # your model.state_dict() here
                 time.sleep(self.args.save_time)
+                while 0 < self.args.stuck_save <= self.saves:
+                    time.sleep(1)
             with open(os.path.join(tmp, "COMPLETE"), "w") as f:
                 f.write("%d\n" % step)
             os.chmod(tmp, 0o755)  # mkdtemp's is 0700: readable as your other files are
@@ -236,6 +247,12 @@ def train(args, run):
         else:
             time.sleep(step_time)  # train_step(batch) goes here
         d = ctl.check(step, allreduce=run.allreduce)  # None: torch.distributed, if initialised
+        if args.eval_every and step % args.eval_every == 0 and step > start:
+            # Every rank marks it, also those that only wait for the others.
+            with ctl.phase("eval"):
+                run.log("eval", step=step)
+                time.sleep(args.eval_time)  # evaluate(model, val_data) goes here
+                run.barrier()
         if d.exit and run.rank == args.ignore_exit_rank:
             if not ignoring:
                 run.log("ignore-exit", step=step, reason=d.reason)

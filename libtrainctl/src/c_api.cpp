@@ -210,7 +210,8 @@ int trainctl_compute_end(trainctl_ctl* ctl) {
 }
 
 int trainctl_phase_begin(trainctl_ctl* ctl, const char* name) {
-  if (ctl == nullptr || name == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_phase_begin: ctl and name must not be NULL");
+  if (ctl == nullptr || name == nullptr)
+    return fail(TRAINCTL_EINVAL, "trainctl_phase_begin: ctl and name must not be NULL");
   return guarded([&] {
     ctl->ctl.phase_begin(name);
     return TRAINCTL_OK;

@@ -147,8 +147,8 @@ struct controller::impl {
   std::vector<std::pair<std::int32_t, std::int64_t>> open_phases;
   std::int64_t quiet_since_ms = 0;  // the last agreement or phase change of this rank (unix ms)
   bool phase_slots_full_said = false;
-  bool exit_save_timed = false;                    // the save at the exit decision is being (or was) timed
-  std::int64_t window_start_us = 0;                // when the last agreement returned (0: none yet)
+  bool exit_save_timed = false;      // the save at the exit decision is being (or was) timed
+  std::int64_t window_start_us = 0;  // when the last agreement returned (0: none yet)
   std::int64_t window_start_step = 0;
   std::int64_t work_us = 0;  // work per step in the window that ended at the last vote
   // Marked compute (compute_begin/end, any thread): the open section's start and the

@@ -88,8 +88,8 @@ TEST(HangOptions, AutoAndPhaseBudgets) {
   EXPECT_EQ(p[1].second, std::chrono::seconds(90));
   EXPECT_EQ(p[2].first, "my.phase-2");
   EXPECT_EQ(p[2].second, std::chrono::minutes(1)) << "a bare number is minutes";
-  for (const char* bad : {"", "eval", "=5m", "eval=", "eval=0", "eval=5m,eval=6m", "a/b=5m", "-x=5m", "eval=5m,",
-                          "eval=8d"})
+  for (const char* bad :
+       {"", "eval", "=5m", "eval=", "eval=0", "eval=5m,eval=6m", "a/b=5m", "-x=5m", "eval=5m,", "eval=8d"})
     EXPECT_THROW(option::parse_hang_phase_timeout(bad), parse_error) << bad;
   try {
     option::parse_hang_phase_timeout("eval");
