@@ -95,6 +95,10 @@ def parse_args():
     p.add_argument("--ddp", action="store_true",
                    help="a real torch DDP model (gloo): every step ends in a gradient all_reduce, and "
                         "trainctl.watch_ddp marks each rank's own compute for the straggler finding")
+    p.add_argument("--allreduce", action="store_true",
+                   help="every step all_reduces a gradient tensor through torch.distributed itself (as a loop "
+                        "without DDP, or FSDP, does); trainctl.watch_collectives marks the time outside "
+                        "collectives as each rank's own compute")
     faults.add_argument("--ignore-exit-rank", type=int, default=-1,
                         help="this rank keeps training when trainctl asks it to exit, as a loop that never "
                         "looks at d.exit would (the supervisor names it)")
@@ -229,6 +233,10 @@ def train(args, run):
         model = DistributedDataParallel(torch.nn.Linear(16, 4))
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
         trainctl.watch_ddp(model, ctl)
+    grad = None
+    if args.allreduce and dist is not None and dist.is_initialized():
+        grad = torch.ones(4096)
+        trainctl.watch_collectives(ctl)
     ignoring = False
     for step in range(start, args.steps):
         if run.rank == args.hang_rank and step == args.hang_at:
@@ -246,6 +254,8 @@ def train(args, run):
             optimizer.zero_grad()
         else:
             time.sleep(step_time)  # train_step(batch) goes here
+            if grad is not None:
+                dist.all_reduce(grad)  # the gradients, averaged by hand
         d = ctl.check(step, allreduce=run.allreduce)  # None: torch.distributed, if initialised
         if args.eval_every and step % args.eval_every == 0 and step > start:
             # Every rank marks it, also those that only wait for the others.

@@ -15,9 +15,11 @@ Imports on Python 3.8+ with no compiler and without torch; the C library
 
 from ._native import TrainctlError, VOTE_LEN
 from .controller import Controller, Decision, mpi_allreduce
+from .collectives import watch_collectives
 from .ddp import watch_ddp
 
-__all__ = ["Controller", "Decision", "TrainctlError", "VOTE_LEN", "mpi_allreduce", "version", "watch_ddp"]
+__all__ = ["Controller", "Decision", "TrainctlError", "VOTE_LEN", "mpi_allreduce", "version", "watch_collectives",
+           "watch_ddp"]
 
 
 def __getattr__(name):
