@@ -85,6 +85,20 @@ void BM_trainctl_compute_marks(benchmark::State& state) {
 }
 BENCHMARK(BM_trainctl_compute_marks);
 
+// A marked phase per step (phase_begin + phase_end, as `with ctl.phase("eval")` does):
+// what marking an evaluation or the loop's own save adds to it.
+void BM_trainctl_phase_marks(benchmark::State& state) {
+  trainctl::config c = bench_config();
+  c.set("state_path", g_dir.dir + "/state-phase");
+  trainctl::controller ctl(c);
+  const std::string name = "eval";
+  for (auto _ : state) {
+    ctl.phase_begin(name);
+    ctl.phase_end();
+  }
+}
+BENCHMARK(BM_trainctl_phase_marks);
+
 void BM_stat_absent_switch(benchmark::State& state) {
   const std::string path = g_dir.dir + "/KILL";
   struct stat st {};
