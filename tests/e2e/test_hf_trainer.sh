@@ -5,7 +5,8 @@
 # the plugin, a 1-layer GPT-2 made in the test (no download): a touch of the save switch
 # makes the Trainer write one checkpoint at a step all ranks agreed; the kill switch makes
 # it write another and stop, train() returns on all 4 ranks at that step, the job is
-# COMPLETED. Where the system Python has no transformers (Debian 12; sid has
+# COMPLETED. Under --hang-timeout=10s the Trainer's 15 s evaluations (every 40 steps) are
+# no hang: the callback marks them as trainctl's phase "eval". Where the system Python has no transformers (Debian 12; sid has
 # python3-transformers) the test says so and skips.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -22,10 +23,14 @@ cat >"$TEST_DIR/job.sh" <<JOB
 srun --ntasks-per-node=1 bash -c 'exec $(launcher_words "$port") $SRC/tests/e2e/hf_train.py $out $TEST_DIR/events'
 JOB
 job=$(submit -N2 --ntasks-per-node=1 --time=10 --kill-switch="$KILL_SWITCH" --save-switch="$SAVE_SWITCH" \
-  -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
+  --hang-timeout=10s -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
 log "submitted job $job ($(/usr/bin/python3 -c 'import transformers; print("transformers", transformers.__version__)' 2>/dev/null))"
 wait_for 180 "4 ranks training" events_at_least start 4
-sleep 5
+wait_for 180 "the first evaluation on every rank" events_at_least evaluated 4
+if grep -q 'hang: rank' "$TEST_DIR/job.out"; then fail "an evaluation was taken for a hang: $(grep 'hang:' "$TEST_DIR/job.out")"; fi
+grep -q "hang: a rank in phase 'eval' counts as hung after 30m" "$TEST_DIR/job.out" ||
+  fail "the evaluation was not marked as a phase: $(grep 'hang:' "$TEST_DIR/job.out")"
+log "a 15 s evaluation under a 10 s hang timeout: no finding"
 checkpoints() { find "$out" -maxdepth 1 -name 'checkpoint-*' -printf '%f\n' 2>/dev/null | sort -t- -k2 -n; }
 one_checkpoint() { [ "$(checkpoints | wc -l)" -ge 1 ]; }
 
