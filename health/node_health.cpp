@@ -336,6 +336,11 @@ void node_health::on_deaths() {
   }
 }
 
+void node_health::trainctl_ended_ranks() {
+  on_deaths();  // the deaths that came before, with their own times
+  if (caused_since_ms_ == 0) caused_since_ms_ = unix_now_ms();
+}
+
 void node_health::note_death(pid_t pid, std::int64_t when_ms, int wait_status) {
   auto& w = ranks_[pid];
   w.died_ms = when_ms;
@@ -669,6 +674,54 @@ void node_health::settle_evidence() {
   evidence_.reset();
 }
 
+std::string node_health::peer_death() const {
+  if (opts_.job_id.empty() || opts_.batch || step_nodes() < 2 || (log_dir_checked_ && !log_dir_problem_.empty()))
+    return "";
+  const std::string dir = evidence_dir(), me = node_name();
+  child_spec spec;
+  spec.deadline = milliseconds(1000);
+  spec.ignore_signals = opts_.notices;
+  spec.work = [dir, me]() -> std::string {
+    // Not created here: a step nobody's rank has ended in has no evidence yet.
+    const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_uid != getuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+      if (fd >= 0) close(fd);
+      return "";
+    }
+    const std::int64_t now = unix_now_ms();
+    std::int64_t first = -1;
+    int status = -1;
+    std::string who;
+    DIR* d = fdopendir(fd);  // owns fd now
+    while (dirent* e = d != nullptr ? readdir(d) : nullptr) {
+      const std::string name = e->d_name;
+      if (name == me || !valid_node_name(name)) continue;
+      const int f = openat(dirfd(d), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+      struct stat fs {};
+      char buf[128] = {};
+      if (f < 0) continue;
+      const bool ours = fstat(f, &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_uid == getuid();
+      const ssize_t n = ours ? read(f, buf, sizeof buf - 1) : -1;
+      close(f);
+      long long t = 0;
+      int s = -1;
+      // A peer that finished (exit 0) is no failure; an unknown end (-1) may be one.
+      if (n <= 0 || std::sscanf(buf, "first_ms=%lld status=%d", &t, &s) < 1 || t > now || s == 0) continue;
+      if (first < 0 || t < first) {
+        first = t;
+        status = s;
+        who = name;
+      }
+    }
+    if (d != nullptr) closedir(d);
+    if (first < 0) return "";
+    return "a rank on " + who + " ended with " + how_it_ended(status) + " " + to_ms_text(now - first) + " before";
+  };
+  const child_result r = run_child(spec);
+  return r.ok() ? r.output : "";
+}
+
 // The culprit rule (see the header). Runs once, after the command ended; on a step of
 // several nodes it also says this node is done with the step's crash evidence, which the
 // last node removes when nobody was blamed.
@@ -680,7 +733,8 @@ void node_health::command_ended(int status) {
   const bool failed = (WIFEXITED(status) && WEXITSTATUS(status) != 0) || WIFSIGNALED(status);
   const int nodes = step_nodes();
   bool judge = failed;
-  if (judge && (caused_deaths_ || hung_)) {
+  const bool caused = caused_since_ms_ != 0 && (first_dead_ == 0 || first_death_ms_ >= caused_since_ms_);
+  if (judge && (caused || hung_)) {
     log("crash: not judged: trainctl itself told the ranks to stop or ended them");
     judge = false;
   }

@@ -68,11 +68,18 @@ class node_health {
   void set_state(node_state_file* state) { state_ = state; }
   // Whether `pid` belongs to node health (its child and that child's group).
   bool owns(pid_t pid) const;
-  // Trainctl itself told the ranks to stop or ended them: deaths are not findings.
-  void trainctl_ended_ranks() { caused_deaths_ = true; }
+  // Trainctl itself told the ranks to stop or ended them: deaths from now on are not
+  // findings (a rank of this node that died before, the culprit of a crash that made
+  // SLURM end the step, still is).
+  void trainctl_ended_ranks();
   // The command ended with `status`: decides on the crash culprit. May wait (bounded,
   // a few seconds) for the other nodes' evidence; the loop is over by then.
   void command_ended(int status);
+  // Whether a rank on another node of this step ended before now: one line naming the
+  // earliest ("a rank on n2 ended by SIGABRT 652 ms before"), "" when none is recorded
+  // (one node, no job, the log directory unusable). Reads the step's crash evidence in a
+  // child, waiting 1 s at most.
+  std::string peer_death() const;
   // Ends a dump still running (the command ended first).
   void abandon();
   bool hung() const { return hung_; }
@@ -124,9 +131,9 @@ class node_health {
   std::function<bool()> records_;
   std::chrono::milliseconds training_budget_{0}, shortest_phase_budget_{0};
   std::int64_t stall_ms_ = 0;
-  std::int64_t quiet_before_ = 0;  // the longest training quiet time earlier tasks recorded (auto)
-  bool caused_deaths_ = false;
-  bool ending_ = false;  // command_ended runs: its child writes this node's evidence
+  std::int64_t quiet_before_ = 0;     // the longest training quiet time earlier tasks recorded (auto)
+  std::int64_t caused_since_ms_ = 0;  // when trainctl first told the ranks to stop or ended them
+  bool ending_ = false;               // command_ended runs: its child writes this node's evidence
   bool hung_ = false;
   std::int64_t hung_since_ms_ = 0;  // when the hang was found: only later beats end it
   bool all_started_ = false;        // every rank found has reached its first agreement

@@ -310,13 +310,17 @@ void supervisor::fire(std::uint32_t flag, const char* why) {
   note_exit_told(flag & kFlagPreempted  ? "preempted"
                  : flag & kFlagDeadline ? "deadline"
                  : flag & kFlagHang     ? "hang"
+                 : flag & kFlagPeer     ? "peer-failed"
                                         : "signal");
   run_hook(flag);
 }
 
 void supervisor::run_hook(std::uint32_t flag) {
   if (flag & kFlagHang) return;  // on_hang runs the hook itself, with the summary
-  const char* kind = flag & kFlagPreempted ? "preempted" : flag & kFlagDeadline ? "deadline" : "signal";
+  const char* kind = flag & kFlagPreempted  ? "preempted"
+                     : flag & kFlagDeadline ? "deadline"
+                     : flag & kFlagPeer     ? "peer-failed"
+                                            : "signal";
   hook_.notice(kind, deadline_ms_, end_ms_, "");
 }
 
@@ -570,6 +574,19 @@ void supervisor::handle_signal(const signalfd_siginfo& si) {
       learn_cut_save();
     }
     if (notice_pending_) return;  // the one before is still waiting for its answer
+    if (sig == SIGTERM && !term_seen_) {
+      // SLURM ends a step's other tasks with TERM when one fails (srun --kill-on-bad-exit;
+      // 26.05 sends TERM before KILL): that is a peer's death, no time limit or preemption.
+      const std::string peer = health_.peer_death();
+      if (!peer.empty()) {
+        term_seen_ = true;
+        log("SIGTERM came when %s: a task of this step failed and SLURM ends the others (srun --kill-on-bad-exit), "
+            "not a time limit or a preemption; the ranks save if they still can (reason peer-failed)",
+            peer.c_str());
+        fire(kFlagPeer, "peer-failed");
+        return;
+      }
+    }
     // Only a TERM can be a preemption (SLURM sends it at the start of the grace, with
     // the user's signal if any), and one at the known EndTime is the time limit: any
     // other notice (scancel --signal, --signal=SIG@TIME) leaves EndTime where it was.

@@ -23,11 +23,12 @@ enum flag_bits : std::uint32_t {
   kFlagExitSwitch = 1u << 4,  // some exit switch (kill switch or user exit switch) exists
   kFlagDecided = 1u << 5,     // local only: an agreed exit was already decided
   kFlagHang = 1u << 6,        // the supervisor found a rank hung (--hang-action=save-exit)
+  kFlagPeer = 1u << 7,        // the step ends because a task on another node failed (a TERM after its death)
 };
 // Any other bit in a node state's flags means the file is not what a publisher wrote.
-constexpr std::uint32_t kKnownFlags = (kFlagHang << 1) - 1;
+constexpr std::uint32_t kKnownFlags = (kFlagPeer << 1) - 1;
 constexpr std::uint32_t kExitMask =
-    kFlagDeadline | kFlagPreempted | kFlagSignal | kFlagMemory | kFlagExitSwitch | kFlagDecided | kFlagHang;
+    kFlagDeadline | kFlagPreempted | kFlagSignal | kFlagMemory | kFlagExitSwitch | kFlagDecided | kFlagHang | kFlagPeer;
 
 enum class switch_kind : std::uint32_t { exit = 1, save = 2 };
 

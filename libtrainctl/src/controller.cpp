@@ -49,6 +49,7 @@ enum vote_index : std::size_t {
   kVoteSlowest = 4,
   kVoteNegFastest = 5,
   kVoteHang = 6,
+  kVotePeer = 7,
   kVoteSwitch0 = 8
 };
 constexpr std::size_t kMaxLocalSwitches = kVoteLen - kVoteSwitch0;
@@ -371,11 +372,9 @@ void controller::impl::note_notices(const node_state& n, std::uint32_t agreed) {
   // A signal the rank caught is a notice of its own only without a supervisor: with one,
   // it is the supervisor's relay of a notice its flags already tell.
   if (!supervised && (g_signals_seen.load(std::memory_order_acquire) & signal_mask) != 0) flags |= kFlagSignal;
-  static constexpr std::pair<std::uint32_t, const char*> kKinds[] = {{kFlagPreempted, "preempted"},
-                                                                     {kFlagDeadline, "deadline"},
-                                                                     {kFlagSignal, "signal"},
-                                                                     {kFlagMemory, "memory"},
-                                                                     {kFlagHang, "hang"}};
+  static constexpr std::pair<std::uint32_t, const char*> kKinds[] = {
+      {kFlagPreempted, "preempted"}, {kFlagDeadline, "deadline"}, {kFlagSignal, "signal"},
+      {kFlagMemory, "memory"},       {kFlagHang, "hang"},         {kFlagPeer, "peer-failed"}};
   for (const auto& [flag, kind] : kKinds) {
     if ((flags & flag) != 0 && (noticed_flags.fetch_or(flag) & flag) == 0) note_event("notice", -1, -1, kind);
   }
@@ -715,6 +714,7 @@ void controller::impl::fill_vote(std::int64_t* v, std::size_t len) const {
   v[kVotePreempted] = (bits & kFlagPreempted) != 0;
   v[kVoteMemory] = (bits & kFlagMemory) != 0;
   v[kVoteHang] = (bits & kFlagHang) != 0;
+  v[kVotePeer] = (bits & kFlagPeer) != 0;
   v[kVoteSignal] = caught_signal_counts() || (bits & kFlagSignal) != 0;
   v[kVoteNegFastest] = kNoTime;
   for (std::size_t i = 0; i < switches.size(); ++i) v[kVoteSwitch0 + i] = token_of(switches[i]);
@@ -744,6 +744,7 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
     if (reason.empty() && r[kVoteDeadline]) reason = "deadline";
     if (reason.empty() && r[kVoteMemory]) reason = "memory";
     if (reason.empty() && r[kVoteHang]) reason = "hang";
+    if (reason.empty() && r[kVotePeer]) reason = "peer-failed";
     if (reason.empty() && r[kVoteSignal]) reason = "signal";
     if (reason.empty()) reason = first_switch(false);
     if (!reason.empty()) {
@@ -755,7 +756,8 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
       std::uint32_t agreed = 0;
       for (const auto& [vote, flag] :
            {std::pair{kVotePreempted, kFlagPreempted}, std::pair{kVoteDeadline, kFlagDeadline},
-            std::pair{kVoteMemory, kFlagMemory}, std::pair{kVoteHang, kFlagHang}, std::pair{kVoteSignal, kFlagSignal}})
+            std::pair{kVoteMemory, kFlagMemory}, std::pair{kVoteHang, kFlagHang}, std::pair{kVotePeer, kFlagPeer},
+            std::pair{kVoteSignal, kFlagSignal}})
         if (r[vote]) agreed |= flag;
       m.note_notices(m.state(), agreed);
       if (m.cfg.rank == 0)

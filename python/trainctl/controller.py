@@ -10,7 +10,7 @@ from ._native import TrainctlError, check as _check, lib as _lib
 
 class Decision:
     """What every rank does at this step. `reason` is why it exits ("" when it does not):
-    kill-switch, deadline, preempted, memory, hang, signal, or a user switch's name."""
+    kill-switch, deadline, preempted, memory, hang, peer-failed, signal, or a user switch's name."""
 
     __slots__ = ("exit", "save", "reason", "save_reason")
 

@@ -75,7 +75,7 @@ class TRAINCTL_API config {
 struct decision {
   bool exit = false;
   bool save = false;
-  std::string reason;       // kill-switch, deadline, preempted, memory, hang, signal, or a switch name
+  std::string reason;       // kill-switch, deadline, preempted, memory, hang, peer-failed, signal, or a switch name
   std::string save_reason;  // save-switch or a user save switch's name
 };
 
