@@ -97,6 +97,37 @@ int step_nodes() {
   return 1;
 }
 
+// Another node's first rank death, as it wrote it into the step's crash evidence.
+struct node_death {
+  std::string node;
+  std::int64_t first_ms = 0;
+  int status = -1;  // a wait status; -1 unknown
+};
+
+// Every other node's line in the crash evidence directory (open as `fd`): regular files
+// of this user named as nodes, read without following links or blocking.
+std::vector<node_death> other_deaths(int fd, const std::string& me) {
+  std::vector<node_death> out;
+  DIR* d = fdopendir(dup(fd));
+  while (dirent* e = d != nullptr ? readdir(d) : nullptr) {
+    const std::string name = e->d_name;
+    if (name == me || !valid_node_name(name)) continue;
+    const int f = openat(fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat fs {};
+    char buf[128] = {};
+    if (f < 0) continue;
+    const bool ours = fstat(f, &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_uid == getuid();
+    const ssize_t n = ours ? read(f, buf, sizeof buf - 1) : -1;
+    close(f);
+    long long t = 0;
+    int status = -1;
+    if (n <= 0 || std::sscanf(buf, "first_ms=%lld status=%d", &t, &status) < 1) continue;
+    out.push_back({name, t, status});
+  }
+  if (d != nullptr) closedir(d);
+  return out;
+}
+
 // Marks this node's judgement done in the crash evidence directory (open as `fd`) and,
 // when every node of the step has marked it and none was blamed, removes the directory:
 // a step that ended without a finding leaves nothing in the log directory. A node whose
@@ -693,28 +724,14 @@ std::string node_health::peer_death() const {
     std::int64_t first = -1;
     int status = -1;
     std::string who;
-    DIR* d = fdopendir(fd);  // owns fd now
-    while (dirent* e = d != nullptr ? readdir(d) : nullptr) {
-      const std::string name = e->d_name;
-      if (name == me || !valid_node_name(name)) continue;
-      const int f = openat(dirfd(d), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-      struct stat fs {};
-      char buf[128] = {};
-      if (f < 0) continue;
-      const bool ours = fstat(f, &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_uid == getuid();
-      const ssize_t n = ours ? read(f, buf, sizeof buf - 1) : -1;
-      close(f);
-      long long t = 0;
-      int s = -1;
+    for (const node_death& n : other_deaths(fd, me)) {
       // A peer that finished (exit 0) is no failure; an unknown end (-1) may be one.
-      if (n <= 0 || std::sscanf(buf, "first_ms=%lld status=%d", &t, &s) < 1 || t > now || s == 0) continue;
-      if (first < 0 || t < first) {
-        first = t;
-        status = s;
-        who = name;
-      }
+      if (n.first_ms > now || n.status == 0 || (first >= 0 && n.first_ms >= first)) continue;
+      first = n.first_ms;
+      status = n.status;
+      who = n.node;
     }
-    if (d != nullptr) closedir(d);
+    close(fd);
     if (first < 0) return "";
     return "a rank on " + who + " ended with " + how_it_ended(status) + " " + to_ms_text(now - first) + " before";
   };
@@ -803,25 +820,11 @@ bool node_health::judge_first_death(int fd, const std::string& me, std::int64_t 
   std::this_thread::sleep_for(kEvidenceWait);  // the other nodes' first deaths
   std::int64_t next_other = -1;
   std::string closest;
-  DIR* d = fdopendir(dup(fd));
-  while (dirent* e = d != nullptr ? readdir(d) : nullptr) {
-    const std::string name = e->d_name;
-    if (name == me || !valid_node_name(name)) continue;
-    const int f = openat(fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    struct stat fs {};
-    char buf[128] = {};
-    if (f < 0) continue;
-    const bool ours = fstat(f, &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_uid == getuid();
-    const ssize_t n = ours ? read(f, buf, sizeof buf - 1) : -1;
-    close(f);
-    long long t = 0;
-    if (n <= 0 || std::sscanf(buf, "first_ms=%lld", &t) != 1) continue;
-    if (next_other < 0 || t < next_other) {
-      next_other = t;
-      closest = name;
-    }
+  for (const node_death& n : other_deaths(fd, me)) {
+    if (next_other >= 0 && n.first_ms >= next_other) continue;
+    next_other = n.first_ms;
+    closest = n.node;
   }
-  if (d != nullptr) closedir(d);
   if (next_other >= 0 && next_other <= mine + skew) {
     out << "crash: rank pid " << pid << " on this node died by " << how_it_ended(st) << ", but a rank on " << closest
         << " ended "
