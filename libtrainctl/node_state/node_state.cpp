@@ -385,6 +385,47 @@ void node_state_file::release_publisher() {
   lock_fd_ = -1;
 }
 
+namespace {
+
+bool terminated(const char* text, std::size_t size) { return std::memchr(text, '\0', size) != nullptr; }
+
+// What no publisher or rank writes: a value out of its field's range, a slot that is
+// half a claim, text without its end. Junk past an intact header (random bytes over the
+// slots) fails one of these with certainty for all practical purposes: 16 switch slots
+// whose state must be 0, 1 or 2, 64 beats whose phase and exit mark are small numbers.
+std::string bad_field(const node_state& ns) {
+  if (ns.deadline_ms.load() < 0 || ns.save_max.load() < 0 || ns.supervised.load() < 0 || ns.supervised.load() > 1 ||
+      ns.publish_every_ms.load() < 0 || ns.longest_save_ms.load() < 0 || ns.longest_quiet_ms.load() < 0)
+    return "a header field out of range";
+  for (const switch_slot& s : ns.slots) {
+    const std::uint32_t st = s.state.load(std::memory_order_acquire);
+    if (st > 2) return "a switch slot's state";
+    if (st == 0 && (s.kind != 0 || s.token.load() != 0 || s.count.load() != 0 || s.name[0] != 0 || s.path[0] != 0))
+      return "a free switch slot that holds data";
+    if (st == 2 && ((s.kind != static_cast<std::uint32_t>(switch_kind::exit) &&
+                     s.kind != static_cast<std::uint32_t>(switch_kind::save)) ||
+                    s.token.load() < 0 || s.count.load() < 0 || !terminated(s.name, sizeof s.name) ||
+                    !terminated(s.path, sizeof s.path)))
+      return "a switch slot's fields";
+  }
+  for (const rank_beat& b : ns.beats) {
+    const std::int32_t phase = b.phase.load();
+    if (b.pid.load() < 0 || b.rank.load() < -1 || b.beat_ms.load() < 0 || b.step_us.load() < 0 || b.slow.load() < 0 ||
+        b.exiting.load() < 0 || b.exiting.load() > 1 || phase < 0 || phase > kPhaseNamed + kMaxPhases ||
+        b.reserved != 0 || b.phase_ms.load() < 0)
+      return "a heartbeat slot's fields";
+  }
+  for (const phase_slot& p : ns.phases) {
+    const std::uint32_t st = p.state.load(std::memory_order_acquire);
+    if (st > 2 || p.reserved != 0 || p.longest_ms.load() < 0 ||
+        (st == 0 && (p.name[0] != 0 || p.longest_ms.load() != 0)) || (st == 2 && !terminated(p.name, sizeof p.name)))
+      return "a phase slot's fields";
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string node_state_file::damage() const {
   std::string what;
   struct stat st {};
@@ -398,6 +439,8 @@ std::string node_state_file::damage() const {
     what = "was overwritten (no trainctl header)";
   else if ((state_->flags.load(std::memory_order_relaxed) & ~kKnownFlags) != 0)
     what = "was overwritten (unknown flag bits)";
+  else if (const std::string field = bad_field(*state_); !field.empty())
+    what = "was overwritten past its header (" + field + ")";
   return what.empty() ? "" : "node state " + path_ + " " + what;
 }
 

@@ -184,7 +184,11 @@ struct controller::impl {
   // A state without its header (overwritten) lends no slot: junk would read as touches.
   std::int64_t token_of(const local_switch& s) const {
     const node_state& n = state();
-    const bool slot = s.slot >= 0 && has_header(n);
+    // Only a slot that still holds this switch: junk over it (damage the watcher has
+    // not seen yet) must not read as a touch or a kill switch.
+    const bool slot =
+        s.slot >= 0 && has_header(n) && n.slots[s.slot].state.load(std::memory_order_acquire) == 2 &&
+        n.slots[s.slot].kind == static_cast<std::uint32_t>(s.exit ? switch_kind::exit : switch_kind::save);
     if (!s.exit) return std::max(s.floor, slot ? n.slots[s.slot].count.load(std::memory_order_acquire) : 0);
     std::int64_t t = s.initial;
     if (slot) t = std::max(t, n.slots[s.slot].token.load(std::memory_order_acquire));

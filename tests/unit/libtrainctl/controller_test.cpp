@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstddef>
 #include <functional>
 #include <future>
 #include <limits>
@@ -173,21 +174,23 @@ TEST(Controller, ARankTakesOverFromAStoppedPublisher) {
 // A truncated or overwritten node state: one line, then the rank watches on its own
 // (no SIGBUS, no exit for reasons nobody gave).
 TEST(Controller, ADamagedNodeStateFallsBackToWatchingAlone) {
-  for (const bool truncate_it : {true, false}) {
+  enum { truncated, junk, junk_past_header };
+  for (const int how : {truncated, junk, junk_past_header}) {
     temp_dir t;
     controller ctl(base_config(t));
-    if (truncate_it) {
+    if (how == truncated) {
       ASSERT_EQ(truncate((t / "state-node0").c_str(), 0), 0);
     } else {
-      t.write("state-node0.junk", "");
+      // Junk from the start, or past an intact header (over the switch slots).
+      const off_t at = how == junk ? 0 : static_cast<off_t>(offsetof(node_state, slots));
       const int fd = open((t / "state-node0").c_str(), O_WRONLY);
-      const std::string junk(4096, '\x5a');
-      ASSERT_EQ(pwrite(fd, junk.data(), junk.size(), 0), static_cast<ssize_t>(junk.size()));
+      const std::string bytes(4096, '\x5a');
+      ASSERT_EQ(pwrite(fd, bytes.data(), bytes.size(), at), static_cast<ssize_t>(bytes.size()));
       close(fd);
     }
-    EXPECT_FALSE(ctl.should_exit()) << (truncate_it ? "truncated" : "junk");
+    EXPECT_FALSE(ctl.should_exit()) << how;
     const decision at_once = ctl.check(1);  // before the watcher has noticed: junk is no touch
-    EXPECT_FALSE(at_once.exit || at_once.save) << at_once.reason << at_once.save_reason;
+    EXPECT_FALSE(at_once.exit || at_once.save) << how << ": " << at_once.reason << at_once.save_reason;
     std::this_thread::sleep_for(300ms);  // the watcher notices and falls back
     EXPECT_FALSE(ctl.check(1).exit);
     touch(t / "KILL");

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cstddef>
 
 #include "fixture.hpp"
 
@@ -92,6 +93,28 @@ TEST(NodeState, JunkOverAStateIsDamageAndNoFlags) {
   close(fd);
   EXPECT_EQ(valid_flags(a.get()), 0u);  // not "every exit reason at once"
   EXPECT_NE(a.damage().find("was overwritten"), std::string::npos) << a.damage();
+}
+
+// Random bytes after an intact header: every slot is checked, not only the header and
+// the flag bits (issue 34: C ranks exited with reason kill-switch, Python ranks ignored
+// the switches, and no line said anything).
+TEST(NodeState, JunkPastAnIntactHeaderIsDamage) {
+  temp_dir t;
+  node_state_file a(t / "state");
+  a.register_switch(switch_kind::exit, "kill-switch", "/x/kill");
+  EXPECT_EQ(a.damage(), "") << "a state as trainctl writes it";
+  const std::size_t from = offsetof(node_state, slots);
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    std::string junk(sizeof(node_state) - from, '\0');
+    unsigned x = seed;
+    for (char& c : junk) c = static_cast<char>((x = x * 1103515245u + 12345u) >> 16);
+    const int fd = open((t / "state").c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(pwrite(fd, junk.data(), junk.size(), static_cast<off_t>(from)), static_cast<ssize_t>(junk.size()));
+    close(fd);
+    EXPECT_NE(a.damage().find("was overwritten past its header"), std::string::npos)
+        << "seed " << seed << ": " << a.damage();
+  }
 }
 
 TEST(NodeState, RegisteringTheSameSwitchTwiceGivesOneSlot) {
