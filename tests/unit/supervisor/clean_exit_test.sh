@@ -26,7 +26,10 @@ check_run() {  # check_run WHAT COMMAND...: one run, counted when it says "behin
 for _ in $(seq 1 "$runs"); do check_run "trainctl-run -- true" true; done
 echo "clean exits of true that said something was left behind: $said of $runs"
 [ "$said" -eq 0 ] || { echo "FAIL"; exit 1; }
-[ -n "$pkg" ] || exit 0
+if [ -z "$pkg" ]; then
+  echo "the loop part is not run: no Python package given (a sanitized build: Python cannot load its library)"
+  exit 0
+fi
 
 # A loop that uses trainctl (its rank takes a heartbeat slot, so its end is a rank's
 # death the supervisor writes down for a step of 2 nodes), as the first node of a step.
