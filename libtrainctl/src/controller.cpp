@@ -513,6 +513,9 @@ void controller::phase_begin(const std::string& name) {
                                 "': accepted: 1 to 31 of letters, digits, '_', '.', '-' (not first), e.g. eval");
   impl& m = *impl_;
   std::int32_t phase = kPhaseSave;
+  // The loop's own save is a save on `trainctl report`'s timeline too (inside one trainctl
+  // asked for, it only ends that one more precisely).
+  if (name == "save" && m.save_started_us == 0) m.note_event("save", m.last_step, -1, "loop");
   if (name != "save") {
     const int slot = claim_phase_slot(m.state(), name);
     phase = kPhaseNamed + (slot >= 0 ? slot : kMaxPhases);  // past the table: judged without a learnt budget

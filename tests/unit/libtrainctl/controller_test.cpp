@@ -953,3 +953,27 @@ TEST(Phases, TheLongestQuietTimeOfATrainingRankIsKeptForAuto) {
   w.ranks[0]->phase_end();
   EXPECT_EQ(node0.get().longest_quiet_ms.load(), quiet);
 }
+
+// The loop's own save (ctl.phase("save"), the HF callback at the Trainer's save steps) is
+// a save on the report's timeline; inside a save trainctl decided it only ends that one.
+TEST(Phases, TheLoopsOwnSaveIsASaveOnTheReportsTimeline) {
+  temp_dir t;
+  {
+    const run_events_env env(t, "4545");
+    world w(t, 1, 1);
+    w.step(3);
+    {
+      phase_section save(*w.ranks[0], "save");
+      std::this_thread::sleep_for(60ms);
+    }
+    w.step(4);
+  }
+  std::string why;
+  const auto events = read_run_events(t / "runs/4545", &why);
+  ASSERT_EQ(why, "");
+  const std::string seen = events_seen(events);
+  EXPECT_EQ(seen, "first_step save:loop saved end ") << seen;
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[1].step, 3);
+  EXPECT_GE(events[2].took_ms, 60);
+}
