@@ -452,9 +452,9 @@ void node_health::learn_budgets() {
 // The budget of a phase, said in the log the first time a rank is seen in it with this
 // budget (a learnt budget grows, and is said again).
 hang_budget node_health::budget_of(const std::string& name) {
-  const hang_budget b = budget_for(rules_, name == "?" ? "" : name, name.empty() ? quiet_before_ : learnt_[name]);
-  hang_budget out = b;
-  if (name == "?") out = {std::max(training_budget_, kFirstPhaseBudget), "a phase past the node state's table"};
+  hang_budget out =
+      name == "?" ? hang_budget{std::max(training_budget_, kFirstPhaseBudget), "a phase past the node state's table"}
+                  : budget_for(rules_, name, name.empty() ? quiet_before_ : learnt_[name]);
   std::int64_t& said = budget_said_[name];
   if (said != out.budget.count() && !(name.empty() && opts_.hang_timeout.count() > 0)) {
     said = out.budget.count();

@@ -183,7 +183,7 @@ TEST(Controller, ADamagedNodeStateFallsBackToWatchingAlone) {
     } else {
       // Junk from the start, or past an intact header (over the switch slots).
       const off_t at = how == junk ? 0 : static_cast<off_t>(offsetof(node_state, slots));
-      const int fd = open((t / "state-node0").c_str(), O_WRONLY);
+      const int fd = open((t / "state-node0").c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
       const std::string bytes(4096, '\x5a');
       ASSERT_EQ(pwrite(fd, bytes.data(), bytes.size(), at), static_cast<ssize_t>(bytes.size()));
       close(fd);

@@ -108,7 +108,7 @@ TEST(NodeState, JunkPastAnIntactHeaderIsDamage) {
     std::string junk(sizeof(node_state) - from, '\0');
     unsigned x = seed;
     for (char& c : junk) c = static_cast<char>((x = x * 1103515245u + 12345u) >> 16);
-    const int fd = open((t / "state").c_str(), O_WRONLY);
+    const int fd = open((t / "state").c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
     ASSERT_GE(fd, 0);
     ASSERT_EQ(pwrite(fd, junk.data(), junk.size(), static_cast<off_t>(from)), static_cast<ssize_t>(junk.size()));
     close(fd);
