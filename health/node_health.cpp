@@ -40,6 +40,10 @@ constexpr milliseconds kJobDumpWait{30000};
 // Without a stacks directory to count the other nodes' dumps by, how long every node
 // waits before acting: the others find the hang within a few of their ticks.
 constexpr milliseconds kNoDumpGrace{5000};
+// How long a node other than the first waits, after its own summary line, for the first
+// node's job-wide line before its action may end the step (and with it the first node's
+// dump, before that line is written).
+constexpr milliseconds kJobLineWait{10000};
 // A dump (stacks, the wait for the other nodes) that takes longer is ended.
 constexpr milliseconds kDumpLimit{120000};
 // How long a node that may be the crash culprit waits for the other nodes' evidence.
@@ -603,6 +607,9 @@ void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms
       out << "summary stacks not saved (" << why_not << ")\n";
       return out.str();
     }
+    // The first node's job-wide line for this hang comes after every node's dump, so
+    // after this count.
+    const std::size_t job_lines_before = job_wide_summaries(fd);
     dump_options o;
     o.out_dir = dir;
     o.dir_fd = fd;
@@ -658,6 +665,9 @@ void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms
     const std::string line = job_wide ? summary : "only " + node_name() + "'s ranks (node " + node + "): " + summary;
     const std::string why_summary = append_in_dir(fd, "summary.txt", timed_line(line), o.file_mode);
     if (!why_summary.empty()) out << "log hang: " << why_summary << "\n";
+    if (!job_wide)
+      for (auto end = clock::now() + kJobLineWait; job_wide_summaries(fd) <= job_lines_before && clock::now() < end;)
+        std::this_thread::sleep_for(milliseconds(100));
     close(fd);
     out << "summary " << summary << "\n";
     return out.str();

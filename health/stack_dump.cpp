@@ -291,6 +291,23 @@ std::string append_in_dir(int dir_fd, const std::string& name, const std::string
   return why;
 }
 
+std::size_t job_wide_summaries(int dir_fd) {
+  const int fd = open_own_file(dir_fd, "summary.txt", O_RDONLY, 0);
+  if (fd < 0) return 0;
+  std::string text;
+  char buf[65536];
+  ssize_t n;
+  while (text.size() < (8u << 20) && (n = read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  close(fd);
+  std::size_t count = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const auto space = line.find(' ');  // after the time
+    if (space != std::string::npos && line.compare(space + 1, 5, "only ") != 0) ++count;
+  }
+  return count;
+}
+
 std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const dump_options& o) {
   const std::string host = node_name();
   // Native stacks first: the stack signal would interrupt a rank blocked in a C call

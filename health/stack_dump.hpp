@@ -70,6 +70,10 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
 // Appends `line` to `name` in the stacks directory: a regular file of this user only,
 // never through a link, never blocking (a FIFO is refused). "" or why not.
 std::string append_in_dir(int dir_fd, const std::string& name, const std::string& line, mode_t mode);
+// How many job-wide lines summary.txt in the stacks directory holds: the lines whose
+// text (after the time) does not begin "only " (another node's own view). Read as
+// append_in_dir writes: this user's regular file only, no link, no block.
+std::size_t job_wide_summaries(int dir_fd);
 
 // The innermost frame of the main thread in a faulthandler dump ("" when none):
 // the block of thread `main_thread` ("0x..." as trainctl's Python package wrote it

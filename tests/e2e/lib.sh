@@ -48,10 +48,14 @@ cleanup() {
       tail -n 40 "$f"
     done
   fi
-  # Wait (bounded) for the cancelled jobs to leave the nodes before the next test.
+  # Wait (bounded) for the cancelled jobs to leave the nodes before the next test, and
+  # before the directory goes: a rank still saving writes into it. squeue lists every
+  # task of an array by the array's id (job_state reads one task's state of several)
+  # until its processes are gone (COMPLETING included).
   for j in "${SUBMITTED[@]}"; do
     for _ in $(seq 1 60); do
-      case "$(job_state "$j")" in PENDING | RUNNING | COMPLETING | CONFIGURING) sleep 0.5 ;; *) break ;; esac
+      squeue -h -j "$j" -o %i 2>/dev/null | grep -q . || break
+      sleep 0.5
     done
   done
   if [ -n "${TRAINCTL_E2E_KEEP:-}" ]; then log "kept $TEST_DIR"; else rm -rf "$TEST_DIR"; fi

@@ -73,6 +73,13 @@ inline std::string read_file(const std::string& path) {
   close(fd);
   return text;
 }
+// The state letter of process `pid` in /proc/PID/stat ('R', 'S', ...; 0 when unreadable):
+// a test waits for a child it forked to be asleep where it put it before it looks.
+inline char process_state(pid_t pid) {
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : '\0';
+}
 inline bool exists(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0;

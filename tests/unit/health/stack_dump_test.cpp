@@ -102,6 +102,11 @@ TEST(StackDump, ARankWithoutThePythonPackageGetsANativeStackAndTheDumpReadsBack)
     pause();
     _exit(0);
   }
+  // Dump only once the child sleeps in pause(): on a loaded machine (the test command
+  // runs the releases' unit tests beside the host's end-to-end tests) it may not have
+  // got there yet, and its innermost frame would be fork's.
+  for (int i = 0; i < 500 && trainctl_test::process_state(child) != 'S'; ++i) usleep(10000);
+  ASSERT_EQ(trainctl_test::process_state(child), 'S') << "the child never reached pause()";
   proc_info p;
   p.pid = child;
   p.ours = true;
