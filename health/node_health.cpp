@@ -772,6 +772,17 @@ void node_health::command_ended(int status) {
     log("crash: no rank death was seen on this node (its ranks do not use trainctl): no node is blamed");
     judge = false;
   }
+  // A truncated node state faults in every process that maps it: a rank that died of
+  // that SIGBUS (its guard displaced, or a program of its own) tells nothing of the node.
+  if (judge && first_death_status_ >= 0 && WIFSIGNALED(first_death_status_) &&
+      WTERMSIG(first_death_status_) == SIGBUS) {
+    const std::string damage = !state_damage_.empty() ? state_damage_ : state_ != nullptr ? state_->damage() : "";
+    if (!damage.empty()) {
+      log("crash: not judged: the first rank death on this node was SIGBUS, and the " + damage +
+          ": trainctl's own state, no fault of the node");
+      judge = false;
+    }
+  }
   if (!log_dir_problem_.empty()) {
     if (judge) log("crash: not judged: " + log_dir_problem_);
     return;

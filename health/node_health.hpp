@@ -66,6 +66,12 @@ class node_health {
   bool reaped(pid_t pid, int status);
   // The node state was given up (damaged) or closed: not read any more.
   void set_state(node_state_file* state) { state_ = state; }
+  // The node state was given up because of `damage` (one line): a rank's SIGBUS from
+  // now on is the damaged state's, not a fault of the node.
+  void state_damaged(const std::string& damage) {
+    state_damage_ = damage;
+    state_ = nullptr;
+  }
   // Whether `pid` belongs to node health (its child and that child's group).
   bool owns(pid_t pid) const;
   // Trainctl itself told the ranks to stop or ended them: deaths from now on are not
@@ -116,6 +122,7 @@ class node_health {
   bool log_dir_checked_ = false;
   bool log_dir_group_ = false;
   node_state_file* state_ = nullptr;
+  std::string state_damage_;
   pid_t command_ = 0;
   pid_t self_ = 0;
   int epoll_fd_ = -1;

@@ -99,6 +99,9 @@ def parse_args():
                    help="every step all_reduces a gradient tensor through torch.distributed itself (as a loop "
                         "without DDP, or FSDP, does); trainctl.watch_collectives marks the time outside "
                         "collectives as each rank's own compute")
+    faults.add_argument("--faulthandler", action="store_true",
+                        help="faulthandler.enable() after the Controller is made, as many training scripts "
+                        "do (trainctl's guard of its node state stays first)")
     faults.add_argument("--ignore-exit-rank", type=int, default=-1,
                         help="this rank keeps training when trainctl asks it to exit, as a loop that never "
                         "looks at d.exit would (the supervisor names it)")
@@ -223,6 +226,9 @@ def main():
 
 def train(args, run):
     ctl = trainctl.Controller()
+    if args.faulthandler:
+        import faulthandler
+        faulthandler.enable()
     last = run.newest_checkpoint()
     start = 0 if last is None else last + 1
     run.log("start", step=start, world=run.world, resumed_from=last)

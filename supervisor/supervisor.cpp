@@ -629,7 +629,7 @@ void supervisor::look_after_state() {
         damage.c_str(), signal_name(opts_.graceful_signal).c_str(),
         opts_.hang_timeout.count() != 0 ? ", and hangs are no longer detected in this step" : "");
     pub_.reset();
-    health_.set_state(nullptr);
+    health_.state_damaged(damage);
     state_.reset();  // the ranks still hold it: the file stays for them
     return;
   }

@@ -173,6 +173,12 @@ class node_state_file {
   node_state* state_ = nullptr;
 };
 
+// Puts the node state's SIGBUS guard (see node_state.cpp) first again when a handler
+// installed later took its place (Python's faulthandler.enable() after the Controller
+// was made); that handler then runs for every fault outside a node state. True when it
+// had to. Cheap (one sigaction call): the watchers call it at each wake.
+bool rearm_sigbus_guard();
+
 // A copy of the node state at `path` for a reader that must leave it as it is (trainctl
 // status): read once, no lock taken (the last rank's unlink_if_last is not held up),
 // nothing created. Null with *why (one line) when it is not a node state of this user.

@@ -400,6 +400,13 @@ void controller::impl::flush_events_at_end() {
 
 void controller::impl::look_after_state(std::unique_ptr<publisher>& pub, const publisher_options& popts) {
   flush_events();
+  // Once per process: the guard is the process's, and so is the handler that displaced it.
+  static std::atomic<bool> told_rearm{false};
+  if (rearm_sigbus_guard() && !told_rearm.exchange(true))
+    std::fprintf(stderr,
+                 "trainctl: rank %d (pid %d): a SIGBUS handler was installed after trainctl's guard of the node state "
+                 "(as faulthandler.enable() does); the guard runs first again and passes other faults to it\n",
+                 cfg.rank, static_cast<int>(getpid()));
   if (file && ns.load(std::memory_order_relaxed) != private_state.get()) {
     const std::string damage = file->damage();
     if (!damage.empty()) {

@@ -1,10 +1,15 @@
 #include "node_state.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cstddef>
+#include <functional>
+#include <string>
+#include <utility>
 
 #include "fixture.hpp"
 
@@ -80,6 +85,88 @@ TEST(NodeState, ATruncatedFileIsDamageNotASigbus) {
   EXPECT_EQ(valid_flags(a.get()), 0u);
   EXPECT_NE(a.damage().find("node state " + (t / "state") + " was truncated"), std::string::npos) << a.damage();
   a.get().flags.fetch_or(kFlagDeadline);  // writes land in the guard's private pages
+}
+
+namespace {
+// A SIGBUS handler installed after trainctl's, as Python's faulthandler.enable() is:
+// it says so on a pipe, puts back the handler it found, and raises the signal again.
+int g_later_pipe = -1;
+struct sigaction g_found {};
+void later_handler(int sig) {
+  (void)!write(g_later_pipe, "L", 1);
+  sigaction(sig, &g_found, nullptr);
+  raise(sig);
+}
+void install_later_handler(int pipe_fd) {
+  g_later_pipe = pipe_fd;
+  struct sigaction sa {};
+  sa.sa_handler = later_handler;
+  sa.sa_flags = SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGBUS, &sa, &g_found);
+}
+// Runs `body` in a child; its wait status, and what the later handler said on the pipe.
+std::pair<int, std::string> in_child(const std::function<int(int)>& body) {
+  int p[2];
+  if (pipe(p) != 0) return {-1, ""};
+  const pid_t child = fork();
+  if (child == 0) {
+    close(p[0]);
+    _exit(body(p[1]));
+  }
+  close(p[1]);
+  int status = -1;
+  waitpid(child, &status, 0);
+  std::string said;
+  char buf[64];
+  for (ssize_t n; (n = read(p[0], buf, sizeof buf)) > 0;) said.append(buf, static_cast<size_t>(n));
+  close(p[0]);
+  return {status, said};
+}
+}  // namespace
+
+// faulthandler.enable() after the Controller was made (issue 34: all 4 Python ranks died
+// of SIGBUS when their node state was truncated): before the watcher's next wake puts the
+// guard first again, the later handler sees the fault, and its raise still ends in the
+// guard's zero pages, not in a death.
+TEST(NodeState, ATruncationSurvivesAHandlerInstalledLater) {
+  temp_dir t;
+  const std::string path = t / "state";
+  const auto [status, said] = in_child([&](int out) {
+    node_state_file a(path);
+    install_later_handler(out);
+    if (truncate(path.c_str(), 0) != 0) return 2;
+    if (valid_flags(a.get()) != 0) return 3;
+    return a.damage().find("was truncated") != std::string::npos ? 0 : 4;
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << "died of signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(said, "L") << "the later handler saw the fault first";
+}
+
+// Re-armed, the guard is first: a truncated node state never reaches the later handler,
+// and a fault anywhere else reaches it as if the guard had not been there (it raises
+// again, and the process dies of SIGBUS as without trainctl).
+TEST(NodeState, ReArmedTheGuardIsFirstAndPassesOtherFaultsOn) {
+  temp_dir t;
+  const std::string path = t / "state", other = t / "other";
+  t.write("other", std::string(4096, 'x'));
+  const auto [status, said] = in_child([&](int out) {
+    node_state_file a(path);
+    install_later_handler(out);
+    if (!rearm_sigbus_guard()) return 2;
+    if (rearm_sigbus_guard()) return 3;  // first already
+    if (truncate(path.c_str(), 0) != 0) return 4;
+    if (valid_flags(a.get()) != 0 || a.damage().empty()) return 5;
+    (void)!write(out, "G", 1);  // the guard handled it alone
+    const int fd = open(other.c_str(), O_RDONLY);
+    auto* map = static_cast<volatile const char*>(mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, 0));
+    if (fd < 0 || map == MAP_FAILED || ftruncate(open(other.c_str(), O_WRONLY), 0) != 0) return 6;
+    return map[0] == 'x' ? 7 : 8;  // faults: never returns
+  });
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exited " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  EXPECT_EQ(WTERMSIG(status), SIGBUS);
+  EXPECT_EQ(said, "GL") << "the guard alone for the node state, then the later handler for the other fault";
 }
 
 TEST(NodeState, JunkOverAStateIsDamageAndNoFlags) {
