@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -97,8 +98,12 @@ void close_from(int first) {
   close(dir);
 }
 
-[[noreturn]] void become_child(const child_spec& s, int in_fd, int out_fd) {
+[[noreturn]] void become_child(const child_spec& s, int in_fd, int out_fd, pid_t parent) {
   setpgid(0, 0);  // one group: a shell's children are killed with it
+  if (s.parent_death_signal != 0) {
+    prctl(PR_SET_PDEATHSIG, s.parent_death_signal);
+    if (getppid() != parent) _exit(127);  // the caller died before the line above
+  }
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -152,8 +157,9 @@ child_result run_child(const child_spec& spec) {
     return r;
   }
   fd_guard out_r{out[0]}, in_w{in[1]};
+  const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid == 0) become_child(spec, in[0], out[1]);
+  if (pid == 0) become_child(spec, in[0], out[1], parent);
   close(out[1]);
   if (in[0] >= 0) close(in[0]);
   if (pid < 0) {
@@ -221,8 +227,9 @@ started_child::started_child(const child_spec& spec) : spec_(spec) {
     error_ = describe(spec) + ": pipe: " + std::strerror(errno);
     return;
   }
+  const pid_t parent = getpid();
   pid_ = fork();
-  if (pid_ == 0) become_child(spec_, -1, out[1]);
+  if (pid_ == 0) become_child(spec_, -1, out[1], parent);
   close(out[1]);
   out_fd_ = out[0];
   if (pid_ < 0) error_ = describe(spec) + ": fork: " + std::strerror(errno);

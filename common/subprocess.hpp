@@ -26,6 +26,9 @@ struct child_spec {
   // outlive the TERM that SLURM sends to every process of the step.
   std::vector<int> ignore_signals;
   bool merge_stderr = false;  // stderr into the output too (else /dev/null)
+  // Sent to the child when the caller dies (PR_SET_PDEATHSIG; 0: none): a helper step
+  // the CLI started (srun) must not outlive a CLI killed with -9.
+  int parent_death_signal = 0;
 };
 
 struct child_result {

@@ -1,6 +1,8 @@
 // trainctl stacks JOB (and trainctl-run --dump-stacks): every rank's stacks of a running
 // job, taken on its nodes by trainctl-run's --dump-stacks-here helper, and one line
 // saying where most ranks are. Runs on a login node as the job's user.
+#include <signal.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -29,6 +31,7 @@ int dump_stacks_of_job(const std::string& who, const std::string& what, const st
   dir = dir.empty() ? "fallback:" + info->work_dir + "/stacks-" + job : dir + "/stacks-" + job;
   child_spec d;
   d.argv = srun_helper_on_each_node(*info, {"--dump-stacks-here", job, "--stacks-dir", dir});
+  d.parent_death_signal = SIGTERM;  // srun ends the helper step with it
   d.deadline = std::chrono::milliseconds(180000);
   d.merge_stderr = true;  // srun's own refusals ("Access/permission denied") are the answer then
   const auto t0 = std::chrono::steady_clock::now();

@@ -72,6 +72,7 @@ int watch_job_status(const std::string& who, const job_record& job, bool json, s
   child_spec d;
   d.argv =
       srun_helper_on_each_node(job, {"--status-here", job.id, "--status-every", std::to_string(every.count()) + "ms"});
+  d.parent_death_signal = SIGTERM;  // srun ends the helper step with it
   d.merge_stderr = true;
   started_child c(d);
   if (!c.error().empty()) {
@@ -154,6 +155,7 @@ int show_job_status(const std::string& who, const std::string& job, bool json, b
   if (watch) return watch_job_status(who, *info, json, every);
   child_spec d;
   d.argv = srun_helper_on_each_node(*info, {"--status-here", info->id});
+  d.parent_death_signal = SIGTERM;  // srun ends the helper step with it
   d.deadline = std::chrono::milliseconds(60000);
   d.merge_stderr = true;
   const child_result r = run_child(d);

@@ -85,6 +85,19 @@ wait "$watch_pid" || watch_rc=$?
 wait_for 30 "the watch's step to end" job_steps_are "$steps_before"
 redraws=$(grep -c '^NODE ' "$TEST_DIR/watch.out")
 log "--watch redrew $redraws times from one step, which ended with it"
+# A watch killed with -9 (a closed terminal's kill, the OOM killer) takes its srun, and
+# with it the helper step, along (was: srun, the step and a probe per node ran on until
+# the job ended).
+as_user "$BUILD/bin/trainctl" status --watch --interval 1s "$job" >"$TEST_DIR/watch9.out" 2>&1 &
+watch_pid=$!
+wait_for 30 "the second watch's step" job_steps_are $((steps_before + 1))
+wait_for 30 "a redraw" grep -q '^NODE ' "$TEST_DIR/watch9.out"
+kill -9 "$(pgrep -u alice -x trainctl)"
+wait "$watch_pid" || true  # killed: its status is -9's
+wait_for 30 "the killed watch's step to end" job_steps_are "$steps_before"
+left=$(pgrep -u alice -f -- '--status-here' || true)
+[ -z "$left" ] || fail "the killed watch left helpers running: $(ps -o pid,args -p "${left//$'\n'/,}")"
+log "--watch killed with -9: its step and helpers ended with it"
 
 # Another user: one line, no view.
 err=$(runuser -u mallory -- env SLURM_CONF="$SLURM_CONF" "$BUILD/bin/trainctl" status "$job" 2>&1) && fail "mallory saw alice's job"
