@@ -1,5 +1,10 @@
 #include "save_times.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +21,91 @@ namespace {
 // file is read from its end (read from the start, the newest records of a file past
 // this size were never seen and auto chose from old ones).
 constexpr std::size_t kMaxRead = 1 << 20;
+// Past this size a record's writer compacts the file to the longest line of each kind
+// (the save, each phase): all that is ever read from it.
+constexpr off_t kCompactAt = 64 << 10;
+
+// The kind of a record line ("save", a phase's name) and its duration; "" when none.
+std::pair<std::string, std::int64_t> record_of(const std::string& line) {
+  constexpr std::int64_t kWeekMs = std::int64_t{7} * 24 * 3600 * 1000;  // longer is no duration of ours
+  std::string name;
+  std::int64_t ms = 0;
+  const std::size_t save = line.find(" save_ms="), phase = line.find(" phase="), at = line.find(" ms=");
+  if (save != std::string::npos) {
+    name = "save";
+    ms = std::strtoll(line.c_str() + save + 9, nullptr, 10);
+  } else if (phase != std::string::npos && at != std::string::npos && at > phase) {
+    name = line.substr(phase + 7, at - phase - 7);
+    ms = std::strtoll(line.c_str() + at + 4, nullptr, 10);
+  }
+  if (name.empty() || name.size() > 32 || ms <= 0 || ms >= kWeekMs) return {"", 0};
+  return {name, ms};
+}
+
+// The newest whole lines of `path` (up to kMaxRead), refused like read_private.
+std::string newest_lines(const std::string& path, std::string* why) {
+  std::string text = read_private(path, kMaxRead, why, true);
+  // A full window may start inside a line: it starts at the next whole one (a file of
+  // exactly this size loses its oldest line, never its longest).
+  const std::size_t first_end = text.find('\n');
+  if (text.size() == kMaxRead && first_end != std::string::npos) text.erase(0, first_end + 1);
+  return text;
+}
+
+// Each kind's longest line in `text`, whole.
+std::map<std::string, std::pair<std::int64_t, std::string>> longest_lines(const std::string& text) {
+  std::map<std::string, std::pair<std::int64_t, std::string>> out;
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    const auto [name, ms] = record_of(line);
+    if (!name.empty() && ms > out[name].first) out[name] = {ms, line};
+  }
+  return out;
+}
+
+// A file past kCompactAt is replaced (rename, same directory) by one with each kind's
+// longest line. One compactor at a time (a lock on the old file); a record appended to
+// the old file while it is rewritten is carried over; one appended in the instant
+// between that last read and the appender's write would be lost, and the next longer
+// save records it again.
+void compact_if_large(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return;
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid() || st.st_size <= kCompactAt ||
+      flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return;
+  }
+  std::string why;
+  std::string kept;
+  for (const auto& [name, record] : longest_lines(newest_lines(path, &why))) kept += record.second + "\n";
+  std::string tmp = path + ".compact.XXXXXX";
+  const int out = mkostemp(tmp.data(), O_CLOEXEC);  // 0600
+  if (out < 0 || !why.empty()) {
+    if (out >= 0) {
+      close(out);
+      unlink(tmp.c_str());
+    }
+    close(fd);
+    return;
+  }
+  bool ok = write(out, kept.data(), kept.size()) == static_cast<ssize_t>(kept.size());
+  ok = ok && rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok) unlink(tmp.c_str());
+  // What was appended to the old file since it was read goes on in the new one.
+  struct stat later {};
+  if (ok && fstat(fd, &later) == 0 && later.st_size > st.st_size) {
+    std::string tail(static_cast<std::size_t>(std::min<off_t>(later.st_size - st.st_size, kMaxRead)), '\0');
+    const ssize_t got = pread(fd, tail.data(), tail.size(), st.st_size);
+    if (got > 0) (void)!write(out, tail.data(), static_cast<std::size_t>(got));
+  }
+  close(out);
+  close(fd);
+}
 
 }  // namespace
 
@@ -28,52 +118,24 @@ std::string save_times_path(const std::string& key) {
 }
 
 std::int64_t longest_recorded_save_ms(const std::string& path, std::string* why) {
-  std::string text = read_private(path, kMaxRead, why, true);
-  // A full window may start inside a line: it starts at the next whole one (a file of
-  // exactly this size loses its oldest line, never its longest).
-  const std::size_t first_end = text.find('\n');
-  if (text.size() == kMaxRead && first_end != std::string::npos) text.erase(0, first_end + 1);
-  std::int64_t longest = 0;
-  for (size_t at = 0; (at = text.find(" save_ms=", at)) != std::string::npos;) {
-    at += 9;
-    const std::int64_t ms = std::strtoll(text.c_str() + at, nullptr, 10);
-    if (ms > 0 && ms < std::int64_t{7} * 24 * 3600 * 1000) longest = std::max(longest, ms);
-  }
-  return longest;
+  const auto longest = longest_lines(newest_lines(path, why));
+  const auto save = longest.find("save");
+  return save == longest.end() ? 0 : save->second.first;
 }
 
 std::string record_save_time(const std::string& path, const std::string& job, const std::string& node,
                              std::int64_t save_ms) {
   if (path.empty()) return "no file for save times (set TRAINCTL_SAVE_TIMES_DIR or HOME)";
-  return append_private(path, std::to_string(std::time(nullptr)) + " job=" + (job.empty() ? "-" : job) + " node=" +
-                                  (valid_node_name(node) ? node : "-") + " save_ms=" + std::to_string(save_ms) + "\n");
+  std::string why = append_private(path, std::to_string(std::time(nullptr)) + " job=" + (job.empty() ? "-" : job) +
+                                             " node=" + (valid_node_name(node) ? node : "-") +
+                                             " save_ms=" + std::to_string(save_ms) + "\n");
+  if (why.empty()) compact_if_large(path);
+  return why;
 }
 
 std::map<std::string, std::int64_t> longest_recorded_phases(const std::string& path, std::string* why) {
   std::map<std::string, std::int64_t> longest;
-  std::string text = read_private(path, kMaxRead, why, true);
-  const std::size_t first_end = text.find('\n');
-  if (text.size() == kMaxRead && first_end != std::string::npos) text.erase(0, first_end + 1);
-  constexpr std::int64_t kWeekMs = std::int64_t{7} * 24 * 3600 * 1000;  // longer is no duration of ours
-  std::size_t line_start = 0;
-  while (line_start < text.size()) {
-    std::size_t end = text.find('\n', line_start);
-    if (end == std::string::npos) end = text.size();
-    const std::string line = text.substr(line_start, end - line_start);
-    line_start = end + 1;
-    std::string name;
-    std::int64_t ms = 0;
-    const std::size_t save = line.find(" save_ms="), phase = line.find(" phase="), at = line.find(" ms=");
-    if (save != std::string::npos) {
-      name = "save";
-      ms = std::strtoll(line.c_str() + save + 9, nullptr, 10);
-    } else if (phase != std::string::npos && at != std::string::npos && at > phase) {
-      name = line.substr(phase + 7, at - phase - 7);
-      ms = std::strtoll(line.c_str() + at + 4, nullptr, 10);
-    }
-    if (name.empty() || name.size() > 32 || ms <= 0 || ms >= kWeekMs) continue;
-    longest[name] = std::max(longest[name], ms);
-  }
+  for (const auto& [name, record] : longest_lines(newest_lines(path, why))) longest[name] = record.first;
   return longest;
 }
 
@@ -81,9 +143,11 @@ std::string record_phase_time(const std::string& path, const std::string& job, c
                               const std::string& phase, std::int64_t ms) {
   if (path.empty()) return "no file for phase times (set TRAINCTL_SAVE_TIMES_DIR or HOME)";
   if (phase == "save") return record_save_time(path, job, node, ms);
-  return append_private(path, std::to_string(std::time(nullptr)) + " job=" + (job.empty() ? "-" : job) +
-                                  " node=" + (valid_node_name(node) ? node : "-") + " phase=" + phase +
-                                  " ms=" + std::to_string(ms) + "\n");
+  std::string why = append_private(path, std::to_string(std::time(nullptr)) + " job=" + (job.empty() ? "-" : job) +
+                                             " node=" + (valid_node_name(node) ? node : "-") + " phase=" + phase +
+                                             " ms=" + std::to_string(ms) + "\n");
+  if (why.empty()) compact_if_large(path);
+  return why;
 }
 
 auto_graceful auto_graceful_exit(std::int64_t longest_ms, std::int64_t limit_s) {

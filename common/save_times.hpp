@@ -3,6 +3,8 @@
 // per-user state directory on the shared home, one line per longer save seen:
 //   <unix seconds> job=<id> node=<name> save_ms=<n>
 // Written by the supervisors (the publisher of each node), read when a task starts.
+// Kept small: past 64 KiB, the next record compacts the file to each kind's longest
+// line (all that is read from it).
 #pragma once
 
 #include <chrono>

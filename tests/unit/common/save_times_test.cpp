@@ -1,5 +1,7 @@
 #include "save_times.hpp"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -39,6 +41,35 @@ TEST(SaveTimes, ALongFileIsReadFromItsNewestEnd) {
   std::string why;
   EXPECT_EQ(longest_recorded_save_ms(path, &why), 185000) << "the newest record, 3 MiB into the file";
   EXPECT_EQ(why, "");
+}
+
+// A file is kept small: past 64 KiB the next record leaves each kind's longest line
+// (issue 34: a 1.82 MB file of an array's years of records).
+TEST(SaveTimes, AFilePast64KiBIsCompactedToEachKindsLongest) {
+  trainctl_test::temp_dir t;
+  const std::string path = t / "save_times/88";
+  ASSERT_EQ(record_save_time(path, "88", "n1", 1000), "");  // makes the directory
+  std::string lines;
+  for (int i = 0; lines.size() < (std::size_t{200} << 10); ++i) {
+    lines += "1700000000 job=88 node=n1 save_ms=" + std::to_string(1000 + i % 500) + "\n";
+    lines += "1700000000 job=88 node=n1 phase=eval ms=" + std::to_string(2000 + i % 700) + "\n";
+  }
+  trainctl_test::append(path, lines);
+  ASSERT_GT(trainctl_test::read_file(path).size(), std::size_t{200} << 10);
+  ASSERT_EQ(record_save_time(path, "89", "n2", 1200), "");
+  ASSERT_EQ(record_phase_time(path, "89", "n2", kQuietPhase, 900), "");
+  const std::string text = trainctl_test::read_file(path);
+  EXPECT_LT(text.size(), 1024u) << "compacted";
+  std::string why;
+  EXPECT_EQ(longest_recorded_save_ms(path, &why), 1499);
+  const auto phases = longest_recorded_phases(path, &why);
+  EXPECT_EQ(phases.at("eval"), 2699);
+  EXPECT_EQ(phases.at(kQuietPhase), 900) << "the record that came with the compaction is kept";
+  EXPECT_EQ(why, "");
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3) << text;
 }
 
 TEST(SaveTimes, ASymlinkOrFifoIsNeitherReadNorWritten) {
