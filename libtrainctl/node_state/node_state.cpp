@@ -680,9 +680,14 @@ int sweep_stale_state(const std::string& dir, int min_age_s) {
     const int fd = openat(dir_fd, e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) continue;
     std::uint64_t magic = 0;
-    const bool is_state = static_cast<size_t>(st.st_size) == sizeof(node_state) &&
-                          pread(fd, &magic, sizeof magic, 0) == static_cast<ssize_t>(sizeof magic) &&
-                          magic == node_state::kMagic;
+    // A state by its content, or by its name (default_state_path's keys: "<job>.<step>-
+    // <node>", "ppid<N>", "pid<N>") whatever its content: a zeroed or truncated state of
+    // a finished job has no magic left and was never swept.
+    const bool state_name =
+        (name[0] >= '0' && name[0] <= '9') || name.compare(0, 3, "pid") == 0 || name.compare(0, 4, "ppid") == 0;
+    const bool is_state = state_name || (static_cast<size_t>(st.st_size) == sizeof(node_state) &&
+                                         pread(fd, &magic, sizeof magic, 0) == static_cast<ssize_t>(sizeof magic) &&
+                                         magic == node_state::kMagic);
     if (is_state && flock(fd, LOCK_EX | LOCK_NB) == 0) {  // nobody has it open
       stale.push_back(name);
       stale.push_back(name + ".lock");

@@ -378,10 +378,22 @@ TEST(NodeStateSafety, StaleFilesAreSweptLiveOnesKept) {
   }  // closed, not unlinked
   trainctl_test::touch(dir + "/orphan.lock");
   trainctl_test::touch(dir + "/x.new.123");
+  // A finished job's state that was zeroed, and one truncated: no magic, found by name.
+  { node_state_file zeroed(dir + "/1234.0-n1"), cut(dir + "/ppid77"); }
+  ASSERT_EQ(truncate((dir + "/ppid77").c_str(), 0), 0);
+  const std::string zeros(sizeof(node_state), '\0');
+  const int z = open((dir + "/1234.0-n1").c_str(), O_WRONLY);
+  ASSERT_EQ(pwrite(z, zeros.data(), zeros.size(), 0), static_cast<ssize_t>(zeros.size()));
+  close(z);
+  trainctl_test::touch(dir + "/notes");  // not trainctl's: kept
   node_state_file live(dir + "/live");
   ASSERT_TRUE(live.try_become_publisher());
   EXPECT_EQ(sweep_stale_state(dir, 3600), 0) << "nothing is an hour old";
-  EXPECT_EQ(sweep_stale_state(dir, -1), 4);  // dead, dead.lock, orphan.lock, x.new.123
+  // dead, dead.lock, orphan.lock, x.new.123, 1234.0-n1, ppid77
+  EXPECT_EQ(sweep_stale_state(dir, -1), 6);
+  EXPECT_FALSE(trainctl_test::exists(dir + "/1234.0-n1"));
+  EXPECT_FALSE(trainctl_test::exists(dir + "/ppid77"));
+  EXPECT_TRUE(trainctl_test::exists(dir + "/notes"));
   EXPECT_FALSE(trainctl_test::exists(dir + "/dead"));
   EXPECT_FALSE(trainctl_test::exists(dir + "/orphan.lock"));
   EXPECT_TRUE(trainctl_test::exists(dir + "/live"));
