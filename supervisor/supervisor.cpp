@@ -135,6 +135,11 @@ class supervisor {
   std::int64_t deadline_ms_ = 0;  // when to ask the ranks to exit; 0: none
   bool deadline_fired_ = false;
   bool deadline_past_when_learned_ = false;  // the graceful exit left no time to train
+  std::int64_t deadline_set_ms_ = 0;         // when deadline_ms_ last changed
+  void set_deadline_ms(std::int64_t d) {
+    deadline_ms_ = d;
+    deadline_set_ms_ = unix_now_ms();
+  }
   bool preempted_ = false;
   std::uint32_t seen_flags_ = 0;    // node flags already relayed (followers)
   query_slots slots_;               // when this node's queries fall (no two nodes in one second)
@@ -228,7 +233,7 @@ void supervisor::take_publisher_role() {
   // reads EndTime in its own slot of the period: a takeover costs the controller nothing.
   const std::int64_t published = state_->get().deadline_ms.load(std::memory_order_acquire);
   if (deadline_ms_ == 0 && published != 0 && !deadline_fired_) {
-    deadline_ms_ = published;
+    set_deadline_ms(published);
     schedule_pre_deadline_query();
   }
   if (next_query_ms_ != 0 && published != 0)
@@ -390,7 +395,7 @@ void supervisor::on_job_answer(const std::optional<job_times>& jt, const std::st
       const milliseconds graceful = graceful_exit(&why);
       const std::int64_t d = end_ms_ - graceful.count();
       if (d != deadline_ms_ && !deadline_fired_) {
-        deadline_ms_ = d;
+        set_deadline_ms(d);
         pre_deadline_queried_ = false;
         schedule_pre_deadline_query();
         publish_deadline();
@@ -443,7 +448,7 @@ void supervisor::learn_save_time() {
   }
   const std::int64_t d = end_ms_ - graceful.count();
   if (d == deadline_ms_) return;
-  deadline_ms_ = d;
+  set_deadline_ms(d);
   pre_deadline_queried_ = false;
   schedule_pre_deadline_query();
   publish_deadline();
@@ -523,6 +528,14 @@ void supervisor::check_deadline() {
   const std::int64_t late_ms = now - deadline_ms_;
   if (deadline_past_when_learned_) {
     fire(kFlagDeadline, "deadline already past when EndTime was read (see the line above)");
+  } else if (late_ms > 2000 && deadline_set_ms_ > deadline_ms_) {
+    // Learnt late, not fired late: a longer save, or a takeover from a stopped publisher.
+    char why[192];
+    std::snprintf(why, sizeof why,
+                  "deadline already %.0f s past when this supervisor learnt it (a longer save moved it earlier, or "
+                  "it came from a stopped publisher)",
+                  (deadline_set_ms_ - deadline_ms_) / 1000.0);
+    fire(kFlagDeadline, why);
   } else if (late_ms > 2000) {
     char why[96];
     std::snprintf(why, sizeof why, "deadline reached %.0f s ago (this supervisor was stopped or busy)",
