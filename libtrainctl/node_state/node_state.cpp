@@ -514,6 +514,11 @@ bool publisher_stale(const node_state& ns, std::int64_t now_ms, std::int64_t sta
 
 std::int64_t publisher_stale_after_ms(const node_state& ns) {
   const std::int64_t every = ns.publish_every_ms.load(std::memory_order_relaxed);
+  // A heartbeat every second (or faster): 4 s without one, a stall no healthy holder has
+  // (its loop never blocks), and a takeover within one default poll interval. A holder
+  // that advertises a longer interval (a trainctl before the heartbeat, whose publisher
+  // refreshed at each poll) keeps two of them and a second.
+  if (every > 0 && every <= 1000) return std::max<std::int64_t>(3000, 3 * every + 1000);
   return std::max<std::int64_t>(3000, 2 * (every > 0 ? every : 10000) + 1000);
 }
 

@@ -102,7 +102,7 @@ struct node_state {
   // in a stat of a dead mount) takes it over with a compare-and-swap (publisher_stale).
   std::atomic<std::uint64_t> publisher_id;
   std::atomic<std::int32_t> supervised;        // 1 while a supervisor publishes
-  std::atomic<std::int32_t> publish_every_ms;  // the holder's poll interval
+  std::atomic<std::int32_t> publish_every_ms;  // the holder's heartbeat interval
   std::atomic<std::uint64_t> stat_calls;       // metadata requests made by publishers
   std::atomic<std::int64_t> published_ms;      // when the publisher last looked (its heartbeat)
   // The longest save a rank on this node has made (ms from the decision to save to
@@ -192,8 +192,9 @@ void init_header(node_state& ns);
 // heartbeat older than `stale_ms` (0: never by age).
 bool publisher_stale(const node_state& ns, std::int64_t now_ms, std::int64_t stale_ms);
 
-// How old a heartbeat may be before others take the role over: a few of the holder's
-// poll intervals, never under 3 s.
+// How old a heartbeat may be before others take the role over: 4 s for a holder that
+// beats every second (3 s at least for faster ones), two of its intervals and a second
+// for a holder that advertises a longer one.
 std::int64_t publisher_stale_after_ms(const node_state& ns);
 
 // The hot path's validity test: a plain load of the magic (on the same cache line as

@@ -35,7 +35,13 @@ publisher::publisher(node_state& state, publisher_options opts) : state_(state),
                    "trainctl: TRAINCTL_GPU_MIN_FREE is set but NVML is not available (%s); no GPU memory check\n",
                    gpu_->why_not().c_str());
   }
-  state_.publish_every_ms.store(static_cast<std::int32_t>(opts_.poll_interval.count()), std::memory_order_relaxed);
+  // The heartbeat's interval, not the switches' poll: others take the role over a few
+  // seconds after the heartbeat stops, within one poll interval (issue 34: 24-29 s).
+  state_.publish_every_ms.store(static_cast<std::int32_t>(heartbeat().count()), std::memory_order_relaxed);
+}
+
+std::chrono::milliseconds publisher::heartbeat() const {
+  return std::min(opts_.poll_interval, std::chrono::milliseconds(kHeartbeatMs));
 }
 
 publisher::~publisher() {
@@ -166,7 +172,7 @@ void publisher::wait_and_refresh(int wake_fd, std::chrono::milliseconds max_wait
     refresh_switches();  // what changed before the watches existed
     inotify_at_ = clock::time_point::max();
   }
-  auto until = std::min(now + max_wait, next_stat_);
+  auto until = std::min({now + max_wait, next_stat_, now + heartbeat()});
   if (inotify_fd_ < 0 && inotify_at_ != clock::time_point::max()) until = std::min(until, inotify_at_);
   if (opts_.memory.enabled() || gpu_) until = std::min(until, next_memory_);
   const std::int64_t deadline = state_.deadline_ms.load(std::memory_order_acquire);

@@ -40,14 +40,18 @@ class publisher {
   // Looks at everything now and publishes. Returns true when something changed.
   bool refresh();
   // Waits until the next thing to look at (a switch directory event, the next stat
-  // poll, the deadline, the next memory reading) or until wake_fd is readable, then
-  // refreshes what is due. `max_wait` bounds the wait.
+  // poll, the deadline, the next memory reading, the next heartbeat) or until wake_fd is
+  // readable, then refreshes what is due. `max_wait` bounds the wait.
   void wait_and_refresh(int wake_fd, std::chrono::milliseconds max_wait);
 
   // Publishes a new deadline (unix ms, 0 for none); it may move while the job runs.
   void set_deadline_ms(std::int64_t deadline_ms);
 
  private:
+  // How often the heartbeat (published_ms) is refreshed: every second, or every poll
+  // when that is shorter. Others read it as publish_every_ms.
+  static constexpr std::int64_t kHeartbeatMs = 1000;
+  std::chrono::milliseconds heartbeat() const;
   bool refresh_switches();
   bool refresh_memory();
   bool refresh_deadline();

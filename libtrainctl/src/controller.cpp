@@ -478,12 +478,15 @@ void controller::impl::watch_loop() {
   while (!stop.load(std::memory_order_acquire)) {
     look_after_state(pub, popts);
     node_state& n = state();
-    // Wake for the next deadline, and often enough to see the publisher's heartbeat
-    // stop within one of its poll intervals.
+    // Wake for the next deadline, and when the publisher's heartbeat would go stale:
+    // a holder that stopped is taken over at once (a live one has beaten again by then).
     std::chrono::milliseconds wait = cfg.poll_interval;
-    const std::int32_t every = n.publish_every_ms.load(std::memory_order_relaxed);
-    if (!pub && every > 0) wait = std::min(wait, std::chrono::milliseconds(every));
     const std::int64_t now = unix_now_ms();
+    // (Already stale and still not taken: the lock is unusable; the poll goes on as before.)
+    if (!pub && &n != private_state.get()) {
+      const std::int64_t stale_at = n.published_ms.load(std::memory_order_relaxed) + publisher_stale_after_ms(n) + 50;
+      if (stale_at > now) wait = std::min(wait, std::chrono::milliseconds(std::max<std::int64_t>(100, stale_at - now)));
+    }
     for (const std::int64_t d : {local_deadline_ms.load(std::memory_order_acquire),
                                  n.deadline_ms.load(std::memory_order_acquire), remove_save_at_ms.load()})
       if (d > now) wait = std::min(wait, std::chrono::milliseconds(d - now));
@@ -904,6 +907,7 @@ bool controller::impl::consume_saves(std::int64_t step, const std::int64_t* r, d
     } else {
       // Not agreed: ranks on other nodes may not have looked yet. The file goes once
       // every node's publisher has had a few polls to count it.
+      // (publish_every_ms: a holder's interval of a trainctl before the heartbeat.)
       const std::int32_t every = state().publish_every_ms.load(std::memory_order_relaxed);
       remove_save_at_ms = unix_now_ms() + 3 * std::max<std::int64_t>(every, cfg.poll_interval.count());
       wake();

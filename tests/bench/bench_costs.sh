@@ -11,13 +11,16 @@
 #              slurmctld's count (sdiag) per message type, per node-hour
 #   follower   wakeups and CPU of the supervisor that does not publish, over
 #              FOLLOWER_SECONDS (180)
+#   takeover   both supervisors of a node stopped (SIGSTOP), at the default poll
+#              interval: seconds until a save-switch touch made 1 s after the stop is
+#              saved (a rank must take over publishing first)
 #   trainwatch instructions of `trainwatch fs` over 10 paths at 0, 100 and 500 history
 #              points, and of --version, against squeue
 #   bad nodes  `trainctl-run --bad-nodes` over 10,000 findings, and after the next append
 # Needs release builds and the local cluster (scripts/local-cluster up); in a release's
 # root: scripts/testbed shell RELEASE sh -c '/src/scripts/local-cluster up &&
 # PARTS=launch bash /src/tests/bench/bench_costs.sh'. PARTS picks parts
-# (default: all of "launch busy follower trainwatch badnodes rpcs").
+# (default: all of "launch busy follower takeover trainwatch badnodes rpcs").
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 src=$PWD
@@ -26,7 +29,7 @@ export SLURM_CONF
 this=${TRAINCTL_BUILD:-$src/build}  # scripts/testbed sets it in a release's root
 builds=("$this")
 [ -n "${BEFORE:-}" ] && builds=("$(cd "$BEFORE" && pwd)" "${builds[@]}")
-parts=${PARTS:-launch busy follower trainwatch badnodes rpcs}
+parts=${PARTS:-launch busy follower takeover trainwatch badnodes rpcs}
 work=$(mktemp -d /tmp/trainctl-bench-costs-XXXXXX)
 chmod 755 "$work"
 plugstack=$(dirname "$SLURM_CONF")/plugstack.conf
@@ -97,6 +100,60 @@ if [[ " $parts " == *" busy "* ]]; then
   kill "${sleepers[@]}" 2>/dev/null || true
   wait "${sleepers[@]}" 2>/dev/null || true
   sleepers=()
+fi
+
+if [[ " $parts " == *" takeover "* ]]; then
+  echo "== both supervisors of a node stopped, default poll interval (10 s): 3 runs"
+  for b in "${builds[@]}"; do
+    echo "# no trainctl plugin" >"$plugstack"
+    for run in 1 2 3; do
+      rm -rf "$work/tk" && mkdir -p "$work/tk/events" && chmod -R 777 "$work/tk"
+      job=$(PYTHONPATH=$b/lib/python3/dist-packages sbatch --parsable -J trainctl-bench-costs -N1 -n2 -t 5 \
+        -o "$work/tk/job.out" --wrap "srun $b/bin/trainctl-run --kill-switch=$work/tk/KILL --save-switch=$work/tk/SAVE -- \
+/usr/bin/python3 $src/slurm_templates/train_example.py --ckpt-dir $work/tk/ckpt --step-time 0.05 \
+--events $work/tk/events/rank{rank}.jsonl")
+      supervisors() {
+        local p
+        for p in $(pgrep -x trainctl-run); do
+          [ "$(readlink "/proc/$p/exe")" = "$b/bin/trainctl-run" ] && echo "$p"
+        done
+      }
+      for _ in $(seq 1 600); do
+        [ "$(cat "$work"/tk/events/rank*.jsonl 2>/dev/null | grep -c '"start"')" -ge 2 ] && break
+        sleep 0.2
+      done
+      sleep 2
+      pids=$(supervisors | tr '\n' ' ')
+      if [ -z "$pids" ]; then
+        echo "$(name "$b"): run $run: the job did not start its ranks: $(tail -3 "$work/tk/job.out")"
+        scancel "$job"
+        continue
+      fi
+      # shellcheck disable=SC2086  # two pids
+      kill -STOP $pids
+      stopped=$(date +%s.%N)
+      sleep 1
+      touch "$work/tk/SAVE"
+      for _ in $(seq 1 600); do
+        grep -q '"save-switch"' "$work"/tk/events/rank*.jsonl 2>/dev/null && break
+        sleep 0.1
+      done
+      saved=$(grep -h '"save-switch"' "$work"/tk/events/rank*.jsonl | head -1 |
+        python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["time"])' 2>/dev/null || echo "")
+      # shellcheck disable=SC2086
+      kill -CONT $pids
+      if [ -n "$saved" ]; then
+        python3 -c 'import sys; print("%s: run %s: the touch saved %.1f s after the supervisors stopped" % (sys.argv[1], sys.argv[2], float(sys.argv[3]) - float(sys.argv[4])))' \
+          "$(name "$b")" "$run" "$saved" "$stopped"
+      else
+        echo "$(name "$b"): run $run: no save within 60 s of the stop"
+      fi
+      touch "$work/tk/KILL"
+      for _ in $(seq 1 100); do squeue -h -j "$job" | grep -q . || break; sleep 0.3; done
+      scancel "$job" 2>/dev/null || true
+    done
+  done
+  cp "$work/plugstack.saved" "$plugstack"
 fi
 
 if [[ " $parts " == *" follower "* ]]; then

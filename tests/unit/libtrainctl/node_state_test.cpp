@@ -1,5 +1,11 @@
 #include "node_state.hpp"
 
+#include <sys/eventfd.h>
+
+#include <chrono>
+
+#include "publisher.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -73,6 +79,32 @@ TEST(NodeState, AHolderThatStoppedRefreshingIsTakenOverOnce) {
   EXPECT_FALSE(c.try_become_publisher(nullptr, 3000, &from));  // b's heartbeat is fresh
   b.release_publisher();
   EXPECT_TRUE(a.try_become_publisher());  // the lock holder takes a role nobody holds
+}
+
+// The heartbeat beats every second whatever the poll interval: a holder that stops is
+// taken over 4 s later (was two poll intervals and a second: 21 s at the default 10 s);
+// a holder of an older trainctl, which advertises its poll interval, keeps its 21 s.
+TEST(NodeState, APublisherBeatsEverySecondAndIsStaleAfterFour) {
+  temp_dir t;
+  node_state_file a(t / "state");
+  publisher_options o;
+  o.poll_interval = std::chrono::milliseconds(10000);
+  {
+    publisher p(a.get(), o);
+    EXPECT_EQ(a.get().publish_every_ms.load(), 1000);
+    EXPECT_EQ(publisher_stale_after_ms(a.get()), 4000);
+    const auto t0 = std::chrono::steady_clock::now();
+    const int never = eventfd(0, EFD_CLOEXEC);
+    p.wait_and_refresh(never, std::chrono::milliseconds(10000));
+    close(never);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(5000))
+        << "the wait ends for the heartbeat, not the 10 s poll";
+  }
+  o.poll_interval = std::chrono::milliseconds(100);
+  { publisher p(a.get(), o); }
+  EXPECT_EQ(publisher_stale_after_ms(a.get()), 3000) << "never under 3 s";
+  a.get().publish_every_ms.store(10000);  // a holder of a trainctl before the heartbeat
+  EXPECT_EQ(publisher_stale_after_ms(a.get()), 21000);
 }
 
 TEST(NodeState, ATruncatedFileIsDamageNotASigbus) {
