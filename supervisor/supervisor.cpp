@@ -925,7 +925,8 @@ int supervisor::run(char* const* argv, pid_t adopt) {
   learn_save_time();  // the save the ranks made before they exited
   if (opts_.batch) requeue_if_preempted();
   close_state();
-  if (WIFEXITED(child_status_))
+  // Quiet on success, as GNU tools are: every rank's task of every job said status 0.
+  if (WIFEXITED(child_status_) && WEXITSTATUS(child_status_) != 0)
     log("command exited with status %d", WEXITSTATUS(child_status_));
   else if (WIFSIGNALED(child_status_))
     log("command was killed by SIG%s", signal_name(WTERMSIG(child_status_)).c_str());
