@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -91,6 +92,8 @@ int watch_job_status(const std::string& who, const job_record& job, bool json, s
   auto facts_at = std::chrono::steady_clock::now();
   const auto started = facts_at;
   bool drawn = false;
+  auto drawn_at = started;
+  std::set<std::string> since_drawn;  // the nodes with a new round since the last draw
   int status = 0;
   bool exited = false;
   while (!g_stop_watch.load() && !exited) {
@@ -104,6 +107,7 @@ int watch_job_status(const std::string& who, const job_record& job, bool json, s
       const std::string host = scontrol_field(line, "host");
       if (line.compare(0, 4, "end ") == 0) {
         latest[host] = std::exchange(partial[host], std::string());
+        since_drawn.insert(host);
         fresh = true;
       } else if (!host.empty() && line.find(' ') != std::string::npos) {
         partial[host] += line + "\n";
@@ -114,6 +118,9 @@ int watch_job_status(const std::string& who, const job_record& job, bool json, s
     exited = waitpid(c.pid(), &status, WNOHANG) == c.pid();
     const auto now = std::chrono::steady_clock::now();
     if (!fresh || (latest.size() < nodes && now - started < 2 * every)) continue;
+    // Once per interval, not once per node: when every node has a new round, or a node
+    // is late by half an interval (it still shows its last round).
+    if (drawn && since_drawn.size() < std::min(nodes, latest.size()) && now - drawn_at < every * 3 / 2) continue;
     if (now - facts_at > std::chrono::seconds(30)) {  // EndTime moves with scontrol update; asked rarely
       if (const auto again = show_job_record(facts.id, std::chrono::milliseconds(5000), nullptr))
         facts = job_facts(*again);
@@ -124,6 +131,8 @@ int watch_job_status(const std::string& who, const job_record& job, bool json, s
     for (const auto& [host, lines] : latest) text += lines;
     print_view(parse_status_lines(text, facts), json, true, every);
     drawn = true;
+    drawn_at = now;
+    since_drawn.clear();
   }
   if (!exited) {
     kill(-c.pid(), SIGTERM);

@@ -70,6 +70,7 @@ step_b=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ranks"
 # --watch: one helper step for the whole watch, redrawn every interval; Ctrl-C ends it
 # (exit 0) and its step with it.
 steps_before=$(squeue -h -s -j "$job" | wc -l)
+watch_t0=$SECONDS
 as_user "$BUILD/bin/trainctl" status --watch --interval 1s "$job" >"$TEST_DIR/watch.out" 2>&1 &
 watch_pid=$!
 redraws_at_least() { [ "$(grep -c '^NODE ' "$TEST_DIR/watch.out" || true)" -ge "$1" ]; }
@@ -79,12 +80,15 @@ steps_during=$(squeue -h -s -j "$job" | wc -l)
 [ "$steps_during" -eq $((steps_before + 1)) ] || fail "--watch runs $((steps_during - steps_before)) job steps, not 1"
 # Ctrl-C reaches trainctl (as_user's runuser passes it on; the helper's srun has its own group).
 kill -INT "$(pgrep -u alice -x trainctl)"
+watch_s=$((SECONDS - watch_t0))
 watch_rc=0
 wait "$watch_pid" || watch_rc=$?
 [ "$watch_rc" -eq 0 ] || fail "--watch ended with $watch_rc after Ctrl-C: $(tail -3 "$TEST_DIR/watch.out")"
 wait_for 30 "the watch's step to end" job_steps_are "$steps_before"
 redraws=$(grep -c '^NODE ' "$TEST_DIR/watch.out")
-log "--watch redrew $redraws times from one step, which ended with it"
+# Once per interval (1 s), not once per node (2 nodes: twice a second).
+[ "$redraws" -le $((watch_s + 1)) ] || fail "--watch redrew $redraws times in about $watch_s s: once per node, not per interval"
+log "--watch redrew $redraws times in about $watch_s s from one step, which ended with it"
 # A watch killed with -9 (a closed terminal's kill, the OOM killer) takes its srun, and
 # with it the helper step, along (was: srun, the step and a probe per node ran on until
 # the job ended).
