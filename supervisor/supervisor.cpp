@@ -136,6 +136,7 @@ class supervisor {
   bool deadline_fired_ = false;
   bool deadline_past_when_learned_ = false;  // the graceful exit left no time to train
   std::int64_t deadline_set_ms_ = 0;         // when deadline_ms_ last changed
+  bool state_removed_said_ = false;
   void set_deadline_ms(std::int64_t d) {
     deadline_ms_ = d;
     deadline_set_ms_ = unix_now_ms();
@@ -211,6 +212,8 @@ void supervisor::open_state() {
     return;
   }
   setenv("TRAINCTL_STATE", path.c_str(), 1);
+  // Where a rank started after the file was removed finds it (node_state_file::adopted).
+  setenv("TRAINCTL_STATE_FD", std::to_string(state_->fd()).c_str(), 1);
   if (!opts_.kill_switch.empty()) state_->register_switch(switch_kind::exit, "kill-switch", opts_.kill_switch);
   if (!opts_.save_switch.empty()) state_->register_switch(switch_kind::save, "save-switch", opts_.save_switch);
   take_publisher_role();
@@ -645,6 +648,13 @@ void supervisor::look_after_state() {
     health_.state_damaged(damage);
     state_.reset();  // the ranks still hold it: the file stays for them
     return;
+  }
+  if (!state_removed_said_ && state_->removed()) {
+    state_removed_said_ = true;
+    log("node state %s was removed (systemd-logind's RemoveIPC=yes does this when the user's last login session on "
+        "the node ends); the running ranks keep sharing it, and ranks started from now on find it through this "
+        "supervisor",
+        state_->path().c_str());
   }
   if (pub_ && !state_->is_publisher()) {
     pub_.reset();

@@ -324,6 +324,10 @@ void node_state_file::open_file() {
   // the open starts again.
   for (int attempt = 0;; ++attempt) {
     fd_ = openat(dir_fd_, name_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd_ < 0 && errno == ENOENT && attempt == 0) {
+      fd_ = open_supervisors_copy();
+      adopted_ = fd_ >= 0;
+    }
     if (fd_ < 0 && errno == ENOENT) {
       create_state_file(dir_fd_, path_.substr(0, path_.size() - name_.size()), name_);
       fd_ = openat(dir_fd_, name_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
@@ -367,8 +371,9 @@ void node_state_file::open_file() {
     }
     flock(fd_, LOCK_SH);
     struct stat now {};
-    if (attempt >= 3 || (fstatat(dir_fd_, name_.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_ino == st.st_ino &&
-                         now.st_dev == st.st_dev))
+    if (adopted_ || attempt >= 3 ||
+        (fstatat(dir_fd_, name_.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_ino == st.st_ino &&
+         now.st_dev == st.st_dev))
       return;
     unguard_mapping(guard_);
     guard_ = -1;
@@ -394,7 +399,10 @@ bool node_state_file::try_become_publisher(std::string* problem, std::int64_t st
     const std::string lock_name = name_ + ".lock";
     const int fd = openat(dir_fd_, lock_name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
-      if (problem != nullptr) *problem = "cannot open the publisher lock " + path_ + ".lock: " + std::strerror(errno);
+      // A removed state's directory is gone too: the lock went with it, and the role
+      // passes by its heartbeat alone (no line: the removal was said once).
+      if (problem != nullptr && !(errno == ENOENT && removed()))
+        *problem = "cannot open the publisher lock " + path_ + ".lock: " + std::strerror(errno);
     } else {
       struct stat st {};
       const std::string why = fstat(fd, &st) != 0 ? std::strerror(errno) : untrusted(st, false);
@@ -607,8 +615,44 @@ int claim_beat_slot(node_state& ns, std::int32_t pid) {
   return -1;
 }
 
+int node_state_file::open_supervisors_copy() const {
+  const char* state = std::getenv("TRAINCTL_STATE");
+  const char* pid = std::getenv("TRAINCTL_SUPERVISOR_PID");
+  const char* fd = std::getenv("TRAINCTL_STATE_FD");
+  const auto number = [](const char* v) {
+    return v != nullptr && *v != '\0' && std::strlen(v) <= 9 && std::strspn(v, "0123456789") == std::strlen(v);
+  };
+  if (state == nullptr || path_ != state || !number(pid) || !number(fd)) {
+    errno = ENOENT;
+    return -1;
+  }
+  // A magic link: followed on purpose, to the supervisor's open file, which must be
+  // this user's removed node state (no name left: nothing anyone could have swapped in).
+  const std::string link = std::string("/proc/") + pid + "/fd/" + fd;
+  const int copy = open(link.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK);
+  struct stat st {};
+  if (copy >= 0 && fstat(copy, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() && st.st_nlink == 0 &&
+      static_cast<size_t>(st.st_size) == sizeof(node_state))
+    return copy;
+  if (copy >= 0) close(copy);
+  errno = ENOENT;
+  return -1;
+}
+
+bool node_state_file::removed() const {
+  struct stat st {};
+  return fd_ >= 0 && fstat(fd_, &st) == 0 && st.st_nlink == 0;
+}
+
 void node_state_file::unlink_if_last() {
   if (fd_ < 0) return;
+  // A removed state's name is gone, or names a file made since: never this one's to unlink.
+  struct stat mine {
+  }, named{};
+  if (fstat(fd_, &mine) != 0 || mine.st_nlink == 0 ||
+      fstatat(dir_fd_, name_.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0 || named.st_ino != mine.st_ino ||
+      named.st_dev != mine.st_dev)
+    return;
   if (flock(fd_, LOCK_EX | LOCK_NB) == 0) {
     unlinkat(dir_fd_, name_.c_str(), 0);
     unlinkat(dir_fd_, (name_ + ".lock").c_str(), 0);

@@ -156,6 +156,19 @@ class node_state_file {
   // intact, else one line naming the file and what is wrong.
   std::string damage() const;
 
+  // The open file descriptor (for TRAINCTL_STATE_FD: see adopted()).
+  int fd() const { return fd_; }
+  // Whether the file's name is gone while it is open (st_nlink 0): systemd-logind's
+  // RemoveIPC=yes removes a user's /dev/shm files when their last login session on the
+  // node ends. The processes that have it open keep sharing it.
+  bool removed() const;
+  // Whether this object opened its supervisor's copy of a removed state: when `path` is
+  // missing and is the supervisor's (TRAINCTL_STATE), the file the supervisor
+  // (TRAINCTL_SUPERVISOR_PID) holds open as TRAINCTL_STATE_FD is opened through /proc,
+  // if it is this user's removed node state, instead of making a new one that nobody
+  // would publish (a worker torchrun restarted missed both switches).
+  bool adopted() const { return adopted_; }
+
   // Finds the slot holding (kind, path) or claims a free one; -1 when all are taken.
   int register_switch(switch_kind kind, const std::string& name, const std::string& path);
 
@@ -170,6 +183,8 @@ class node_state_file {
   int lock_fd_ = -1;
   std::uint64_t my_id_ = 0;
   int guard_ = -1;  // slot in the SIGBUS guard
+  bool adopted_ = false;
+  int open_supervisors_copy() const;
   node_state* state_ = nullptr;
 };
 

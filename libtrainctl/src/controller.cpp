@@ -238,6 +238,11 @@ void controller::impl::open_state() {
   try {
     file = std::make_unique<node_state_file>(path);
     ns = &file->get();
+    if (file->adopted())
+      std::fprintf(stderr,
+                   "trainctl: node state %s was removed (systemd-logind's RemoveIPC=yes does this when the user's "
+                   "last login session on the node ends); this process (pid %d) shares its supervisor's open copy\n",
+                   path.c_str(), static_cast<int>(getpid()));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trainctl: %s; this process watches on its own (no sharing with other ranks on the node)\n",
                  e.what());

@@ -60,7 +60,16 @@ def _register_stack_dump(state_path):
     if state_path and state_path.startswith("/"):
         path = os.path.join(os.path.dirname(state_path), "stacks.%d" % os.getpid())
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            except FileNotFoundError:
+                # The directory was removed (systemd-logind's RemoveIPC): made again, the
+                # user's alone, as the node state's own open makes it.
+                try:
+                    os.mkdir(os.path.dirname(state_path), 0o700)
+                except FileExistsError:  # another rank of the node, a moment before
+                    pass
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             out = (os.fdopen(fd, "a"), path)
             # Which block of the dump is the main thread's: faulthandler lists at most
             # 100 threads, newest first, so with many threads the main one may be cut.

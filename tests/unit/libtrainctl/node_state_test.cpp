@@ -201,6 +201,43 @@ TEST(NodeState, ReArmedTheGuardIsFirstAndPassesOtherFaultsOn) {
   EXPECT_EQ(said, "GL") << "the guard alone for the node state, then the later handler for the other fault";
 }
 
+// systemd-logind's RemoveIPC removes the state file while the job runs (issue 34: a
+// worker torchrun restarted made a new file nobody published, missed both switches and
+// ran 82.6 s past the kill switch). A process started after that shares the supervisor's
+// open copy; one whose TRAINCTL_STATE_FD names a file that still has its name does not.
+TEST(NodeState, ARemovedStateIsFoundThroughTheSupervisorsOpenCopy) {
+  temp_dir t;
+  const std::string path = t / "state";
+  node_state_file sup(path);  // this process plays the supervisor
+  setenv("TRAINCTL_STATE", path.c_str(), 1);
+  setenv("TRAINCTL_SUPERVISOR_PID", std::to_string(getpid()).c_str(), 1);
+  setenv("TRAINCTL_STATE_FD", std::to_string(sup.fd()).c_str(), 1);
+  {
+    node_state_file before(path);
+    EXPECT_FALSE(before.adopted()) << "the name is there: opened by it";
+  }
+  EXPECT_FALSE(sup.removed());
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  EXPECT_TRUE(sup.removed());
+  {
+    node_state_file worker(path);
+    EXPECT_TRUE(worker.adopted());
+    sup.get().flags.fetch_or(kFlagExitSwitch);
+    EXPECT_EQ(valid_flags(worker.get()) & kFlagExitSwitch, kFlagExitSwitch) << "one state, shared";
+    EXPECT_EQ(worker.damage(), "");
+    worker.unlink_if_last();
+  }
+  trainctl_test::touch(t / "other");
+  setenv("TRAINCTL_STATE_FD", std::to_string(open((t / "other").c_str(), O_RDONLY)).c_str(), 1);
+  {
+    node_state_file fresh(path);
+    EXPECT_FALSE(fresh.adopted()) << "a file that has its name is no removed state";
+  }
+  unsetenv("TRAINCTL_STATE");
+  unsetenv("TRAINCTL_SUPERVISOR_PID");
+  unsetenv("TRAINCTL_STATE_FD");
+}
+
 TEST(NodeState, JunkOverAStateIsDamageAndNoFlags) {
   temp_dir t;
   node_state_file a(t / "state");
