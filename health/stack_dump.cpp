@@ -267,6 +267,19 @@ int open_own_file(int dir_fd, const std::string& name, int flags, mode_t mode) {
   return fd;
 }
 
+// What a regular file of this user in the stacks directory holds (its first 8 MiB; ""
+// when it is none, or not there).
+std::string read_own_text(int dir_fd, const std::string& name) {
+  const int fd = open_own_file(dir_fd, name, O_RDONLY, 0);
+  if (fd < 0) return "";
+  std::string text;
+  char buf[65536];
+  ssize_t n;
+  while (text.size() < (8u << 20) && (n = read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return text;
+}
+
 // The first line of `path` (the Python package writes the main thread's id there).
 std::string first_line(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -292,13 +305,7 @@ std::string append_in_dir(int dir_fd, const std::string& name, const std::string
 }
 
 std::size_t job_wide_summaries(int dir_fd) {
-  const int fd = open_own_file(dir_fd, "summary.txt", O_RDONLY, 0);
-  if (fd < 0) return 0;
-  std::string text;
-  char buf[65536];
-  ssize_t n;
-  while (text.size() < (8u << 20) && (n = read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
-  close(fd);
+  const std::string text = read_own_text(dir_fd, "summary.txt");
   std::size_t count = 0;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
@@ -410,13 +417,8 @@ std::vector<rank_stack> read_dumps(int dir_fd, const std::string& run, const std
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
     if (name.compare(0, 4, "rank") != 0 || name.size() < 9 || name.compare(name.size() - 4, 4, ".txt") != 0) continue;
-    const int fd = open_own_file(dir_fd, name, O_RDONLY, 0);
-    if (fd < 0) continue;
-    std::string text;
-    char buf[65536];
-    ssize_t n;
-    while (text.size() < (8u << 20) && (n = read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
-    close(fd);
+    const std::string text = read_own_text(dir_fd, name);
+    if (text.empty()) continue;
     std::istringstream in(text);
     std::string line;
     rank_stack s;

@@ -626,8 +626,9 @@ int node_state_file::open_supervisors_copy() const {
     errno = ENOENT;
     return -1;
   }
-  // A magic link: followed on purpose, to the supervisor's open file, which must be
-  // this user's removed node state (no name left: nothing anyone could have swapped in).
+  // A magic link under /proc, followed on purpose (O_NOFOLLOW would refuse it): no
+  // shared directory is on the way, and what it reaches must be this user's removed node
+  // state (no name left: nothing anyone could have swapped in).
   const std::string link = std::string("/proc/") + pid + "/fd/" + fd;
   const int copy = open(link.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK);
   struct stat st {};

@@ -191,9 +191,9 @@ TEST(NodeState, ReArmedTheGuardIsFirstAndPassesOtherFaultsOn) {
     if (truncate(path.c_str(), 0) != 0) return 4;
     if (valid_flags(a.get()) != 0 || a.damage().empty()) return 5;
     (void)!write(out, "G", 1);  // the guard handled it alone
-    const int fd = open(other.c_str(), O_RDONLY);
+    const int fd = open(other.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     auto* map = static_cast<volatile const char*>(mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, 0));
-    if (fd < 0 || map == MAP_FAILED || ftruncate(open(other.c_str(), O_WRONLY), 0) != 0) return 6;
+    if (fd < 0 || map == MAP_FAILED || ftruncate(fd, 0) != 0) return 6;
     return map[0] == 'x' ? 7 : 8;  // faults: never returns
   });
   ASSERT_TRUE(WIFSIGNALED(status)) << "exited " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
@@ -228,11 +228,14 @@ TEST(NodeState, ARemovedStateIsFoundThroughTheSupervisorsOpenCopy) {
     worker.unlink_if_last();
   }
   trainctl_test::touch(t / "other");
-  setenv("TRAINCTL_STATE_FD", std::to_string(open((t / "other").c_str(), O_RDONLY)).c_str(), 1);
+  const int other = open((t / "other").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  ASSERT_GE(other, 0);
+  setenv("TRAINCTL_STATE_FD", std::to_string(other).c_str(), 1);
   {
     node_state_file fresh(path);
     EXPECT_FALSE(fresh.adopted()) << "a file that has its name is no removed state";
   }
+  close(other);
   unsetenv("TRAINCTL_STATE");
   unsetenv("TRAINCTL_SUPERVISOR_PID");
   unsetenv("TRAINCTL_STATE_FD");
@@ -451,7 +454,8 @@ TEST(NodeStateSafety, StaleFilesAreSweptLiveOnesKept) {
   { node_state_file zeroed(dir + "/1234.0-n1"), cut(dir + "/ppid77"); }
   ASSERT_EQ(truncate((dir + "/ppid77").c_str(), 0), 0);
   const std::string zeros(sizeof(node_state), '\0');
-  const int z = open((dir + "/1234.0-n1").c_str(), O_WRONLY);
+  const int z = open((dir + "/1234.0-n1").c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+  ASSERT_GE(z, 0);
   ASSERT_EQ(pwrite(z, zeros.data(), zeros.size(), 0), static_cast<ssize_t>(zeros.size()));
   close(z);
   trainctl_test::touch(dir + "/notes");  // not trainctl's: kept
