@@ -5,12 +5,23 @@
 source "$(dirname "$0")/lib.sh"
 grep -q trainctl "$TRAINCTL_CLUSTER_PLUGSTACK" || fail "the plugin is not in plugstack.conf"
 
-cat >"$TEST_DIR/job.sh" <<'JOB'
+# On 22.05 the task forks: the child becomes the command and the parent execs the
+# supervisor, which may not have happened yet when the command looks: it looks again.
+cat >"$TEST_DIR/parent.sh" <<'SH'
+for _ in $(seq 100); do
+  cmd=$(tr '\0' ' ' </proc/$PPID/cmdline)
+  case $cmd in *trainctl-run*) break ;; esac
+  sleep 0.05
+done
+echo "$cmd"
+SH
+chmod 644 "$TEST_DIR/parent.sh"
+cat >"$TEST_DIR/job.sh" <<JOB
 #!/bin/bash
-echo "batch KILL_SWITCH=$KILL_SWITCH SAVE_SWITCH=$SAVE_SWITCH"
-echo "batch supervisor: $(tr '\0' ' ' </proc/$PPID/cmdline)"
-srun -N1 bash -c 'echo "step1 KILL_SWITCH=$KILL_SWITCH supervisor: $(tr "\0" " " </proc/$PPID/cmdline)"'
-srun -N1 --export=NONE /bin/bash -c 'echo "step2 KILL_SWITCH=$KILL_SWITCH supervisor: $(tr "\0" " " </proc/$PPID/cmdline)"'
+echo "batch KILL_SWITCH=\$KILL_SWITCH SAVE_SWITCH=\$SAVE_SWITCH"
+echo "batch supervisor: \$(source $TEST_DIR/parent.sh)"
+srun -N1 bash -c 'echo "step1 KILL_SWITCH=\$KILL_SWITCH supervisor: \$(source $TEST_DIR/parent.sh)"'
+srun -N1 --export=NONE /bin/bash -c 'echo "step2 KILL_SWITCH=\$KILL_SWITCH supervisor: \$(source $TEST_DIR/parent.sh)"'
 JOB
 # The default save switch lives in the directory sbatch was run from.
 job=$(cd "$TEST_DIR" && submit -N1 --graceful-exit=5 --kill-switch="$TEST_DIR/KILL" --save-switch -J optjob \
