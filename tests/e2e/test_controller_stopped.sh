@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# e2e-modes: run plugin
 # e2e-alone: it stops slurmctld, for every test, for up to a minute
 # slurmctld stopped across the deadline, as an unprivileged user's job sees it: a task
 # with --time=2 --graceful-exit=1 (deadline at 60 s), the controller stopped 30 s after
 # the start: the rank still exits for the deadline on time (55-66 s), and the job ends
-# once the controller is back. Only under linuxproc: how slurmstepd tracks processes
-# plays no part in a deadline without the controller.
+# once the controller is back. Both ways at once, so that the cluster stops once: one job
+# under trainctl-run, one under the plugin. Only under linuxproc: how slurmstepd tracks
+# processes plays no part in a deadline without the controller.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -23,37 +23,57 @@ on_exit() {
 trap on_exit EXIT
 
 opts="--graceful-exit=1 --kill-switch=$TEST_DIR/KILL --save-switch=$TEST_DIR/SAVE"
-wrap=""
-[ "$MODE" = run ] && wrap="$BUILD/bin/trainctl-run $opts --poll-interval=1s --endtime-poll=10s --"
-as_user mkdir -p "$TEST_DIR/events"
-cat >"$TEST_DIR/job.sh" <<JOB
+declare -A job
+for mode in run plugin; do
+  wrap=""
+  [ "$mode" = run ] && wrap="$BUILD/bin/trainctl-run $opts --poll-interval=1s --endtime-poll=10s --"
+  as_user mkdir -p "$TEST_DIR/$mode/events"
+  cat >"$TEST_DIR/$mode/job.sh" <<JOB
 #!/bin/bash
-srun --ntasks=1 $wrap /usr/bin/python3 $TRAIN --ckpt-dir $TEST_DIR/ckpt --steps 1000000 \
-  --events "$TEST_DIR/events/rank{rank}.jsonl"
+srun --ntasks=1 $wrap /usr/bin/python3 $TRAIN --ckpt-dir $TEST_DIR/$mode/ckpt --steps 1000000 \
+  --events "$TEST_DIR/$mode/events/rank{rank}.jsonl"
 JOB
-chmod 755 "$TEST_DIR/job.sh"
-plugin_opts=()
-[ "$MODE" = plugin ] && read -ra plugin_opts <<<"$opts"
-job=$(submit_as_user -N1 --ntasks=1 --time=2 "${plugin_opts[@]}" -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
-log "job $job ($MODE): slurmctld will be stopped 30 s after the start, across the deadline at 60 s"
-wait_for 120 "the rank to start" events_at_least start 1
-start=$(job_field "$job" StartTime)
-since_start() { python3 -c 'import sys,time; print(round(float(sys.argv[1]) - time.mktime(time.strptime(sys.argv[2], "%Y-%m-%dT%H:%M:%S")), 1))' "$1" "$start"; }
-until python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 30 else 1)' "$(since_start "$(date +%s.%N)")"; do sleep 1; done
+  chmod 755 "$TEST_DIR/$mode/job.sh"
+  plugin_opts=()
+  [ "$mode" = plugin ] && read -ra plugin_opts <<<"$opts"
+  job[$mode]=$(submit_as_user -N1 --ntasks=1 --time=2 "${plugin_opts[@]}" -o "$TEST_DIR/$mode/job.out" "$TEST_DIR/$mode/job.sh")
+done
+log "jobs ${job[run]} (run) and ${job[plugin]} (plugin): slurmctld will be stopped 30 s after the later start, across the deadlines at 60 s"
+exits() { cat "$TEST_DIR"/"$1"/events/rank*.jsonl 2>/dev/null | grep -c '"event": "exit"' || true; }
+started() { cat "$TEST_DIR"/"$1"/events/rank*.jsonl 2>/dev/null | grep -q '"event": "start"'; }
+both_started() { started run && started plugin; }
+wait_for 120 "both ranks to start" both_started
+declare -A start
+for mode in run plugin; do start[$mode]=$(job_field "${job[$mode]}" StartTime); done
+since_start() {  # since_start UNIX_TIME MODE: seconds from that job's start
+  python3 -c 'import sys,time; print(round(float(sys.argv[1]) - time.mktime(time.strptime(sys.argv[2], "%Y-%m-%dT%H:%M:%S")), 1))' "$1" "${start[$2]}"
+}
+later=run
+[[ "${start[plugin]}" > "${start[run]}" ]] && later=plugin
+until python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 30 else 1)' "$(since_start "$(date +%s.%N)" "$later")"; do sleep 1; done
+for mode in run plugin; do
+  early=$(since_start "$(date +%s.%N)" "$mode")
+  python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 50 else 1)' "$early" ||
+    fail "the $mode job started $early s before the stop: the two jobs started too far apart to share it"
+done
 kill -STOP "$ctld_pid"
-log "slurmctld stopped 30 s after the start"
-for _ in $(seq 1 60); do events_at_least exit 1 && break; sleep 1; done
+log "slurmctld stopped 30 s after the later start"
+for _ in $(seq 1 60); do [ "$(exits run)" -ge 1 ] && [ "$(exits plugin)" -ge 1 ] && break; sleep 1; done
 resume_ctld
 log "slurmctld resumed"
-read -r why t < <(python3 -c 'import glob, json, sys
+for mode in run plugin; do
+  read -r why t < <(python3 -c 'import glob, json, sys
 for f in glob.glob(sys.argv[1] + "/rank*.jsonl"):
     for line in open(f):
         e = json.loads(line)
         if e["event"] == "exit":
-            print(e["reason"], e["time"])' "$TEST_DIR/events") || true
-[ "${why:-}" = deadline ] || fail "the rank exited with '${why:-nothing}' while the controller was stopped"
-off=$(since_start "$t")
-python3 -c 'import sys; sys.exit(0 if 55 <= float(sys.argv[1]) <= 66 else 1)' "$off" ||
-  fail "the deadline (60 s) reached the rank at $off s with the controller stopped"
-wait_for 90 "the job to end" job_ended "$job"
-log "PASS ($MODE): the rank exited at $off s (deadline at 60 s) while slurmctld was stopped"
+            print(e["reason"], e["time"])' "$TEST_DIR/$mode/events") || true
+  [ "${why:-}" = deadline ] || fail "the $mode job's rank exited with '${why:-nothing}' while the controller was stopped"
+  off=$(since_start "$t" "$mode")
+  python3 -c 'import sys; sys.exit(0 if 55 <= float(sys.argv[1]) <= 66 else 1)' "$off" ||
+    fail "the deadline (60 s) reached the $mode job's rank at $off s with the controller stopped"
+  log "$mode: the rank exited at $off s (deadline at 60 s) while slurmctld was stopped"
+  why="" t=""
+done
+for mode in run plugin; do wait_for 90 "job ${job[$mode]} to end" job_ended "${job[$mode]}"; done
+log "PASS: under trainctl-run and under the plugin, the rank exited at the deadline while slurmctld was stopped"

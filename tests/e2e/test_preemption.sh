@@ -9,12 +9,12 @@
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-STEPS=600 supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL"
+STEPS=300 supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL"
 job=$(submit -p low -N2 --ntasks-per-node=1 --time=10 --requeue "${JOB_OPTS[@]}" -o "$TEST_DIR/job.out" --open-mode=append "$TEST_DIR/job.sh")
 log "submitted low-priority job $job ($MODE)"
 wait_for 120 "4 ranks started" events_at_least start 4
 sleep 3
-high=$(submit -p high -N3 --exclusive --time=2 -o /dev/null --wrap "sleep 15")
+high=$(submit -p high -N3 --exclusive --time=2 -o /dev/null --wrap "sleep 5")
 log "submitted high-priority job $high on all 3 nodes"
 wait_for 60 "4 ranks to exit" events_at_least exit 4
 read -r n steps reasons < <(exit_summary)
@@ -28,6 +28,7 @@ job_pending() { [ "$(job_state "$job")" = PENDING ]; }
 wait_for 60 "the job to be requeued" job_pending
 scontrol update JobId="$job" StartTime=now || fail "cannot release the requeued job's hold"
 wait_for 120 "the requeued job to start again" events_at_least start 8
+log "the requeued job started again"
 resumed=$(python3 -c 'import glob,json,sys; s=[json.loads(l) for f in glob.glob(sys.argv[1]+"/events/*") for l in open(f) if "\"start\"" in l]; print(" ".join(sorted({str(e["step"]) for e in s if e["resumed_from"] is not None})))' "$TEST_DIR")
 [ "$resumed" = "$((saved + 1))" ] || fail "the requeued run started at step(s) $resumed, not $((saved + 1))"
 wait_for 120 "the job to finish" job_ended "$job"
