@@ -237,6 +237,47 @@ bool usable_state_dir(const std::string& dir, std::string* why) {
   *why = S_ISLNK(st.st_mode) ? "is a symlink" : untrusted(st, true);
   return why->empty();
 }
+// This user's directories in `root` named `prefix` + 6 characters: real directories of
+// this user, mode 0700 (what mkdtemp makes). Another user can make such a name, never
+// such a directory. Sorted, so that every process of the user picks the same first one.
+std::vector<std::string> own_private_dirs(const std::string& root, const std::string& prefix) {
+  std::vector<std::string> found;
+  const int fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return found;
+  DIR* d = fdopendir(fd);
+  if (d == nullptr) {
+    close(fd);
+    return found;
+  }
+  while (const dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
+    struct stat st {};
+    if (fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid() &&
+        (st.st_mode & 07777) == 0700)
+      found.push_back(name);
+  }
+  closedir(d);
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+// The node state directory of a user whose usual name another user took: the first of
+// this user's own private directories `root`/`prefix`XXXXXX, made with mkdtemp when there
+// is none: a name nobody can guess, and so nobody can take first. Two processes that
+// make one at the same moment look again, and the one whose directory is not the first
+// removes its own. "" when none can be made.
+std::string private_shm_dir(const std::string& root, const std::string& prefix) {
+  std::vector<std::string> found = own_private_dirs(root, prefix);
+  if (!found.empty()) return root + "/" + found.front();
+  std::string made = root + "/" + prefix + "XXXXXX";
+  if (mkdtemp(&made[0]) == nullptr) return "";
+  found = own_private_dirs(root, prefix);
+  if (found.empty()) return made;  // it went again at once: use it all the same
+  const std::string first = root + "/" + found.front();
+  if (first != made) rmdir(made.c_str());
+  return first;
+}
 }  // namespace
 
 std::string state_dir(std::string* note) {
@@ -252,18 +293,18 @@ std::string state_dir(std::string* note) {
   std::string why;
   if (lstat(run.c_str(), &st) == 0 && !S_ISLNK(st.st_mode) && untrusted(st, true).empty()) return run;
   // Without the plugin, /dev/shm: everyone's. A name another user took first is not
-  // fought over: the next free one of this user's is used, and the caller says where.
-  std::string shm = std::string(env_or("TRAINCTL_SHM_DIR", "/dev/shm")) + "/trainctl-" + uid;
+  // fought over, nor is a next name anyone could guess too: this user's own directory
+  // with a random name (private_shm_dir).
+  const std::string shm_root = env_or("TRAINCTL_SHM_DIR", "/dev/shm");
+  std::string shm = shm_root + "/trainctl-" + uid;
   if (usable_state_dir(shm, &why)) return shm;
-  for (int k = 1; k <= 16; ++k) {
-    std::string alt = shm + "." + std::to_string(k);
-    std::string alt_why;
-    if (!usable_state_dir(alt, &alt_why)) continue;
-    if (note != nullptr) *note = shm + " " + why + ": this user's node state on this node is in " + alt + " instead";
-    return alt;
+  const std::string mine = private_shm_dir(shm_root, "trainctl-" + uid + "-");
+  if (mine.empty()) {
+    if (note != nullptr) *note = shm + " " + why + ", and no private directory could be made in " + shm_root;
+    return shm;
   }
-  if (note != nullptr) *note = shm + " " + why + ", and so are " + shm + ".1 to .16";
-  return shm;
+  if (note != nullptr) *note = shm + " " + why + ": this user's node state on this node is in " + mine + " instead";
+  return mine;
 }
 
 std::string default_state_path() {

@@ -245,8 +245,9 @@ int claim_beat_slot(node_state& ns, std::int32_t pid);
 // XDG_RUNTIME_DIR names a directory of this user; else /run/trainctl/<uid> when the
 // SPANK plugin made it (TRAINCTL_RUN_DIR replaces /run/trainctl); else
 // /dev/shm/trainctl-<uid> (TRAINCTL_SHM_DIR replaces /dev/shm, for tests), or, when
-// another user took that name first, the first of /dev/shm/trainctl-<uid>.1 ... .16
-// that is free or this user's, and *note says so in one line.
+// another user took that name first, this user's private /dev/shm/trainctl-<uid>-XXXXXX
+// (random, made with mkdtemp; found again by owner and mode 0700), and *note says so in
+// one line.
 std::string state_dir(std::string* note = nullptr);
 
 // The default path in state_dir(): <job>.<step>-<node> under SLURM, or keyed by the

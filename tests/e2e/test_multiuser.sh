@@ -62,6 +62,10 @@ as mallory bash -s "$alice_uid" "$next" "$size" <<'SQUAT' || fail "mallory's squ
 uid=$1 next=$2 size=$3
 dir=/dev/shm/trainctl-$uid
 mkdir -p "$dir" && chmod 777 "$dir"
+# The next names anyone can guess (trainctl used .1 to .16 once), and a few of the
+# random kind: 17 and more names that are hers.
+for k in $(seq 1 16); do mkdir -p "$dir.$k" && chmod 777 "$dir.$k"; done
+for guess in 000000 AAAAAA aaaaaa zzzzzz; do mkdir -p "$dir-$guess" && chmod 700 "$dir-$guess"; done
 for job in $(seq "$next" $((next + 20))); do
   for step in 0 1 2 batch extern; do
     for node in n1 n2 n3; do
@@ -109,14 +113,15 @@ read -r n steps reasons < <(exit_summary)
 { [ "$n" = 4 ] && [ "$steps" = 1 ]; } || fail "expected 4 ranks to exit at one step; got $n at $steps steps"
 case "$reasons" in deadline | signal) ;; *) fail "job 1: expected the deadline notice, got '$reasons'" ;; esac
 # The squat denies nothing: under the plugin alice's state lives in /run/trainctl/<uid>,
-# which root made for her; without it, in her next free name, said in one line. Either
+# which root made for her; without it, in a private directory of hers with a random
+# name, said in one line. Either
 # way the state is shared, so the notice hook runs once.
 if [ "$MODE" = plugin ]; then
   [ "$(stat -c '%U %a' "/run/trainctl/$alice_uid")" = "alice 700" ] ||
     fail "no private /run/trainctl/$alice_uid: $(stat -c '%U %a' "/run/trainctl/$alice_uid" 2>&1)"
   if grep -q "node state" "$TEST_DIR/job1.out"; then fail "job 1 complained about its node state: $(grep 'node state' "$TEST_DIR/job1.out")"; fi
 else
-  grep -q "/dev/shm/trainctl-$alice_uid belongs to mallory.*node state on this node is in /dev/shm/trainctl-$alice_uid.1 instead" \
+  grep -qE "/dev/shm/trainctl-$alice_uid belongs to mallory.*node state on this node is in /dev/shm/trainctl-$alice_uid-[A-Za-z0-9]{6} instead" \
     "$TEST_DIR/job1.out" ||
     fail "no line naming mallory's directory and the one used instead: $(grep -i 'node state' "$TEST_DIR/job1.out" | head -3)"
 fi

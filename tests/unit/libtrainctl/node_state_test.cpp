@@ -312,24 +312,39 @@ TEST(NodeState, LastCloserRemovesTheFile) {
   EXPECT_FALSE(trainctl_test::exists(t / "state"));
 }
 
-// Another user who makes /dev/shm/trainctl-<uid> first denies this user nothing: the
-// next free name of this user's is taken, and the note says where.
-TEST(NodeState, ASquattedStateDirectoryGivesWayToTheUsersNextName) {
+// Another user who makes /dev/shm/trainctl-<uid> first denies this user nothing, nor do
+// the 16 next names anyone could guess (the old .1 to .16), nor directories of hers
+// named like the private one: this user's own directory with a random name is made,
+// found again by every later call, and the note says where.
+TEST(NodeState, ASquattedStateDirectoryGivesWayToAPrivateOneNobodyCanGuess) {
   if (getuid() != 0) GTEST_SKIP() << "needs root to give the directory to another user";
   temp_dir shm;
   setenv("TRAINCTL_SHM_DIR", shm.path().c_str(), 1);
   unsetenv("XDG_RUNTIME_DIR");
   const std::string usual = shm / ("trainctl-" + std::to_string(getuid()));
-  ASSERT_EQ(mkdir(usual.c_str(), 0777), 0);
-  ASSERT_EQ(chown(usual.c_str(), 65534, 65534), 0);
+  for (const std::string& name : {usual, usual + ".1", usual + ".16", usual + "-AAAAAA", usual + "-aaaaaa"}) {
+    ASSERT_EQ(mkdir(name.c_str(), 0700), 0) << name;
+    ASSERT_EQ(chown(name.c_str(), 65534, 65534), 0);
+  }
+  ASSERT_EQ(symlink(shm.path().c_str(), (usual + "-000000").c_str()), 0);  // a link of hers to a real directory
   std::string note;
-  EXPECT_EQ(state_dir(&note), usual + ".1");
+  const std::string priv = state_dir(&note);
+  ASSERT_EQ(priv.compare(0, usual.size() + 1, usual + "-"), 0) << priv;
+  ASSERT_EQ(priv.size(), usual.size() + 7) << priv;
   EXPECT_NE(note.find("not to"), std::string::npos) << note;
-  EXPECT_NE(note.find("node state on this node is in " + usual + ".1 instead"), std::string::npos) << note;
-  node_state_file f(state_dir() + "/s");  // usable: made private, this user's
+  EXPECT_NE(note.find("node state on this node is in " + priv + " instead"), std::string::npos) << note;
   struct stat st {};
-  ASSERT_EQ(stat((usual + ".1").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(lstat(priv.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  EXPECT_EQ(state_dir(), priv) << "found again, not made again";
+  node_state_file f(state_dir() + "/s");  // usable: private, this user's
+  // A second private directory (two processes made one at once): every caller picks
+  // the same first one.
+  std::string other = usual + "-zzzzzz";
+  ASSERT_EQ(mkdir(other.c_str(), 0700), 0);
+  EXPECT_EQ(state_dir(), std::min(priv, other));
+  rmdir(other.c_str());
   // The plugin's directory, when it exists, comes first.
   temp_dir run;
   setenv("TRAINCTL_RUN_DIR", run.path().c_str(), 1);
