@@ -274,7 +274,7 @@ std::string private_shm_dir(const std::string& root, const std::string& prefix) 
   if (mkdtemp(&made[0]) == nullptr) return "";
   found = own_private_dirs(root, prefix);
   if (found.empty()) return made;  // it went again at once: use it all the same
-  const std::string first = root + "/" + found.front();
+  std::string first = root + "/" + found.front();
   if (first != made) rmdir(made.c_str());
   return first;
 }
@@ -298,7 +298,7 @@ std::string state_dir(std::string* note) {
   const std::string shm_root = env_or("TRAINCTL_SHM_DIR", "/dev/shm");
   std::string shm = shm_root + "/trainctl-" + uid;
   if (usable_state_dir(shm, &why)) return shm;
-  const std::string mine = private_shm_dir(shm_root, "trainctl-" + uid + "-");
+  std::string mine = private_shm_dir(shm_root, "trainctl-" + uid + "-");
   if (mine.empty()) {
     if (note != nullptr) *note = shm + " " + why + ", and no private directory could be made in " + shm_root;
     return shm;
