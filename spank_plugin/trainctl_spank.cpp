@@ -7,6 +7,9 @@
 // and in slurmstepd (remote=1: record). slurm_spank_user_init runs in slurmstepd with
 // the user's privileges; slurm_spank_task_init runs in the task process as the user,
 // before it execs the user's command.
+#include <grp.h>
+#include <pwd.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -37,6 +40,7 @@ extern "C" {
 #define TRAINCTL_HAVE_PREPEND_ARGV 1
 #endif
 
+#include "node_state.hpp"
 #include "options.hpp"
 #include "parse.hpp"
 #include "spank_args.hpp"
@@ -91,6 +95,7 @@ struct state {
   std::chrono::milliseconds graceful_exit{0}, hang_timeout{0};
   std::string kill_switch, save_switch, on_notice, hang_action, hang_phase_timeout;
   int graceful_signal = trainctl::option::kGracefulSignalDefault;
+  int run_dir_hold = -1;  // the task's shared lock on the user's run directory (make_run_dir)
 } g;
 
 int option_cb(int val, const char* optarg, int remote) {
@@ -201,7 +206,10 @@ void resolve_switches(spank_t sp) {
 // The per-user node state directory, /run/trainctl/<uid> (0700, the user's), under a
 // root-owned /run/trainctl that nobody else can write: another user can neither
 // squat the name (as with /dev/shm/trainctl-<uid>) nor swap it. As root, in the task
-// before it drops privileges; never follows a link. "" or why not.
+// before it drops privileges; never follows a link. The task keeps a shared lock on it
+// (inherited by the supervisor, held for its life): the job epilog removes the
+// directory only when it can lock it alone, so never between this and the
+// supervisor's first file. "" or why not.
 std::string make_run_dir(uid_t uid, gid_t gid) {
   const char* parent = TRAINCTL_RUN_PARENT;
   struct stat st {};
@@ -212,14 +220,65 @@ std::string make_run_dir(uid_t uid, gid_t gid) {
     return std::string(parent) + " is not a root-owned directory that only root can write";
   if ((st.st_mode & 0755) != 0755) chmod(parent, (st.st_mode & 07777) | 0755);
   const std::string dir = std::string(parent) + "/" + std::to_string(uid);
-  if (mkdir(dir.c_str(), 0700) == 0) {
-    if (chown(dir.c_str(), uid, gid) != 0) return "chown " + dir + ": " + std::strerror(errno);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (mkdir(dir.c_str(), 0700) == 0) {
+      if (chown(dir.c_str(), uid, gid) != 0) return "chown " + dir + ": " + std::strerror(errno);
+    } else if (errno != EEXIST) {
+      return "mkdir " + dir + ": " + std::strerror(errno);
+    }
+    // Not O_CLOEXEC: the supervisor this task becomes holds the lock.
+    const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_uid != uid || (st.st_mode & 077) != 0) {
+      if (fd >= 0) close(fd);
+      return dir + " exists and is not the user's private directory";
+    }
+    // An epilog sweeping it holds it for milliseconds: wait up to 2 s.
+    bool held = false;
+    for (int i = 0; i < 200 && !(held = flock(fd, LOCK_SH | LOCK_NB) == 0); ++i) usleep(10000);
+    struct stat now {};
+    if (held && lstat(dir.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
+      g.run_dir_hold = fd;
+      return "";
+    }
+    close(fd);  // the epilog removed it meanwhile: make it again
+  }
+  return dir + " kept being removed while it was made";
+}
+
+// In slurmd, as root, when a job has ended on this node: the user's /run/trainctl/<uid>
+// goes when no task of theirs holds it (their last job here ended). As the user, the
+// files no process has open are removed (the claims of the ended job with them); as
+// root, the directory, if that left it empty. "" or what went wrong.
+std::string remove_run_dir(uid_t uid, const std::string& job) {
+  const std::string dir = std::string(TRAINCTL_RUN_PARENT) + "/" + std::to_string(uid);
+  struct stat st {};
+  if (lstat(TRAINCTL_RUN_PARENT, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) != 0)
+    return "";  // not the plugin's parent: nothing of the plugin's to clean
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return "";
+  if (fstat(fd, &st) != 0 || st.st_uid != uid || flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);  // another user's, or a task of this user's still holds it
     return "";
   }
-  if (errno != EEXIST) return "mkdir " + dir + ": " + std::strerror(errno);
-  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077) != 0)
-    return dir + " exists and is not the user's private directory";
-  return "";
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  char buf[4096];
+  const gid_t gid = getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr ? pw.pw_gid : st.st_gid;
+  const pid_t child = fork();
+  if (child == 0) {
+    if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0 || getuid() != uid) _exit(1);
+    trainctl::sweep_stale_state(dir, 0, job);
+    _exit(0);
+  }
+  int status = 0;
+  while (child > 0 && waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::string why;
+  if (child < 0) why = std::string("fork: ") + std::strerror(errno);
+  if (rmdir(dir.c_str()) != 0 && errno != ENOTEMPTY && errno != EEXIST && why.empty())
+    why = "rmdir " + dir + ": " + std::strerror(errno);
+  close(fd);
+  return why;
 }
 
 // What the supervisor sets for the processes it starts, for the command the task
@@ -355,6 +414,19 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init_privileged(spank_t sp, int ac, c
   return 0;
 }
 
+// In slurmd, as root, once the job has ended on this node (every job, options or not).
+TRAINCTL_SPANK_EXPORT int slurm_spank_job_epilog(spank_t sp, int ac, char** av) {
+  (void)ac;
+  (void)av;
+  uid_t uid = 0;
+  uint32_t job = 0;
+  if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS) return 0;
+  if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) job = 0;
+  const std::string why = remove_run_dir(uid, job != 0 ? std::to_string(job) : "");
+  if (!why.empty()) slurm_info("trainctl: the node state directory of uid %u stays: %s", uid, why.c_str());
+  return 0;
+}
+
 // In the task process, as the user, before slurmstepd execs the user's command. On
 // 22.05 there is no way to change the task's argv, so the task forks: the child goes
 // on to become the user's command (with the notice signals ignored), and this
@@ -423,6 +495,7 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (g.run_dir_hold >= 0) close(g.run_dir_hold);  // the supervisor holds it, not the command
     if (g.site.shield) {
       for (int sig : trainctl::option::kDefaultShield) signal(sig, SIG_IGN);
       signal(g.graceful_signal, SIG_IGN);

@@ -732,7 +732,14 @@ bool was_claimed(const std::string& name) {
   return there;
 }
 
-int sweep_stale_state(const std::string& dir, int min_age_s) {
+bool claim_of_job(const std::string& name, const std::string& job) {
+  if (job.empty() || name.compare(0, 5, "once.") != 0) return false;
+  const size_t what_end = name.find('.', 5);
+  return what_end != std::string::npos && name.compare(what_end + 1, job.size(), job) == 0 &&
+         name.size() > what_end + 1 + job.size() && name[what_end + 1 + job.size()] == '.';
+}
+
+int sweep_stale_state(const std::string& dir, int min_age_s, const std::string& ended_job) {
   struct stat st {};
   if (lstat(dir.c_str(), &st) != 0) return 0;  // nothing was ever made here
   int dir_fd = -1;
@@ -758,7 +765,7 @@ int sweep_stale_state(const std::string& dir, int min_age_s) {
       continue;
     }
     if (name.compare(0, 5, "once.") == 0) {  // claim_once: kept while its job may still run
-      if (st.st_ctim.tv_sec <= old_enough - kOnceKeepS) stale.push_back(name);
+      if (st.st_ctim.tv_sec <= old_enough - kOnceKeepS || claim_of_job(name, ended_job)) stale.push_back(name);
       continue;
     }
     const bool lock = name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0;

@@ -258,8 +258,12 @@ std::string default_state_path();
 // `min_age_s`, with their lock files, and lock and temporary files left without one
 // (what a step killed before it could clean up left). Only for state_dir(), which holds
 // nothing else. Returns how many files it removed; a directory that is not private is
-// left alone.
-int sweep_stale_state(const std::string& dir, int min_age_s = 60);
+// left alone. `ended_job`: a job that has ended on this node, whose claims (claim_once)
+// go at once.
+int sweep_stale_state(const std::string& dir, int min_age_s = 60, const std::string& ended_job = "");
+
+// Whether claim `name` (claim_once) is job `job`'s: once.<what>.<job>.<more>.
+bool claim_of_job(const std::string& name, const std::string& job);
 
 // Claims `name` ("once.<key>") in state_dir() for this user on this node: true for the
 // first caller only, across processes (an exclusive create). What happens once per job

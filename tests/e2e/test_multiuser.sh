@@ -103,6 +103,10 @@ SUBMITTED+=("$job")
 { [ "$job" -ge "$next" ] && [ "$job" -le $((next + 20)) ]; } || fail "job $job is not among the ids mallory squatted"
 [ "$(job_field "$job" UserId)" = "alice($alice_uid)" ] || fail "job $job does not run as alice: $(job_field "$job" UserId)"
 wait_for 120 "4 ranks started" events_at_least start 4
+if [ "$MODE" = plugin ]; then
+  [ "$(stat -c '%U %a' "/run/trainctl/$alice_uid")" = "alice 700" ] ||
+    fail "no private /run/trainctl/$alice_uid while job 1 runs: $(stat -c '%U %a' "/run/trainctl/$alice_uid" 2>&1)"
+fi
 sleep 2
 log "bob touches the save switch"
 as bob touch "$sw/SAVE" || fail "bob cannot touch alice's save switch"
@@ -117,8 +121,10 @@ case "$reasons" in deadline | signal) ;; *) fail "job 1: expected the deadline n
 # name, said in one line. Either
 # way the state is shared, so the notice hook runs once.
 if [ "$MODE" = plugin ]; then
-  [ "$(stat -c '%U %a' "/run/trainctl/$alice_uid")" = "alice 700" ] ||
-    fail "no private /run/trainctl/$alice_uid: $(stat -c '%U %a' "/run/trainctl/$alice_uid" 2>&1)"
+  # Her last job on the node ended: the job epilog removed the directory, and what
+  # the job's hook claimed in it (issue 33: /run is cleaned, its size bounded).
+  [ ! -e "/run/trainctl/$alice_uid" ] ||
+    fail "/run/trainctl/$alice_uid outlived alice's last job: $(ls -la "/run/trainctl/$alice_uid" 2>&1)"
   if grep -q "node state" "$TEST_DIR/job1.out"; then fail "job 1 complained about its node state: $(grep 'node state' "$TEST_DIR/job1.out")"; fi
 else
   grep -qE "/dev/shm/trainctl-$alice_uid belongs to mallory.*node state on this node is in /dev/shm/trainctl-$alice_uid-[A-Za-z0-9]{6} instead" \
