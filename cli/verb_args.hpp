@@ -31,8 +31,8 @@ inline std::optional<int> parse_verb(CLI::App& app, int argc, char** argv, const
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    const std::string hint = flag_hint(app, e.what(), argc, argv);
-    std::fprintf(stderr, "trainctl %s: %s%s (see trainctl help %s)\n", verb, e.what(), hint.c_str(), verb);
+    std::fprintf(stderr, "trainctl %s: %s (see trainctl help %s)\n", verb, refusal(app, e.what(), argc, argv).c_str(),
+                 verb);
     return 2;
   }
   return std::nullopt;

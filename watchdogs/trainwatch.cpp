@@ -647,7 +647,7 @@ int run_main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     const std::string check = subcommand_hint(app, argc, argv, "a trainwatch command");
-    usage_error(check.empty() ? e.what() + flag_hint(app, e.what(), argc, argv) : check);
+    usage_error(check.empty() ? refusal(app, e.what(), argc, argv) : check);
   }
 
   // Every option is checked before any check runs: bad input sends nothing.

@@ -271,7 +271,7 @@ int run(const std::string& program, int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    usage_error(e.what() + flag_hint(app, e.what(), argc, argv));
+    usage_error(refusal(app, e.what(), argc, argv));
   }
 
   if (const int status = run_one_shot(a); status >= 0) return status;

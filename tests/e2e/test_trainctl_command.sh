@@ -48,9 +48,11 @@ suggests() {
 verbs="accepted: run, status, stacks, report, bad-nodes, version, help (trainctl --help)"
 suggests "$tc stauts" 2 "trainctl: 'stauts' is not a verb (did you mean 'status'?); $verbs"
 suggests "$tc frobnicate" 2 "trainctl: 'frobnicate' is not a verb; $verbs"
-suggests "$tc status --jsno 1" 2 "trainctl status: *--jsno* (did you mean --json?) (see trainctl help status)"
+suggests "$tc status --jsno 1" 2 "trainctl status: unknown option --jsno (did you mean --json?) (see trainctl help status)"
 suggests "$BUILD/bin/trainctl-run --graceful-exti=5 -- true" 125 \
-  "trainctl-run: *--graceful-exti=5* (did you mean --graceful-exit?) (see trainctl-run --help)"
+  "trainctl-run: unknown option --graceful-exti (did you mean --graceful-exit?) (see trainctl-run --help)"
+suggests "$BUILD/bin/trainwatch job-running --job-nam x" 3 \
+  "trainwatch: unknown option --job-nam (did you mean --job-name?) (see trainwatch --help)"
 checks="accepted: job-running, log-stall, slow-nodes, bad-nodes, fs, memory, flush, notify (see trainwatch --help)"
 suggests "$BUILD/bin/trainwatch job-runing --job-name x" 3 \
   "trainwatch: 'job-runing' is not a trainwatch command (did you mean 'job-running'?); $checks"

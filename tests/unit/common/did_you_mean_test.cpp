@@ -92,3 +92,34 @@ TEST(CliHint, NamesTheSubcommandOnlyWhereNoneWasGiven) {
   app.clear();
   EXPECT_EQ(refused(app, {"prog", "--config", "memroy"}, true), "");  // an option's value, maybe
 }
+
+// An option nobody knows is the line, whatever CLI11 stumbled on first (a required
+// option of the check, a "--" it lists among the extras), as GNU tools say it.
+TEST(CliHint, AnUnknownOptionComesFirstInTheRefusal) {
+  CLI::App app;
+  std::string s;
+  std::vector<std::string> command;
+  app.add_option("--graceful-exit", s);
+  app.add_option("command", command);
+  auto* check = app.add_subcommand("job-running");
+  check->add_option("--job-name", s)->required();
+  const auto refusal_of = [&app](std::vector<const char*> words) {
+    std::vector<char*> argv;
+    for (const char* w : words) argv.push_back(const_cast<char*>(w));
+    const int argc = static_cast<int>(argv.size());
+    app.clear();
+    try {
+      app.parse(argc, argv.data());
+    } catch (const CLI::ParseError& e) {
+      return refusal(app, e.what(), argc, argv.data());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refusal_of({"prog", "job-running", "--job-nam", "x"}),
+            "unknown option --job-nam (did you mean --job-name?)");
+  EXPECT_EQ(refusal_of({"prog", "--graceful-exti=5", "--", "true"}),
+            "unknown option --graceful-exti (did you mean --graceful-exit?)");
+  EXPECT_EQ(refusal_of({"prog", "--frobnicate", "job-running"}), "unknown option --frobnicate");
+  EXPECT_EQ(refusal_of({"prog", "job-running", "--", "--not-ours"}).find("unknown option"), std::string::npos)
+      << "what follows -- is the command's";
+}
