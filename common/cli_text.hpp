@@ -36,7 +36,7 @@ inline std::string first_unknown_flag(const CLI::App& app, int argc, char** argv
     const std::string word = argv[i];
     if (word == "--") break;
     if (word.size() <= 2 || word.compare(0, 2, "--") != 0) continue;
-    const std::string name = word.substr(0, word.find('='));
+    std::string name = word.substr(0, word.find('='));
     if (std::find(known.begin(), known.end(), name) == known.end()) return name;
   }
   return "";
