@@ -22,6 +22,22 @@ bool parse_bool(const std::string& key, const std::string& v) {
 
 }  // namespace
 
+std::vector<plugin_option_doc> plugin_option_docs(int default_signal) {
+  namespace opt = option;
+  return {
+      {opt::kGracefulExit.bare(), "DURATION", false, opt::kGracefulExit.help},
+      {opt::kKillSwitch.bare(), "PATH", true, std::string(opt::kKillSwitch.help) + "; exported as KILL_SWITCH"},
+      {opt::kSaveSwitch.bare(), "PATH", true, std::string(opt::kSaveSwitch.help) + "; exported as SAVE_SWITCH"},
+      {opt::kGracefulSignal.bare(), "SIG", false,
+       std::string(opt::kGracefulSignal.help) + " (default " + signal_name(default_signal) + ")"},
+      {opt::kOnNotice.bare(), "COMMAND", false,
+       std::string(opt::kOnNotice.help) + " (time limit " + format_duration(opt::kOnNoticeTimeoutDefault) + ")"},
+      {opt::kHangTimeout.bare(), "DURATION", false, opt::kHangTimeout.help},
+      {opt::kHangAction.bare(), "ACTION", false, opt::kHangAction.help},
+      {opt::kHangPhaseTimeout.bare(), "NAME=DURATION,...", false, opt::kHangPhaseTimeout.help},
+  };
+}
+
 void apply_site_argument(site_settings& s, const std::string& arg) {
   const size_t eq = arg.find('=');
   if (eq == std::string::npos || eq == 0)

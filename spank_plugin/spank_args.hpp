@@ -32,6 +32,19 @@ std::chrono::milliseconds check_graceful_exit(const std::string& value);
 int check_graceful_signal(const std::string& value, const site_settings& s);
 std::string check_switch_path(const std::string& option, const std::string& value);
 
+// The plugin's user options, in the order of its option table (srun --help lists them
+// so): the name without "--", the word for its value, whether the value may be left out
+// (a switch's default path), and the help text (the supervisor's, options.hpp, with
+// what the plugin adds; `default_signal` is the site's). srun --help and the generated
+// trainctl_spank(8) both show these.
+struct plugin_option_doc {
+  const char* name;
+  const char* value;
+  bool value_optional;
+  std::string help;
+};
+std::vector<plugin_option_doc> plugin_option_docs(int default_signal);
+
 // Why the plugin must not run `path` as every user's supervisor ("" when it may): the
 // file and every directory above it must belong to root and be writable by nobody
 // else (a root-owned sticky directory such as /tmp is fine), or any user who could

@@ -169,20 +169,16 @@ struct spank_option g_options[] = {{const_cast<char*>(trainctl::option::kGracefu
                                    SPANK_OPTIONS_TABLE_END};
 
 // "trainctl: " + the shared help + what the plugin adds; alive as long as the plugin.
+// The texts are plugin_option_docs', which trainctl_spank(8) is made from, by name.
 void fill_usage() {
-  namespace opt = trainctl::option;
-  static std::string usage[8];
-  usage[0] = std::string("trainctl: ") + opt::kGracefulExit.help;
-  usage[1] = std::string("trainctl: ") + opt::kKillSwitch.help + "; exported as KILL_SWITCH";
-  usage[2] = std::string("trainctl: ") + opt::kSaveSwitch.help + "; exported as SAVE_SWITCH";
-  usage[3] = std::string("trainctl: ") + opt::kGracefulSignal.help + " (default " +
-             trainctl::signal_name(g.site.default_signal) + ")";
-  usage[4] = std::string("trainctl: ") + opt::kOnNotice.help + " (time limit " +
-             trainctl::format_duration(opt::kOnNoticeTimeoutDefault) + ")";
-  usage[5] = std::string("trainctl: ") + opt::kHangTimeout.help;
-  usage[6] = std::string("trainctl: ") + opt::kHangAction.help;
-  usage[7] = std::string("trainctl: ") + opt::kHangPhaseTimeout.help;
-  for (int i = 0; i < 8; ++i) g_options[i].usage = &usage[i][0];
+  static std::vector<std::string> usage;
+  const auto docs = trainctl::plugin_option_docs(g.site.default_signal);
+  usage.clear();
+  usage.reserve(docs.size());
+  for (const auto& d : docs) usage.push_back("trainctl: " + d.help);
+  for (spank_option* o = g_options; o->name != nullptr; ++o)
+    for (size_t i = 0; i < docs.size(); ++i)
+      if (std::strcmp(o->name, docs[i].name) == 0) o->usage = &usage[i][0];
 }
 
 bool active() {

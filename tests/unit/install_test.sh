@@ -47,4 +47,12 @@ for page in man1/trainwatch.1 man1/trainctl-run.1 man8/trainctl_spank.8; do
   [ -z "$warnings" ] || { echo "install: $page: $warnings"; exit 1; }
 done
 grep -qF 'save\-marker' "$prefix/share/man/man1/trainwatch.1" || { echo "install: trainwatch.1 lacks the subcommands' options"; exit 1; }
+# trainctl_spank(8)'s options come from the plugin's table: every one, and their number.
+spank8=$prefix/share/man/man8/trainctl_spank.8
+for option in graceful-exit kill-switch save-switch graceful-signal on-notice hang-timeout hang-action hang-phase-timeout; do
+  roff_name="\\-\\-${option//-/\\-}"  # --kill-switch as roff writes it: \-\-kill\-switch
+  grep -qF -e ".BI $roff_name= " -e ".BR $roff_name [=" "$spank8" || { echo "install: trainctl_spank.8 lacks --$option"; exit 1; }
+done
+grep -q "adds eight options" "$spank8" || { echo "install: trainctl_spank.8 does not count the options: $(grep adds "$spank8")"; exit 1; }
+! grep -q "%PLUGIN" "$spank8" || { echo "install: trainctl_spank.8 kept a marker"; exit 1; }
 echo "install: man pages for trainwatch, trainctl-run and the plugin"
