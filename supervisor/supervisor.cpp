@@ -85,6 +85,8 @@ class supervisor {
   void on_job_answer(const std::optional<job_times>& jt, const std::string& error);
   void resolve_notice(const char* why);
   void publish_deadline();
+  void set_end_time(std::int64_t end, bool moved);
+  void adopt_end_news();
   void look_after_state();
   void note_exit_told(const char* why);
   void report_lingering_ranks(const char* when);
@@ -130,7 +132,8 @@ class supervisor {
   pid_t child_ = 0;
   bool child_done_ = false;
   int child_status_ = 0;
-  std::int64_t end_ms_ = 0;  // the job's EndTime as last read
+  std::int64_t end_ms_ = 0;       // the job's EndTime as last read
+  std::int64_t end_read_ms_ = 0;  // when (by this supervisor, or another node's, see adopt_end_news)
   std::int64_t limit_s_ = -1;
   std::int64_t deadline_ms_ = 0;  // when to ask the ranks to exit; 0: none
   bool deadline_fired_ = false;
@@ -386,43 +389,71 @@ void supervisor::on_job_answer(const std::optional<job_times>& jt, const std::st
   }
   if (jt->end_ms == 0 && end_ms_ != 0)
     log("EndTime read as unknown (%s); keeping %s", query_why_.c_str(), format_slurm_timestamp(end_ms_).c_str());
-  if (running && jt->end_ms != end_ms_ && jt->end_ms != 0) {
-    const bool moved = end_ms_ != 0;
-    if (moved)
-      log("EndTime moved from %s to %s (TimeLimit %lld s)", format_slurm_timestamp(end_ms_).c_str(),
-          format_slurm_timestamp(jt->end_ms).c_str(), static_cast<long long>(jt->limit_s));
-    end_ms_ = jt->end_ms;
-    limit_s_ = jt->limit_s;
-    if (opts_.graceful_exit.count() != 0) {
-      std::string why;
-      const milliseconds graceful = graceful_exit(&why);
-      const std::int64_t d = end_ms_ - graceful.count();
-      if (d != deadline_ms_ && !deadline_fired_) {
-        set_deadline_ms(d);
-        pre_deadline_queried_ = false;
-        schedule_pre_deadline_query();
-        publish_deadline();
-        log("deadline %s (EndTime %s - graceful exit %s)", format_slurm_timestamp(d).c_str(),
-            format_slurm_timestamp(end_ms_).c_str(),
-            why.empty() ? format_duration(graceful).c_str() : ("auto: " + why).c_str());
-        const std::int64_t now = unix_now_ms();
-        deadline_past_when_learned_ = d <= now;
-        const std::string left = format_duration(std::chrono::seconds(std::max<std::int64_t>(0, end_ms_ - now) / 1000));
-        // Why the deadline is already past decides what the line says: only a first
-        // read is the options' doing.
-        if (deadline_past_when_learned_ && (preempted_ || moved))
-          log("%s left %s to EndTime, less than the graceful exit (%s): the ranks are told to save and exit now",
-              preempted_ ? "the preemption" : "the moved EndTime", left.c_str(), format_duration(graceful).c_str());
-        else if (deadline_past_when_learned_)
-          log("the graceful exit (%s) is not shorter than the time left (%s of a %s time limit): the ranks are "
-              "told to save and exit now; give a shorter --graceful-exit (GRACEFUL_EXIT in the template) or a "
-              "longer --time",
-              format_duration(graceful).c_str(), left.c_str(),
-              limit_s_ > 0 ? format_duration(std::chrono::seconds(limit_s_)).c_str() : "unknown");
-      }
+  if (running && jt->end_ms != 0 && unix_now_ms() > end_read_ms_) {
+    end_read_ms_ = unix_now_ms();
+    if (jt->end_ms != end_ms_) {
+      const bool moved = end_ms_ != 0;
+      if (moved)
+        log("EndTime moved from %s to %s (TimeLimit %lld s)", format_slurm_timestamp(end_ms_).c_str(),
+            format_slurm_timestamp(jt->end_ms).c_str(), static_cast<long long>(jt->limit_s));
+      limit_s_ = jt->limit_s;
+      set_end_time(jt->end_ms, moved);
     }
+    publish_deadline();  // the read's time too: the ranks pass the freshest read on
   }
   if (notice_pending_) resolve_notice("notice");
+}
+
+// The deadline from a new EndTime (read by this supervisor, or by another node's and
+// passed on by the ranks): logged, published, and the last read before it scheduled.
+void supervisor::set_end_time(std::int64_t end, bool moved) {
+  end_ms_ = end;
+  if (opts_.graceful_exit.count() != 0) {
+    std::string why;
+    const milliseconds graceful = graceful_exit(&why);
+    const std::int64_t d = end_ms_ - graceful.count();
+    if (d != deadline_ms_ && !deadline_fired_) {
+      set_deadline_ms(d);
+      pre_deadline_queried_ = false;
+      schedule_pre_deadline_query();
+      publish_deadline();
+      log("deadline %s (EndTime %s - graceful exit %s)", format_slurm_timestamp(d).c_str(),
+          format_slurm_timestamp(end_ms_).c_str(),
+          why.empty() ? format_duration(graceful).c_str() : ("auto: " + why).c_str());
+      const std::int64_t now = unix_now_ms();
+      deadline_past_when_learned_ = d <= now;
+      const std::string left = format_duration(std::chrono::seconds(std::max<std::int64_t>(0, end_ms_ - now) / 1000));
+      // Why the deadline is already past decides what the line says: only a first
+      // read is the options' doing.
+      if (deadline_past_when_learned_ && (preempted_ || moved))
+        log("%s left %s to EndTime, less than the graceful exit (%s): the ranks are told to save and exit now",
+            preempted_ ? "the preemption" : "the moved EndTime", left.c_str(), format_duration(graceful).c_str());
+      else if (deadline_past_when_learned_)
+        log("the graceful exit (%s) is not shorter than the time left (%s of a %s time limit): the ranks are "
+            "told to save and exit now; give a shorter --graceful-exit (GRACEFUL_EXIT in the template) or a "
+            "longer --time",
+            format_duration(graceful).c_str(), left.c_str(),
+            limit_s_ > 0 ? format_duration(std::chrono::seconds(limit_s_)).c_str() : "unknown");
+    }
+  }
+}
+
+// A fresher EndTime than this supervisor read, in the node state: another node's
+// supervisor read it, and the ranks' agreement carried it here (controller.cpp,
+// learn_end_news). A node whose supervisor was stopped when the TimeLimit was raised
+// would otherwise fire the old deadline on waking, and its ranks with it.
+void supervisor::adopt_end_news() {
+  if (!state_ || end_ms_ == 0 || !tracks_endtime()) return;  // a follower: its publisher's to follow
+  const node_state& ns = state_->get();
+  const std::int64_t read = ns.end_read_ms.load(std::memory_order_acquire);
+  const std::int64_t end = ns.end_ms.load(std::memory_order_acquire);
+  if (read <= end_read_ms_ || end == 0 || end == end_ms_) return;
+  log("EndTime moved from %s to %s: read at %s by another node's supervisor and passed on by the ranks (this "
+      "supervisor had not read it)",
+      format_slurm_timestamp(end_ms_).c_str(), format_slurm_timestamp(end).c_str(),
+      format_slurm_timestamp(read).c_str());
+  end_read_ms_ = read;
+  set_end_time(end, true);
 }
 
 milliseconds supervisor::graceful_exit(std::string* why) const {
@@ -506,8 +537,16 @@ void supervisor::resolve_notice(const char* why) {
 // publishes (or a rank whose supervisor stopped) fires it on time.
 void supervisor::publish_deadline() {
   if (!state_) return;
-  state_->get().deadline_ms.store(deadline_ms_, std::memory_order_release);
-  state_->get().seq.fetch_add(1, std::memory_order_release);
+  node_state& ns = state_->get();
+  // Never a staler EndTime over a fresher one the ranks brought (adopt_end_news takes
+  // that one at this supervisor's next wake).
+  if (ns.end_read_ms.load(std::memory_order_acquire) > end_read_ms_ &&
+      ns.end_ms.load(std::memory_order_acquire) != end_ms_)
+    return;
+  ns.end_ms.store(end_ms_, std::memory_order_release);
+  ns.end_read_ms.store(end_read_ms_, std::memory_order_release);
+  ns.deadline_ms.store(deadline_ms_, std::memory_order_release);
+  ns.seq.fetch_add(1, std::memory_order_release);
 }
 
 // The last read before the deadline, for a TimeLimit changed since the periodic one: in
@@ -920,6 +959,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     if (reads_job_itself() && tracks_endtime() && unix_now_ms() >= next_query_ms_)
       start_query(end_ms_ == 0 ? "first read" : "periodic");
     learn_save_time();
+    adopt_end_news();
     check_deadline();
     look_after_state();
     watch_publisher();

@@ -86,7 +86,7 @@ struct phase_slot {
 
 struct node_state {
   static constexpr std::uint64_t kMagic = 0x31534c5443444e54ull;  // "TNDCTLS1"
-  static constexpr std::uint32_t kVersion = 5;
+  static constexpr std::uint32_t kVersion = 6;
 
   std::uint64_t magic;
   std::uint32_t version;
@@ -111,6 +111,13 @@ struct node_state {
   // The longest time a rank of this node went between two agreements while training
   // (no save, no marked phase): --hang-timeout=auto learns from it.
   std::atomic<std::int64_t> longest_quiet_ms;
+  // The job's EndTime (unix ms, 0 = unknown) the deadline was computed from, and when
+  // it was read from the controller. A supervisor writes both at each read; a rank
+  // writes a fresher pair another node's supervisor read, which came in the agreement
+  // (a node whose supervisor is stopped learns a raised TimeLimit that way), and moves
+  // deadline_ms by as much as EndTime moved.
+  std::atomic<std::int64_t> end_ms;
+  std::atomic<std::int64_t> end_read_ms;
   switch_slot slots[kMaxSlots];
   rank_beat beats[kMaxRanks];
   phase_slot phases[kMaxPhases];

@@ -37,10 +37,11 @@
 namespace trainctl {
 namespace {
 
-// Vote layout: one element per exit reason (0/1), the step times, then one token per
-// switch. The step times ride in the same MAX reduction: the slowest rank's work per
-// step (with its rank in the low bits, so the maximum also names it) and the negated
-// fastest (so the maximum is the minimum).
+// Vote layout: one element per exit reason (0/1), the step times, the freshest EndTime
+// read, then one token per switch. The step times ride in the same MAX reduction: the
+// slowest rank's work per step (with its rank in the low bits, so the maximum also names
+// it) and the negated fastest (so the maximum is the minimum); so does the EndTime news
+// (pack_end_news: the maximum is the latest read).
 enum vote_index : std::size_t {
   kVoteDeadline = 0,
   kVotePreempted = 1,
@@ -50,11 +51,24 @@ enum vote_index : std::size_t {
   kVoteNegFastest = 5,
   kVoteHang = 6,
   kVotePeer = 7,
-  kVoteSwitch0 = 8
+  kVoteEndTime = 8,
+  kVoteSwitch0 = 9
 };
 constexpr std::size_t kMaxLocalSwitches = kVoteLen - kVoteSwitch0;
 constexpr int kRankBits = 20;  // ranks below 2^20 are named; larger ones are not reported
 constexpr std::int64_t kNoTime = std::numeric_limits<std::int64_t>::min();
+
+// A node's EndTime and the time its supervisor read it, in one vote element: seconds
+// since kNewsEpochS, the read's above the low 32 bits and EndTime's in them, so that the
+// MAX of the ranks' elements is the latest read (ties: the later EndTime). 0: none.
+constexpr std::int64_t kNewsEpochS = 1'700'000'000;  // 2023-11-14; fits until 2091
+std::int64_t pack_end_news(std::int64_t end_ms, std::int64_t read_ms) {
+  const std::int64_t read_s = read_ms / 1000 - kNewsEpochS, end_s = end_ms / 1000 - kNewsEpochS;
+  if (end_ms <= 0 || read_ms <= 0 || read_s <= 0 || end_s <= 0 || read_s >= (std::int64_t{1} << 31) ||
+      end_s >= (std::int64_t{1} << 32))
+    return 0;
+  return (read_s << 32) | end_s;
+}
 
 std::int64_t clock_us(clockid_t clock) {
   timespec ts{};
@@ -211,6 +225,7 @@ struct controller::impl {
   void fall_back_to_private(const std::string& why);
   void on_supervisor_gone();
   void fill_vote(std::int64_t* v, std::size_t len) const;
+  void learn_end_news(std::int64_t news);
   // The save that began at the decision ends now: its length into the node state, where
   // the supervisor learns --graceful-exit=auto from it.
   void end_of_save();
@@ -739,7 +754,45 @@ void controller::impl::fill_vote(std::int64_t* v, std::size_t len) const {
   v[kVotePeer] = (bits & kFlagPeer) != 0;
   v[kVoteSignal] = caught_signal_counts() || (bits & kFlagSignal) != 0;
   v[kVoteNegFastest] = kNoTime;
+  const node_state& n = state();
+  v[kVoteEndTime] =
+      pack_end_news(n.end_ms.load(std::memory_order_acquire), n.end_read_ms.load(std::memory_order_acquire));
   for (std::size_t i = 0; i < switches.size(); ++i) v[kVoteSwitch0 + i] = token_of(switches[i]);
+}
+
+// The latest EndTime read among the ranks' nodes (the agreement's kVoteEndTime): when it
+// is later than this node's supervisor read and says another EndTime, this node's state
+// takes it, and its deadline moves by as much. One rank of the node writes it and says
+// so. A node whose supervisor was stopped (or is slow to read) when the TimeLimit was
+// raised would otherwise fire the old deadline, and the whole job would exit early.
+void controller::impl::learn_end_news(std::int64_t news) {
+  if (news <= 0) return;
+  const std::int64_t read_ms = ((news >> 32) + kNewsEpochS) * 1000;
+  const std::int64_t end_ms = ((news & 0xffffffff) + kNewsEpochS) * 1000;
+  node_state& n = state();
+  std::int64_t known_read = n.end_read_ms.load(std::memory_order_acquire);
+  const std::int64_t known_end = n.end_ms.load(std::memory_order_acquire);
+  // Nothing read on this node (no supervisor here): no graceful exit to keep.
+  if (known_end == 0 || read_ms / 1000 <= known_read / 1000 || end_ms / 1000 == known_end / 1000) return;
+  if (read_ms > unix_now_ms() + 60'000) return;  // a read from the future: a damaged state's, not news
+  if (!n.end_read_ms.compare_exchange_strong(known_read, read_ms, std::memory_order_acq_rel)) return;
+  n.end_ms.store(end_ms, std::memory_order_release);
+  const std::int64_t deadline = n.deadline_ms.load(std::memory_order_acquire);
+  if (deadline > 0) n.deadline_ms.store(deadline + (end_ms - known_end), std::memory_order_release);
+  n.seq.fetch_add(1, std::memory_order_release);
+  wake();
+  const auto clock_time = [](std::int64_t ms) {
+    const time_t t = static_cast<time_t>(ms / 1000);
+    tm parts{};
+    char text[16] = "?";
+    if (localtime_r(&t, &parts) != nullptr) std::strftime(text, sizeof text, "%H:%M:%S", &parts);
+    return std::string(text);
+  };
+  std::fprintf(stderr,
+               "trainctl: rank %d: EndTime %s, read at %s by another node's supervisor, which this node's has not "
+               "read (stopped or slow?): the deadline moves by %+lld s\n",
+               cfg.rank, clock_time(end_ms).c_str(), clock_time(read_ms).c_str(),
+               static_cast<long long>((end_ms - known_end) / 1000));
 }
 
 decision controller::decide(std::int64_t step, const std::int64_t* r, std::size_t len) {
@@ -752,6 +805,7 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
   impl& m = *this;
   std::lock_guard<std::recursive_mutex> hold(switches_mu);
   decision d;
+  if (agreed) m.learn_end_news(r[kVoteEndTime]);
   if (!m.decided.exit) {
     std::string reason;
     auto first_switch = [&](bool kill) -> std::string {

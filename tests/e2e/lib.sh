@@ -97,6 +97,13 @@ submit() {
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # events_count EVENT: how many lines of that event the ranks wrote so far.
+# first_exit_after START: seconds (one decimal) from START, a SLURM timestamp such as
+# the job's StartTime, to the first "exit" event of any rank in $TEST_DIR/events.
+first_exit_after() {
+  python3 -c 'import glob, json, sys, time
+first = min(json.loads(l)["time"] for f in glob.glob(sys.argv[1] + "/events/*") for l in open(f) if "\"exit\"" in l)
+print(round(first - time.mktime(time.strptime(sys.argv[2], "%Y-%m-%dT%H:%M:%S")), 1))' "$TEST_DIR" "$1"
+}
 events_count() { cat "$TEST_DIR"/events/rank*.jsonl 2>/dev/null | grep -c "\"event\": \"$1\"" || true; }
 events_at_least() { [ "$(events_count "$1")" -ge "$2" ]; }
 

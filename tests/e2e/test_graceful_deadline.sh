@@ -16,7 +16,6 @@ read -r n steps reasons < <(exit_summary)
 [ "$(job_state "$job")" = COMPLETED ] || fail "job ended $(job_state "$job"), not COMPLETED"
 { [ "$n" = 4 ] && [ "$steps" = 1 ]; } || fail "expected 4 ranks to exit at one step; got $n at $steps steps"
 [ "$reasons" = deadline ] || fail "expected reason deadline, got '$reasons'"
-first_exit=$(python3 -c 'import glob,json,sys; print(min(json.loads(l)["time"] for f in glob.glob(sys.argv[1]+"/events/*") for l in open(f) if "\"exit\"" in l))' "$TEST_DIR")
-offset=$(python3 -c 'import sys,time; print(round(float(sys.argv[1]) - time.mktime(time.strptime(sys.argv[2], "%Y-%m-%dT%H:%M:%S")), 1))' "$first_exit" "$start")
+offset=$(first_exit_after "$start")
 log "PASS: ranks exited $offset s after the job started (deadline at 60 s), reason deadline; COMPLETED"
 python3 -c 'import sys; sys.exit(0 if 55 <= float(sys.argv[1]) <= 75 else 1)' "$offset" || fail "exit at $offset s, not about 60 s"

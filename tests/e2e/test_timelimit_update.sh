@@ -24,8 +24,7 @@ wait_for 100 "4 ranks to exit" events_at_least exit 4
 read -r n steps reasons < <(exit_summary)
 { [ "$n" = 4 ] && [ "$steps" = 1 ]; } || fail "expected 4 ranks to exit at one step; got $n at $steps steps"
 [ "$reasons" = deadline ] || fail "expected reason deadline, got '$reasons'"
-first_exit=$(python3 -c 'import glob,json,sys; print(min(json.loads(l)["time"] for f in glob.glob(sys.argv[1]+"/events/*") for l in open(f) if "\"exit\"" in l))' "$TEST_DIR")
-offset=$(python3 -c 'import sys,time; print(round(float(sys.argv[1]) - time.mktime(time.strptime(sys.argv[2], "%Y-%m-%dT%H:%M:%S")), 1))' "$first_exit" "$start")
+offset=$(first_exit_after "$start")
 python3 -c 'import sys; sys.exit(0 if 55 <= float(sys.argv[1]) <= 80 else 1)' "$offset" || fail "exit at $offset s, not about 60 s"
 wait_for 60 "the job to end" job_ended "$job"
 [ "$(job_state "$job")" = COMPLETED ] || fail "job ended $(job_state "$job")"

@@ -471,6 +471,41 @@ TEST(Controller, RankZeroNotesANoticeOnlyAnotherNodeHadWhenTheRanksAgreeOnIt) {
   EXPECT_NE(seen.find("notice:preempted exit:preempted"), std::string::npos) << seen;
 }
 
+// A TimeLimit raised while node0's supervisor was stopped: node1's supervisor read the
+// new EndTime, and the agreement carries it to node0, whose deadline moves with it (by
+// its own graceful exit), so node0 does not fire the old one. Older news, or a node
+// whose supervisor never read EndTime, change nothing.
+TEST(Controller, TheLatestEndTimeReadReachesEveryNodeThroughTheAgreement) {
+  temp_dir t;
+  world w(t, 3, 1);
+  node_state_file node0(t / "state-node0"), node1(t / "state-node1"), node2(t / "state-node2");
+  const std::int64_t now = unix_now_ms() / 1000 * 1000;
+  const std::int64_t old_end = now + 60'000, new_end = now + 180'000;
+  node0.get().end_ms.store(old_end);
+  node0.get().end_read_ms.store(now - 30'000);
+  node0.get().deadline_ms.store(old_end - 50'000);  // a graceful exit of 50 s
+  node1.get().end_ms.store(new_end);
+  node1.get().end_read_ms.store(now - 2'000);
+  node1.get().deadline_ms.store(new_end - 60'000);
+  const auto ds = w.step(0);
+  EXPECT_FALSE(ds[0].exit);
+  EXPECT_EQ(node0.get().end_ms.load(), new_end);
+  EXPECT_EQ(node0.get().end_read_ms.load(), now - 2'000);
+  EXPECT_EQ(node0.get().deadline_ms.load(), new_end - 50'000)
+      << "moved by as much as EndTime, its own graceful exit kept";
+  EXPECT_EQ(node1.get().deadline_ms.load(), new_end - 60'000);
+  EXPECT_EQ(node2.get().end_ms.load(), 0) << "no supervisor read EndTime on node2: nothing to move";
+  EXPECT_EQ(node2.get().deadline_ms.load(), 0);
+  // Older news than node1's own read changes nothing there.
+  node0.get().end_ms.store(old_end);
+  node0.get().end_read_ms.store(now - 1'000);
+  node1.get().end_read_ms.store(now - 5'000);
+  w.step(1);
+  EXPECT_EQ(node0.get().end_ms.load(), old_end);
+  EXPECT_EQ(node1.get().end_ms.load(), old_end) << "node0's read was the latest";
+  EXPECT_EQ(node1.get().deadline_ms.load(), old_end - 60'000);
+}
+
 TEST(Controller, AStaleViewOfASavedSwitchDoesNotSaveAgain) {
   // NFS may show a removed file to another node for a while: its watcher republishes
   // the old mtime. The consumed token keeps that from counting twice.
