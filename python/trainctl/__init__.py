@@ -13,6 +13,8 @@ Imports on Python 3.8+ with no compiler and without torch; the C library
 (libtrainctl.so.0) is loaded when the first Controller is made.
 """
 
+from typing import Any
+
 from ._native import TrainctlError, VOTE_LEN
 from .controller import Controller, Decision, mpi_allreduce
 from .collectives import watch_collectives
@@ -22,16 +24,18 @@ __all__ = ["Controller", "Decision", "TrainctlError", "VOTE_LEN", "mpi_allreduce
            "watch_ddp"]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     """trainctl.hf, imported when first named (it needs no transformers until its
-    TrainctlCallback is)."""
+    TrainctlCallback is); trainctl.__version__, the loaded library's version()."""
+    if name == "__version__":
+        return version()
     if name == "hf":
         import importlib
         return importlib.import_module(".hf", __name__)
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
-def version():
+def version() -> str:
     """The library's version as "major.minor.patch"."""
     from ._native import lib
     n = lib().trainctl_version()

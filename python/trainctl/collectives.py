@@ -23,6 +23,10 @@ as it decides on a profiler. torch is imported only here, only when called.
 
 import functools
 import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # for the annotations only: no import cycle at run time
+    from .controller import Controller
 
 # The collectives of torch.distributed a training loop or FSDP calls from Python; the ones
 # a given torch lacks are skipped.
@@ -59,7 +63,7 @@ def _timed(fn):
     return timed
 
 
-def watch_collectives(ctl):
+def watch_collectives(ctl: "Controller") -> None:
     """Marks `ctl`'s compute as the time outside torch.distributed's collectives from now
     on (see the module text). Calling it again moves the marks to another Controller;
     the functions are replaced once per process."""

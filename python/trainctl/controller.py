@@ -3,6 +3,10 @@
 import ctypes
 import os
 import sys
+from typing import Any, Callable, ContextManager, List, Mapping, Optional, Sequence
+
+# The reduction check() may be given: the votes in, every rank's MAX out (see mpi_allreduce).
+Allreduce = Callable[[List[int]], Sequence[int]]
 
 from . import _native
 from ._native import TrainctlError, check as _check, lib as _lib
@@ -13,14 +17,18 @@ class Decision:
     kill-switch, deadline, preempted, memory, hang, peer-failed, signal, or a user switch's name."""
 
     __slots__ = ("exit", "save", "reason", "save_reason")
+    exit: bool
+    save: bool
+    reason: str
+    save_reason: str
 
-    def __init__(self, exit=False, save=False, reason="", save_reason=""):
+    def __init__(self, exit: bool = False, save: bool = False, reason: str = "", save_reason: str = "") -> None:
         self.exit = exit
         self.save = save
         self.reason = reason
         self.save_reason = save_reason
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Decision(exit=%r, save=%r, reason=%r, save_reason=%r)" % (
             self.exit, self.save, self.reason, self.save_reason)
 
@@ -168,7 +176,8 @@ class Controller:
     exit_switches / save_switches ({name: path}). The rank comes from RANK,
     OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID unless `rank` is given."""
 
-    def __init__(self, exit_switches=None, save_switches=None, **settings):
+    def __init__(self, exit_switches: Optional[Mapping[str, str]] = None,
+                 save_switches: Optional[Mapping[str, str]] = None, **settings: Any) -> None:
         L = _lib()
         self._ctl = None
         unknown = sorted(set(settings) - set(_SETTINGS))
@@ -200,18 +209,18 @@ class Controller:
         self.last = Decision()
 
     # -- polling, no agreement ------------------------------------------------------
-    def should_exit(self):
+    def should_exit(self) -> bool:
         """This process's view: True once any exit condition is seen here."""
         if self._ctl is None:
             raise ValueError("trainctl: this Controller is closed")
         return self._poll(self._ctl) != 0
 
-    def should_save(self):
+    def should_save(self) -> bool:
         """True once per touch of a save switch (consumed by this call)."""
         return bool(_check(self._L.trainctl_should_save(self._ctl)))
 
     # -- the agreed decision ----------------------------------------------------------
-    def check(self, step, allreduce=None):
+    def check(self, step: int, allreduce: Optional[Allreduce] = None) -> Decision:
         """The decision all ranks take at this step.
 
         Ranks agree every `check_every` steps through one element-wise MAX reduction of
@@ -265,15 +274,15 @@ class Controller:
         return t.tolist()
 
     # -- the rank's own compute, for the straggler finding ---------------------------
-    def compute_begin(self):
+    def compute_begin(self) -> None:
         """Marks where this step's own work begins (see compute()). Any thread."""
         self._L.trainctl_compute_begin(self._ctl)
 
-    def compute_end(self):
+    def compute_end(self) -> None:
         """Marks where it ends. Any thread."""
         self._L.trainctl_compute_end(self._ctl)
 
-    def compute(self):
+    def compute(self) -> ContextManager[None]:
         """`with ctl.compute(): ...` around the part of a step that is this rank's own
         work. Once steps are marked, stragglers are judged by marked time, not by wall
         time between agreements (which a gradient all_reduce in every step makes equal on
@@ -283,15 +292,15 @@ class Controller:
         return _ComputeSection(self)
 
     # -- phases of the loop, for the hang clock --------------------------------------
-    def phase_begin(self, name):
+    def phase_begin(self, name: str) -> None:
         """Marks the start of a phase other than training (see phase())."""
         _check(self._L.trainctl_phase_begin(self._ctl, str(name).encode()))
 
-    def phase_end(self):
+    def phase_end(self) -> None:
         """Marks the end of the innermost phase begun."""
         _check(self._L.trainctl_phase_end(self._ctl))
 
-    def phase(self, name):
+    def phase(self, name: str) -> ContextManager[None]:
         """`with ctl.phase("eval"): ...` around a part of the loop that is not a training
         step: an evaluation, or the loop's own save ("save"). A rank that is quiet inside
         it is judged by the phase's own hang budget (--hang-phase-timeout NAME=DURATION,
@@ -301,26 +310,26 @@ class Controller:
         return _PhaseSection(self, name)
 
     # -- settings that may change while running --------------------------------------
-    def set_deadline(self, unix_seconds):
+    def set_deadline(self, unix_seconds: float) -> None:
         """Exit once now >= unix_seconds (0 clears it)."""
         _check(self._L.trainctl_set_deadline(self._ctl, float(unix_seconds)))
 
-    def add_exit_switch(self, name, path):
+    def add_exit_switch(self, name: str, path: str) -> None:
         _check(self._L.trainctl_add_switch(self._ctl, _native.SWITCH_EXIT, name.encode(), str(path).encode()))
 
-    def add_save_switch(self, name, path):
+    def add_save_switch(self, name: str, path: str) -> None:
         _check(self._L.trainctl_add_switch(self._ctl, _native.SWITCH_SAVE, name.encode(), str(path).encode()))
 
     @property
-    def check_every(self):
+    def check_every(self) -> int:
         return self._L.trainctl_check_every(self._ctl)
 
     @property
-    def state_path(self):
+    def state_path(self) -> str:
         return self._L.trainctl_state_path(self._ctl).decode()
 
     @property
-    def stat_calls(self):
+    def stat_calls(self) -> int:
         """Metadata requests (stat calls) made by this node's publisher so far."""
         return self._L.trainctl_stat_calls(self._ctl)
 
@@ -331,17 +340,17 @@ class Controller:
             raise ValueError("trainctl: this Controller is closed")
         return _lib()
 
-    def close(self):
+    def close(self) -> None:
         """Stops this process's publisher thread and restores the signal handlers it replaced."""
         _unregister_stack_dump(self.__dict__.pop("_stacks", None))
         if self._ctl is not None:
             _lib().trainctl_destroy(self._ctl)
             self._ctl = None
 
-    def __enter__(self):
+    def __enter__(self) -> "Controller":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
     def __del__(self):
@@ -351,7 +360,7 @@ class Controller:
             pass
 
 
-def mpi_allreduce(comm):
+def mpi_allreduce(comm: Any) -> Allreduce:
     """The reduction check() needs, over an mpi4py communicator:
 
         from mpi4py import MPI

@@ -13,8 +13,14 @@ optimizer step: everything but the wait for other ranks), then runs the communic
 DDP would have run. torch is imported only here, only when called.
 """
 
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
-def watch_ddp(model, ctl, hook=None, state=None):
+if TYPE_CHECKING:  # for the annotations only: no import cycle at run time
+    from .controller import Controller
+
+
+def watch_ddp(model: Any, ctl: "Controller", hook: Optional[Callable[..., Any]] = None,
+              state: Any = None) -> None:
     """Registers the timing hook on `model` (a torch DistributedDataParallel). `hook` and
     `state` are the communication hook to wrap and its state; by default DDP's own
     all_reduce (torch.distributed.algorithms.ddp_comm_hooks.default_hooks.allreduce_hook

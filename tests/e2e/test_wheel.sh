@@ -51,7 +51,7 @@ tag_minor=${BASH_REMATCH[1]}
 cp "$wheel" "$TEST_DIR/" && wheel=$TEST_DIR/$name  # the user's copy, readable by the user
 mkdir "$TEST_DIR/unzipped"
 python3 -m zipfile -e "$wheel" "$TEST_DIR/unzipped"
-for f in trainctl/libtrainctl.so.0 trainctl/__init__.py trainctl/hf.py; do
+for f in trainctl/libtrainctl.so.0 trainctl/__init__.py trainctl/hf.py trainctl/py.typed; do
   [ -f "$TEST_DIR/unzipped/$f" ] || fail "the wheel does not carry $f"
 done
 scripts_dir=$(echo "$TEST_DIR"/unzipped/trainctl-*.data/scripts)

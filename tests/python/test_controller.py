@@ -214,6 +214,17 @@ class PackageTest(unittest.TestCase):
                 with open(os.path.join(pkg, name)) as f:
                     ast.parse(f.read(), name, feature_version=(3, 8))
 
+    def test_typed_with_a_version(self):
+        # PEP 561: type checkers read the hints; __version__ is the loaded library's.
+        import typing
+        pkg = os.path.dirname(trainctl.__file__)
+        self.assertTrue(os.path.isfile(os.path.join(pkg, "py.typed")))
+        self.assertEqual(trainctl.__version__, trainctl.version())
+        hints = typing.get_type_hints(trainctl.Controller.check)
+        self.assertIs(hints["return"], trainctl.Decision)
+        self.assertIs(hints["step"], int)
+        self.assertIs(typing.get_type_hints(trainctl.Controller.should_exit)["return"], bool)
+
     def test_import_does_not_load_torch_or_the_library(self):
         code = "import sys, trainctl, trainctl._native as n; print('torch' in sys.modules, n._lib is None)"
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
