@@ -448,8 +448,8 @@ void supervisor::adopt_end_news() {
   const std::int64_t read = ns.end_read_ms.load(std::memory_order_acquire);
   const std::int64_t end = ns.end_ms.load(std::memory_order_acquire);
   if (read <= end_read_ms_ || end == 0 || end == end_ms_) return;
-  log("EndTime moved from %s to %s: read at %s by another node's supervisor and passed on by the ranks (this "
-      "supervisor had not read it)",
+  log("EndTime moved from %s to %s: read at %s by another node's supervisor and passed on by the ranks, before "
+      "this supervisor's own read",
       format_slurm_timestamp(end_ms_).c_str(), format_slurm_timestamp(end).c_str(),
       format_slurm_timestamp(read).c_str());
   end_read_ms_ = read;

@@ -788,11 +788,13 @@ void controller::impl::learn_end_news(std::int64_t news) {
     if (localtime_r(&t, &parts) != nullptr) std::strftime(text, sizeof text, "%H:%M:%S", &parts);
     return std::string(text);
   };
+  // Not a fault by itself: each node's supervisor reads in a second of its own within
+  // the poll period; a stopped one is one reason this node's read is later.
   std::fprintf(stderr,
-               "trainctl: rank %d: EndTime %s, read at %s by another node's supervisor, which this node's has not "
-               "read (stopped or slow?): the deadline moves by %+lld s\n",
-               cfg.rank, clock_time(end_ms).c_str(), clock_time(read_ms).c_str(),
-               static_cast<long long>((end_ms - known_end) / 1000));
+               "trainctl: rank %d: EndTime moved to %s (%+lld s): another node's supervisor read it at %s, before "
+               "this node's did; this node's deadline moves with it\n",
+               cfg.rank, clock_time(end_ms).c_str(), static_cast<long long>((end_ms - known_end) / 1000),
+               clock_time(read_ms).c_str());
 }
 
 decision controller::decide(std::int64_t step, const std::int64_t* r, std::size_t len) {

@@ -55,7 +55,7 @@ scontrol update JobId="$job" TimeLimit=3 || fail "scontrol update refused"
 log "TimeLimit raised to 3 min at $(since_start) s: EndTime $(job_field "$job" EndTime)"
 n2_read() { grep -q "trainctl-run\[n2 task 1\]: EndTime moved" "$TEST_DIR/job.out"; }
 wait_for 30 "n2's supervisor to read the new EndTime" n2_read
-carried() { grep -q "read at .* by another node's supervisor, which this node's has not read" "$TEST_DIR/job.out"; }
+carried() { grep -q "EndTime moved to .*: another node's supervisor read it at .*, before this node's did" "$TEST_DIR/job.out"; }
 wait_for 30 "the agreement to carry it to n1's ranks" carried
 wait_since_start 70
 [ "$(events_count exit)" = 0 ] || fail "$(events_count exit) rank(s) exited by $(since_start) s: the old deadline (60 s) fired"
