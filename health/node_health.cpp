@@ -28,6 +28,7 @@
 #include "ranks.hpp"
 #include "save_times.hpp"
 #include "stack_dump.hpp"
+#include "straggler_record.hpp"
 
 namespace trainctl {
 namespace {
@@ -48,6 +49,8 @@ constexpr milliseconds kJobLineWait{10000};
 constexpr milliseconds kDumpLimit{120000};
 // How long a node that may be the crash culprit waits for the other nodes' evidence.
 constexpr milliseconds kEvidenceWait{3000};
+// Writing a straggler finding: one line in the log directory, one in the home.
+constexpr milliseconds kSlowRecordLimit{10000};
 // How often the node state's heartbeat slots are looked at for new ranks when nothing
 // else wakes the supervisor: ranks say when they arrive (SIGCHLD), so this is a fallback.
 constexpr milliseconds kNewRankLook{60000};
@@ -163,6 +166,16 @@ std::string close_evidence(int fd, const std::string& dir, const std::string& me
   return "";
 }
 
+// The step's crash evidence directory, `leaf` in the user's evidence root of `log_dir`
+// (see evidence_root), made when missing and opened: -1 and *why when it cannot be.
+// Runs in a child. *dir: its path.
+int open_crash_dir(const std::string& log_dir, const std::string& leaf, std::string* dir, std::string* why) {
+  const std::string root = evidence_root(log_dir, false, why);
+  if (root.empty()) return -1;
+  *dir = root + "/" + leaf;
+  return open_stacks_dir(*dir, false, why);
+}
+
 }  // namespace
 
 std::string resolve_log_dir(const std::string& given) {
@@ -232,8 +245,10 @@ void node_health::started(node_state_file* state, pid_t command) {
   const std::string times = opts_.hang_timeout.count() != 0 ? times_path_ : "";
   spec.work = [dir, times] {
     bool group = false;
-    const std::string why = prepare_log_dir(dir, &group);
-    std::string out = std::string(group ? "group\n" : "private\n") + (why.empty() ? "" : "problem " + why + "\n");
+    std::string why = prepare_log_dir(dir, &group), note;
+    if (why.empty()) evidence_root(dir, group, &why, &note);  // made now, and a squatted name said at the start
+    std::string out = std::string(group ? "group\n" : "private\n") + (why.empty() ? "" : "problem " + why + "\n") +
+                      (note.empty() ? "" : "note " + note + "\n");
     std::string store_why;
     if (!times.empty())
       for (const auto& [name, ms] : longest_recorded_phases(times, &store_why))
@@ -248,7 +263,7 @@ void node_health::started(node_state_file* state, pid_t command) {
 }
 
 bool node_health::owns(pid_t pid) const {
-  for (const auto* c : {check_.get(), dump_.get(), evidence_.get()})
+  for (const auto* c : {check_.get(), dump_.get(), evidence_.get(), slow_.get()})
     if (c != nullptr && c->pid() > 0 && (pid == c->pid() || getpgid(pid) == c->pid())) return true;
   return false;
 }
@@ -275,6 +290,7 @@ bool node_health::reaped(pid_t pid, int status) {
         learnt_[name] = recorded_[name] = std::max<std::int64_t>(learnt_[name], ms);
         if (name == std::string(kQuietPhase)) quiet_before_ = ms;
       }
+      if (line.compare(0, 5, "note ") == 0) log(line.substr(5));
       if (line.compare(0, 6, "store ") == 0)
         log("hang: the budgets learnt in this job array cannot be read (" + line.substr(6) + "): first-time budgets");
     }
@@ -286,6 +302,14 @@ bool node_health::reaped(pid_t pid, int status) {
     const child_result r = evidence_->finish(status);
     evidence_.reset();
     if (!r.output.empty()) log(r.output.substr(0, r.output.find('\n')));
+    return true;
+  }
+  if (slow_ && pid == slow_->pid()) {
+    const child_result r = slow_->finish(status);
+    slow_.reset();
+    std::istringstream lines(r.output);
+    for (std::string line; std::getline(lines, line);) log("straggler: " + line);
+    if (!r.ok()) log("straggler: the finding was not recorded: " + r.error);
     return true;
   }
   if (dump_ && pid == dump_->pid()) {
@@ -312,8 +336,15 @@ std::chrono::milliseconds node_health::tick() {
     log("hang: the stack dump took longer than " + format_duration(kDumpLimit) + " and was ended");
     on_hang_("the stack dump did not finish within " + format_duration(kDumpLimit));
   }
+  if (slow_ && now >= slow_by_) {
+    slow_->abandon();
+    slow_.reset();
+    log("straggler: the finding was not recorded: the log directory or the home did not answer within " +
+        format_duration(kSlowRecordLimit));
+  }
   if (dump_) dump_->drain();
   watch_new_ranks();
+  record_stragglers();
   on_deaths();
   check_hang();
   check_start();
@@ -325,7 +356,7 @@ std::chrono::milliseconds node_health::tick() {
                                                            std::min(training_budget_, shortest_phase_budget_) / 10)));
   if (opts_.hang_start_timeout.count() > 0 && !all_started_) wait = std::min(wait, milliseconds(1000));
   if (check_) wait = std::min(wait, std::chrono::duration_cast<milliseconds>(check_by_ - now));
-  if (dump_) wait = std::min(wait, milliseconds(1000));
+  if (dump_ || slow_) wait = std::min(wait, milliseconds(1000));
   return std::max(wait, milliseconds(0));
 }
 
@@ -393,15 +424,15 @@ void node_health::publish_first_death() {
   if (opts_.job_id.empty() || opts_.batch || evidence_ || ending_ || step_nodes() < 2 ||
       (log_dir_checked_ && !log_dir_problem_.empty()))
     return;
-  const std::string dir = evidence_dir(), me = node_name();
+  const std::string logs = log_dir_, leaf = evidence_leaf(), me = node_name();
   const std::string line =
       "first_ms=" + std::to_string(first_death_ms_) + " status=" + std::to_string(first_death_status_) + "\n";
   child_spec spec;
   spec.ignore_signals = opts_.notices;
   spec.ignore_signals.push_back(opts_.graceful_signal);
-  spec.work = [dir, me, line]() -> std::string {
-    std::string why;
-    const int fd = valid_node_name(me) ? open_stacks_dir(dir, false, &why) : -1;
+  spec.work = [logs, leaf, me, line]() -> std::string {
+    std::string why, dir;
+    const int fd = valid_node_name(me) ? open_crash_dir(logs, leaf, &dir, &why) : -1;
     if (fd < 0) return "crash evidence not written: " + (why.empty() ? "'" + me + "' is not a node name" : why) + "\n";
     struct stat st {};
     if (fstatat(fd, me.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) why = append_in_dir(fd, me, line, 0600);
@@ -409,6 +440,44 @@ void node_health::publish_first_death() {
     return why.empty() ? "" : "crash evidence not written: " + why + "\n";
   };
   evidence_ = std::make_unique<started_child>(spec);
+}
+
+// A finding a rank put in its beat since the last look: written here, in a child (the
+// log directory and the home may stall), one child at a time; a finding that comes
+// while one is written waits for the next tick. A straggler is rare: a handful a run.
+void node_health::record_stragglers() {
+  if (state_ == nullptr || slow_ || !has_header(state_->get())) return;
+  std::vector<straggler_finding> found;
+  for (const auto& b : state_->get().beats) {
+    const pid_t pid = b.pid.load(std::memory_order_acquire);
+    const std::int64_t reports = b.slow_reports.load(std::memory_order_acquire);
+    if (pid <= 0 || reports <= 0 || ranks_.count(pid) == 0) continue;  // only this node's watched ranks
+    std::int64_t& seen = slow_seen_[pid];
+    if (reports <= seen) continue;
+    seen = reports;
+    straggler_finding f;
+    f.rank = b.rank.load(std::memory_order_relaxed);
+    f.job = opts_.job_id;
+    f.step = b.slow_step.load(std::memory_order_relaxed);
+    f.slow_us = b.slow_us.load(std::memory_order_relaxed);
+    f.fastest_us = b.fastest_us.load(std::memory_order_relaxed);
+    if (f.slow_us > 0 && f.fastest_us > 0) found.push_back(f);
+  }
+  if (found.empty()) return;
+  const std::string dir = log_dir_checked_ && !log_dir_problem_.empty() ? "" : log_dir_;
+  child_spec spec;
+  spec.ignore_signals = opts_.notices;
+  spec.ignore_signals.push_back(opts_.graceful_signal);
+  spec.work = [found, dir]() -> std::string {
+    std::string out;
+    for (const auto& f : found) {
+      std::istringstream said(record_straggler(f, dir));
+      for (std::string line; std::getline(said, line);) out += "rank " + std::to_string(f.rank) + ": " + line + "\n";
+    }
+    return out;
+  };
+  slow_ = std::make_unique<started_child>(spec);
+  slow_by_ = clock::now() + kSlowRecordLimit;
 }
 
 // The phase a beat slot shows, by name: "" training, "save", or the loop's name.
@@ -571,7 +640,8 @@ void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms
   hung_ = true;
   hung_since_ms_ = unix_now_ms();
   log("hang: " + why + "; taking every rank's stacks");
-  const std::string dir = log_dir_ + "/stacks-" + (opts_.job_id.empty() ? "pid" + std::to_string(self_) : opts_.job_id);
+  const std::string logs = log_dir_;
+  const std::string leaf = "stacks-" + (opts_.job_id.empty() ? "pid" + std::to_string(self_) : opts_.job_id);
   // What the child needs, copied: it runs with this process's memory as it is now.
   const std::string problem = log_dir_checked_ ? log_dir_problem_ : "";
   const bool group = log_dir_group_;
@@ -598,6 +668,8 @@ void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms
     for (const auto& r : find_rank_procs(root, launchers, command_is_rank))
       if (r.pid != getpid() && !excluded(r.pid) && live_process_of_mine(r.pid)) ranks.push_back(r);
     std::string why_not = problem;
+    const std::string root = why_not.empty() ? evidence_root(logs, group, &why_not) : "";
+    const std::string dir = root + "/" + leaf;
     const int fd = why_not.empty() ? open_stacks_dir(dir, group, &why_not) : -1;
     if (fd < 0) {
       // No files to count the other nodes by: give them the time to find the hang too
@@ -692,9 +764,9 @@ void node_health::finish_dump(const std::string& output) {
 }
 
 // One per job step and run: the steps of one job (and its requeued runs) crash apart.
-std::string node_health::evidence_dir() const {
+std::string node_health::evidence_leaf() const {
   const std::string step = env_or_empty("SLURM_STEP_ID");
-  return log_dir_ + "/.trainctl-crash-" + run_key() + "." + (step.empty() ? "batch" : step);
+  return "crash-" + run_key() + "." + (step.empty() ? "batch" : step);
 }
 
 // The evidence writer started at this node's first death, given a moment to finish: it
@@ -718,12 +790,16 @@ void node_health::settle_evidence() {
 std::string node_health::peer_death() const {
   if (opts_.job_id.empty() || opts_.batch || step_nodes() < 2 || (log_dir_checked_ && !log_dir_problem_.empty()))
     return "";
-  const std::string dir = evidence_dir(), me = node_name();
+  const std::string logs = log_dir_, leaf = evidence_leaf(), me = node_name();
   child_spec spec;
   spec.deadline = milliseconds(1000);
   spec.ignore_signals = opts_.notices;
-  spec.work = [dir, me]() -> std::string {
+  spec.work = [logs, leaf, me]() -> std::string {
+    std::string why;
+    const std::string root = evidence_root(logs, false, &why);
+    if (root.empty()) return "";
     // Not created here: a step nobody's rank has ended in has no evidence yet.
+    const std::string dir = root + "/" + leaf;
     const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st {};
     if (fd < 0 || fstat(fd, &st) != 0 || st.st_uid != getuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
@@ -788,7 +864,7 @@ void node_health::command_ended(int status) {
     return;
   }
   if (!judge && nodes < 2) return;
-  const std::string dir = evidence_dir(), me = node_name();
+  const std::string logs = log_dir_, leaf = evidence_leaf(), me = node_name();
   const std::int64_t mine = first_death_ms_;
   const int st = first_death_status_;
   const pid_t pid = first_dead_;
@@ -799,8 +875,8 @@ void node_health::command_ended(int status) {
   spec.ignore_signals = opts_.notices;
   spec.work = [=]() -> std::string {
     std::ostringstream out;
-    std::string why;
-    const int fd = valid_node_name(me) ? open_stacks_dir(dir, false, &why) : -1;
+    std::string why, dir;
+    const int fd = valid_node_name(me) ? open_crash_dir(logs, leaf, &dir, &why) : -1;
     if (fd < 0) {
       if (judge) out << "crash: not judged: " << (why.empty() ? "'" + me + "' is not a node name" : why) << "\n";
       return out.str();

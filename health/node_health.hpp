@@ -8,10 +8,12 @@
 //  - A hang (check_hang): a rank of this node whose last agreement is older than
 //    --hang-timeout, or that has not reached its first agreement --hang-start-timeout
 //    after it started. A zombie or another user's process is never a rank.
-//  - The stacks (dump_work): every rank's, into LOG_DIR/stacks-<job>/, a directory only
-//    this user can write; every node waits (bounded) for the whole job's files before
-//    the action, and the job's first node says where the job is stuck and records the
-//    nodes that hold the odd ranks when they are fewer than half.
+//  - The stacks (dump_work): every rank's, into LOG_DIR/trainctl-<user>/stacks-<job>/,
+//    directories only this user can write (see evidence_root); every node waits (bounded) for the whole job's files
+//    before the action, and the job's first node says where the job is stuck and records the nodes that hold the odd
+//    ranks when they are fewer than half.
+//  - Stragglers (record_stragglers): a rank found slow puts the finding in its beat;
+//    the line in LOG_DIR/slow_nodes and the bad-node record are written here.
 //  - The culprit of a crash (judge_crash): only a node whose first rank death was by a
 //    fault signal (SEGV, BUS, ILL, ABRT, FPE) and came before every other node's first
 //    death by more than the clock skew allowance. An exit of the program (an exception),
@@ -107,8 +109,9 @@ class node_health {
   void learn_budgets();
   hang_budget budget_of(const std::string& name);
   void finish_dump(const std::string& output);
-  std::string evidence_dir() const;
+  std::string evidence_leaf() const;
   void publish_first_death();
+  void record_stragglers();
   void settle_evidence();
   static bool judge_first_death(int fd, const std::string& me, std::int64_t mine, int st, pid_t pid, std::int64_t skew,
                                 const std::string& job, std::ostringstream& out);
@@ -151,6 +154,9 @@ class node_health {
   std::chrono::steady_clock::time_point check_by_{};
   std::unique_ptr<started_child> evidence_;  // writes this node's first death for the others
   std::unique_ptr<started_child> dump_;      // a hang's dump in progress
+  std::unique_ptr<started_child> slow_;      // writes the stragglers' findings (slow_nodes, bad nodes)
+  std::chrono::steady_clock::time_point slow_by_{};
+  std::map<pid_t, std::int64_t> slow_seen_;  // per rank: the findings its beat showed that were taken
   std::chrono::steady_clock::time_point dump_by_{};
 };
 

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -223,6 +224,59 @@ std::string prepare_log_dir(const std::string& dir, bool* group) {
   if (access(dir.c_str(), W_OK | X_OK) != 0) return "log directory " + dir + " is not writable by this user";
   if (group != nullptr) *group = (st.st_mode & S_IWGRP) != 0;
   return "";
+}
+
+namespace {
+std::string user_name() {
+  std::vector<char> buf(16384);
+  passwd pw{}, *found = nullptr;
+  if (getpwuid_r(getuid(), &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr && valid_node_name(pw.pw_name))
+    return pw.pw_name;  // (a user name passes the same test as a node name: no '/', no spaces)
+  return std::to_string(getuid());
+}
+
+// Whether `path` is a directory this user may keep evidence in (see open_stacks_dir);
+// *mine: the name is this user's own (a wrong mode is the user's to fix, not a squat).
+bool usable_root(const std::string& path, bool group, bool* mine, std::string* why) {
+  *mine = true;
+  if (mkdir(path.c_str(), group ? 0750 : 0700) != 0 && errno != EEXIST) {
+    *why = "cannot create " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) {
+    *why = path + ": " + std::strerror(errno);
+    return false;
+  }
+  *mine = st.st_uid == getuid();
+  if (!*mine) return false;
+  const int fd = open_stacks_dir(path, group, why);
+  if (fd < 0) return false;
+  close(fd);
+  return true;
+}
+}  // namespace
+
+std::string evidence_root(const std::string& log_dir, bool group, std::string* why, std::string* note) {
+  std::string root = log_dir + "/trainctl-" + user_name();
+  bool mine = true;
+  std::string problem;
+  if (usable_root(root, group, &mine, &problem)) return root;
+  if (mine) {
+    *why = problem;
+    return "";
+  }
+  struct stat st {};
+  lstat(root.c_str(), &st);
+  std::string home = user_state_path("TRAINCTL_EVIDENCE_HOME", "evidence");
+  const std::string taken = root + " belongs to uid " + std::to_string(st.st_uid) + ", not to this user";
+  if (home.empty() || !make_private_dirs(home.substr(0, home.rfind('/'))) ||
+      !usable_root(home, false, &mine, &problem)) {
+    *why = taken + ", and the home has no place for it either (" + (home.empty() ? "no HOME" : problem) + ")";
+    return "";
+  }
+  if (note != nullptr) *note = taken + ": hang stacks and crash evidence go to " + home + " instead";
+  return home;
 }
 
 int open_stacks_dir(const std::string& path, bool group, std::string* why) {
@@ -466,7 +520,7 @@ std::string env_value(const char* name) {
 }
 }  // namespace
 
-int dump_job_stacks_here(const std::string& job_id, std::string out_dir, const std::string& reason) {
+int dump_job_stacks_here(const std::string& job_id, std::string log_dir, const std::string& reason) {
   const std::vector<std::string> launchers{"torchrun", "accelerate", "deepspeed", "mpirun", "mpiexec", "srun", "orted"};
   // Only this node's: where nodes share a host (containers, test beds) the others'
   // ranks are visible here too.
@@ -476,17 +530,19 @@ int dump_job_stacks_here(const std::string& job_id, std::string out_dir, const s
     if (node.empty() || proc_environ_value(r.pid, "SLURMD_NODENAME") == node) ranks.push_back(r);
   // Unless told where, beside the job's own hang stacks: its ranks' TRAINCTL_LOG_DIR
   // (the template sets it inside the job, where a login shell cannot see it).
-  if (out_dir.compare(0, 9, "fallback:") == 0) {
+  if (log_dir.compare(0, 9, "fallback:") == 0) {
     const std::string logs = ranks.empty() ? "" : proc_environ_value(ranks[0].pid, "TRAINCTL_LOG_DIR");
-    out_dir = logs.empty() ? out_dir.substr(9) : logs + "/stacks-" + job_id;
+    log_dir = logs.empty() ? log_dir.substr(9) : logs;
   }
-  // A missing log directory is made (private); one that cannot be used, or a stacks
-  // directory of someone else's, is one line and a failure: never a claim of files
-  // that were not written.
-  const size_t slash = out_dir.rfind('/');
+  // A missing log directory is made (private); one that cannot be used, or an evidence
+  // directory of someone else's, is one line and a failure: never a claim of files that
+  // were not written.
   bool group = false;
-  std::string why = slash == std::string::npos || slash == 0 ? "" : prepare_log_dir(out_dir.substr(0, slash), &group);
+  std::string why = prepare_log_dir(log_dir, &group), note;
+  const std::string root = why.empty() ? evidence_root(log_dir, group, &why, &note) : "";
+  const std::string out_dir = root + "/stacks-" + job_id;
   const int fd = why.empty() ? open_stacks_dir(out_dir, group, &why) : -1;
+  if (!note.empty()) std::printf("note host=%s %s\n", node_name().c_str(), note.c_str());
   if (fd < 0) {
     std::printf("error host=%s %s\n", node_name().c_str(), why.c_str());
     std::fflush(stdout);

@@ -57,6 +57,16 @@ int stack_signal_from_env();
 // is a group directory (group-writable: a team's shared logs) comes back in *group.
 std::string prepare_log_dir(const std::string& dir, bool* group = nullptr);
 
+// Where this user's per-job evidence goes in `log_dir` (stacks-<job>/, a step's crash
+// evidence): LOG_DIR/trainctl-<user>, made by this user (0750 when `group`, else 0700),
+// never a link, nobody else's and writable by nobody else, so that no one can make
+// stacks-<job>/ or a step's evidence there before the job does. When another user took
+// that name first: the user's own directory under the home instead
+// (~/.local/state/trainctl/evidence), the same on every node of the job (the home is
+// shared), and *note says so in one line. "" and one line in *why when neither can be
+// used. Made when missing; runs in the children that write there (a mount may stall).
+std::string evidence_root(const std::string& log_dir, bool group, std::string* why, std::string* note = nullptr);
+
 // Opens the stacks directory `path` (creating it, 0700, or 0750 when `group`), with
 // O_NOFOLLOW: refused, with one line in *why and -1, when it is not a directory, not
 // this user's, or writable by anyone else (another user's files there could pose as
@@ -95,9 +105,9 @@ std::set<std::string> suspect_hosts(const std::vector<rank_stack>& stacks);
 std::vector<rank_stack> read_dumps(int dir_fd, const std::string& run, const std::string& kind, std::int64_t since_ms);
 
 // Writes every rank's stacks on this node for job `job_id` (found in /proc, not below a
-// supervisor) into `out_dir` ("fallback:DIR": the ranks' TRAINCTL_LOG_DIR/stacks-JOB,
-// else DIR); prints one "stack rank=R pid=P host=H dir=D frame=F" line per rank on
+// supervisor) into stacks-JOB/ of the user's evidence root in `log_dir` ("fallback:DIR":
+// the ranks' TRAINCTL_LOG_DIR, else DIR); prints one "stack rank=R pid=P host=H dir=D frame=F" line per rank on
 // stdout. trainctl-run --dump-stacks runs it on each node of the job through srun.
-int dump_job_stacks_here(const std::string& job_id, std::string out_dir, const std::string& reason);
+int dump_job_stacks_here(const std::string& job_id, std::string log_dir, const std::string& reason);
 
 }  // namespace trainctl

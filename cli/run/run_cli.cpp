@@ -115,7 +115,7 @@ void add_run_options(CLI::App& app, run_args& a, const std::string& program) {
                  "$TRAINCTL_BAD_NODE_CAP)")
       ->group(old_flags);
   app.add_option("--dump-stacks-here", a.dump_here, "the part of --dump-stacks that runs on each node")->group("");
-  app.add_option("--stacks-dir", a.stacks_dir, "with --dump-stacks-here: where the files go")->group("");
+  app.add_option("--stacks-log-dir", a.stacks_dir, "with --dump-stacks-here: the log directory")->group("");
   app.add_option("--status-here", a.status_here, "the part of trainctl status that runs on each node")->group("");
   app.add_option("--status-every", a.status_every, "with --status-here: again at this interval")->group("");
   app.add_option(option::kAdopt.name, a.adopt, option::kAdopt.help)->group("");

@@ -28,18 +28,22 @@ int dump_stacks_of_job(const std::string& who, const std::string& what, const st
   // Given (--log-dir, TRAINCTL_LOG_DIR here): that. Else where the job's ranks put
   // theirs, which only the nodes can read, falling back to the job's working directory.
   std::string dir = log_dir.empty() ? env("TRAINCTL_LOG_DIR") : log_dir;
-  dir = dir.empty() ? "fallback:" + info->work_dir + "/stacks-" + job : dir + "/stacks-" + job;
+  if (dir.empty()) dir = "fallback:" + info->work_dir;
   child_spec d;
-  d.argv = srun_helper_on_each_node(*info, {"--dump-stacks-here", job, "--stacks-dir", dir});
+  d.argv = srun_helper_on_each_node(*info, {"--dump-stacks-here", job, "--stacks-log-dir", dir});
   d.parent_death_signal = SIGTERM;  // srun ends the helper step with it
   d.deadline = std::chrono::milliseconds(180000);
   d.merge_stderr = true;  // srun's own refusals ("Access/permission denied") are the answer then
   const auto t0 = std::chrono::steady_clock::now();
   const child_result r = run_child(d);
   std::vector<rank_stack> stacks;
-  std::vector<std::string> errors, other;
+  std::vector<std::string> errors, other, notes;
   std::istringstream lines(r.output);
   for (std::string line; std::getline(lines, line);) {
+    if (line.compare(0, 5, "note ") == 0) {  // a squatted evidence directory: where they went instead
+      if (std::find(notes.begin(), notes.end(), line.substr(5)) == notes.end()) notes.push_back(line.substr(5));
+      continue;
+    }
     if (line.compare(0, 6, "error ") == 0) errors.push_back(line.substr(6));
     if (line.compare(0, 11, "stack rank=") != 0) {
       if (line.compare(0, 6, "error ") != 0 && !line.empty()) other.push_back(line);
@@ -53,6 +57,8 @@ int dump_stacks_of_job(const std::string& who, const std::string& what, const st
     s.file = scontrol_field(line.substr(0, f), "dir");  // where that node wrote
     stacks.push_back(s);
   }
+  for (const auto& n : notes)
+    std::fprintf(stderr, "%s: %s %s: %s\n", who.c_str(), what.c_str(), job.c_str(), n.c_str());
   for (const auto& e : errors)
     std::fprintf(stderr, "%s: %s %s: %s\n", who.c_str(), what.c_str(), job.c_str(), e.c_str());
   if (!r.ok() && stacks.empty()) {

@@ -69,6 +69,15 @@ struct rank_beat {
   std::atomic<std::int32_t> phase;
   std::int32_t reserved;
   std::atomic<std::int64_t> phase_ms;
+  // The last straggler finding against this rank: its controller writes the step and
+  // the two step times, then bumps slow_reports (release). The supervisor writes the
+  // line in LOG_DIR/slow_nodes from them, in a child with a deadline: the rank's own
+  // thread opens nothing in a shared directory (a planted FIFO or a stalled mount
+  // would stop the job's every rank at the next agreement).
+  std::atomic<std::int64_t> slow_reports;
+  std::atomic<std::int64_t> slow_step;
+  std::atomic<std::int64_t> slow_us;
+  std::atomic<std::int64_t> fastest_us;
 };
 constexpr std::int32_t kPhaseTraining = 0;
 constexpr std::int32_t kPhaseSave = 1;
@@ -86,7 +95,7 @@ struct phase_slot {
 
 struct node_state {
   static constexpr std::uint64_t kMagic = 0x31534c5443444e54ull;  // "TNDCTLS1"
-  static constexpr std::uint32_t kVersion = 6;
+  static constexpr std::uint32_t kVersion = 7;
 
   std::uint64_t magic;
   std::uint32_t version;

@@ -32,6 +32,7 @@
 #include "publisher.hpp"
 #include "run_events.hpp"
 #include "signals.hpp"
+#include "straggler_record.hpp"
 #include "switch_paths.hpp"
 
 namespace trainctl {
@@ -153,7 +154,7 @@ struct controller::impl {
   mutable std::recursive_mutex switches_mu;
   std::vector<local_switch> switches;
   std::string reported_lock_problem;
-  std::atomic<std::int64_t> remove_save_at_ms{0};  // rank 0 without agreement: when to remove the consumed file
+  std::atomic<std::int64_t> remove_save_at_ms{0};  // rank 0: when the watcher removes the consumed file
   decision decided;                                // sticky exit
   rank_beat* beat = nullptr;                       // this process's heartbeat in the node state
   std::int64_t save_started_us = 0;                // when a save or exit was decided, until the next call
@@ -183,7 +184,8 @@ struct controller::impl {
   std::string events_path, events_job;
   std::mutex events_mu;
   std::string events_pending;
-  std::string events_problem;  // the last append's failure, said once
+  std::string events_problem;                   // the last append's failure, said once
+  std::vector<straggler_finding> slow_pending;  // for the watcher to record (no supervisor), under events_mu
   bool first_step_noted = false;
   std::int64_t last_step = -1;
   std::atomic<std::uint32_t> noticed_flags{0};  // the notices noted so far
@@ -235,7 +237,9 @@ struct controller::impl {
     return save_started_us != 0 ? kPhaseSave : open_phases.empty() ? kPhaseTraining : open_phases.back().first;
   }
   void judge_stragglers(std::int64_t step, const std::int64_t* r);
-  void report_straggler(std::int64_t step, std::int64_t slowest_us, std::int64_t fastest_us) const;
+  void report_straggler(std::int64_t step, std::int64_t slowest_us, std::int64_t fastest_us);
+  void flush_stragglers();
+  std::string straggler_dir() const;
   void note_event(const char* what, std::int64_t step, std::int64_t took_ms, const std::string& reason);
   std::string take_events();  // the queued lines, leaving none
   void flush_events();
@@ -404,14 +408,28 @@ void controller::impl::note_notices(const node_state& n, std::uint32_t agreed) {
   }
 }
 
-// The last lines, from a thread this rank waits for at most 2 s: a stalled home must not
-// keep a rank that is done from ending (the lines are lost then, and the report says less).
+// The last lines and findings, from a thread this rank waits for at most 2 s: a stalled
+// home or log directory must not keep a rank that is done from ending (what was not
+// written is lost then, and the report says less).
 void controller::impl::flush_events_at_end() {
   std::string lines = take_events();
-  if (lines.empty()) return;
+  bool findings = false;
+  {
+    std::lock_guard<std::mutex> hold(events_mu);
+    findings = !slow_pending.empty();
+  }
+  if (lines.empty() && !findings) return;
   auto done = std::make_shared<std::atomic<bool>>(false);
-  std::thread([path = events_path, lines = std::move(lines), done] {
-    append_run_events(path, lines);
+  // Detached: it holds no reference to this controller (the findings go by value).
+  std::vector<straggler_finding> pending;
+  {
+    std::lock_guard<std::mutex> hold(events_mu);
+    pending.swap(slow_pending);
+  }
+  std::thread([path = events_path, lines = std::move(lines), pending = std::move(pending), dir = straggler_dir(),
+               done] {
+    if (!lines.empty()) append_run_events(path, lines);
+    for (const auto& f : pending) record_straggler(f, dir);
     done->store(true, std::memory_order_release);
   }).detach();
   for (int i = 0; i < 200 && !done->load(std::memory_order_acquire); ++i)
@@ -420,6 +438,7 @@ void controller::impl::flush_events_at_end() {
 
 void controller::impl::look_after_state(std::unique_ptr<publisher>& pub, const publisher_options& popts) {
   flush_events();
+  flush_stragglers();
   // Once per process: the guard is the process's, and so is the handler that displaced it.
   static std::atomic<bool> told_rearm{false};
   if (rearm_sigbus_guard() && !told_rearm.exchange(true))
@@ -887,32 +906,10 @@ void controller::impl::judge_stragglers(std::int64_t step, const std::int64_t* r
   if (strikes == cfg.straggler_agreements) report_straggler(step, slowest_us, fastest_us);
 }
 
-namespace {
-
-// One append of one line (lines of ranks on several nodes do not interleave) to a file in
-// a directory others may write (the log directory is often group-writable), from the
-// rank's training thread: a FIFO planted under the name must not block it (O_NONBLOCK:
-// with no reader the open fails, with one the type check refuses it), and neither a link
-// nor another user's file takes the line. "" or why not.
-std::string append_own_line(const std::string& path, const char* line, std::size_t len) {
-  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
-  if (fd < 0) return errno == ENXIO ? "a FIFO, not a regular file" : std::strerror(errno);
-  struct stat st {};
-  std::string why;
-  if (fstat(fd, &st) != 0) st.st_mode = 0;  // then judged as no regular file
-  if (!S_ISREG(st.st_mode))
-    why = "not a regular file";
-  else if (st.st_uid != geteuid())
-    why = "another user's file";
-  else if (write(fd, line, len) < 0)
-    why = std::strerror(errno);
-  close(fd);
-  return why;
-}
-
-}  // namespace
-
-void controller::impl::report_straggler(std::int64_t step, std::int64_t slowest_us, std::int64_t fastest_us) const {
+// The straggler says so on its own stderr and puts the finding in its heartbeat slot;
+// the node's supervisor writes slow_nodes and the bad-node memory from there (without
+// one, this process's watcher thread does). The training thread opens nothing.
+void controller::impl::report_straggler(std::int64_t step, std::int64_t slowest_us, std::int64_t fastest_us) {
   const double factor = static_cast<double>(slowest_us) / static_cast<double>(fastest_us);
   if (cfg.rank == 0 && straggler != 0)
     std::fprintf(stderr,
@@ -920,37 +917,57 @@ void controller::impl::report_straggler(std::int64_t step, std::int64_t slowest_
                  "%d agreements in a row\n",
                  static_cast<long long>(step), straggler, slowest_us / 1000.0, fastest_us / 1000.0, factor, strikes);
   if (straggler != cfg.rank) return;
-  const std::string host = node_name(), gpus = gpu_uuids();
+  const bool by_supervisor =
+      beat != nullptr && &state() != private_state.get() && state().supervised.load(std::memory_order_acquire) == 1;
   std::fprintf(stderr,
                "trainctl: straggler at step %lld: this rank (%d) on %s takes %.1f ms per step, the fastest rank %.1f "
-               "ms (x%.2f); recorded in slow_nodes\n",
-               static_cast<long long>(step), cfg.rank, host.c_str(), slowest_us / 1000.0, fastest_us / 1000.0, factor);
+               "ms (x%.2f); %s\n",
+               static_cast<long long>(step), cfg.rank, node_name().c_str(), slowest_us / 1000.0, fastest_us / 1000.0,
+               factor, by_supervisor ? "the node's supervisor records it in slow_nodes" : "recorded in slow_nodes");
+  if (by_supervisor) {
+    beat->slow_step.store(step, std::memory_order_relaxed);
+    beat->slow_us.store(slowest_us, std::memory_order_relaxed);
+    beat->fastest_us.store(fastest_us, std::memory_order_relaxed);
+    beat->slow_reports.fetch_add(1, std::memory_order_release);
+    return;
+  }
+  straggler_finding f;
+  f.rank = cfg.rank;
+  f.job = events_job.empty() ? "-" : events_job;
+  f.step = step;
+  f.slow_us = slowest_us;
+  f.fastest_us = fastest_us;
+  {
+    std::lock_guard<std::mutex> hold(events_mu);
+    slow_pending.push_back(f);
+  }
+  wake();
+}
+
+// Where slow_nodes goes: log_dir, else $SLURM_SUBMIT_DIR, else the working directory.
+std::string controller::impl::straggler_dir() const {
   std::string dir = cfg.log_dir;
   if (dir.empty() && std::getenv("SLURM_SUBMIT_DIR") != nullptr) dir = std::getenv("SLURM_SUBMIT_DIR");
-  if (dir.empty()) dir = ".";
-  const char* job = std::getenv("SLURM_JOB_ID");
-  char line[1024];
-  const int n = std::snprintf(
-      line, sizeof line, "%lld host=%s rank=%d job=%s step=%lld step_ms=%.1f fastest_ms=%.1f factor=%.2f gpus=%s\n",
-      static_cast<long long>(unix_now_ms() / 1000), host.c_str(), cfg.rank, job != nullptr ? job : "-",
-      static_cast<long long>(step), slowest_us / 1000.0, fastest_us / 1000.0, factor,
-      gpus.empty() ? "-" : gpus.c_str());
-  const std::string path = dir + "/slow_nodes";
-  const std::string not_appended =
-      append_own_line(path, line, static_cast<std::size_t>(std::min<int>(n, sizeof line - 1)));
-  if (!not_appended.empty())
-    std::fprintf(stderr, "trainctl: not appended to %s: %s\n", path.c_str(), not_appended.c_str());
-  bad_node b;
-  b.when = unix_now_ms() / 1000;
-  b.host = host;
-  b.job = job != nullptr ? job : "-";
-  b.gpus = gpus;
-  char reason[128];
-  std::snprintf(reason, sizeof reason, "slow (rank %d, x%.2f the fastest rank's step time)", cfg.rank, factor);
-  b.reason = reason;
-  const std::string why = record_bad_node(bad_nodes_path(), b);
-  if (!why.empty())
-    std::fprintf(stderr, "trainctl: could not remember %s as a slow node: %s\n", host.c_str(), why.c_str());
+  return dir.empty() ? "." : dir;
+}
+
+// The watcher's part of report_straggler, without a supervisor.
+void controller::impl::flush_stragglers() {
+  std::vector<straggler_finding> pending;
+  {
+    std::lock_guard<std::mutex> hold(events_mu);
+    pending.swap(slow_pending);
+  }
+  const std::string dir = straggler_dir();
+  for (const auto& f : pending) {
+    const std::string said = record_straggler(f, dir);
+    // Only what did not happen: the rank's line said where it goes.
+    for (std::size_t at = 0, end; at < said.size(); at = end + 1) {
+      end = said.find('\n', at);
+      const std::string line = said.substr(at, end - at);
+      if (line.compare(0, 12, "recorded in ") != 0) std::fprintf(stderr, "trainctl: %s\n", line.c_str());
+    }
+  }
 }
 
 bool controller::impl::consume_saves(std::int64_t step, const std::int64_t* r, decision& d, bool agreed) {
@@ -964,7 +981,10 @@ bool controller::impl::consume_saves(std::int64_t step, const std::int64_t* r, d
     if (cfg.rank != 0) continue;
     std::fprintf(stderr, "trainctl: save at step %lld: %s\n", static_cast<long long>(step), s.name.c_str());
     if (agreed || world_size() <= 1) {
-      if (!remove_consumed(s)) retry_removal_soon();
+      // By the watcher, at once: a stat and an unlink in the submit directory, which
+      // may be a stalled mount, are no work for the training thread.
+      remove_save_at_ms.store(unix_now_ms(), std::memory_order_release);
+      wake();
     } else {
       // Not agreed: ranks on other nodes may not have looked yet. The file goes once
       // every node's publisher has had a few polls to count it.

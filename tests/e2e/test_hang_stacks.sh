@@ -7,7 +7,7 @@
 # rank 3 (node n2) stops in a Python loop and rank 1 (n1) deadlocks inside a C call (a
 # mutex locked twice); ranks 0 and 2 then wait in check()'s all_reduce. Each node's supervisor finds
 # its ranks silent, writes every rank's Python stacks (faulthandler, all threads) and
-# native stacks (eu-stack) to LOG_DIR/stacks-<job>/rank<R>.txt; the first node says where
+# native stacks (eu-stack) to LOG_DIR/trainctl-<user>/stacks-<job>/rank<R>.txt; the first node says where
 # the whole job is stuck; --on-notice runs once with TRAINCTL_NOTICE=hang and the
 # summary, and sends it through `trainwatch notify` to a real HTTP receiver on loopback;
 # then --hang-action=end-step ends the step. Prints the time from the stall to the
@@ -63,9 +63,9 @@ done
 # shell that does not know the job's log directory (the nodes find it in the ranks').
 out=$(env -u TRAINCTL_LOG_DIR "$BUILD/bin/trainctl" stacks "$job") || fail "trainctl stacks failed: $out"
 log "$out"
-grep -q "stacks of 4 ranks of job $job in $TRAINCTL_LOG_DIR/stacks-$job/" <<<"$out" || fail "trainctl stacks: $out"
+grep -q "stacks of 4 ranks of job $job in $TRAINCTL_LOG_DIR/trainctl-$(id -un)/stacks-$job/" <<<"$out" || fail "trainctl stacks: $out"
 for r in 0 1 2 3; do
-  grep -q "on demand (trainctl stacks)" "$TRAINCTL_LOG_DIR/stacks-$job/rank$r.txt" || fail "no on-demand stacks of rank $r"
+  grep -q "on demand (trainctl stacks)" "$TRAINCTL_LOG_DIR/trainctl-$(id -un)/stacks-$job/rank$r.txt" || fail "no on-demand stacks of rank $r"
 done
 "$BUILD/bin/trainctl" stacks 999999 2>"$TEST_DIR/err" && fail "trainctl stacks of no job succeeded"
 log "trainctl stacks 999999: $(cat "$TEST_DIR/err")"
@@ -92,7 +92,7 @@ grep -q "stacks of 4 ranks of job $job in .*rank 3 on n2 in hang (train_example.
 hung_at=$(cat "$TEST_DIR"/events/rank*.jsonl | python3 -c '
 import json, sys
 print(max(json.loads(l)["time"] for l in sys.stdin if "\"hang\"" in l))')
-dir=$TRAINCTL_LOG_DIR/stacks-$job
+dir=$TRAINCTL_LOG_DIR/trainctl-$(id -un)/stacks-$job
 wait_for 60 "stacks of 4 ranks" bash -c "[ \$(ls $dir/rank*.txt 2>/dev/null | wc -l) -ge 4 ]"
 wait_for 60 "the job to end (end-step)" job_ended "$job"
 for r in 0 1 2 3; do

@@ -48,5 +48,5 @@ log "SLURM $major: $terms surviving task(s) got SIGTERM; $peer said it was a pee
 if grep -q "asked the controller for the job's EndTime (after the signal" "$TEST_DIR/job.out"; then
   fail "the peer's death was taken for a possible preemption: $(grep 'after the signal' "$TEST_DIR/job.out")"
 fi
-ls -d "$TRAINCTL_LOG_DIR"/.trainctl-crash-"$job".* >/dev/null 2>&1 || fail "the evidence of the blamed node was not kept"
+ls -d "$TRAINCTL_LOG_DIR/trainctl-$(id -un)/crash-$job".* >/dev/null 2>&1 || fail "the evidence of the blamed node was not kept"
 log "PASS: n2 blamed alone; every TERM after its crash said a peer had failed"

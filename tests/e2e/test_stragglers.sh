@@ -3,7 +3,8 @@
 # Stragglers through the agreement check() already makes: real torchrun, 2 nodes x 2
 # ranks, rank 2 (on the second node) made 3x slower per step. After 5 agreements in a
 # row it is reported once: in the job log (rank 0 and the rank itself, with its node),
-# in LOG_DIR/slow_nodes (host, rank, job, step times), in the user's bad-node memory,
+# in LOG_DIR/slow_nodes (host, rank, job, step times; written by n2's supervisor from
+# what the rank put in the node state), in the user's bad-node memory,
 # and by `trainwatch slow-nodes` as a WARNING with its Prometheus textfile metric. No
 # other rank is named. (The even runs of test_torchrun_switches and test_mpi_agreement
 # check that no straggler is reported when there is none.)
@@ -25,7 +26,11 @@ node2=$(grep -o "host=[^ ]*" "$TRAINCTL_LOG_DIR/slow_nodes" | cut -d= -f2)
 grep -q " rank=2 job=$job " "$TRAINCTL_LOG_DIR/slow_nodes" || fail "the report does not name rank 2 of job $job"
 [ "$node2" = n2 ] || fail "rank 2 ran on n2, the report says $node2"
 grep -q "trainctl: straggler at step [0-9]*: rank 2 takes" "$TEST_DIR/job.out" || fail "rank 0 did not log it"
-grep -q "trainctl: straggler at step [0-9]*: this rank (2) on n2" "$TEST_DIR/job.out" || fail "rank 2 did not log it"
+grep -q "trainctl: straggler at step [0-9]*: this rank (2) on n2 .*; the node's supervisor records it in slow_nodes" \
+  "$TEST_DIR/job.out" || fail "rank 2 did not log it"
+# The rank's thread opens nothing in the log directory: n2's supervisor wrote the line.
+grep -q "straggler: rank 2: recorded in $TRAINCTL_LOG_DIR/slow_nodes" "$TEST_DIR/job.out" ||
+  fail "n2's supervisor did not say it recorded the finding: $(grep straggler "$TEST_DIR/job.out")"
 grep -q "^[0-9]* n2 job=$job .*reason=slow (rank 2, x" "$TRAINCTL_BAD_NODES" || fail "n2 not in the bad-node memory"
 set +e
 out=$("$BUILD/bin/trainwatch" slow-nodes --path "$TRAINCTL_LOG_DIR/slow_nodes" --textfile "$TEST_DIR/prom")

@@ -225,3 +225,68 @@ TEST(StackDump, TheFlightRecorderPipeOfTheRankIsWrittenTo) {
             std::string::npos)
       << text;
 }
+
+// Per-job evidence goes under LOG_DIR/trainctl-<user>, the user's own directory: private
+// in a private log directory, readable by the team (0750) in a group one.
+TEST(EvidenceRoot, TheUsersOwnDirectoryInTheLogDirectory) {
+  trainctl_test::temp_dir t;
+  std::string why, note;
+  const std::string root = evidence_root(t.path(), false, &why, &note);
+  ASSERT_FALSE(root.empty()) << why;
+  EXPECT_EQ(root.substr(0, t.path().size() + 10), t.path() + "/trainctl-");
+  struct stat st {};
+  ASSERT_EQ(lstat(root.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_TRUE(note.empty()) << note;
+  EXPECT_EQ(evidence_root(t.path(), true, &why), root) << "found again";
+  trainctl_test::temp_dir team;
+  const std::string shared = evidence_root(team.path(), true, &why);
+  ASSERT_EQ(lstat(shared.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0750u);
+}
+
+// Another user who makes LOG_DIR/trainctl-<user> first (a teammate in the group-writable
+// log directory, as a directory, a link or a file) takes nothing: the evidence goes to
+// the user's home, the same path on every node, and one line says so. (The squatter is
+// played by chown, as root; test_hang_safety does it as real users.)
+TEST(EvidenceRoot, ANameAnotherUserTookFirstGivesWayToTheHome) {
+  trainctl_test::temp_dir t, home;
+  const std::string fallback = home / "evidence";
+  setenv("TRAINCTL_EVIDENCE_HOME", fallback.c_str(), 1);
+  for (const char* kind : {"dir", "link", "file"}) {
+    trainctl_test::temp_dir logs;
+    std::string why, note;
+    const std::string own = evidence_root(logs.path(), false, &why);
+    ASSERT_FALSE(own.empty()) << why;
+    ASSERT_EQ(rmdir(own.c_str()), 0);
+    const std::string k = kind;
+    if (k == "dir") {
+      ASSERT_EQ(mkdir(own.c_str(), 0777), 0);
+    } else if (k == "link") {
+      ASSERT_EQ(symlink(home.path().c_str(), own.c_str()), 0);
+    } else {
+      std::ofstream(own) << "x";
+    }
+    ASSERT_EQ(lchown(own.c_str(), 12345, 12345), 0);
+    EXPECT_EQ(evidence_root(logs.path(), false, &why, &note), fallback) << kind << ": " << why;
+    EXPECT_NE(note.find("belongs to uid 12345"), std::string::npos) << note;
+    EXPECT_NE(note.find(fallback), std::string::npos) << note;
+    struct stat st {};
+    ASSERT_EQ(lstat(fallback.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISDIR(st.st_mode));
+    EXPECT_EQ(st.st_mode & 0777, 0700u);
+  }
+  unsetenv("TRAINCTL_EVIDENCE_HOME");
+}
+
+// The user's own directory with a mode that lets others write is the user's to fix: one
+// line saying so, never a silent move elsewhere.
+TEST(EvidenceRoot, TheUsersOwnDirectoryWritableByOthersIsRefusedInOneLine) {
+  trainctl_test::temp_dir t;
+  std::string why;
+  const std::string own = evidence_root(t.path(), false, &why);
+  ASSERT_EQ(chmod(own.c_str(), 0777), 0);
+  EXPECT_EQ(evidence_root(t.path(), false, &why), "");
+  EXPECT_NE(why.find("can be written by others"), std::string::npos) << why;
+  EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+}

@@ -46,10 +46,12 @@ echo "clean exits of a loop that said something was left behind: $said of $loops
 [ "$said" -eq 0 ] || { echo "FAIL"; exit 1; }
 # Each step still waits for its second node: n1's judgement, and n1's first death when
 # its supervisor saw the rank before it ended (a loop of 3 steps may end first), nothing else.
-dirs=$(find "$work/logs" -maxdepth 1 -name '.trainctl-crash-*' | wc -l)
+# The evidence is under the user's own directory in the log directory, trainctl-<user>.
+ev=$work/logs/trainctl-$(id -un)
+dirs=$(find "$ev" -maxdepth 1 -name 'crash-*' | wc -l)
 [ "$dirs" -eq $loops ] || { echo "FAIL: $dirs evidence directories for $loops steps"; exit 1; }
 seen=0
-for d in "$work"/logs/.trainctl-crash-*; do
+for d in "$ev"/crash-*; do
   case "$(find "$d" -mindepth 1 -printf '%f\n' | sort | tr '\n' ' ')" in
     "n1 n1.done ") seen=$((seen + 1)) ;;
     "n1.done ") ;;
@@ -59,5 +61,5 @@ done
 echo "steps whose rank's end the supervisor saw: $seen of $loops"
 # The second node of step 7 ends cleanly too: the step's evidence is gone.
 SLURM_STEP_ID=7 SLURMD_NODENAME=n2 check_run "the loop on n2" python3 -c "$loop"
-[ ! -e "$work/logs/.trainctl-crash-4242.0.7" ] || { echo "FAIL: step 7 left $(ls -a "$work/logs/.trainctl-crash-4242.0.7")"; exit 1; }
+[ ! -e "$ev/crash-4242.0.7" ] || { echo "FAIL: step 7 left $(ls -a "$ev/crash-4242.0.7")"; exit 1; }
 echo "a clean step of 2 nodes left no crash evidence behind"
