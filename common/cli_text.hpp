@@ -42,29 +42,12 @@ inline std::string first_unknown_flag(const CLI::App& app, int argc, char** argv
   return "";
 }
 
-// " (did you mean --graceful-exit?)" for the first --flag of argv (before a "--") that
-// `error` names and that neither the app nor its parsed subcommand (any, where none
-// was parsed) knows; "" when none is close.
-inline std::string flag_hint(const CLI::App& app, const std::string& error, int argc, char** argv) {
-  const std::vector<std::string> known = known_flags(app);
-  for (int i = 1; i < argc; ++i) {
-    const std::string word = argv[i];
-    if (word == "--") break;
-    if (word.compare(0, 2, "--") != 0) continue;
-    const std::string name = word.substr(0, word.find('='));
-    if (std::find(known.begin(), known.end(), name) != known.end() || error.find(name) == std::string::npos) continue;
-    const std::string best = closest_word(name, known);
-    if (!best.empty()) return " (did you mean " + best + "?)";
-  }
-  return "";
-}
-
 // The line for a command line CLI11 refused: an option nobody knows comes first, as
 // GNU tools and git say it ("unknown option --graceful-exti (did you mean
 // --graceful-exit?)"), whatever CLI11 stumbled on; else CLI11's own words.
 inline std::string refusal(const CLI::App& app, const std::string& error, int argc, char** argv) {
   const std::string unknown = first_unknown_flag(app, argc, argv);
-  if (unknown.empty()) return error + flag_hint(app, error, argc, argv);
+  if (unknown.empty()) return error;
   const std::string best = closest_word(unknown, known_flags(app));
   return "unknown option " + unknown + (best.empty() ? "" : " (did you mean " + best + "?)");
 }
