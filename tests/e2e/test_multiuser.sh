@@ -9,7 +9,9 @@
 # lock files, symlinks. Job 1 must still get its deadline, bob's save and a COMPLETED
 # end, and say in one line which path mallory owns. Then, with alice's own private
 # directory in place, mallory can plant nothing in it, cannot touch alice's switches,
-# and bob's kill switch ends job 2 at once.
+# and bob's kill switch ends job 2 at once. bob's links in the team's checkpoint directory
+# (SAVING to a file of alice's, a checkpoint of his to resume from) touch nothing of hers
+# and are never resumed from.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -81,6 +83,20 @@ done
 SQUAT
 [ "$(stat -c %U "/dev/shm/trainctl-$alice_uid")" = mallory ] || fail "the squat did not take"
 
+# bob, in the team's project directory, plants links where the template's loop writes
+# (issue 33): SAVING, which the loop makes while it saves, to a file of alice's, and a
+# newest-looking checkpoint of his own to resume from.
+as alice mkdir -p "$TEST_DIR/ckpt"
+precious=/home/alice/precious
+echo keep >"$precious"
+chown alice "$precious"
+as bob bash -s "$TEST_DIR/ckpt" "$precious" <<'PLANT' || fail "bob's planting failed"
+ln -s "$2" "$1/SAVING"
+mkdir -p "$1/bobs" && echo 99999 >"$1/bobs/COMPLETE"
+ln -s "$1/bobs" "$1/step_00099999"
+mkdir -p "$1/step_00088888" && echo 88888 >"$1/step_00088888/COMPLETE"
+PLANT
+
 log "job 1 ($MODE): deadline and bob's save, on nodes where mallory owns alice's state names"
 # The help whole, then searched: `sbatch --help | grep -q` fails under pipefail whenever
 # grep has its match and leaves before sbatch has written the rest (SIGPIPE).
@@ -133,7 +149,12 @@ else
 fi
 [ "$(grep -c deadline "$TEST_DIR/hook.log")" = 1 ] || fail "the deadline hook ran $(grep -c deadline "$TEST_DIR/hook.log") times, not once"
 [ "$(stat -c %U /home/alice/.bashrc)" = alice ] || fail "alice's .bashrc changed owner"
-log "job 1: COMPLETED at the deadline ($reasons), bob's save taken by all 4 ranks, the hook ran once, mallory's squat denied nothing"
+[ "$(cat "$precious")" = keep ] || fail "a save through bob's SAVING link changed alice's file: $(head -c 100 "$precious")"
+[ -L "$TEST_DIR/ckpt/SAVING" ] || fail "bob's SAVING link went without a trace"
+if grep -h '"start"' "$TEST_DIR"/events/rank*.jsonl | grep -v '"resumed_from": null'; then
+  fail "job 1 resumed from a checkpoint (only bob's were there)"
+fi
+log "job 1: COMPLETED at the deadline ($reasons), bob's save taken by all 4 ranks, the hook ran once, mallory's squat denied nothing, bob's links touched nothing"
 
 log "alice's own private state directory: mallory can plant nothing in it"
 rm -rf "/dev/shm/trainctl-$alice_uid" "/dev/shm/trainctl-$alice_uid"-* "/dev/shm/trainctl-$alice_uid".*
@@ -160,6 +181,13 @@ read -r n steps reasons < <(exit_summary)
 [ "$(job_state "$job")" = COMPLETED ] || fail "job 2 ended $(job_state "$job"), not COMPLETED"
 { [ "$n" = 4 ] && [ "$steps" = 1 ] && [ "$reasons" = kill-switch ]; } ||
   fail "job 2: expected 4 ranks to exit at one step for the kill switch; got $n at $steps steps: $reasons"
+resumed=$(grep -h '"start"' "$TEST_DIR"/events/rank0.jsonl | grep -o '"resumed_from": [^,}]*' | head -1)
+case "$resumed" in
+  *99999 | *88888) fail "job 2 resumed from bob's checkpoint: $resumed" ;;
+  *\"resumed_from\":\ [0-9]*) ;;
+  *) fail "job 2 did not resume from job 1's checkpoint: $resumed" ;;
+esac
+[ "$(cat "$precious")" = keep ] || fail "job 2's saves changed alice's file"
 state_dir_empty() { [ -z "$(ls -A "$dir" 2>/dev/null)" ]; }
 wait_for 30 "alice's node state files to be removed" state_dir_empty
 log "PASS ($MODE): mallory's squat changed nothing and was named; alice's directory is hers alone; bob's save and kill switch worked"
