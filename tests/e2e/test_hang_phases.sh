@@ -76,6 +76,9 @@ wait_for 60 "stacks of 4 ranks" bash -c "[ \$(ls $dir/rank*.txt 2>/dev/null | wc
 for r in 0 1 2 3; do
   grep -q "has been saving for" "$dir/rank$r.txt" || fail "rank $r's stacks do not say it was saving: $(head -3 "$dir/rank$r.txt")"
 done
+# The first node's job-wide line comes once every node's files are there (it reads them
+# back), a moment after the fourth rank's file.
+wait_for 30 "the job-wide summary line" bash -c "grep -vq ' only ' '$dir/summary.txt'"
 grep -q "(saving)" "$dir/summary.txt" || fail "the summary does not say saving: $(cat "$dir/summary.txt")"
 [ "$(grep -vc '^.* only ' "$dir/summary.txt")" -eq 1 ] || fail "not one job-wide summary line: $(cat "$dir/summary.txt")"
 took=$(grep -o 'hang: stacks of 2 of 2 ranks saved in [^ ]* after [0-9]* ms' "$TEST_DIR/job.out" | grep -o '[0-9]* ms' | sort -n | tail -1)
