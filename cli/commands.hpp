@@ -8,15 +8,16 @@
 
 namespace trainctl::commands {
 
-// Every rank's Python and native stacks of running job `job` into LOG_DIR/stacks-JOB/
+// Every rank's Python and native stacks of running job `job` into LOG_DIR/trainctl-USER/stacks-JOB/
 // (one srun --overlap task on each of its nodes runs trainctl-run --dump-stacks-here),
 // and one line saying where most ranks are and which are elsewhere.
 int dump_stacks_of_job(const std::string& who, const std::string& what, const std::string& job,
-                       const std::string& log_dir);
+                       const std::string& log_dir, bool json = false);
 // The nodes the next task should keep off, comma separated, on stdout; why, on stderr.
-// `cap_option` names the cap in the line saying some were left out.
+// `cap_option` names the cap in the line saying some were left out. With `json`: one
+// document on stdout instead (schema 1: exclude, and every remembered node with why).
 int print_bad_nodes(const std::string& who, const std::string& cap_option, const std::string& expiry_text,
-                    const std::string& cap_text);
+                    const std::string& cap_text, bool json = false);
 // Remembers `host` (this node when empty) as bad, with a one-line reason.
 int mark_bad_node(const std::string& who, const std::string& what, const std::string& host, const std::string& reason);
 // One row per rank of running job `job` (one srun --overlap task per node reads the
@@ -24,6 +25,9 @@ int mark_bad_node(const std::string& who, const std::string& what, const std::st
 // job ends or Ctrl-C.
 int show_job_status(const std::string& who, const std::string& job, bool json, bool watch,
                     std::chrono::milliseconds every);
+// No JOB: one line per running job of the caller that trainctl supervises (id, name,
+// nodes, ranks, deadline, findings), then the ids of the others; or JSON (schema 1).
+int list_job_status(const std::string& who, bool json);
 // Where the node-hours of job (or job array) `job` went: each task's queue, start-up,
 // training, saves, lost work and end, the goodput, and the timeline as SVG at
 // `svg_path` (none when empty). From sacct, else scontrol, and the run events.

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "bad_nodes.hpp"
@@ -22,7 +23,7 @@ namespace trainctl::commands {
 // one line per host on stderr says why. The cap keeps enough of the partition for the
 // job: its node count minus the job's, unless --bad-node-cap says less.
 int print_bad_nodes(const std::string& who, const std::string& cap_option, const std::string& expiry_text,
-                    const std::string& cap_text) {
+                    const std::string& cap_text, bool json) {
   using namespace trainctl;
   std::chrono::milliseconds expiry{};
   long long cap = -1;
@@ -63,6 +64,28 @@ int print_bad_nodes(const std::string& who, const std::string& cap_option, const
   const auto keep_off = nodes_to_exclude(all, now, std::chrono::duration_cast<std::chrono::seconds>(expiry),
                                          static_cast<std::size_t>(cap));
   const auto every = nodes_to_exclude(all, now, std::chrono::duration_cast<std::chrono::seconds>(expiry), 1 << 20);
+  if (json) {
+    nlohmann::json j;
+    j["schema"] = 1;
+    j["exclude"] = keep_off;
+    j["nodes"] = nlohmann::json::array();
+    for (const auto& host : every)
+      for (auto it = all.rbegin(); it != all.rend(); ++it)
+        if (it->host == host) {
+          j["nodes"].push_back({{"host", host},
+                                {"reason", it->reason},
+                                {"when", it->when},
+                                {"age_s", now - it->when},
+                                {"job", it->job},
+                                {"gpus", it->gpus},
+                                {"excluded", std::find(keep_off.begin(), keep_off.end(), host) != keep_off.end()}});
+          break;
+        }
+    j["cap"] = cap;
+    j["why_cap"] = why_cap;
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
   std::string list;
   for (const auto& host : keep_off) {
     list += (list.empty() ? "" : ",") + host;

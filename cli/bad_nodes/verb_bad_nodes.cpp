@@ -31,7 +31,9 @@ int verb_bad_nodes(int argc, char** argv) {
   auto* list = app.add_subcommand("list",
                                   "(the default) print them comma separated, for sbatch --exclude= or scontrol "
                                   "update ExcNodeList=; why, one line each, on stderr");
+  bool json = false;
   for (CLI::App* a : {static_cast<CLI::App*>(&app), list}) {
+    a->add_flag("--json", json, "the same as one JSON document: the nodes kept off, and every remembered one with why");
     a->add_option("--expiry", expiry, "forget a finding after this long (default 24h, $TRAINCTL_BAD_NODE_EXPIRY)");
     a->add_option("--cap", cap,
                   "at most this many (default: the partition's nodes minus the job's, $TRAINCTL_BAD_NODE_CAP)");
@@ -50,7 +52,7 @@ int verb_bad_nodes(int argc, char** argv) {
     return commands::mark_bad_node("trainctl", "bad-nodes mark", node, reason);
   }
   if (forget->parsed()) return commands::forget_bad_node("trainctl", node);
-  return commands::print_bad_nodes("trainctl", "--cap", expiry, cap);
+  return commands::print_bad_nodes("trainctl", "--cap", expiry, cap, json);
 }
 
 }  // namespace trainctl::cli

@@ -242,6 +242,7 @@ std::string run_report_text(const run_report& r) {
 std::string run_report_json(const run_report& r) {
   using nlohmann::json;
   json j;
+  j["schema"] = 1;
   j["job"] = r.job;
   j["allocated_node_s"] = r.allocated;
   j["productive_node_s"] = r.productive;

@@ -95,7 +95,8 @@ void add_run_options(CLI::App& app, run_args& a, const std::string& program) {
   // `trainctl run --help` no longer lists them.
   const std::string old_flags = program == "trainctl-run" ? "Old one-shot flags (now trainctl verbs)" : "";
   app.add_option("--dump-stacks", a.dump_job,
-                 "write every rank's Python and native stacks of running job JOB into LOG_DIR/stacks-JOB/ (through "
+                 "write every rank's Python and native stacks of running job JOB into "
+                 "LOG_DIR/trainctl-USER/stacks-JOB/ (through "
                  "srun on each of its nodes), say where they are stuck, and exit (now: trainctl stacks JOB)")
       ->group(old_flags);
   app.add_flag("--bad-nodes", a.bad_nodes,

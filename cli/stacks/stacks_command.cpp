@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -21,7 +22,7 @@ namespace trainctl::commands {
 // --dump-stacks JOB: one task on each of the job's nodes (srun --overlap, beside the
 // running steps) writes its ranks' stacks; the summary is made from what they print.
 int dump_stacks_of_job(const std::string& who, const std::string& what, const std::string& job,
-                       const std::string& log_dir) {
+                       const std::string& log_dir, bool json) {
   using namespace trainctl;
   const auto info = running_job_of_mine(who, what, job);
   if (!info) return 1;
@@ -76,8 +77,22 @@ int dump_stacks_of_job(const std::string& who, const std::string& what, const st
                  job.c_str(), ms);
     return 1;
   }
-  std::printf("%s: stacks of %zu ranks of job %s in %s/ (%lld ms): %s\n", who.c_str(), stacks.size(), job.c_str(),
-              stacks[0].file.c_str(), ms, summarize(stacks).c_str());
+  if (json) {
+    nlohmann::json j;
+    j["schema"] = 1;
+    j["job"] = job;
+    j["dir"] = stacks[0].file;
+    j["took_ms"] = ms;
+    j["summary"] = summarize(stacks);
+    j["ranks"] = nlohmann::json::array();
+    for (const auto& s : stacks)
+      j["ranks"].push_back({{"rank", s.rank}, {"host", s.host}, {"dir", s.file}, {"frame", s.frame}});
+    j["errors"] = errors;
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("%s: stacks of %zu ranks of job %s in %s/ (%lld ms): %s\n", who.c_str(), stacks.size(), job.c_str(),
+                stacks[0].file.c_str(), ms, summarize(stacks).c_str());
+  }
   return errors.empty() ? 0 : 1;
 }
 

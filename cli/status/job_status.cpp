@@ -277,6 +277,7 @@ std::string format_status_table(const job_status& s) { return escape_controls(st
 std::string format_status_json(const job_status& s, bool lines) {
   using nlohmann::json;
   json j;
+  j["schema"] = 1;
   j["job"] = {{"id", s.job.id}, {"name", s.job.name}, {"state", s.job.state}, {"nodes", s.job.node_list}};
   j["now_ms"] = s.job.now_ms;
   j["end_ms"] = s.job.end_ms > 0 ? json(s.job.end_ms) : json(nullptr);
@@ -315,6 +316,70 @@ std::string format_status_json(const job_status& s, bool lines) {
   j["findings"] = status_findings(s);
   j["errors"] = s.errors;
   return (lines ? j.dump() : j.dump(2)) + "\n";
+}
+
+namespace {
+
+std::string deadline_cell(const job_status& s) {
+  const status_node* d = first_deadline(s);
+  return d == nullptr ? "none" : "in " + clock_text(d->deadline_in_ms);
+}
+
+std::string findings_cell(const job_status& s) {
+  const auto f = status_findings(s);
+  if (f.empty()) return "none";
+  return f.front() +
+         (f.size() > 1 ? " (+" + std::to_string(f.size() - 1) + " more: trainctl status " + s.job.id + ")" : "");
+}
+
+}  // namespace
+
+std::string format_job_list(const std::vector<job_status>& jobs, const std::vector<std::string>& unsupervised) {
+  std::vector<std::vector<std::string>> rows{{"JOB", "NAME", "NODES", "RANKS", "DEADLINE", "FINDINGS"}};
+  for (const auto& s : jobs)
+    rows.push_back(
+        {s.job.id, s.job.name, s.job.node_list, std::to_string(s.ranks.size()), deadline_cell(s), findings_cell(s)});
+  std::vector<std::size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows)
+    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  std::string out;
+  if (!jobs.empty())
+    for (const auto& r : rows) {
+      std::string line;
+      for (std::size_t i = 0; i < r.size(); ++i)
+        line += i + 1 < r.size() ? r[i] + std::string(width[i] - r[i].size() + 2, ' ') : r[i];
+      out += line + "\n";
+    }
+  if (jobs.empty())
+    out += unsupervised.empty() ? "no running jobs of yours\n" : "no running job of yours is supervised by trainctl\n";
+  if (!unsupervised.empty()) {
+    std::string ids;
+    for (const auto& id : unsupervised) ids += (ids.empty() ? "" : " ") + id;
+    out += std::to_string(unsupervised.size()) + (jobs.empty() ? "" : " other") + " running job" +
+           (unsupervised.size() == 1 ? "" : "s") + " of yours without trainctl (no node state on its nodes): " + ids +
+           "\n";
+  }
+  return escape_controls(out);
+}
+
+std::string format_job_list_json(const std::vector<job_status>& jobs, const std::vector<std::string>& unsupervised) {
+  using nlohmann::json;
+  json j;
+  j["schema"] = 1;
+  j["jobs"] = json::array();
+  for (const auto& s : jobs) {
+    const status_node* d = first_deadline(s);
+    j["jobs"].push_back(
+        {{"id", s.job.id},
+         {"name", s.job.name},
+         {"nodes", s.job.node_list},
+         {"ranks", s.ranks.size()},
+         {"deadline_ms", d == nullptr ? json(nullptr) : json(d->deadline_ms)},
+         {"deadline_in_s", d == nullptr ? json(nullptr) : json(static_cast<double>(d->deadline_in_ms) / 1000.0)},
+         {"findings", status_findings(s)}});
+  }
+  j["unsupervised"] = unsupervised;
+  return j.dump(2) + "\n";
 }
 
 }  // namespace trainctl

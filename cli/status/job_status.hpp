@@ -90,4 +90,11 @@ std::string format_status_table(const job_status& s);
 // `lines`: one document per line (JSON Lines, for --watch), else indented.
 std::string format_status_json(const job_status& s, bool lines = false);
 
+// trainctl status with no JOB: one row per running job of the caller that trainctl
+// supervises (a node state was found on its nodes: id, name, nodes, ranks, deadline,
+// findings), then one line naming the caller's other running jobs; `unsupervised`
+// holds their ids. The JSON carries "schema": 1.
+std::string format_job_list(const std::vector<job_status>& jobs, const std::vector<std::string>& unsupervised);
+std::string format_job_list_json(const std::vector<job_status>& jobs, const std::vector<std::string>& unsupervised);
+
 }  // namespace trainctl

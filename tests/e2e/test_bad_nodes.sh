@@ -47,6 +47,15 @@ wait_for 90 "the array to end" bash -c "[ -z \"\$(squeue -h -j $job 2>/dev/null)
 [ "$("$BUILD/bin/trainctl" bad-nodes 2>/dev/null)" = n2 ] || fail "n2 was forgotten too early"
 [ -z "$("$BUILD/bin/trainctl" bad-nodes list --cap=0 2>"$TEST_DIR/err")" ] || fail "the cap was ignored"
 grep -q "1 more bad node not excluded (--cap)" "$TEST_DIR/err" || fail "the cap was silent: $(cat "$TEST_DIR/err")"
+# --json, for scripts: the same list, and why (schema 1).
+"$BUILD/bin/trainctl" bad-nodes --json >"$TEST_DIR/bad.json" || fail "bad-nodes --json failed"
+python3 - "$TEST_DIR/bad.json" "$job" <<'PY' || fail "bad-nodes --json is not what the list said: $(cat "$TEST_DIR/bad.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["schema"] == 1 and j["exclude"] == ["n2"], j
+n = j["nodes"][0]
+assert n["host"] == "n2" and n["excluded"] and n["reason"] and n["age_s"] >= 0, n
+PY
 # The old flag still answers, with one line naming the verb.
 [ "$("$BUILD/bin/trainctl-run" --bad-nodes 2>"$TEST_DIR/err")" = n2 ] || fail "trainctl-run --bad-nodes no longer works"
 # shellcheck disable=SC2016  # backquotes in the text, not a command

@@ -67,6 +67,14 @@ grep -q "stacks of 4 ranks of job $job in $TRAINCTL_LOG_DIR/trainctl-$(id -un)/s
 for r in 0 1 2 3; do
   grep -q "on demand (trainctl stacks)" "$TRAINCTL_LOG_DIR/trainctl-$(id -un)/stacks-$job/rank$r.txt" || fail "no on-demand stacks of rank $r"
 done
+env -u TRAINCTL_LOG_DIR "$BUILD/bin/trainctl" stacks --json "$job" >"$TEST_DIR/stacks.json" || fail "trainctl stacks --json failed"
+python3 - "$TEST_DIR/stacks.json" "$job" <<'PY' || fail "stacks --json: $(head -c 400 "$TEST_DIR/stacks.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["schema"] == 1 and j["job"] == sys.argv[2], j
+assert [r["rank"] for r in j["ranks"]] == [0, 1, 2, 3], j["ranks"]
+assert j["dir"].endswith("/stacks-" + sys.argv[2]), j["dir"]
+PY
 "$BUILD/bin/trainctl" stacks 999999 2>"$TEST_DIR/err" && fail "trainctl stacks of no job succeeded"
 log "trainctl stacks 999999: $(cat "$TEST_DIR/err")"
 [ "$(wc -l <"$TEST_DIR/err")" -eq 1 ] || fail "not one line: $(cat "$TEST_DIR/err")"

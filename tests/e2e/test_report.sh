@@ -101,6 +101,7 @@ python3 - "$TEST_DIR/report.json" "$TEST_DIR/events/rank0.jsonl" "$TEST_DIR/slur
   "$TEST_DIR/crash.json" <<'PY' ||
 import json, sys, time, xml.etree.ElementTree as ET
 report = json.load(open(sys.argv[1]))
+assert report["schema"] == 1, report.get("schema")
 events = [json.loads(l) for l in open(sys.argv[2])]
 slurm = {}
 for line in open(sys.argv[3]):

@@ -6,7 +6,8 @@
 # a gradient all_reduce in every step, rank 2 computing 3x slower): four rows with
 # their nodes and steps, the slow rank's factor, the deadline countdown (EndTime minus
 # the graceful exit); --json parsed; --watch redraws from one job step and leaves none
-# behind; another user gets one line. The ranks pay nothing: no save, no exit, no
+# behind; with no JOB, one line per supervised job of the user's and her plain job named
+# apart; another user gets one line. The ranks pay nothing: no save, no exit, no
 # signal while they are looked at.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -45,6 +46,7 @@ as_user "$BUILD/bin/trainctl" status --json "$job" >"$TEST_DIR/status.json" || f
 python3 - "$TEST_DIR/status.json" "$job" "$first" "$second" <<'PY' || fail "the JSON is not what the table said"
 import json, sys
 s = json.load(open(sys.argv[1]))
+assert s["schema"] == 1, s.get("schema")
 assert s["job"]["id"] == sys.argv[2], s["job"]
 ranks = s["ranks"]
 assert [r["rank"] for r in ranks] == [0, 1, 2, 3], ranks
@@ -59,6 +61,32 @@ assert 300 < d["in_s"] < 480, d
 assert s["notices"] == [], s["notices"]
 print("json: factor of rank 2 x%.2f, deadline in %.0f s" % (slow["factor"], d["in_s"]))
 PY
+
+# No JOB: one line per running job of alice's that trainctl supervises; her plain job
+# (no trainctl in it) is named apart.
+plain=$(submit_as_user -N1 --time=5 -o /dev/null --wrap "sleep 300")
+wait_for 60 "alice's plain job to run" bash -c "[ \"\$(squeue -h -j $plain -o %T)\" = RUNNING ]"
+list=$(as_user "$BUILD/bin/trainctl" status 2>"$TEST_DIR/list.err") || fail "trainctl status (no JOB) failed: $(cat "$TEST_DIR/list.err")"
+printf '%s\n' "$list"
+printf '%s\n' "$list" | head -1 | grep -qE '^JOB +NAME +NODES +RANKS +DEADLINE +FINDINGS$' || fail "no heading: $list"
+printf '%s\n' "$list" | grep -qE "^$job +[^ ]+ +[^ ]+ +4 +in [0-9]+m[0-9]{2}s +rank 2 on $second is a straggler" ||
+  fail "no row for job $job with 4 ranks, its deadline and the straggler"
+printf '%s\n' "$list" | grep -qx "1 other running job of yours without trainctl (no node state on its nodes): $plain" ||
+  fail "the plain job $plain is not named apart"
+as_user "$BUILD/bin/trainctl" status --json >"$TEST_DIR/list.json" || fail "trainctl status --json (no JOB) failed"
+python3 - "$TEST_DIR/list.json" "$job" "$plain" <<'PY' || fail "the list's JSON is not what the table said"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["schema"] == 1, s
+assert [j["id"] for j in s["jobs"]] == [sys.argv[2]], s["jobs"]
+j = s["jobs"][0]
+assert j["ranks"] == 4 and 300 < j["deadline_in_s"] < 480 and j["findings"][0].startswith("rank 2 on"), j
+assert s["unsupervised"] == [sys.argv[3]], s["unsupervised"]
+PY
+scancel "$plain"
+out_m=$(runuser -u mallory -- env SLURM_CONF="$SLURM_CONF" "$BUILD/bin/trainctl" status 2>&1) || fail "mallory's trainctl status failed: $out_m"
+[ "$out_m" = "no running jobs of yours" ] || fail "mallory's list: $out_m"
+log "status with no JOB: alice's supervised job in one line, her plain job named apart, mallory's list empty"
 
 # The view is live: the steps move between two looks.
 step_a=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ranks"][0]["step"])' "$TEST_DIR/status.json")
