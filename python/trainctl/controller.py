@@ -3,7 +3,7 @@
 import ctypes
 import os
 import sys
-from typing import Any, Callable, ContextManager, List, Mapping, Optional, Sequence
+from typing import Any, Callable, ContextManager, List, Mapping, NamedTuple, Optional, Sequence
 
 # The reduction check() may be given: the votes in, every rank's MAX out (see mpi_allreduce).
 Allreduce = Callable[[List[int]], Sequence[int]]
@@ -12,25 +12,15 @@ from . import _native
 from ._native import TrainctlError, check as _check, lib as _lib
 
 
-class Decision:
+class Decision(NamedTuple):
     """What every rank does at this step. `reason` is why it exits ("" when it does not):
-    kill-switch, deadline, preempted, memory, hang, peer-failed, signal, or a user switch's name."""
+    kill-switch, deadline, preempted, memory, hang, peer-failed, signal, or a user switch's name.
+    A named tuple: compared, printed and unpacked (`exit, save, reason, save_reason = d`)."""
 
-    __slots__ = ("exit", "save", "reason", "save_reason")
-    exit: bool
-    save: bool
-    reason: str
-    save_reason: str
-
-    def __init__(self, exit: bool = False, save: bool = False, reason: str = "", save_reason: str = "") -> None:
-        self.exit = exit
-        self.save = save
-        self.reason = reason
-        self.save_reason = save_reason
-
-    def __repr__(self) -> str:
-        return "Decision(exit=%r, save=%r, reason=%r, save_reason=%r)" % (
-            self.exit, self.save, self.reason, self.save_reason)
+    exit: bool = False
+    save: bool = False
+    reason: str = ""
+    save_reason: str = ""
 
 
 _SETTINGS = ("kill_switch", "save_switch", "deadline", "memory_min_free", "memory_threshold", "gpu_min_free",

@@ -225,6 +225,16 @@ class PackageTest(unittest.TestCase):
         self.assertIs(hints["step"], int)
         self.assertIs(typing.get_type_hints(trainctl.Controller.should_exit)["return"], bool)
 
+    def test_a_decision_is_a_named_tuple(self):
+        # Compared, printed and unpacked as a value: no attribute can be set on it by mistake.
+        d = trainctl.Decision(True, reason="deadline")
+        self.assertEqual(d, (True, False, "deadline", ""))
+        self.assertEqual(repr(d), "Decision(exit=True, save=False, reason='deadline', save_reason='')")
+        exit_, save, reason, _ = d
+        self.assertEqual((exit_, save, reason), (True, False, "deadline"))
+        with self.assertRaises(AttributeError):
+            d.exit = False
+
     def test_import_does_not_load_torch_or_the_library(self):
         code = "import sys, trainctl, trainctl._native as n; print('torch' in sys.modules, n._lib is None)"
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
