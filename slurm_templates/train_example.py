@@ -145,6 +145,9 @@ class Run:
             backend = "nccl" if torch.cuda.is_available() else "gloo"
             dist.init_process_group(backend)
             self.rank = dist.get_rank()
+            if backend == "gloo" and self.rank == 0:  # said once, so that a missing GPU is no surprise
+                print("train: no GPU visible (torch.cuda.is_available() is False): torch.distributed on gloo, "
+                      "on the CPU", file=sys.stderr, flush=True)
         self.events = None
         self.saves = 0
         if args.events:
