@@ -5,9 +5,10 @@
 // Events: first_step (the first check of rank 0), save and exit (a decision, with its
 // step and reason), saved (that save ended, ms = how long it took), end (rank 0's
 // controller ends), notice (a notice reached rank 0's node state; reason = its kind:
-// deadline, preempted, signal, memory, hang).
-// Written by rank 0's controller, from its watcher thread, never the training loop;
-// read back only as this user's regular file.
+// deadline, preempted, signal, memory, hang), task_end (the batch script ended; reason =
+// ok, failed, preempted or no-progress: see run_progress.hpp).
+// Written by rank 0's controller, from its watcher thread, never the training loop (a
+// hang and task_end by a supervisor); read back only as this user's regular file.
 #pragma once
 
 #include <cstdint>

@@ -32,6 +32,7 @@
 #include "query_schedule.hpp"
 #include "ranks.hpp"
 #include "run_events.hpp"
+#include "run_progress.hpp"
 #include "slurm_api.hpp"
 #include "slurm_job.hpp"
 #include "stack_dump.hpp"
@@ -98,6 +99,7 @@ class supervisor {
   void check_deadline();
   void end_leftovers();
   void requeue_if_preempted();
+  void note_task_end();
   void kill_ranks();
   void after_hang_dump(const std::string& summary);
   // The loop's one descriptor: the signals and the ranks' deaths (node health).
@@ -774,6 +776,26 @@ void supervisor::after_hang_dump(const std::string& summary) {
   }
 }
 
+// How this run of the array (or of the requeued job) ended, for the no-progress count
+// (run_progress.hpp): written by the batch step's supervisor, once per run, in a child
+// (the home may stall).
+void supervisor::note_task_end() {
+  if (opts_.job_id.empty()) return;
+  run_event e;
+  e.ms = unix_now_ms();
+  e.job = opts_.job_id;
+  e.what = "task_end";
+  e.reason = preempted_ || was_claimed(preempted_marker()) ? "preempted" : task_end_reason(child_status_);
+  const std::string path = own_run_events_path(), line = format_run_event(e);
+  child_spec spec;
+  spec.deadline = milliseconds(5000);
+  spec.ignore_signals = opts_.notices;
+  spec.work = [path, line] { return append_run_events(path, line); };
+  const child_result r = run_child(spec);
+  const std::string why = r.ok() ? r.output : r.error;
+  if (!why.empty()) log("cannot note how this run ended (the no-progress count reads it): %s", why.c_str());
+}
+
 // The batch script ended while the job was being preempted (its ranks saved and
 // exited within the grace): SLURM before 24.05 would count the job as finished, so put
 // it back in the queue now, as preemption with requeue would have at the end of the
@@ -974,6 +996,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
   end_leftovers();
   learn_save_time();  // the save the ranks made before they exited
   if (opts_.batch) requeue_if_preempted();
+  if (opts_.batch) note_task_end();
   close_state();
   // Quiet on success, as GNU tools are: every rank's task of every job said status 0.
   if (WIFEXITED(child_status_) && WEXITSTATUS(child_status_) != 0)

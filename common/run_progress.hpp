@@ -1,0 +1,59 @@
+// Whether a job array (or a requeued job) is getting anywhere: its runs, rebuilt from
+// its run events (run_events.hpp), and how many of the last ones went nowhere. The
+// evidence the no-progress breaker acts on (issue 35); nothing here acts.
+//
+// A run is one task of the array, or one start of a requeued job. Its batch step's
+// supervisor writes `task_end` when the batch script ends (reason ok, failed,
+// preempted, or no-progress: the breaker ended it); rank 0's controller writes `first_step`, the step
+// the loop resumed at, and the notices. A run made no progress when all of these hold:
+//  - it ended failed (ok is progress enough: a sweep's task, a clean deadline exit);
+//  - no preemption came in it (a preempted run that could not save is not the loop's);
+//  - it and the run after it both reached their first check() (else: unknown);
+//  - the run after it started after it ended (tasks side by side are independent);
+//  - the run after it resumed at a step no later than it had: whoever saved, nothing
+//    was saved that the next run could use.
+// Anything else stops the count: the breaker fires only on evidence.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "run_events.hpp"
+
+namespace trainctl {
+
+struct array_run {
+  std::string job;               // SLURM_JOB_ID of the run
+  std::int64_t start_ms = 0;     // its first event
+  std::int64_t end_ms = 0;       // its task_end; 0: not ended (or its supervisor died)
+  std::int64_t first_step = -1;  // the step it resumed at; -1: no check() reached
+  std::string end;               // task_end's reason: ok, failed, preempted, no-progress; "" none
+  bool preempted = false;        // a preemption notice reached it
+};
+
+// The runs in the order they began. Events of one job id after its task_end begin a new
+// run (a requeued job keeps its id).
+std::vector<array_run> array_runs(const std::vector<run_event>& events);
+
+struct progress_count {
+  int runs = 0;            // how many runs in a row, the newest ended one first, made no progress
+  std::string jobs;        // their job ids, oldest first, space separated
+  std::int64_t step = -1;  // the step they all resumed at (at most)
+};
+
+// Counts back from the newest ended run, judging each by the run after it; the newest
+// by `current_first`, the first step of the run going now (job `current_job`, whose own
+// events are passed over; -1: not known yet, and then nothing can be counted).
+progress_count runs_without_progress(const std::vector<array_run>& runs, const std::string& current_job,
+                                     std::int64_t current_first);
+
+// The task_end reason for the batch script's wait status: ok (exit 0), no-progress
+// (kNoProgressExit), else failed.
+std::string task_end_reason(int wait_status);
+
+// The exit status of a task the breaker ends: 93, as NVIDIA's resiliency extension uses
+// for "no progress, do not restart", so one RequeueExitHold line covers both.
+constexpr int kNoProgressExit = 93;
+
+}  // namespace trainctl
