@@ -929,6 +929,8 @@ void controller::impl::report_straggler(std::int64_t step, std::int64_t slowest_
     beat->slow_us.store(slowest_us, std::memory_order_relaxed);
     beat->fastest_us.store(fastest_us, std::memory_order_relaxed);
     beat->slow_reports.fetch_add(1, std::memory_order_release);
+    // Woken now, as for a new rank: the finding is written before this rank may end.
+    if (supervisor_fd >= 0) syscall(SYS_pidfd_send_signal, supervisor_fd, SIGCHLD, nullptr, 0);
     return;
   }
   straggler_finding f;
