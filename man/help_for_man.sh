@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
 # help2man runs this in place of a tool: --help prints the tool's help followed by the
 # help of each of its subcommands (trainctl's verbs), so one man page covers them all.
-# Usage (by man/CMakeLists.txt): help2man ... "help_for_man.sh TOOL"
+# With a VERB, only that verb's help: its own page, trainctl-VERB(1), as git-status(1) is.
+# Usage (by man/CMakeLists.txt): help2man ... "help_for_man.sh TOOL [VERB]"
 set -euo pipefail
 tool=$1
+verb=""
+if [ $# -eq 3 ]; then
+  verb=$2
+  set -- "$1" "$3"
+fi
 case "${2:-}" in
-  --version) exec "$tool" --version ;;
+  --version)
+    # "trainctl-status 0.1.0" for a verb's page: help2man names the page by it.
+    [ -z "$verb" ] || { "$tool" --version | sed "s/^\([^ ]*\) /\1-$verb /"; exit 0; }
+    exec "$tool" --version
+    ;;
   --help) ;;
   *) echo "help_for_man.sh: expected --help or --version, got '${2:-}'" >&2; exit 2 ;;
 esac
@@ -17,6 +27,10 @@ help_of() {
   "$tool" "$@" --help | sed -E -e 's/[[:space:]]+$//' -e 's/^OPTIONS:$/Options:/' -e 's/^SUBCOMMANDS:$/Subcommands:/' \
     -e 's/^(  +-[[:alnum:]]),[[:space:]]+--/\1,--/' -e "s/^($name( [a-z-]+)? \\[OPTIONS\\].*)$/Usage: \\1/"
 }
+if [ -n "$verb" ]; then
+  help_of "$verb"
+  exit 0
+fi
 help_of
 subcommands=$(help_of | awk '/^(Subcommands|Verbs):/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { on = 0 }')
 for sub in $subcommands; do

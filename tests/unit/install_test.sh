@@ -41,12 +41,15 @@ consumer/build/t
 echo "install: find_package(trainctl) gives trainctl::trainctl"
 
 # The man pages are installed and render without troff warnings.
-for page in man1/trainwatch.1 man1/trainctl-run.1 man8/trainctl_spank.8; do
+for page in man1/trainwatch.1 man1/trainctl-run.1 man1/trainctl.1 man1/trainctl-status.1 man1/trainctl-stacks.1 \
+  man1/trainctl-report.1 man1/trainctl-bad-nodes.1 man8/trainctl_spank.8; do
   [ -f "$prefix/share/man/$page" ] || { echo "install: no $page"; exit 1; }
   warnings=$(groff -man -ww -z "$prefix/share/man/$page" 2>&1)
   [ -z "$warnings" ] || { echo "install: $page: $warnings"; exit 1; }
 done
 grep -qF 'save\-marker' "$prefix/share/man/man1/trainwatch.1" || { echo "install: trainwatch.1 lacks the subcommands' options"; exit 1; }
+# One page per verb, named as man looks it up (trainctl-status(1), as git-status(1)).
+grep -q '^\.TH TRAINCTL-STATUS "1"' "$prefix/share/man/man1/trainctl-status.1" || { echo "install: trainctl-status.1 is not that page"; exit 1; }
 # trainctl_spank(8)'s options come from the plugin's table: every one, and their number.
 spank8=$prefix/share/man/man8/trainctl_spank.8
 for option in graceful-exit kill-switch save-switch graceful-signal on-notice hang-timeout hang-action hang-phase-timeout; do
