@@ -278,6 +278,36 @@ std::string private_shm_dir(const std::string& root, const std::string& prefix) 
   if (first != made) rmdir(made.c_str());
   return first;
 }
+
+// /run/trainctl/<uid> (already checked as `st`), held with a shared lock for the rest of
+// this process, as the plugin's tasks hold it: the plugin's job epilog removes it only
+// when it can lock it alone, so not while this process uses it, with or without the
+// plugin in this job. An epilog sweeping it holds it for milliseconds: wait up to 2 s.
+// False when it went meanwhile (the caller uses another place).
+bool hold_run_dir(const std::string& dir, const struct stat& st) {
+  static std::mutex mu;
+  static std::string held_path;
+  static int held_fd = -1;
+  std::lock_guard<std::mutex> lock(mu);
+  if (held_fd >= 0 && held_path == dir) return true;
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat opened {};
+  if (fd < 0 || fstat(fd, &opened) != 0 || opened.st_ino != st.st_ino || opened.st_dev != st.st_dev) {
+    if (fd >= 0) close(fd);
+    return false;
+  }
+  bool held = false;
+  for (int i = 0; i < 200 && !(held = flock(fd, LOCK_SH | LOCK_NB) == 0); ++i) usleep(10000);
+  struct stat now {};
+  if (!held || lstat(dir.c_str(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev) {
+    close(fd);
+    return false;
+  }
+  if (held_fd >= 0) close(held_fd);
+  held_fd = fd;
+  held_path = dir;
+  return true;
+}
 }  // namespace
 
 std::string state_dir(std::string* note) {
@@ -291,7 +321,8 @@ std::string state_dir(std::string* note) {
   // (as logind makes /run/user/<uid>): nobody else can take the name first.
   std::string run = std::string(env_or("TRAINCTL_RUN_DIR", "/run/trainctl")) + "/" + uid;
   std::string why;
-  if (lstat(run.c_str(), &st) == 0 && !S_ISLNK(st.st_mode) && untrusted(st, true).empty()) return run;
+  if (lstat(run.c_str(), &st) == 0 && !S_ISLNK(st.st_mode) && untrusted(st, true).empty() && hold_run_dir(run, st))
+    return run;
   // Without the plugin, /dev/shm: everyone's. A name another user took first is not
   // fought over, nor is a next name anyone could guess too: this user's own directory
   // with a random name (private_shm_dir).

@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -351,6 +352,12 @@ TEST(NodeState, ASquattedStateDirectoryGivesWayToAPrivateOneNobodyCanGuess) {
   const std::string mine = run / std::to_string(getuid());
   ASSERT_EQ(mkdir(mine.c_str(), 0700), 0);
   EXPECT_EQ(state_dir(), mine);
+  // Used, it is held with a shared lock, as the plugin's tasks hold it: the job epilog,
+  // which removes it only when it can lock it alone, leaves it to this process.
+  const int epilog = open(mine.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(epilog, 0);
+  EXPECT_NE(flock(epilog, LOCK_EX | LOCK_NB), 0) << "without the plugin too, the directory in use is held";
+  close(epilog);
   setenv("TRAINCTL_RUN_DIR", "/nonexistent/trainctl-run", 1);
   unsetenv("TRAINCTL_SHM_DIR");
 }
