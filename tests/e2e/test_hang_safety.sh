@@ -13,7 +13,8 @@
 #     ~/.bashrc, rank9.txt naming the host "n[1-3]" with a shell command as its frame).
 #     At her hang the stacks go to her home instead, and one line says why; nothing is
 #     written through his link or read from his file, and only n2 (the odd rank's node)
-#     is remembered.
+#     is remembered. Then the ranks on n2 abort: the crash is still judged (n2), from the
+#     evidence in her home.
 #  3. mallory does the same in a world-writable sticky log directory, as /tmp is, with
 #     FIFOs (mode 666) as stacks-<job>/rank0.txt and summary.txt, and a FIFO as
 #     slow_nodes, while alice's job has a 3x straggler. Nothing blocks: the straggler's
@@ -141,6 +142,18 @@ if [ "$(grep -c "job=$job " "$TRAINCTL_BAD_NODES")" -ne 1 ] || ! grep -q "^[0-9]
   fail "job 2: not n2 alone remembered: $(cat "$TRAINCTL_BAD_NODES")"
 fi
 log "2: the stacks in alice's home, nothing written through bob's link, nothing read from his file, n2 alone remembered"
+
+log "2b. with bob's trainctl-alice/ still there, the ranks on n2 abort: the crash is judged all the same"
+supervised_job "$TEST_DIR/job2b.sh"
+sed -i -e "s|--step-time 0.05|--step-time 0.05 --crash-on n2 --crash-at 40|" -e "s|--ckpt-dir [^ ]*|--ckpt-dir $TEST_DIR/ckpt2b|" \
+  "$TEST_DIR/job2b.sh"
+job=$(submit_as_user -N2 -w n1,n2 --ntasks-per-node=1 --time=5 -o "$TEST_DIR/job2b.out" "$TEST_DIR/job2b.sh")
+wait_for 120 "job 2b to end" job_ended "$job"
+grep -q "^[0-9]* n2 job=$job .*reason=crashed (SIGABRT" "$TRAINCTL_BAD_NODES" ||
+  fail "n2 was not judged the culprit: $(grep -E 'crash|evidence' "$TEST_DIR/job2b.out" | head -5)"
+ls "$home_evidence"/crash-"$job".*/blamed >/dev/null 2>&1 || fail "the crash evidence was not kept in alice's home"
+[ "$(find "$team/trainctl-alice" -newer "$TEST_DIR/planted" | wc -l)" -eq 0 ] || fail "something was written in bob's directory"
+log "2b: n2 judged the culprit from the evidence in alice's home; bob's directory untouched"
 
 log "3. mallory plants FIFOs in a world-writable log directory"
 public=$TEST_DIR/public
