@@ -55,48 +55,33 @@ TEST(RunProgress, RunsThatResumedLaterMadeProgressHoweverTheyEnded) {
 // What stops the count: a run that ended well, a preempted run, a run that never reached
 // check(), a run whose end nobody wrote, and tasks that ran side by side (a sweep).
 TEST(RunProgress, OnlyEvidenceCounts) {
-  {
+  // 101 and 103 failed where they began; 102 in between, each way that stops the count
+  // at 103 (counted by the run going now, which resumed at 0 too).
+  struct middle {
+    std::int64_t end_s, first;
+    const char* end;
+    bool preempted;
+    const char* why;
+  };
+  const middle cases[] = {
+      {130, 0, "ok", false, "an ok end (a sweep task, a clean exit at the deadline) stops it"},
+      {130, 0, "failed", true, "a preemption is not the loop's failure"},
+      {130, 0, "preempted", false, "its batch supervisor saw the preemption; rank 0 may not have"},
+      {130, -1, "failed", false, "102 never reached check(): 101's progress is unknown, and 102's"},
+      {0, 0, "", false, "102's batch supervisor never wrote its end (killed with its node)"},
+  };
+  for (const auto& m : cases) {
     std::vector<run_event> ev;
     run(ev, "101", 0, 60, 0, "failed");
-    run(ev, "102", 70, 130, 0, "ok");
+    run(ev, "102", 70, m.end_s, m.first, m.end, m.preempted);
     run(ev, "103", 140, 200, 0, "failed");
-    EXPECT_EQ(count(ev, "104", 0), 1) << "an ok end (a sweep task, a clean exit at the deadline) stops it";
+    EXPECT_EQ(count(ev, "104", 0), 1) << m.why;
   }
-  {
-    std::vector<run_event> ev;
-    run(ev, "101", 0, 60, 0, "failed");
-    run(ev, "102", 70, 130, 0, "failed", true);
-    run(ev, "103", 140, 200, 0, "failed");
-    EXPECT_EQ(count(ev, "104", 0), 1) << "a preemption is not the loop's failure";
-  }
-  {
-    std::vector<run_event> ev;
-    run(ev, "101", 0, 60, 0, "failed");
-    run(ev, "102", 70, 130, 0, "preempted");  // its batch supervisor saw it; rank 0 may not have
-    run(ev, "103", 140, 200, 0, "failed");
-    EXPECT_EQ(count(ev, "104", 0), 1);
-  }
-  {
-    std::vector<run_event> ev;
-    run(ev, "101", 0, 60, 0, "failed");
-    run(ev, "102", 70, 130, -1, "failed");
-    run(ev, "103", 140, 200, 0, "failed");
-    EXPECT_EQ(count(ev, "104", 0), 1) << "102 never reached check(): 101's progress is unknown, and 102's";
-  }
-  {
-    std::vector<run_event> ev;
-    run(ev, "101", 0, 60, 0, "failed");
-    run(ev, "102", 70, 0, 0, "");  // its batch supervisor never wrote its end (killed with its node)
-    run(ev, "103", 140, 200, 0, "failed");
-    EXPECT_EQ(count(ev, "104", 0), 1);
-  }
-  {
-    std::vector<run_event> ev;
-    run(ev, "101", 0, 100, 0, "failed");
-    run(ev, "102", 50, 150, 0, "failed");
-    run(ev, "103", 60, 200, 0, "failed");
-    EXPECT_EQ(count(ev, "104", 0), 1) << "a sweep's tasks run side by side: each is its own";
-  }
+  std::vector<run_event> sweep;
+  run(sweep, "101", 0, 100, 0, "failed");
+  run(sweep, "102", 50, 150, 0, "failed");
+  run(sweep, "103", 60, 200, 0, "failed");
+  EXPECT_EQ(count(sweep, "104", 0), 1) << "a sweep's tasks run side by side: each is its own";
 }
 
 // A requeued job keeps its id: each start is a run of its own, split at its task_end.

@@ -1,5 +1,6 @@
 #include "stack_dump.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -265,7 +266,9 @@ TEST(EvidenceRoot, ANameAnotherUserTookFirstGivesWayToTheHome) {
     } else if (k == "link") {
       ASSERT_EQ(symlink(home.path().c_str(), own.c_str()), 0);
     } else {
-      std::ofstream(own) << "x";
+      const int fd = open(own.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+      ASSERT_GE(fd, 0);
+      close(fd);
     }
     ASSERT_EQ(lchown(own.c_str(), 12345, 12345), 0);
     EXPECT_EQ(evidence_root(logs.path(), false, &why, &note), fallback) << kind << ": " << why;

@@ -354,7 +354,7 @@ TEST(NodeState, ASquattedStateDirectoryGivesWayToAPrivateOneNobodyCanGuess) {
   EXPECT_EQ(state_dir(), mine);
   // Used, it is held with a shared lock, as the plugin's tasks hold it: the job epilog,
   // which removes it only when it can lock it alone, leaves it to this process.
-  const int epilog = open(mine.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int epilog = open(mine.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   ASSERT_GE(epilog, 0);
   EXPECT_NE(flock(epilog, LOCK_EX | LOCK_NB), 0) << "without the plugin too, the directory in use is held";
   close(epilog);
