@@ -178,9 +178,16 @@ std::string record_bad_node(const std::string& path, const bad_node& b) {
 
 std::string forget_bad_node(const std::string& path, const std::string& host, std::size_t* removed) {
   *removed = 0;
-  if (path.empty()) return "no file for bad nodes (set TRAINCTL_BAD_NODES or HOME)";
   if (!valid_node_name(host))
     return "'" + host.substr(0, 80) + "' is not one node's name (accepted: letters, digits, '-', '_', '.')";
+  return forget_findings(
+      path, [&host](const bad_node& b) { return b.host == host; }, removed);
+}
+
+std::string forget_findings(const std::string& path, const std::function<bool(const bad_node&)>& which,
+                            std::size_t* removed, std::vector<bad_node>* forgotten) {
+  *removed = 0;
+  if (path.empty()) return "no file for bad nodes (set TRAINCTL_BAD_NODES or HOME)";
   for (int attempt = 0; attempt < 100; ++attempt) {
     const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) return errno == ENOENT ? "" : "cannot open " + path + ": " + std::strerror(errno);
@@ -195,10 +202,11 @@ std::string forget_bad_node(const std::string& path, const std::string& host, st
       close(fd);  // replaced meanwhile: forget in the new file
       continue;
     }
-    std::vector<bad_node> kept;
+    std::vector<bad_node> kept, gone;
     for (const auto& b : read_bad_nodes(path)) {
-      if (b.host == host) {
+      if (which(b)) {
         ++*removed;
+        gone.push_back(b);
       } else {
         kept.push_back(b);
       }
@@ -222,6 +230,7 @@ std::string forget_bad_node(const std::string& path, const std::string& host, st
     }
     close(fd);  // drops the lock
     if (!why.empty()) *removed = 0;
+    if (why.empty() && forgotten != nullptr) *forgotten = gone;
     return why;
   }
   return "cannot rewrite " + path + ": it keeps being replaced";

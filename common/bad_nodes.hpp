@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ std::string record_bad_node(const std::string& path, const bad_node& b);
 // Takes every finding about `host` out of the memory (the file is rewritten under its
 // lock and replaced by rename). Returns "" or why it could not; *removed says how many.
 std::string forget_bad_node(const std::string& path, const std::string& host, std::size_t* removed);
+// The same for every finding `which` selects; *forgotten (may be null) gets them.
+std::string forget_findings(const std::string& path, const std::function<bool(const bad_node&)>& which,
+                            std::size_t* removed, std::vector<bad_node>* forgotten = nullptr);
 // Every well-formed line of the file (others, and hosts that are not one valid node
 // name, are skipped); empty when it is missing.
 std::vector<bad_node> read_bad_nodes(const std::string& path);

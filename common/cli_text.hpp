@@ -100,6 +100,7 @@ inline void name_values(CLI::App& app) {
       {"mark-bad-node", "NODE"},
       {"bad-node-cap", "N"},
       {"cap", "N"},
+      {"no-progress-runs", "N"},
       {"svg", "PATH"},
       {"notify", "SINK"},
       {"notify-file", "PATH"},

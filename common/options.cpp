@@ -1,7 +1,9 @@
 #include "options.hpp"
 
 #include <cctype>
+#include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <iterator>
 
 namespace trainctl {
@@ -97,6 +99,17 @@ int parse_hang_action(std::string_view text) {
   if (text == "end-step") return 2;
   throw parse_error(std::string(kHangAction.name) + ": '" + std::string(text) +
                     "'; accepted: alert, save-exit, end-step");
+}
+
+int parse_no_progress_runs(std::string_view text) {
+  const std::string t(text);
+  char* end = nullptr;
+  errno = 0;
+  const long n = t.empty() || !std::isdigit(static_cast<unsigned char>(t[0])) ? -1 : std::strtol(t.c_str(), &end, 10);
+  if (n < 0 || n > 1000 || errno != 0 || end == nullptr || *end != '\0')
+    throw parse_error(std::string(kNoProgressRuns.name) + ": '" + t +
+                      "'; accepted: a count of runs from 0 (off) to 1000");
+  return static_cast<int>(n);
 }
 
 std::string check_on_notice(std::string_view command) {

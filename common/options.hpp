@@ -50,6 +50,10 @@ std::vector<std::pair<std::string, milliseconds>> parse_hang_phase_timeout(std::
 // --hang-action: alert, save-exit, end-step; returns 0, 1, 2 in that order.
 int parse_hang_action(std::string_view text);
 std::string check_on_notice(std::string_view command);
+// --no-progress-runs: 0 (off) to 1000 runs in a row without progress; the default 3 is
+// NVIDIA's resiliency extension's.
+constexpr int kNoProgressRunsDefault = 3;
+int parse_no_progress_runs(std::string_view text);
 
 // The signals that can carry a notice: ones a process can catch and that no fault
 // (SEGV, BUS, ILL, FPE, ABRT, TRAP, SYS), job control (STOP, TSTP, CONT, TTIN, TTOU)
@@ -123,6 +127,11 @@ inline constexpr flag_spec kHangAction{
 inline constexpr flag_spec kLogDir{"--log-dir",
                                    "where stacks-<job>/ and slow_nodes go (default $TRAINCTL_LOG_DIR, else "
                                    "$SLURM_SUBMIT_DIR)"};
+inline constexpr flag_spec kNoProgressRuns{
+    "--no-progress-runs",
+    "when this many runs of the job array (or starts of the requeued job) in a row failed without getting past "
+    "the step they resumed at, the next one ends at its first step with exit status 93 and the array's pending "
+    "tasks are cancelled; 0: off (default 3, or $TRAINCTL_NO_PROGRESS_RUNS)"};
 inline constexpr flag_spec kAdopt{"--adopt",
                                   "supervise this existing child instead of starting COMMAND (SPANK plugin)"};
 

@@ -32,9 +32,12 @@ bool parse_line(const std::string& line, run_event* e) {
     const size_t eq = field.find('=');
     if (eq == std::string::npos) return false;
     const std::string key = field.substr(0, eq), value = field.substr(eq + 1);
-    if (key == "step" || key == "ms") {
+    if (key == "step" || key == "ms" || key == "task" || key == "restart") {
       if (!all_digits(value, 15)) return false;
-      (key == "step" ? e->step : e->took_ms) = std::strtoll(value.c_str(), nullptr, 10);
+      (key == "step"   ? e->step
+       : key == "ms"   ? e->took_ms
+       : key == "task" ? e->task
+                       : e->restart) = std::strtoll(value.c_str(), nullptr, 10);
     } else if (key == "reason") {
       if (!is_word(value)) return false;
       e->reason = value;
@@ -65,6 +68,8 @@ std::string format_run_event(const run_event& e) {
   if (e.step >= 0) line += " step=" + std::to_string(e.step);
   if (e.took_ms >= 0) line += " ms=" + std::to_string(e.took_ms);
   if (!e.reason.empty()) line += " reason=" + (is_word(e.reason) ? e.reason : std::string("other"));
+  if (e.task >= 0) line += " task=" + std::to_string(e.task);
+  if (e.restart >= 0) line += " restart=" + std::to_string(e.restart);
   return line + "\n";
 }
 

@@ -1,7 +1,7 @@
 // What happened in each task of a job array, for `trainctl report`: one file per array
 // (or single job) in the per-user state directory on the shared home, one line per
 // event:
-//   <unix ms> job=<SLURM_JOB_ID> <event> [step=<n>] [ms=<n>] [reason=<word>]
+//   <unix ms> job=<SLURM_JOB_ID> <event> [step=<n>] [ms=<n>] [reason=<word>] [task=<n>] [restart=<n>]
 // Events: first_step (the first check of rank 0), save and exit (a decision, with its
 // step and reason), saved (that save ended, ms = how long it took), end (rank 0's
 // controller ends), notice (a notice reached rank 0's node state; reason = its kind:
@@ -24,6 +24,11 @@ struct run_event {
   std::int64_t step = -1;
   std::int64_t took_ms = -1;  // saved: how long the save took
   std::string reason;         // save, exit: why; notice: what kind
+  // task_end: the run's place, which a job id alone does not give (ids start again when
+  // a cluster's state is reset): SLURM_ARRAY_TASK_ID (-1: not an array) and
+  // SLURM_RESTART_COUNT (-1: unknown, as in lines of trainctl before 0.9).
+  std::int64_t task = -1;
+  std::int64_t restart = -1;
 };
 
 // TRAINCTL_RUN_EVENTS_DIR, else $XDG_STATE_HOME/trainctl/runs, else

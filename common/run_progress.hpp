@@ -10,9 +10,14 @@
 //  - no preemption came in it (a preempted run that could not save is not the loop's);
 //  - it and the run after it both reached their first check() (else: unknown);
 //  - the run after it started after it ended (tasks side by side are independent);
+//  - the run after it comes later in the same array: a higher array index, or the same
+//    job requeued (a higher restart count). Job ids start again when a cluster's state
+//    is reset, and then a file holds the runs of an older array of the same id;
 //  - the run after it resumed at a step no later than it had: whoever saved, nothing
 //    was saved that the next run could use.
-// Anything else stops the count: the breaker fires only on evidence.
+// Anything else stops the count: the breaker fires only on evidence. A run the breaker
+// ended stops it too: the next run of that job was released by a person (a requeue
+// held by RequeueExitHold=93) and gets its own chance.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +35,13 @@ struct array_run {
   std::int64_t first_step = -1;  // the step it resumed at; -1: no check() reached
   std::string end;               // task_end's reason: ok, failed, preempted, no-progress; "" none
   bool preempted = false;        // a preemption notice reached it
+  std::int64_t task = -1;        // SLURM_ARRAY_TASK_ID; -1: not an array (from task_end)
+  std::int64_t restart = -1;     // SLURM_RESTART_COUNT; -1: unknown (no task_end, or an old one)
 };
+
+// Whether run `next` comes after run `r` in one array (or one requeued job): a higher
+// array index, or the same job with a higher restart count. Unknown places: no.
+bool comes_after(const array_run& r, const array_run& next);
 
 // The runs in the order they began. Events of one job id after its task_end begin a new
 // run (a requeued job keeps its id).
@@ -43,10 +54,27 @@ struct progress_count {
 };
 
 // Counts back from the newest ended run, judging each by the run after it; the newest
-// by `current_first`, the first step of the run going now (job `current_job`, whose own
-// events are passed over; -1: not known yet, and then nothing can be counted).
-progress_count runs_without_progress(const std::vector<array_run>& runs, const std::string& current_job,
-                                     std::int64_t current_first);
+// by `current`, the run going now (its job, task, restart and first_step: the step it
+// resumed at, -1 when not known yet, and then nothing can be counted). The current
+// run's own events in `runs` are passed over.
+progress_count runs_without_progress(const std::vector<array_run>& runs, const array_run& current);
+
+// What the breaker does for the run going now (job `current_job`), judged at its start
+// from the runs before it (the threshold: --no-progress-runs, at least 1).
+struct breaker_verdict {
+  enum kind { none, end_now, armed };
+  kind what = none;
+  // end_now: the newest ended run was another job of the array that the breaker ended
+  // (a pending task its cancel missed): this one ends at once too.
+  std::string ended_job;
+  // armed: `count.runs` (>= the threshold) runs in a row made no progress if this run
+  // resumes at `at_step` or earlier, the step the newest of them resumed at: this run
+  // then ends at its first check().
+  std::int64_t at_step = -1;
+  progress_count count;
+};
+// `current`: the run going now (its job, task and restart; its first step is not known).
+breaker_verdict judge_breaker(const std::vector<array_run>& runs, const array_run& current, int threshold);
 
 // The task_end reason for the batch script's wait status: ok (exit 0), no-progress
 // (kNoProgressExit), else failed.

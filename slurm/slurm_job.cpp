@@ -260,4 +260,17 @@ bool requeue_job(const std::string& job_id, std::chrono::milliseconds timeout, s
   return r.ok();
 }
 
+bool cancel_pending_tasks(const std::string& array_id, std::chrono::milliseconds timeout, std::string* error) {
+  if (!is_job_id(array_id)) {
+    if (error != nullptr) *error = "not a job id: '" + array_id + "'";
+    return false;
+  }
+  child_spec spec;
+  spec.argv = {"scancel", "--state=PENDING", array_id};
+  spec.deadline = timeout;
+  const child_result r = run_child(spec);
+  if (!r.ok() && error != nullptr) *error = r.error;
+  return r.ok();
+}
+
 }  // namespace trainctl

@@ -116,4 +116,8 @@ class job_query {
 // ranks saved) back in the queue. False with `error` set when it failed.
 bool requeue_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error);
 
+// `scancel --state=PENDING ARRAY`: cancels the tasks of job array `array_id` that have
+// not started (what the template does once training finished). False with `error` set.
+bool cancel_pending_tasks(const std::string& array_id, std::chrono::milliseconds timeout, std::string* error);
+
 }  // namespace trainctl

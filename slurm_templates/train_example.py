@@ -11,6 +11,7 @@ exits cleanly (status 0) when trainctl asks for an exit, saying why.
 """
 
 import argparse
+import fnmatch
 import json
 import os
 import stat
@@ -82,9 +83,11 @@ def parse_args():
                         help="with --hang-in python: stall this long, then go on (default: forever)")
     faults.add_argument("--hang-in", choices=("python", "c"), default="python",
                         help="hang in a Python loop, or inside a C call (a mutex locked twice)")
-    faults.add_argument("--crash-on", metavar="NODE", help="ranks on this node crash (SIGABRT) at --crash-at, "
-                        "as on a node with a broken GPU")
+    faults.add_argument("--crash-on", metavar="NODE", help="ranks on this node (a name or a glob: '*' for every "
+                        "node) crash at --crash-at, as on a node with a broken GPU")
     faults.add_argument("--crash-at", type=int, default=50)
+    faults.add_argument("--crash-after", type=int, default=0, metavar="STEPS",
+                        help="crash this many steps after the step the run resumed at, instead of at --crash-at")
     faults.add_argument("--crash-how", choices=("abort", "exception"), default="abort",
                         help="abort: SIGABRT, as a fault of the node would; exception: the program raises")
     faults.add_argument("--stuck-save", type=int, default=0, metavar="N",
@@ -236,6 +239,7 @@ def train(args, run):
     start = 0 if last is None else last + 1
     run.log("start", step=start, world=run.world, resumed_from=last)
     step_time = args.step_time * (args.slow_factor if run.rank == args.slow_rank else 1)
+    crash_at = start + args.crash_after if args.crash_after else args.crash_at
     model = optimizer = None
     if args.ddp:
         from torch.nn.parallel import DistributedDataParallel
@@ -250,7 +254,7 @@ def train(args, run):
     for step in range(start, args.steps):
         if run.rank == args.hang_rank and step == args.hang_at:
             hang(run, step, args.hang_in, args.hang_for)
-        if args.crash_on and step == args.crash_at and node_name() == args.crash_on:
+        if args.crash_on and step == crash_at and fnmatch.fnmatchcase(node_name(), args.crash_on):
             run.log("crash", step=step, node=args.crash_on, how=args.crash_how)
             if args.crash_how == "exception":
                 raise RuntimeError("a bug in the training program")
@@ -277,7 +281,9 @@ def train(args, run):
                 run.log("ignore-exit", step=step, reason=d.reason)
             ignoring = True
             continue
-        if d.save or d.exit:
+        # no-progress: the last runs crashed before getting past the step this one resumed
+        # at; nothing is new since the checkpoint, so no save (a large model's takes minutes).
+        if d.save or (d.exit and d.reason != "no-progress"):
             run.save(step, d.reason or d.save_reason)
         if d.exit:
             run.log("exit", step=step, reason=d.reason)

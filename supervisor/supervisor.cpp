@@ -24,6 +24,7 @@
 
 #include "bad_nodes.hpp"
 #include "graceful_auto.hpp"
+#include "no_progress.hpp"
 #include "node_health.hpp"
 #include "node_state.hpp"
 #include "notice_hook.hpp"
@@ -100,6 +101,9 @@ class supervisor {
   void end_leftovers();
   void requeue_if_preempted();
   void note_task_end();
+  int start_breaker(pid_t adopt);
+  void judge_run_end();
+  void forgive_crash_loop_nodes();
   void kill_ranks();
   void after_hang_dump(const std::string& summary);
   // The loop's one descriptor: the signals and the ranks' deaths (node health).
@@ -110,6 +114,15 @@ class supervisor {
   std::string preempted_marker() const {
     const std::string restart = env_or_empty("SLURM_RESTART_COUNT");
     return "once.preempted." + opts_.job_id + "." + (restart.empty() ? "0" : restart);
+  }
+  // This run's place in its array (run_progress.hpp): its job, array index and restart.
+  array_run this_run() const {
+    array_run r;
+    r.job = opts_.job_id;
+    const std::string task = env_or_empty("SLURM_ARRAY_TASK_ID"), restart = env_or_empty("SLURM_RESTART_COUNT");
+    r.task = all_digits(task, 9) ? std::stoll(task) : -1;
+    r.restart = restart.empty() ? 0 : all_digits(restart, 9) ? std::stoll(restart) : -1;
+    return r;
   }
   bool tracks_endtime() const { return !opts_.job_id.empty() && opts_.graceful_exit.count() != 0; }
   bool graceful_is_auto() const { return opts_.graceful_exit == option::kGracefulExitAuto; }
@@ -138,6 +151,9 @@ class supervisor {
   std::int64_t end_read_ms_ = 0;  // when (by this supervisor, or another node's, see adopt_end_news)
   std::int64_t limit_s_ = -1;
   std::int64_t deadline_ms_ = 0;  // when to ask the ranks to exit; 0: none
+  std::int64_t started_ms_ = 0;   // unix ms: this run's events are the ones since
+  breaker_verdict breaker_;       // the no-progress breaker's verdict at the start
+  bool no_progress_ = false;      // the ranks ended this run on the breaker's vote (batch step)
   bool deadline_fired_ = false;
   bool deadline_past_when_learned_ = false;  // the graceful exit left no time to train
   std::int64_t deadline_set_ms_ = 0;         // when deadline_ms_ last changed
@@ -785,7 +801,11 @@ void supervisor::note_task_end() {
   e.ms = unix_now_ms();
   e.job = opts_.job_id;
   e.what = "task_end";
-  e.reason = preempted_ || was_claimed(preempted_marker()) ? "preempted" : task_end_reason(child_status_);
+  e.task = this_run().task;
+  e.restart = this_run().restart;
+  e.reason = no_progress_                                    ? "no-progress"
+             : preempted_ || was_claimed(preempted_marker()) ? "preempted"
+                                                             : task_end_reason(child_status_);
   const std::string path = own_run_events_path(), line = format_run_event(e);
   child_spec spec;
   spec.deadline = milliseconds(5000);
@@ -794,6 +814,107 @@ void supervisor::note_task_end() {
   const child_result r = run_child(spec);
   const std::string why = r.ok() ? r.output : r.error;
   if (!why.empty()) log("cannot note how this run ended (the no-progress count reads it): %s", why.c_str());
+}
+
+// The no-progress breaker at the start (run_progress.hpp): arms the node state when the
+// array's last runs failed without progress, or ends this run at once when the breaker
+// already ended one of another job (a pending task its cancel missed). A wait status to
+// end with, or -1 to go on.
+int supervisor::start_breaker(pid_t adopt) {
+  if (opts_.job_id.empty() || opts_.no_progress_runs <= 0) return -1;
+  std::string why;
+  const std::vector<run_event> events = read_own_run_events_bounded(opts_.notices, &why);
+  if (!why.empty()) {
+    if (opts_.batch) log("the no-progress breaker cannot judge this run: %s", why.c_str());
+    return -1;
+  }
+  breaker_ = judge_breaker(array_runs(events), this_run(), opts_.no_progress_runs);
+  if (breaker_.what == breaker_verdict::end_now) {
+    log("job %s of this array ended on no progress (its runs failed without getting past their first step): not "
+        "starting %s; fix the crash and submit again",
+        breaker_.ended_job.c_str(), adopt > 0 ? "the task" : "the command");
+    if (adopt > 0) {
+      kill(adopt, SIGKILL);
+      waitpid(adopt, nullptr, 0);
+    }
+    no_progress_ = true;
+    if (opts_.batch) note_task_end();
+    return kNoProgressExit << 8;
+  }
+  if (breaker_.what != breaker_verdict::armed) return -1;
+  if (state_) {
+    state_->get().breaker_runs.store(breaker_.count.runs, std::memory_order_relaxed);
+    state_->get().breaker_step1.store(breaker_.at_step + 1, std::memory_order_release);
+    state_->get().seq.fetch_add(1, std::memory_order_release);
+  }
+  if (opts_.batch || !state_)
+    log("no progress: the last %d runs of this array (jobs %s) failed without getting past step %lld: this run ends "
+        "at its first step if it resumes there again (--no-progress-runs=%d)%s",
+        breaker_.count.runs, breaker_.count.jobs.c_str(), static_cast<long long>(breaker_.at_step),
+        opts_.no_progress_runs, state_ ? "" : "; but the node state was refused above: not in this step");
+  return -1;
+}
+
+// At the batch step's end: whether the ranks ended this run on the breaker's vote. Then
+// the array's pending tasks are cancelled, the --on-notice command runs (no-progress)
+// and the job exits 93.
+void supervisor::judge_run_end() {
+  if (opts_.job_id.empty() || opts_.no_progress_runs <= 0 || no_progress_) return;
+  std::string why;
+  const std::vector<run_event> events = read_own_run_events_bounded(opts_.notices, &why);
+  if (!why.empty() || !breaker_ended_run(events, opts_.job_id, started_ms_)) return;
+  no_progress_ = true;
+  const std::string array = env_or_empty("SLURM_ARRAY_JOB_ID");
+  const std::string detail = "jobs " + breaker_.count.jobs + " failed without getting past step " +
+                             std::to_string(breaker_.at_step) + ", and this one resumed there too";
+  log("no progress: %s: this run ends with exit status %d%s", detail.c_str(), kNoProgressExit,
+      array.empty() ? "" : "; cancelling the array's pending tasks");
+  if (!array.empty()) {
+    std::string error;
+    if (!cancel_pending_tasks(array, milliseconds(10000), &error))
+      log("could not cancel the pending tasks of array %s (%s): each ends at once when it starts", array.c_str(),
+          error.c_str());
+  }
+  forgive_crash_loop_nodes();
+  hook_.notice("no-progress", deadline_ms_, end_ms_, detail);
+}
+
+// The runs the breaker counted all crashed before getting past one step: the crash is
+// the program's, not the nodes'. Their crash findings leave the bad-node memory (in a
+// child: the home may stall), and the log says which nodes were forgiven.
+void supervisor::forgive_crash_loop_nodes() {
+  const std::string path = bad_nodes_path();
+  if (path.empty() || breaker_.count.jobs.empty()) return;
+  std::vector<std::string> jobs;
+  for (std::string_view j : split(breaker_.count.jobs, ' '))
+    if (!j.empty()) jobs.emplace_back(j);
+  child_spec spec;
+  spec.deadline = milliseconds(10000);
+  spec.ignore_signals = opts_.notices;
+  spec.work = [path, jobs] {
+    std::size_t removed = 0;
+    std::vector<bad_node> gone;
+    const std::string why = forget_findings(
+        path,
+        [&jobs](const bad_node& b) {
+          return b.reason.rfind("crashed", 0) == 0 && std::find(jobs.begin(), jobs.end(), b.job) != jobs.end();
+        },
+        &removed, &gone);
+    if (!why.empty()) return "!" + why;
+    std::string hosts;
+    for (const auto& b : gone)
+      if (hosts.find(" " + b.host + ",") == std::string::npos) hosts += " " + b.host + ",";
+    return hosts;
+  };
+  const child_result r = run_child(spec);
+  if (!r.ok() || (!r.output.empty() && r.output[0] == '!')) {
+    log("could not forgive the nodes the crash loop blamed: %s", r.ok() ? r.output.c_str() + 1 : r.error.c_str());
+  } else if (!r.output.empty()) {
+    std::string hosts = r.output.substr(1, r.output.size() - 2);
+    log("forgave%s: the crash repeated at the same step in every counted run, so it is the program's, not the "
+        "nodes'",
+        (" " + hosts).c_str());
+  }
 }
 
 // The batch script ended while the job was being preempted (its ranks saved and
@@ -907,6 +1028,11 @@ int supervisor::run(char* const* argv, pid_t adopt) {
   next_query_ms_ = in_own_second(slots_, unix_now_ms() + 1000);
   if (deadline_ms_ != 0) schedule_pre_deadline_query();
   open_state();
+  started_ms_ = unix_now_ms();
+  if (const int status = start_breaker(adopt); status >= 0) {
+    close_state();
+    return status;
+  }
   if (deadline_ms_ != 0) publish_deadline();
   if (graceful_is_auto()) {
     const std::string array = env_or_empty("SLURM_ARRAY_JOB_ID");
@@ -990,6 +1116,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     if (exit_told_ms_ != 0 && unix_now_ms() - exit_told_ms_ >= kExitReportAfterMs) report_lingering_ranks("");
   }
   if (query_.running()) query_.expire(nullptr);  // not a process the command left behind
+  if (opts_.batch) judge_run_end();              // may start the hook
   hook_.finish();                                // before end_leftovers, which would count it as left behind
   health_.abandon();
   health_.command_ended(child_status_);
@@ -1003,7 +1130,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
     log("command exited with status %d", WEXITSTATUS(child_status_));
   else if (WIFSIGNALED(child_status_))
     log("command was killed by SIG%s", signal_name(WTERMSIG(child_status_)).c_str());
-  return child_status_;
+  return no_progress_ ? kNoProgressExit << 8 : child_status_;
 }
 
 }  // namespace

@@ -47,6 +47,7 @@ struct run_args {
   std::string graceful, deadline, kill_switch, save_switch, launchers, state, shield, on_notice;
   std::string on_notice_timeout = format_duration(option::kOnNoticeTimeoutDefault);
   std::string hang_timeout = "off", hang_start_timeout, hang_phase_timeout, hang_action = "alert", log_dir;
+  std::string no_progress_runs;
   std::string signal_text = signal_name(option::kGracefulSignalDefault);
   std::string poll = format_duration(option::kPollIntervalDefault);
   std::string endtime_poll = format_duration(option::kEndtimePollDefault);
@@ -55,6 +56,7 @@ struct run_args {
   std::vector<std::string> command;
   CLI::Option* ks = nullptr;  // --kill-switch and --save-switch: given bare, or not at all
   CLI::Option* ss = nullptr;
+  CLI::Option* npr = nullptr;
   // The old one-shot flags, and the helpers the verbs start on the job's nodes.
   std::string dump_job, dump_here, stacks_dir, mark_bad, status_here, status_every;
   bool bad_nodes = false;
@@ -91,6 +93,7 @@ void add_run_options(CLI::App& app, run_args& a, const std::string& program) {
   app.add_option(option::kHangStartTimeout.name, a.hang_start_timeout, option::kHangStartTimeout.help);
   app.add_option(option::kHangAction.name, a.hang_action, std::string(option::kHangAction.help) + " (default alert)");
   app.add_option(option::kLogDir.name, a.log_dir, option::kLogDir.help);
+  a.npr = app.add_option(option::kNoProgressRuns.name, a.no_progress_runs, option::kNoProgressRuns.help);
   // The one-shot flags are trainctl's verbs now; they keep working for a release, and
   // `trainctl run --help` no longer lists them.
   const std::string old_flags = program == "trainctl-run" ? "Old one-shot flags (now trainctl verbs)" : "";
@@ -224,6 +227,7 @@ supervisor_options supervisor_options_from(const run_args& a) {
     o.log_dir = a.log_dir;
     o.on_notice_timeout = option::parse_on_notice_timeout(a.on_notice_timeout);
     o.on_notice = option::check_on_notice(a.on_notice);
+    if (a.npr->count() > 0) o.no_progress_runs = option::parse_no_progress_runs(a.no_progress_runs);
   } catch (const parse_error& e) {
     usage_error(e.what());
   }
@@ -239,6 +243,16 @@ supervisor_options supervisor_options_from(const run_args& a) {
   };
   o.kill_switch = resolve(a.ks, a.kill_switch, "KILL_SWITCH", "kill-switch");
   o.save_switch = resolve(a.ss, a.save_switch, "SAVE_SWITCH", "save-switch");
+  // From the job's environment (the plugin's path too): a typo there must not stop the
+  // job, which may already run; it gets one line and the default.
+  if (a.npr->count() == 0 && !env("TRAINCTL_NO_PROGRESS_RUNS").empty()) {
+    try {
+      o.no_progress_runs = option::parse_no_progress_runs(env("TRAINCTL_NO_PROGRESS_RUNS"));
+    } catch (const parse_error&) {
+      std::fprintf(stderr, "%s: TRAINCTL_NO_PROGRESS_RUNS='%s' is not a count of runs from 0 (off) to 1000: using %d\n",
+                   prog.c_str(), env("TRAINCTL_NO_PROGRESS_RUNS").c_str(), option::kNoProgressRunsDefault);
+    }
+  }
   o.batch = a.batch;
   o.job_id = env("SLURM_JOB_ID");
   o.state_path = a.state;

@@ -24,11 +24,14 @@ enum flag_bits : std::uint32_t {
   kFlagDecided = 1u << 5,     // local only: an agreed exit was already decided
   kFlagHang = 1u << 6,        // the supervisor found a rank hung (--hang-action=save-exit)
   kFlagPeer = 1u << 7,        // the step ends because a task on another node failed (a TERM after its death)
+  // Local only (never in a node state's flags): this rank's first check() came no later
+  // than the step the array's last runs failed at without progress (breaker_step1).
+  kFlagNoProgress = 1u << 8,
 };
 // Any other bit in a node state's flags means the file is not what a publisher wrote.
 constexpr std::uint32_t kKnownFlags = (kFlagPeer << 1) - 1;
-constexpr std::uint32_t kExitMask =
-    kFlagDeadline | kFlagPreempted | kFlagSignal | kFlagMemory | kFlagExitSwitch | kFlagDecided | kFlagHang | kFlagPeer;
+constexpr std::uint32_t kExitMask = kFlagDeadline | kFlagPreempted | kFlagSignal | kFlagMemory | kFlagExitSwitch |
+                                    kFlagDecided | kFlagHang | kFlagPeer | kFlagNoProgress;
 
 enum class switch_kind : std::uint32_t { exit = 1, save = 2 };
 
@@ -95,7 +98,7 @@ struct phase_slot {
 
 struct node_state {
   static constexpr std::uint64_t kMagic = 0x31534c5443444e54ull;  // "TNDCTLS1"
-  static constexpr std::uint32_t kVersion = 7;
+  static constexpr std::uint32_t kVersion = 8;
 
   std::uint64_t magic;
   std::uint32_t version;
@@ -127,6 +130,13 @@ struct node_state {
   // deadline_ms by as much as EndTime moved.
   std::atomic<std::int64_t> end_ms;
   std::atomic<std::int64_t> end_read_ms;
+  // The no-progress breaker (run_progress.hpp), armed by a supervisor before its command
+  // starts: 1 + the step the array's last `breaker_runs` runs failed at without getting
+  // further (0: not armed). A rank whose first check() is at that step or earlier votes
+  // to end the run there.
+  std::atomic<std::int64_t> breaker_step1;
+  std::atomic<std::int32_t> breaker_runs;
+  std::int32_t reserved2;
   switch_slot slots[kMaxSlots];
   rank_beat beats[kMaxRanks];
   phase_slot phases[kMaxPhases];
@@ -238,6 +248,15 @@ inline std::uint32_t valid_flags(const node_state& ns) {
   const std::uint32_t f = ns.flags.load(std::memory_order_relaxed);
   const std::uint64_t magic = __atomic_load_n(&ns.magic, __ATOMIC_RELAXED);
   return magic == node_state::kMagic && (f & ~kKnownFlags) == 0 ? f : 0;
+}
+
+// The step the breaker is armed at (the rank's first check() at it or earlier ends the
+// run), or -1: not armed, or not a state a supervisor wrote.
+inline std::int64_t armed_breaker_step(const node_state& ns) {
+  const std::int64_t step1 = ns.breaker_step1.load(std::memory_order_acquire);
+  const std::int32_t runs = ns.breaker_runs.load(std::memory_order_relaxed);
+  if (!has_header(ns) || valid_flags(ns) != ns.flags.load(std::memory_order_relaxed)) return -1;
+  return step1 > 0 && runs >= 1 && runs <= 1000 ? step1 - 1 : -1;
 }
 
 // Finds the slot holding (kind, path) in `ns` or claims a free one (lock-free: any

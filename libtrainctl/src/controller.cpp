@@ -53,7 +53,8 @@ enum vote_index : std::size_t {
   kVoteHang = 6,
   kVotePeer = 7,
   kVoteEndTime = 8,
-  kVoteSwitch0 = 9
+  kVoteNoProgress = 9,
+  kVoteSwitch0 = 10
 };
 constexpr std::size_t kMaxLocalSwitches = kVoteLen - kVoteSwitch0;
 constexpr int kRankBits = 20;  // ranks below 2^20 are named; larger ones are not reported
@@ -724,6 +725,10 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
   if (!m.first_step_noted) {
     m.first_step_noted = true;
     m.note_event("first_step", step, -1, "");
+    // The breaker: this run resumed no later than the array's last runs, which failed
+    // without getting further. It votes to end here, at the first agreement.
+    const std::int64_t armed = armed_breaker_step(m.state());
+    if (armed >= 0 && step <= armed) m.local_bits.fetch_or(kFlagNoProgress, std::memory_order_release);
   }
   m.last_step = step;
   m.fill_vote(v, len);
@@ -771,6 +776,7 @@ void controller::impl::fill_vote(std::int64_t* v, std::size_t len) const {
   v[kVoteMemory] = (bits & kFlagMemory) != 0;
   v[kVoteHang] = (bits & kFlagHang) != 0;
   v[kVotePeer] = (bits & kFlagPeer) != 0;
+  v[kVoteNoProgress] = (bits & kFlagNoProgress) != 0;
   v[kVoteSignal] = caught_signal_counts() || (bits & kFlagSignal) != 0;
   v[kVoteNegFastest] = kNoTime;
   const node_state& n = state();
@@ -839,6 +845,7 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
     reason = first_switch(true);
     if (reason.empty() && r[kVotePreempted]) reason = "preempted";
     if (reason.empty() && r[kVoteDeadline]) reason = "deadline";
+    if (reason.empty() && r[kVoteNoProgress]) reason = "no-progress";
     if (reason.empty() && r[kVoteMemory]) reason = "memory";
     if (reason.empty() && r[kVoteHang]) reason = "hang";
     if (reason.empty() && r[kVotePeer]) reason = "peer-failed";
@@ -857,7 +864,13 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
             std::pair{kVoteSignal, kFlagSignal}})
         if (r[vote]) agreed |= flag;
       m.note_notices(m.state(), agreed);
-      if (m.cfg.rank == 0)
+      if (m.cfg.rank == 0 && reason == "no-progress")
+        std::fprintf(stderr,
+                     "trainctl: exit at step %lld: no-progress: the array's last runs failed without getting past the "
+                     "step this one resumed at; it ends now, and the job with exit status 93 (the supervisor's log "
+                     "names them; TRAINCTL_NO_PROGRESS_RUNS=0 turns this off)\n",
+                     static_cast<long long>(step));
+      else if (m.cfg.rank == 0)
         std::fprintf(stderr, "trainctl: exit at step %lld: %s\n", static_cast<long long>(step), reason.c_str());
     }
   }

@@ -14,7 +14,9 @@ from ._native import TrainctlError, check as _check, lib as _lib
 
 class Decision(NamedTuple):
     """What every rank does at this step. `reason` is why it exits ("" when it does not):
-    kill-switch, deadline, preempted, memory, hang, peer-failed, signal, or a user switch's name.
+    kill-switch, deadline, preempted, memory, hang, peer-failed, signal, or a user switch's name; or
+    no-progress: the array's last runs crashed before getting past the step this run resumed at
+    (exit without a save: nothing is new since the checkpoint).
     A named tuple: compared, printed and unpacked (`exit, save, reason, save_reason = d`)."""
 
     exit: bool = False

@@ -11,7 +11,9 @@ After every optimizer step every rank calls Controller.check(global_step), one s
 collective over torch.distributed, so all ranks take the same decision at the same step.
 A save (save switch) sets `should_save`: the Trainer writes checkpoint-<step> as at its
 own save steps, whatever save_strategy says. An exit (kill switch, deadline, notice,
-memory) also sets `should_training_stop`, so train() returns after that checkpoint.
+memory) also sets `should_training_stop`, so train() returns after that checkpoint; an
+exit for `no-progress` (the array's last runs crashed before getting past the step this
+one resumed at) stops without one.
 
 Evaluations and saves are phases for the hang clock: from the step end that asks for one
 (should_evaluate, should_save) to on_evaluate / on_save, every rank is "in phase eval" or
@@ -55,7 +57,8 @@ def _make_callback_class():
             d = self._ctl.check(state.global_step)
             if d.save or d.exit:
                 self.decision, self.step = d, state.global_step
-                control.should_save = True
+                if d.save or d.reason != "no-progress":  # no-progress: nothing new since the resume
+                    control.should_save = True
             if d.exit:
                 control.should_training_stop = True
             # The Trainer evaluates, then saves, right after the step-end callbacks.

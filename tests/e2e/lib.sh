@@ -155,6 +155,21 @@ use_train_template() {
     GRACEFUL_EXIT=1 TRAIN_SCRIPT=$TEST_DIR/train_example.py TRAIN_ARGS="$1"
 }
 
+# array_states ARRAY: "task:state" of each task that started, and "rest:STATE" for the
+# pending tasks cancelled before they started (they stay in the array's one record,
+# whose ArrayTaskId is then SLURM's NO_VAL - 1).
+array_states() {
+  scontrol show job -o "$1" | awk '{
+    t = ""; st = ""
+    for (i = 1; i <= NF; i++) {
+      if ($i ~ /^ArrayTaskId=/) t = substr($i, 13)
+      if ($i ~ /^JobState=/) st = substr($i, 10)
+    }
+    print (t == "4294967294" ? "rest" : t) ":" st
+  }' | sort | tr '\n' ' ' | sed 's/ $//'
+}
+array_gone() { [ -z "$(squeue -h -j "$1" 2>/dev/null)" ]; }
+
 # template_events_count DIR EVENT: how many lines of EVENT the template's ranks wrote in
 # DIR (its LOG_DIR); template_events_at_least DIR EVENT N.
 template_events_count() { cat "$1"/rank*.jsonl 2>/dev/null | grep -c "\"event\": \"$2\"" || true; }

@@ -67,10 +67,10 @@ dir=/dev/shm/trainctl-$TEST_UID
 [ -d "/run/trainctl/$TEST_UID" ] && dir=/run/trainctl/$TEST_UID
 { [ -f "$dir/$j1.0-n1" ] && [ -f "$dir/$j1.0-n2" ]; } || fail "no node state files for job $j1 in $dir: $(ls "$dir")"
 as_user truncate -s 0 "$dir/$j1.0-n1"
-# Past an intact header (its first 104 bytes: magic, version, size, flags, the times):
+# Past an intact header (its first 120 bytes: magic, version, size, flags, the times):
 # only a check of every slot tells this from a state trainctl wrote.
 size=$(stat -c %s "$dir/$j1.0-n2")
-as_user dd if=/dev/urandom of="$dir/$j1.0-n2" bs=8 seek=13 count=$(((size - 104) / 8)) conv=notrunc status=none
+as_user dd if=/dev/urandom of="$dir/$j1.0-n2" bs=8 seek=15 count=$(((size - 120) / 8)) conv=notrunc status=none
 
 log "job $j2: 10 touches of the save switch, 0.3 s apart"
 for _ in $(seq 1 10); do

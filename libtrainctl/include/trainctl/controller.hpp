@@ -75,7 +75,8 @@ class TRAINCTL_API config {
 struct decision {
   bool exit = false;
   bool save = false;
-  std::string reason;       // kill-switch, deadline, preempted, memory, hang, peer-failed, signal, or a switch name
+  std::string reason;       // kill-switch, deadline, preempted, memory, hang, peer-failed, signal, a switch name,
+                            // or no-progress (this run resumed where the last ones failed: exit, no save)
   std::string save_reason;  // save-switch or a user save switch's name
 };
 

@@ -102,8 +102,9 @@ TRAINCTL_EXPORT int trainctl_check(trainctl_ctl* ctl, int64_t step, trainctl_red
  * returns 1 when an agreement is due at this step (check_every), 0 when not. */
 TRAINCTL_EXPORT int trainctl_vote(trainctl_ctl* ctl, int64_t step, int64_t* vote, size_t len);
 TRAINCTL_EXPORT int trainctl_decide(trainctl_ctl* ctl, int64_t step, const int64_t* reduced, size_t len);
-/* Why: "kill-switch", "deadline", "preempted", "memory", "hang", "peer-failed", "signal" or a user switch's name;
- * "" when no exit (save) was decided. Valid until the next call on ctl. */
+/* Why: "kill-switch", "deadline", "preempted", "memory", "hang", "peer-failed", "signal",
+ * "no-progress" (the run resumed where the array's last runs failed: exit without a save)
+ * or a user switch's name; "" when no exit (save) was decided. Valid until the next call on ctl. */
 TRAINCTL_EXPORT const char* trainctl_exit_reason(const trainctl_ctl* ctl);
 TRAINCTL_EXPORT const char* trainctl_save_reason(const trainctl_ctl* ctl);
 

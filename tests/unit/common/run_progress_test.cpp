@@ -10,18 +10,31 @@ using namespace trainctl;
 
 namespace {
 
+// Array task N is job 100 + N (job 101 is task 1); a single job (id < 100) is no array.
+std::int64_t task_of(const std::string& job) { return std::stoll(job) >= 100 ? std::stoll(job) - 100 : -1; }
+
 // The events of one run: its first step (-1: none), its end (reason; "" none), at
-// [start, end] seconds, with a preemption notice or not.
+// [start, end] seconds, with a preemption notice or not, its restart count.
 void run(std::vector<run_event>& ev, const std::string& job, std::int64_t start_s, std::int64_t end_s,
-         std::int64_t first, const std::string& end, bool preempted = false) {
+         std::int64_t first, const std::string& end, bool preempted = false, std::int64_t restart = 0) {
   ev.push_back({start_s * 1000, job, "first_step", first, -1, ""});
   if (first < 0) ev.back().what = "end";  // a run whose loop never reached check(): some other event
   if (preempted) ev.push_back({start_s * 1000 + 1, job, "notice", -1, -1, "preempted"});
-  if (!end.empty()) ev.push_back({end_s * 1000, job, "task_end", -1, -1, end});
+  if (!end.empty()) ev.push_back({end_s * 1000, job, "task_end", -1, -1, end, task_of(job), restart});
+}
+
+// The run going now: job, the step it resumed at (-1: not yet), its restart count.
+array_run now(const std::string& job, std::int64_t first = -1, std::int64_t restart = 0) {
+  array_run r;
+  r.job = job;
+  r.first_step = first;
+  r.task = task_of(job);
+  r.restart = restart;
+  return r;
 }
 
 int count(const std::vector<run_event>& ev, const std::string& current, std::int64_t first) {
-  return runs_without_progress(array_runs(ev), current, first).runs;
+  return runs_without_progress(array_runs(ev), now(current, first)).runs;
 }
 
 }  // namespace
@@ -34,7 +47,7 @@ TEST(RunProgress, ACrashLoopCountsEveryFailedRunThatTheNextResumedNoLaterThan) {
   run(ev, "102", 70, 130, 0, "failed");
   run(ev, "103", 140, 200, 0, "failed");
   ev.push_back({210000, "104", "first_step", 0, -1, ""});  // the run going now
-  const auto c = runs_without_progress(array_runs(ev), "104", 0);
+  const auto c = runs_without_progress(array_runs(ev), now("104", 0));
   EXPECT_EQ(c.runs, 3);
   EXPECT_EQ(c.jobs, "101 102 103");
   EXPECT_EQ(c.step, 0);
@@ -87,14 +100,90 @@ TEST(RunProgress, OnlyEvidenceCounts) {
 // A requeued job keeps its id: each start is a run of its own, split at its task_end.
 TEST(RunProgress, ARequeuedJobsStartsAreRunsOfTheirOwn) {
   std::vector<run_event> ev;
-  run(ev, "7", 0, 60, 20, "failed");
-  run(ev, "7", 70, 130, 20, "no-progress");
-  run(ev, "7", 140, 200, 20, "failed");
+  run(ev, "7", 0, 60, 20, "failed", false, 0);
+  run(ev, "7", 70, 130, 20, "failed", false, 1);
+  run(ev, "7", 140, 200, 20, "failed", false, 2);
   ev.push_back({210000, "7", "first_step", 20, -1, ""});
   const auto runs = array_runs(ev);
   ASSERT_EQ(runs.size(), 4u);
   EXPECT_EQ(runs[3].end_ms, 0);
-  EXPECT_EQ(runs_without_progress(runs, "7", 20).runs, 3);
+  EXPECT_EQ(runs_without_progress(runs, now("7", 20, 3)).runs, 3);
+}
+
+// Job ids start again when a cluster's state is reset: the file of array 100 then
+// holds an older array's runs. Only runs earlier in this array (a lower index, or this
+// job before its requeue) count, and lines without a place (older trainctl) stop it.
+TEST(RunProgress, AnOlderArrayOfTheSameIdIsNotThisOnesPast) {
+  std::vector<run_event> ev;
+  for (int i = 1; i <= 4; ++i) run(ev, std::to_string(100 + i), i * 70, i * 70 + 60, 0, "failed");
+  EXPECT_EQ(judge_breaker(array_runs(ev), now("101"), 3).what, breaker_verdict::none) << "the new array's task 1";
+  for (int i = 1; i <= 3; ++i) run(ev, std::to_string(100 + i), 1000 + i * 70, 1000 + i * 70 + 60, 0, "failed");
+  const auto v = judge_breaker(array_runs(ev), now("104"), 3);
+  EXPECT_EQ(v.what, breaker_verdict::armed) << "its own tasks 1-3 did fail";
+  EXPECT_EQ(v.count.runs, 3) << "the older array's task 4 is not before task 1";
+  std::vector<run_event> single;  // job 7 ran 3 times before the reset; the new job 7 once
+  for (int i = 0; i < 3; ++i) run(single, "7", i * 70, i * 70 + 60, 0, "failed", false, i);
+  EXPECT_EQ(judge_breaker(array_runs(single), now("7", -1, 0), 1).what, breaker_verdict::none);
+  std::vector<run_event> old;  // lines of a trainctl that wrote no place
+  for (int i = 1; i <= 4; ++i) run(old, std::to_string(100 + i), i * 70, i * 70 + 60, 0, "failed");
+  for (auto& e : old) e.restart = -1;
+  EXPECT_EQ(judge_breaker(array_runs(old), now("105"), 1).what, breaker_verdict::none);
+}
+
+// The breaker ended a run: a person released the held requeue (or resubmitted), so the
+// count starts again after it.
+TEST(RunProgress, ARunTheBreakerEndedStopsTheCount) {
+  std::vector<run_event> ev;
+  run(ev, "7", 0, 60, 20, "failed", false, 0);
+  run(ev, "7", 70, 130, 20, "failed", false, 1);
+  run(ev, "7", 140, 200, 20, "no-progress", false, 2);
+  run(ev, "7", 210, 260, 20, "failed", false, 3);
+  EXPECT_EQ(runs_without_progress(array_runs(ev), now("7", 20, 4)).runs, 1);
+}
+
+// Judged at a run's start: three failed runs that resumed at step 0 arm the breaker
+// for the fourth at step 0; two do not; a later resume is the current run's to show.
+TEST(RunProgress, TheBreakerArmsAfterThresholdRunsWithoutProgress) {
+  std::vector<run_event> ev;
+  run(ev, "101", 0, 60, 0, "failed");
+  run(ev, "102", 70, 130, 0, "failed");
+  EXPECT_EQ(judge_breaker(array_runs(ev), now("103"), 3).what, breaker_verdict::none);
+  run(ev, "103", 140, 200, 0, "failed");
+  const auto v = judge_breaker(array_runs(ev), now("104"), 3);
+  EXPECT_EQ(v.what, breaker_verdict::armed);
+  EXPECT_EQ(v.at_step, 0);
+  EXPECT_EQ(v.count.runs, 3);
+  EXPECT_EQ(v.count.jobs, "101 102 103");
+  EXPECT_EQ(judge_breaker(array_runs(ev), now("104"), 4).what, breaker_verdict::none);
+  EXPECT_EQ(judge_breaker(array_runs(ev), now("104"), 0).what, breaker_verdict::none) << "0 turns it off";
+  ev.push_back({210000, "104", "first_step", 0, -1, ""});  // its own events are passed over
+  EXPECT_EQ(judge_breaker(array_runs(ev), now("104"), 3).what, breaker_verdict::armed);
+}
+
+// Arrays whose runs saved, were preempted, or run side by side never arm it.
+TEST(RunProgress, TheBreakerNeverArmsOnAHealthyArray) {
+  std::vector<run_event> resumed;  // each task resumed later than the one before
+  for (int i = 0; i < 5; ++i) run(resumed, std::to_string(101 + i), i * 70, i * 70 + 60, i * 100, "failed");
+  EXPECT_EQ(judge_breaker(array_runs(resumed), now("106"), 2).what, breaker_verdict::none);
+  std::vector<run_event> preempted;  // preempted before any save
+  for (int i = 0; i < 5; ++i) run(preempted, std::to_string(101 + i), i * 70, i * 70 + 60, 0, "preempted");
+  EXPECT_EQ(judge_breaker(array_runs(preempted), now("106"), 1).what, breaker_verdict::none);
+  std::vector<run_event> going;  // the newest task still runs beside this one
+  for (int i = 0; i < 4; ++i) run(going, std::to_string(101 + i), i * 70, i * 70 + 60, 0, "failed");
+  run(going, "105", 290, 0, 0, "");
+  EXPECT_EQ(judge_breaker(array_runs(going), now("106"), 3).what, breaker_verdict::none);
+}
+
+// A task the breaker's cancel missed ends at once; the same job released ends nothing.
+TEST(RunProgress, AfterTheBreakerALaterTaskEndsAtOnce) {
+  std::vector<run_event> ev;
+  for (int i = 0; i < 3; ++i) run(ev, std::to_string(101 + i), i * 70, i * 70 + 60, 0, "failed");
+  run(ev, "104", 210, 220, 0, "no-progress");
+  const auto v = judge_breaker(array_runs(ev), now("105"), 3);
+  EXPECT_EQ(v.what, breaker_verdict::end_now);
+  EXPECT_EQ(v.ended_job, "104");
+  EXPECT_EQ(judge_breaker(array_runs(ev), now("104", -1, 1), 3).what, breaker_verdict::none)
+      << "released after the hold";
 }
 
 TEST(RunProgress, TheTaskEndReasonOfAWaitStatus) {

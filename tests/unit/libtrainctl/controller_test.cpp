@@ -263,6 +263,31 @@ TEST(Controller, AHangFlagFromTheSupervisorExitsWithReasonHang) {
   EXPECT_EQ(ctl.check(8).reason, "hang");
 }
 
+// The breaker armed at step 20 by the supervisor (before the ranks start): a run whose
+// first check is at 20 or earlier ends there, on every rank of every node, though only
+// one node's state was armed; a run that resumed later trains on.
+TEST(Controller, TheBreakerEndsARunThatResumedNoLaterThanTheFailedRuns) {
+  for (const std::int64_t first : {std::int64_t{20}, std::int64_t{5}, std::int64_t{21}}) {
+    temp_dir t;
+    {
+      node_state_file armed(t / "state-node0");  // as the node's supervisor makes it
+      armed.get().breaker_runs.store(3);
+      armed.get().breaker_step1.store(21);
+      world w(t, 2, 2);
+      const auto d = w.step(first);
+      for (const auto& one : d) {
+        EXPECT_EQ(one.exit, first <= 20) << "first step " << first;
+        if (first <= 20) {
+          EXPECT_EQ(one.reason, "no-progress");
+        }
+      }
+      if (first > 20) {
+        EXPECT_FALSE(w.step(20 + first).front().exit) << "only the first check is judged";
+      }
+    }
+  }
+}
+
 TEST(Controller, PreemptionOutranksDeadline) {
   temp_dir t;
   controller ctl(base_config(t));

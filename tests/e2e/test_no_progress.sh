@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# e2e-modes: run plugin
+# The no-progress breaker (issue 35) with the template as users submit it:
+# `sbatch --array=1-6%1 -N1 train.slurm`, a loop that aborts (SIGABRT, as a node's fault
+# would look) at step 20, before any save. Tasks 1-3 crash, each blaming its node;
+# task 4 resumes where they did and ends at its first step: one line from its
+# supervisor and one from rank 0, no save, exit status 93. Tasks 5 and 6 are cancelled
+# before they start, the nodes tasks 1-3 blamed are forgiven, and (plugin) the
+# --on-notice hook ran once, with TRAINCTL_NOTICE=no-progress.
+# Then (run mode) an array whose tasks crash too, but each after a save the save switch
+# asked for: each task resumes later than the one before, and the breaker never fires.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+use_train_template "--steps 100000 --step-time 0.05 --crash-on '*' --crash-at 20"
+ev=$TEST_DIR/logs/nop
+opts=()
+if [ "$MODE" = plugin ]; then
+  # shellcheck disable=SC2016  # expanded when the hook runs
+  printf '#!/bin/sh\necho "$TRAINCTL_NOTICE $TRAINCTL_NOTICE_DETAIL" >>%s/hook.log\n' "$TEST_DIR" >"$TEST_DIR/hook.sh"
+  chmod 755 "$TEST_DIR/hook.sh"
+  opts=(--graceful-exit=1 --kill-switch --save-switch --on-notice="$TEST_DIR/hook.sh")
+fi
+job=$(submit --array=1-6%1 -N1 --time=5 -J nop "${opts[@]}" train.slurm)
+log "submitted array $job ($MODE): every task's loop aborts at step 20, before any save"
+wait_for 420 "the array to end" array_gone "$job"
+got=$(array_states "$job")
+got=${got/5:CANCELLED 6:CANCELLED/rest:CANCELLED}  # records of their own once the template set their ExcNodeList
+[ "$got" = "1:FAILED 2:FAILED 3:FAILED 4:FAILED rest:CANCELLED" ] ||
+  fail "task states: $got; $(tail -n 5 "$TEST_DIR"/nop-*.out)"
+for t in 1 2 3; do
+  code=$(job_field "${job}_$t" ExitCode)
+  [ "$code" != "93:0" ] || fail "task $t, which crashed, exited 93"
+done
+task4=$(job_field "${job}_4" JobId)
+[ "$(job_field "${job}_4" ExitCode)" = "93:0" ] || fail "task 4 exited $(job_field "${job}_4" ExitCode), not 93"
+out4=$TEST_DIR/nop-$task4.out
+grep -q "no progress: the last 3 runs of this array (jobs [0-9]* [0-9]* [0-9]*) failed without getting past step 0: this run ends at its first step" "$out4" ||
+  fail "task 4's supervisor did not say why before the run: $(cat "$out4")"
+grep -q "trainctl: exit at step 0: no-progress: " "$out4" || fail "rank 0 of task 4 did not say why it exits: $(cat "$out4")"
+[ "$(cat "$TEST_DIR"/nop-*.out | grep -c 'this run ends with exit status 93')" -eq 1 ] ||
+  fail "not one task ended on the breaker: $(grep -h 'exit status 93' "$TEST_DIR"/nop-*.out)"
+grep -q "this run ends with exit status 93; cancelling the array's pending tasks" "$out4" || fail "task 4 did not end the array"
+log "tasks 1-3 crashed; task 4 ended at step 0 with exit status 93 and said why; tasks 5-6 never started"
+
+# What the ranks did: 6 crashes (2 ranks x 3 tasks), then task 4's 2 ranks exit at step 0
+# without a save; nothing trained past step 20.
+read -r crashes exits reasons steps saves < <(python3 - "$ev" <<'PY'
+import glob, json, sys
+ev = [json.loads(l) for f in glob.glob(sys.argv[1] + "/rank*.jsonl") for l in open(f)]
+ex = [e for e in ev if e["event"] == "exit"]
+print(sum(e["event"] == "crash" for e in ev), len(ex), ",".join(sorted({e["reason"] for e in ex})) or "-",
+      ",".join(sorted({str(e["step"]) for e in ex})) or "-", sum(e["event"] == "save" for e in ev))
+PY
+)
+[ "$crashes" = 6 ] || fail "$crashes crashes, not 6 (2 ranks x tasks 1-3)"
+{ [ "$exits" = 2 ] && [ "$reasons" = no-progress ] && [ "$steps" = 0 ]; } ||
+  fail "task 4's ranks: $exits exits, reasons $reasons, at steps $steps"
+[ "$saves" = 0 ] || fail "$saves saves: the breaker's exit must not save"
+
+# The crash repeated at step 20 on every node it ran on: the program's, not the nodes'.
+grep -q "forgave " "$out4" || fail "task 4 forgave no node: $(cat "$out4")"
+[ "$(grep -c crashed "$TRAINCTL_BAD_NODES" 2>/dev/null || true)" -eq 0 ] ||
+  fail "nodes still remembered: $(cat "$TRAINCTL_BAD_NODES")"
+[ -z "$("$BUILD/bin/trainctl" bad-nodes 2>/dev/null)" ] || fail "trainctl bad-nodes still excludes nodes"
+log "the nodes the crash loop blamed are forgiven: $(grep -o 'forgave [^:]*' "$out4")"
+if [ "$MODE" = plugin ]; then
+  [ "$(wc -l <"$TEST_DIR/hook.log")" -eq 1 ] || fail "the hook ran $(wc -l <"$TEST_DIR/hook.log") times: $(cat "$TEST_DIR/hook.log")"
+  grep -q "^no-progress jobs [0-9 ]* failed without getting past step 0" "$TEST_DIR/hook.log" ||
+    fail "the hook was told: $(cat "$TEST_DIR/hook.log")"
+  log "--on-notice ran once: $(cat "$TEST_DIR/hook.log")"
+fi
+
+if [ "$MODE" = run ]; then
+  # Each task saves once (its save switch) before it crashes 6 s after its resume: the
+  # next task resumes later, so no run went nowhere.
+  use_train_template "--steps 100000 --step-time 0.1 --crash-on '*' --crash-after 60 --crash-how exception"
+  ev=$TEST_DIR/logs/sav
+  saved=$(submit --array=1-4%1 -N1 --time=5 -J sav train.slurm)
+  log "submitted array $saved: every task crashes 60 steps after its resume, after one save switch"
+  for k in 1 2 3 4; do
+    wait_for 120 "task $k to start" template_events_at_least "$ev" start $((2 * k))
+    touch "$TEST_DIR/save-switch-sav"
+    wait_for 60 "task $k to save" template_events_at_least "$ev" save $((2 * k))
+  done
+  wait_for 120 "the second array to end" array_gone "$saved"
+  got=$(array_states "$saved")
+  [ "$got" = "1:FAILED 2:FAILED 3:FAILED 4:FAILED" ] || fail "second array's task states: $got"
+  ! grep -h "no progress" "$TEST_DIR"/sav-*.out || fail "the breaker acted on an array whose every task saved"
+  starts=$(cat "$ev"/rank*.jsonl | python3 -c 'import json,sys; print(" ".join(str(s) for s in sorted({json.loads(l)["step"] for l in sys.stdin if "\"start\"" in l})))')
+  [ "$(wc -w <<<"$starts")" -eq 4 ] || fail "the tasks resumed at steps $starts: not 4 different steps"
+  log "4 tasks resumed at steps $starts, each later than the one before; no breaker"
+fi
+log "PASS ($MODE): a crash loop ends at its 4th task with exit 93, the rest of the array cancelled and its nodes forgiven"
