@@ -1,6 +1,6 @@
 // Whether a job array (or a requeued job) is getting anywhere: its runs, rebuilt from
 // its run events (run_events.hpp), and how many of the last ones went nowhere. The
-// evidence the no-progress breaker acts on (issue 35); nothing here acts.
+// evidence the no-progress breaker acts on (supervisor/no_progress.hpp acts; nothing here does).
 //
 // A run is one task of the array, or one start of a requeued job. Its batch step's
 // supervisor writes `task_end` when the batch script ends (reason ok, failed,

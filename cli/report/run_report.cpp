@@ -9,14 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint_advice.hpp"
 #include "parse.hpp"
 #include "slurm_job.hpp"
 
 namespace trainctl {
-namespace {
 
-// "12.3s", "4m05s", "2h07m": a span a person reads at a glance.
-std::string span_text(double s) {
+std::string report_span(double s) {
   char out[32];
   if (s < 0) s = 0;
   if (s < 60)
@@ -27,6 +26,10 @@ std::string span_text(double s) {
     std::snprintf(out, sizeof out, "%dh%02dm", static_cast<int>(s) / 3600, static_cast<int>(s) / 60 % 60);
   return out;
 }
+
+namespace {
+
+std::string span_text(double s) { return report_span(s); }
 
 double pct(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0; }
 
@@ -236,6 +239,7 @@ std::string run_report_text(const run_report& r) {
                 pct(r.startup, alloc), pct(r.saves, alloc), pct(r.lost, alloc), pct(r.hung, alloc), pct(r.end, alloc),
                 span_text(r.queue_s).c_str());
   out += line;
+  out += checkpoint_advice_text(advise_checkpoints(r));
   return out;
 }
 
@@ -253,6 +257,15 @@ std::string run_report_json(const run_report& r) {
   j["hung_node_s"] = r.hung;
   j["end_node_s"] = r.end;
   j["queue_s"] = r.queue_s;
+  const checkpoint_advice a = advise_checkpoints(r);
+  j["checkpoints"] = {{"saves", a.saves},
+                      {"save_s", a.save_s},
+                      {"interruptions", a.interruptions},
+                      {"training_s", a.training_s},
+                      {"mtbi_s", a.interruptions > 0 ? json(a.mtbi_s()) : json(nullptr)},
+                      {"between_s", a.between_s > 0 ? json(a.between_s) : json(nullptr)},
+                      {"advised_s", a.advised_s > 0 ? json(a.advised_s) : json(nullptr)},
+                      {"too_little", a.too_little.empty() ? json(nullptr) : json(a.too_little)}};
   j["tasks"] = json::array();
   for (const auto& t : r.tasks) {
     json jt;

@@ -68,6 +68,9 @@ struct run_report {
 run_report build_run_report(const std::string& job, std::vector<task_record> tasks,
                             const std::vector<run_event>& events, std::int64_t now_ms);
 
+// "12.3s", "4m05s", "2h07m": a span a person reads at a glance.
+std::string report_span(double seconds);
+
 // The text a person reads, and the timeline as a standalone SVG document.
 std::string run_report_text(const run_report& r);
 std::string run_report_json(const run_report& r);

@@ -138,6 +138,12 @@ expected = kept_total / alloc
 print("goodput: %.1f%% expected, %.1f%% reported" % (100 * expected, 100 * report["goodput"]))
 assert abs(expected - report["goodput"]) <= 0.03, (expected, report["goodput"])
 assert [t["exit_reason"] for t in report["tasks"]] == ["deadline", None, "kill-switch"], report["tasks"]
+# Task 2's crash after its save is the one interruption (tasks 1 and 3 saved at their
+# exits): too few to advise an interval, and the report says so.
+cp = report["checkpoints"]
+print("checkpoints:", cp)
+assert cp["interruptions"] == 1 and cp["saves"] == sum(len(r["saves"]) for r in runs), cp
+assert 1.9 <= cp["save_s"] <= 4 and cp["advised_s"] is None and "at least 3 are needed" in cp["too_little"], cp
 svg = ET.parse(sys.argv[4]).getroot()
 assert svg.tag.endswith("svg"), svg.tag
 texts = [t.text for t in svg.iter() if t.tag.endswith("text")]

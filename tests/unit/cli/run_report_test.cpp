@@ -6,6 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
+
+#include "checkpoint_advice.hpp"
 #include "fixture.hpp"
 #include "run_events.hpp"
 
@@ -229,4 +232,51 @@ TEST(RunReport, AHangsStallIsCountedApartFromOtherLostWork) {
   EXPECT_NEAR(r.startup + r.productive + r.saves + r.lost + r.hung + r.end, r.allocated, 1e-6);
   EXPECT_NE(run_report_text(r).find("hangs 46.7%"), std::string::npos) << run_report_text(r);
   EXPECT_NE(run_report_svg(r).find("#6a1b9a"), std::string::npos);
+}
+
+// Three runs that crash after two saves each (600 s of training apart, 30 s each), and one
+// that saves at its deadline exit: 3 interruptions in 5,491 s of training, a save cost
+// of 30 s, so Daly's interval is sqrt(2 x 30 x 5491 / 3) - 30 = 301.4 s.
+TEST(RunReport, TheCheckpointIntervalFollowsYoungAndDalyFromTheRunsOwnNumbers) {
+  std::vector<task_record> tasks;
+  std::vector<run_event> events;
+  for (int k = 0; k < 4; ++k) {
+    const std::string id = std::to_string(2001 + k);
+    const std::int64_t at = k * 10000;
+    const bool last = k == 3;
+    tasks.push_back(
+        task(id, "2000_" + std::to_string(k + 1), at, at + (last ? 1040 : 1500), 2, last ? "COMPLETED" : "FAILED"));
+    events.push_back(ev(at + 10, id, "first_step", 0));
+    events.push_back(ev(at + 610, id, "save", 100, -1, "save-switch"));
+    events.push_back(ev(at + 640, id, "saved", -1, 30000));
+    if (last) {
+      events.push_back(ev(at + 1000, id, "exit", 160, -1, "deadline"));
+      events.push_back(ev(at + 1030, id, "saved", -1, 30000));
+      events.push_back(ev(at + 1031, id, "end", 160));
+    } else {
+      events.push_back(ev(at + 1240, id, "save", 200, -1, "save-switch"));
+      events.push_back(ev(at + 1270, id, "saved", -1, 30000));
+    }
+  }
+  const run_report r = build_run_report("2000", tasks, events, kS + 100000 * kSec);
+  const checkpoint_advice a = advise_checkpoints(r);
+  EXPECT_EQ(a.saves, 8);
+  EXPECT_DOUBLE_EQ(a.save_s, 30);
+  EXPECT_EQ(a.interruptions, 3) << "the deadline exit saved: nothing lost";
+  EXPECT_DOUBLE_EQ(a.training_s, 3 * 1490 + 1021);
+  EXPECT_DOUBLE_EQ(a.between_s, 600);
+  EXPECT_NEAR(a.advised_s, std::sqrt(2 * 30 * 5491.0 / 3) - 30, 1e-9);
+  EXPECT_EQ(a.too_little, "");
+  const std::string text = run_report_text(r);
+  EXPECT_NE(text.find("save every 5m01s (Young/Daly"), std::string::npos) << text;
+  EXPECT_NE(text.find("lost per interruption 5m00s (0.17 node-hours) now, 2m30s (0.08) advised"), std::string::npos)
+      << text;
+  EXPECT_NE(run_report_json(r).find("\"advised_s\":301.3"), std::string::npos) << run_report_json(r);
+
+  // One crash is not a rate: no advice, and what is missing.
+  tasks.resize(1);
+  const checkpoint_advice one = advise_checkpoints(build_run_report("2000", tasks, events, kS + 100000 * kSec));
+  EXPECT_EQ(one.advised_s, 0);
+  EXPECT_EQ(one.too_little,
+            "1 interruption in 24m50s of training; at least 3 are needed to estimate how often they come");
 }
