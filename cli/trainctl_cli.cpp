@@ -11,29 +11,34 @@
 #include "trainctl/trainctl.h"
 #include "verbs.hpp"
 
+namespace trainctl::cli {
+
+const std::vector<verb_entry>& verb_table() {
+  static const std::vector<verb_entry> verbs = {
+      {"run", trainctl::cli::verb_run,
+       "run a command (torchrun, accelerate, your program) so time limits and preemption reach its ranks"},
+      {"status", trainctl::cli::verb_status,
+       "every rank of a running job: step, speed, memory; its deadline, switches, notices (--watch, --json)"},
+      {"stacks", trainctl::cli::verb_stacks, "every rank's stacks of a running job, and where they are stuck"},
+      {"report", trainctl::cli::verb_report,
+       "where a job array's node-hours went: each task's start-up, saves, lost work; goodput; a timeline (SVG)"},
+      {"bad-nodes", trainctl::cli::verb_bad_nodes,
+       "the nodes your next task keeps off: list, mark NODE REASON, forget NODE"},
+      {"version", trainctl::cli::verb_version, "print trainctl's version"},
+      {"completion", trainctl::cli::verb_completion,
+       "the completion script for bash, zsh or fish, from the parsers (source <(trainctl completion bash))"},
+  };
+  return verbs;
+}
+
+}  // namespace trainctl::cli
+
 namespace {
 
-struct verb {
-  const char* name;
-  int (*run)(int, char**);
-  const char* summary;
-};
-
-constexpr verb kVerbs[] = {
-    {"run", trainctl::cli::verb_run,
-     "run a command (torchrun, accelerate, your program) so time limits and preemption reach its ranks"},
-    {"status", trainctl::cli::verb_status,
-     "every rank of a running job: step, speed, memory; its deadline, switches, notices (--watch, --json)"},
-    {"stacks", trainctl::cli::verb_stacks, "every rank's stacks of a running job, and where they are stuck"},
-    {"report", trainctl::cli::verb_report,
-     "where a job array's node-hours went: each task's start-up, saves, lost work; goodput; a timeline (SVG)"},
-    {"bad-nodes", trainctl::cli::verb_bad_nodes,
-     "the nodes your next task keeps off: list, mark NODE REASON, forget NODE"},
-    {"version", trainctl::cli::verb_version, "print trainctl's version"},
-};
+using verb = trainctl::cli::verb_entry;
 
 const verb* find_verb(const char* name) {
-  for (const verb& v : kVerbs)
+  for (const verb& v : trainctl::cli::verb_table())
     if (std::strcmp(v.name, name) == 0) return &v;
   return nullptr;
 }
@@ -42,7 +47,7 @@ void usage(std::FILE* to) {
   std::fprintf(to,
                "Keeps ML training runs on SLURM alive through time limits, preemption and hangs.\n"
                "Usage: trainctl VERB [ARGS...]\n\nVerbs:\n");
-  for (const verb& v : kVerbs) std::fprintf(to, "  %-10s %s\n", v.name, v.summary);
+  for (const verb& v : trainctl::cli::verb_table()) std::fprintf(to, "  %-10s %s\n", v.name, v.summary);
   std::fprintf(to,
                "\n`trainctl help VERB` or `trainctl VERB --help` tells one verb. trainctl-run is `trainctl run`\n"
                "under its old name (the SPANK plugin runs every task under it); trainwatch runs the watchdogs.\n");
@@ -50,14 +55,14 @@ void usage(std::FILE* to) {
 
 std::string accepted() {
   std::string out;
-  for (const verb& v : kVerbs) out += std::string(out.empty() ? "" : ", ") + v.name;
+  for (const verb& v : trainctl::cli::verb_table()) out += std::string(out.empty() ? "" : ", ") + v.name;
   return out + ", help";
 }
 
 // " (did you mean 'status'?)" for a mistyped verb, as git and kubectl say it.
 std::string suggestion(const char* typed) {
   std::vector<std::string> names{"help"};
-  for (const verb& v : kVerbs) names.emplace_back(v.name);
+  for (const verb& v : trainctl::cli::verb_table()) names.emplace_back(v.name);
   const std::string best = trainctl::closest_word(typed, names);
   return best.empty() ? "" : " (did you mean '" + best + "'?)";
 }

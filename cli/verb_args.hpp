@@ -27,6 +27,10 @@ inline const CLI::Validator& job_id() {
 // The exit status when the verb ends here (help, or bad input), nothing when it goes on.
 inline std::optional<int> parse_verb(CLI::App& app, int argc, char** argv, const char* verb) {
   name_values(app);
+  if (g_describe != nullptr) {  // `trainctl completion`: the parser, not a command line
+    *g_describe = describe_app(app, verb);
+    return 0;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "completion.hpp"
 #include "did_you_mean.hpp"
 
 namespace trainctl {
@@ -133,6 +134,42 @@ inline void name_values(CLI::App& app) {
       if (name == option) o->type_name("DURATION");
   }
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) name_values(*sub);
+}
+
+// Where a verb's parser describes itself instead of parsing (set by the completion
+// verb while it asks each verb); null otherwise.
+inline completion_node* g_describe = nullptr;
+
+inline std::string first_sentence(const std::string& text) {
+  std::size_t end = text.size();
+  for (const char* stop : {"; ", ". ", " (", "\n"}) end = std::min(end, text.find(stop, 1));
+  std::string s = text.substr(0, end);
+  if (s.size() > 80) s = s.substr(0, s.rfind(' ', 77)) + "...";
+  return s;
+}
+
+// `app` (whose value names name_values() has set) as a completion_node.
+inline completion_node describe_app(const CLI::App& app, const std::string& name) {
+  completion_node n;
+  n.name = name;
+  n.help = first_sentence(app.get_description());
+  for (const CLI::Option* o : app.get_options()) {
+    if (o->get_group().empty()) continue;  // hidden (helpers for the verbs' own use)
+    if (o->get_lnames().empty() && o->get_snames().empty()) {
+      n.positionals.push_back(o->get_name());  // JOB, NODE, SHELL, command: the name says the kind
+      continue;
+    }
+    completion_option c;
+    for (const auto& l : o->get_lnames()) c.names.push_back("--" + l);
+    for (const auto& s : o->get_snames()) c.names.push_back("-" + s);
+    c.takes_value = o->get_expected_max() > 0 && o->get_type_size_max() > 0;
+    if (c.takes_value) c.kind = o->get_type_name();
+    c.help = first_sentence(o->get_description());
+    n.options.push_back(c);
+  }
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    n.subs.push_back(describe_app(*sub, sub->get_name()));
+  return n;
 }
 
 }  // namespace trainctl

@@ -279,6 +279,10 @@ int run(const std::string& program, int argc, char** argv) {
   run_args a;
   add_run_options(app, a, program);
   name_values(app);
+  if (g_describe != nullptr) {  // `trainctl completion`: the parser, not a command line
+    *g_describe = describe_app(app, "run");
+    return 0;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

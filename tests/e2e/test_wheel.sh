@@ -114,7 +114,8 @@ for t in trainctl trainctl-run trainwatch; do
   v=$("$prefix/bin/$t" --version) || { echo "$t --version failed"; exit 1; }
   case $v in "$t "[0-9]*) ;; *) echo "$t --version said: $v"; exit 1 ;; esac
 done
-for f in share/trainctl/slurm_templates/train.slurm share/trainctl/cron/cron-chain.sh share/man/man1/trainctl-run.1; do
+for f in share/trainctl/slurm_templates/train.slurm share/trainctl/cron/cron-chain.sh share/man/man1/trainctl-run.1 \
+  share/bash-completion/completions/trainctl share/zsh/vendor-completions/_trainctl share/fish/vendor_completions.d/trainctl.fish; do
   [ -f "$prefix/$f" ] || { echo "no $f in $prefix"; exit 1; }
 done
 mkdir -p "$HOME/run"

@@ -40,6 +40,12 @@ cmake --build consumer/build >/dev/null
 consumer/build/t
 echo "install: find_package(trainctl) gives trainctl::trainctl"
 
+# Completion for the three shells, made from the parsers at build time.
+for file in bash-completion/completions/trainctl zsh/vendor-completions/_trainctl fish/vendor_completions.d/trainctl.fish; do
+  grep -q -e 'hang-timeout' "$prefix/share/$file" || { echo "install: no completion $file with trainctl run's options"; exit 1; }
+done
+echo "install: completion for bash, zsh and fish"
+
 # The man pages are installed and render without troff warnings.
 for page in man1/trainwatch.1 man1/trainctl-run.1 man1/trainctl.1 man1/trainctl-status.1 man1/trainctl-stacks.1 \
   man1/trainctl-report.1 man1/trainctl-bad-nodes.1 man8/trainctl_spank.8; do
