@@ -1,4 +1,5 @@
 #include "publisher.hpp"
+#include "log_line.hpp"
 
 #include <poll.h>
 #include <sys/inotify.h>
@@ -31,9 +32,9 @@ publisher::publisher(node_state& state, publisher_options opts) : state_(state),
   if (opts_.gpu_memory.enabled()) {
     gpu_ = std::make_unique<gpu_memory>();
     if (!gpu_->available())
-      std::fprintf(stderr,
-                   "trainctl: TRAINCTL_GPU_MIN_FREE is set but NVML is not available (%s); no GPU memory check\n",
-                   gpu_->why_not().c_str());
+      log_line(kLogWarning,
+               "trainctl: TRAINCTL_GPU_MIN_FREE is set but NVML is not available (%s); no GPU memory check\n",
+               gpu_->why_not().c_str());
   }
   // The heartbeat's interval, not the switches' poll: others take the role over a few
   // seconds after the heartbeat stops, within one poll interval (issue 34: 24-29 s).

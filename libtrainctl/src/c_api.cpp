@@ -6,6 +6,7 @@
 #include <string>
 #include <system_error>
 
+#include "log_line.hpp"
 #include "trainctl/controller.hpp"
 #include "trainctl/trainctl.h"
 
@@ -57,6 +58,15 @@ static_assert(TRAINCTL_VOTE_LEN == trainctl::kVoteLen, "the C and C++ vote lengt
 extern "C" {
 
 int trainctl_version(void) { return TRAINCTL_VERSION_NUMBER; }
+
+int trainctl_set_log_fn(trainctl_log_fn fn, void* user) {
+  try {
+    trainctl::set_log_sink(fn, user);
+    return TRAINCTL_OK;
+  } catch (const std::bad_alloc&) {
+    return fail(TRAINCTL_ENOMEM, "trainctl: out of memory");
+  }
+}
 
 const char* trainctl_strerror(int code) {
   switch (code) {

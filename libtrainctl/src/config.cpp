@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "config_impl.hpp"
+#include "log_line.hpp"
 
 namespace trainctl {
 namespace {
@@ -171,7 +172,7 @@ config config::from_env() {
     }
     break;
   }
-  for (const auto& w : m.warnings) std::fprintf(stderr, "%s\n", w.c_str());
+  for (const auto& w : m.warnings) log_line(kLogWarning, "%s\n", w.c_str());
   return c;
 }
 

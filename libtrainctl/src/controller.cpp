@@ -1,4 +1,5 @@
 #include "trainctl/controller.hpp"
+#include "log_line.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -259,13 +260,13 @@ void controller::impl::open_state() {
     file = std::make_unique<node_state_file>(path);
     ns = &file->get();
     if (file->adopted())
-      std::fprintf(stderr,
-                   "trainctl: node state %s was removed (systemd-logind's RemoveIPC=yes does this when the user's "
-                   "last login session on the node ends); this process (pid %d) shares its supervisor's open copy\n",
-                   path.c_str(), static_cast<int>(getpid()));
+      log_line(kLogWarning,
+               "trainctl: node state %s was removed (systemd-logind's RemoveIPC=yes does this when the user's "
+               "last login session on the node ends); this process (pid %d) shares its supervisor's open copy\n",
+               path.c_str(), static_cast<int>(getpid()));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "trainctl: %s; this process watches on its own (no sharing with other ranks on the node)\n",
-                 e.what());
+    log_line(kLogWarning, "trainctl: %s; this process watches on its own (no sharing with other ranks on the node)\n",
+             e.what());
     private_state = std::make_unique<node_state>();
     init_header(*private_state);
     ns = private_state.get();
@@ -276,10 +277,10 @@ void controller::impl::open_state() {
     beat->exiting.store(0, std::memory_order_release);  // a new Controller has decided nothing yet
   } else {
     const char* rank = std::getenv("RANK");
-    std::fprintf(stderr,
-                 "trainctl: the node state %s has heartbeat slots for %d rank processes, all taken: this process "
-                 "(rank %s, pid %d) is not watched for hangs on this node\n",
-                 path.c_str(), kMaxRanks, rank != nullptr ? rank : "?", static_cast<int>(getpid()));
+    log_line(kLogWarning,
+             "trainctl: the node state %s has heartbeat slots for %d rank processes, all taken: this process "
+             "(rank %s, pid %d) is not watched for hangs on this node\n",
+             path.c_str(), kMaxRanks, rank != nullptr ? rank : "?", static_cast<int>(getpid()));
   }
 }
 
@@ -302,10 +303,10 @@ void controller::impl::fall_back_to_private(const std::string& why) {
       s.floor = s.consumed;
     }
   }
-  std::fprintf(stderr,
-               "trainctl: %s; this process ignores it and watches the switches and the deadline on its own from "
-               "now on\n",
-               why.c_str());
+  log_line(kLogWarning,
+           "trainctl: %s; this process ignores it and watches the switches and the deadline on its own from "
+           "now on\n",
+           why.c_str());
   // The heartbeat stays where it was: the rank's thread writes it without a lock, and
   // the supervisor reads it there for as long as it can.
   private_state = std::move(fresh);
@@ -313,10 +314,10 @@ void controller::impl::fall_back_to_private(const std::string& why) {
 }
 
 void controller::impl::on_supervisor_gone() {
-  std::fprintf(stderr,
-               "trainctl: the supervisor of this task is gone (killed or crashed): for SLURM the task has ended, so "
-               "rank %d saves and exits as after a notice rather than run on outside the job's control\n",
-               cfg.rank);
+  log_line(kLogWarning,
+           "trainctl: the supervisor of this task is gone (killed or crashed): for SLURM the task has ended, so "
+           "rank %d saves and exits as after a notice rather than run on outside the job's control\n",
+           cfg.rank);
   local_bits.fetch_or(kFlagSignal, std::memory_order_release);
   close(supervisor_fd);
   supervisor_fd = -1;
@@ -330,8 +331,8 @@ void controller::impl::register_switch(bool exit, const std::string& name, const
   node_state& n = state();
   s.slot = claim_switch_slot(n, exit ? switch_kind::exit : switch_kind::save, name, path);  // shared or private
   if (s.slot < 0)
-    std::fprintf(stderr, "trainctl: %s=%s: the node state has no free slot; only this process's first look counts\n",
-                 name.c_str(), path.c_str());
+    log_line(kLogWarning, "trainctl: %s=%s: the node state has no free slot; only this process's first look counts\n",
+             name.c_str(), path.c_str());
   // One stat at start, so a switch present before the job makes the first check exit,
   // whether or not the node's watcher has looked yet.
   s.initial = switch_token(path);
@@ -348,11 +349,11 @@ void controller::impl::register_switch(bool exit, const std::string& name, const
   const std::string dir = dir_of(path);
   struct stat st {};
   if (stat(dir.c_str(), &st) != 0) {
-    std::fprintf(stderr, "trainctl: %s=%s: directory %s: %s; checking for it every %s\n", name.c_str(), path.c_str(),
-                 dir.c_str(), std::strerror(errno), format_duration(cfg.poll_interval).c_str());
+    log_line(kLogWarning, "trainctl: %s=%s: directory %s: %s; checking for it every %s\n", name.c_str(), path.c_str(),
+             dir.c_str(), std::strerror(errno), format_duration(cfg.poll_interval).c_str());
   } else if (access(dir.c_str(), X_OK) != 0) {
-    std::fprintf(stderr, "trainctl: %s=%s: directory %s cannot be searched (%s); the switch cannot be seen\n",
-                 name.c_str(), path.c_str(), dir.c_str(), std::strerror(errno));
+    log_line(kLogWarning, "trainctl: %s=%s: directory %s cannot be searched (%s); the switch cannot be seen\n",
+             name.c_str(), path.c_str(), dir.c_str(), std::strerror(errno));
   }
   switches.push_back(std::move(s));
   n.seq.fetch_add(1, std::memory_order_release);
@@ -386,7 +387,7 @@ void controller::impl::flush_events() {
   if (lines.empty()) return;
   const std::string why = append_run_events(events_path, lines);
   if (!why.empty() && why != events_problem)
-    std::fprintf(stderr, "trainctl: %s; `trainctl report` will not see this task's saves\n", why.c_str());
+    log_line(kLogWarning, "trainctl: %s; `trainctl report` will not see this task's saves\n", why.c_str());
   events_problem = why;
 }
 
@@ -443,10 +444,10 @@ void controller::impl::look_after_state(std::unique_ptr<publisher>& pub, const p
   // Once per process: the guard is the process's, and so is the handler that displaced it.
   static std::atomic<bool> told_rearm{false};
   if (rearm_sigbus_guard() && !told_rearm.exchange(true))
-    std::fprintf(stderr,
-                 "trainctl: rank %d (pid %d): a SIGBUS handler was installed after trainctl's guard of the node state "
-                 "(as faulthandler.enable() does); the guard runs first again and passes other faults to it\n",
-                 cfg.rank, static_cast<int>(getpid()));
+    log_line(kLogWarning,
+             "trainctl: rank %d (pid %d): a SIGBUS handler was installed after trainctl's guard of the node state "
+             "(as faulthandler.enable() does); the guard runs first again and passes other faults to it\n",
+             cfg.rank, static_cast<int>(getpid()));
   if (file && ns.load(std::memory_order_relaxed) != private_state.get()) {
     const std::string damage = file->damage();
     if (!damage.empty()) {
@@ -460,8 +461,8 @@ void controller::impl::look_after_state(std::unique_ptr<publisher>& pub, const p
   if (pub && shared && !file->is_publisher()) {
     // Another process took the role while this one was stopped or stuck: it follows.
     pub.reset();
-    std::fprintf(stderr, "trainctl: rank %d (pid %d) no longer publishes the node state: another process took over\n",
-                 cfg.rank, static_cast<int>(getpid()));
+    log_line(kLogWarning, "trainctl: rank %d (pid %d) no longer publishes the node state: another process took over\n",
+             cfg.rank, static_cast<int>(getpid()));
   }
   if (!pub) {
     std::string lock_problem;
@@ -471,13 +472,13 @@ void controller::impl::look_after_state(std::unique_ptr<publisher>& pub, const p
     } else if (file->try_become_publisher(&lock_problem, publisher_stale_after_ms(n), &taken_from)) {
       pub = std::make_unique<publisher>(n, popts);
       if (taken_from != 0)
-        std::fprintf(stderr,
-                     "trainctl: the node's publisher (pid %d) has not refreshed the node state %s for over %lld ms; "
-                     "rank %d (pid %d) publishes it from now on\n",
-                     taken_from, file->path().c_str(), static_cast<long long>(publisher_stale_after_ms(n)), cfg.rank,
-                     static_cast<int>(getpid()));
+        log_line(kLogWarning,
+                 "trainctl: the node's publisher (pid %d) has not refreshed the node state %s for over %lld ms; "
+                 "rank %d (pid %d) publishes it from now on\n",
+                 taken_from, file->path().c_str(), static_cast<long long>(publisher_stale_after_ms(n)), cfg.rank,
+                 static_cast<int>(getpid()));
     } else if (!lock_problem.empty() && lock_problem != reported_lock_problem) {
-      std::fprintf(stderr, "trainctl: %s; the node's other processes watch the switches\n", lock_problem.c_str());
+      log_line(kLogWarning, "trainctl: %s; the node's other processes watch the switches\n", lock_problem.c_str());
       reported_lock_problem = lock_problem;
     }
     if (pub) pub->refresh();
@@ -571,10 +572,10 @@ void controller::phase_begin(const std::string& name) {
     phase = kPhaseNamed + (slot >= 0 ? slot : kMaxPhases);  // past the table: judged without a learnt budget
     if (slot < 0 && !m.phase_slots_full_said) {
       m.phase_slots_full_said = true;
-      std::fprintf(stderr,
-                   "trainctl: phase '%s': the node state holds %d phase names, all taken: its duration is not "
-                   "learnt (a hang in it is judged by the first-time budget)\n",
-                   name.c_str(), kMaxPhases);
+      log_line(kLogWarning,
+               "trainctl: phase '%s': the node state holds %d phase names, all taken: its duration is not "
+               "learnt (a hang in it is judged by the first-time budget)\n",
+               name.c_str(), kMaxPhases);
     }
   }
   m.open_phases.emplace_back(phase, steady_us());
@@ -608,8 +609,8 @@ bool controller::impl::remove_consumed(const local_switch& s) const {
   if (now_token > counted) return !slot;  // not counted here yet (without a slot nothing will count it)
   if (slot && n.slots[s.slot].count.load(std::memory_order_acquire) > s.consumed) return true;
   if (unlink(s.path.c_str()) != 0 && errno != ENOENT)
-    std::fprintf(stderr, "trainctl: cannot remove %s %s after the save (%s); it will not trigger another save\n",
-                 s.name.c_str(), s.path.c_str(), std::strerror(errno));
+    log_line(kLogWarning, "trainctl: cannot remove %s %s after the save (%s); it will not trigger another save\n",
+             s.name.c_str(), s.path.c_str(), std::strerror(errno));
   return true;
 }
 
@@ -630,7 +631,7 @@ controller::controller(const config& cfg) : impl_(std::make_unique<impl>(*cfg.im
   if (m.cfg.deadline > 0 && unix_now_ms() >= static_cast<std::int64_t>(m.cfg.deadline * 1000))
     m.local_bits.fetch_or(kFlagDeadline);
   for (int sig : install_notice_handlers(m.cfg.signals))
-    std::fprintf(stderr, "trainctl: cannot catch signal %s; it is ignored\n", signal_name(sig).c_str());
+    log_line(kLogWarning, "trainctl: cannot catch signal %s; it is ignored\n", signal_name(sig).c_str());
   for (int sig : m.cfg.signals) m.signal_mask |= 1ull << (sig - 1);
   m.supervisor_fd = open_supervisor_pidfd();
   m.supervised = m.supervisor_fd >= 0;
@@ -815,11 +816,11 @@ void controller::impl::learn_end_news(std::int64_t news) {
   };
   // Not a fault by itself: each node's supervisor reads in a second of its own within
   // the poll period; a stopped one is one reason this node's read is later.
-  std::fprintf(stderr,
-               "trainctl: rank %d: EndTime moved to %s (%+lld s): another node's supervisor read it at %s, before "
-               "this node's did; this node's deadline moves with it\n",
-               cfg.rank, clock_time(end_ms).c_str(), static_cast<long long>((end_ms - known_end) / 1000),
-               clock_time(read_ms).c_str());
+  log_line(kLogWarning,
+           "trainctl: rank %d: EndTime moved to %s (%+lld s): another node's supervisor read it at %s, before "
+           "this node's did; this node's deadline moves with it\n",
+           cfg.rank, clock_time(end_ms).c_str(), static_cast<long long>((end_ms - known_end) / 1000),
+           clock_time(read_ms).c_str());
 }
 
 decision controller::decide(std::int64_t step, const std::int64_t* r, std::size_t len) {
@@ -865,13 +866,13 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
         if (r[vote]) agreed |= flag;
       m.note_notices(m.state(), agreed);
       if (m.cfg.rank == 0 && reason == "no-progress")
-        std::fprintf(stderr,
-                     "trainctl: exit at step %lld: no-progress: the array's last runs failed without getting past the "
-                     "step this one resumed at; it ends now, and the job with exit status 93 (the supervisor's log "
-                     "names them; TRAINCTL_NO_PROGRESS_RUNS=0 turns this off)\n",
-                     static_cast<long long>(step));
+        log_line(kLogWarning,
+                 "trainctl: exit at step %lld: no-progress: the array's last runs failed without getting past the "
+                 "step this one resumed at; it ends now, and the job with exit status 93 (the supervisor's log "
+                 "names them; TRAINCTL_NO_PROGRESS_RUNS=0 turns this off)\n",
+                 static_cast<long long>(step));
       else if (m.cfg.rank == 0)
-        std::fprintf(stderr, "trainctl: exit at step %lld: %s\n", static_cast<long long>(step), reason.c_str());
+        log_line(kLogInfo, "trainctl: exit at step %lld: %s\n", static_cast<long long>(step), reason.c_str());
     }
   }
   d.exit = m.decided.exit;
@@ -925,18 +926,18 @@ void controller::impl::judge_stragglers(std::int64_t step, const std::int64_t* r
 void controller::impl::report_straggler(std::int64_t step, std::int64_t slowest_us, std::int64_t fastest_us) {
   const double factor = static_cast<double>(slowest_us) / static_cast<double>(fastest_us);
   if (cfg.rank == 0 && straggler != 0)
-    std::fprintf(stderr,
-                 "trainctl: straggler at step %lld: rank %d takes %.1f ms per step, the fastest rank %.1f ms (x%.2f), "
-                 "%d agreements in a row\n",
-                 static_cast<long long>(step), straggler, slowest_us / 1000.0, fastest_us / 1000.0, factor, strikes);
+    log_line(kLogWarning,
+             "trainctl: straggler at step %lld: rank %d takes %.1f ms per step, the fastest rank %.1f ms (x%.2f), "
+             "%d agreements in a row\n",
+             static_cast<long long>(step), straggler, slowest_us / 1000.0, fastest_us / 1000.0, factor, strikes);
   if (straggler != cfg.rank) return;
   const bool by_supervisor =
       beat != nullptr && &state() != private_state.get() && state().supervised.load(std::memory_order_acquire) == 1;
-  std::fprintf(stderr,
-               "trainctl: straggler at step %lld: this rank (%d) on %s takes %.1f ms per step, the fastest rank %.1f "
-               "ms (x%.2f); %s\n",
-               static_cast<long long>(step), cfg.rank, node_name().c_str(), slowest_us / 1000.0, fastest_us / 1000.0,
-               factor, by_supervisor ? "the node's supervisor records it in slow_nodes" : "recorded in slow_nodes");
+  log_line(kLogWarning,
+           "trainctl: straggler at step %lld: this rank (%d) on %s takes %.1f ms per step, the fastest rank %.1f "
+           "ms (x%.2f); %s\n",
+           static_cast<long long>(step), cfg.rank, node_name().c_str(), slowest_us / 1000.0, fastest_us / 1000.0,
+           factor, by_supervisor ? "the node's supervisor records it in slow_nodes" : "recorded in slow_nodes");
   if (by_supervisor) {
     beat->slow_step.store(step, std::memory_order_relaxed);
     beat->slow_us.store(slowest_us, std::memory_order_relaxed);
@@ -980,7 +981,7 @@ void controller::impl::flush_stragglers() {
     for (std::size_t at = 0, end; at < said.size(); at = end + 1) {
       end = said.find('\n', at);
       const std::string line = said.substr(at, end - at);
-      if (line.compare(0, 12, "recorded in ") != 0) std::fprintf(stderr, "trainctl: %s\n", line.c_str());
+      if (line.compare(0, 12, "recorded in ") != 0) log_line(kLogWarning, "trainctl: %s\n", line.c_str());
     }
   }
 }
@@ -994,7 +995,7 @@ bool controller::impl::consume_saves(std::int64_t step, const std::int64_t* r, d
     if (!d.save) d.save_reason = s.name;
     d.save = true;
     if (cfg.rank != 0) continue;
-    std::fprintf(stderr, "trainctl: save at step %lld: %s\n", static_cast<long long>(step), s.name.c_str());
+    log_line(kLogInfo, "trainctl: save at step %lld: %s\n", static_cast<long long>(step), s.name.c_str());
     if (agreed || world_size() <= 1) {
       // By the watcher, at once: a stat and an unlink in the submit directory, which
       // may be a stalled mount, are no work for the training thread.

@@ -1,6 +1,8 @@
 """ctypes binding of trainctl.h. Thin on purpose: the logic lives in the C library."""
 
+import atexit
 import ctypes
+import logging
 import os
 import platform
 import stat
@@ -145,6 +147,28 @@ def _load():
 
 _lib = None
 
+# The library's lines (trainctl_set_log_fn): to the logger "trainctl" once the program
+# has configured logging (the line without "trainctl: "; level INFO for an exit or save
+# decided, WARNING otherwise), else to stderr as the library writes them itself, so a job
+# log that configured nothing still shows them.
+_LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+
+
+def _to_logging(level, line, _user):
+    try:
+        text = line.decode(errors="replace")
+        log = logging.getLogger("trainctl")
+        if log.hasHandlers():
+            log.log(level, text)
+        else:
+            sys.stderr.write("trainctl: %s\n" % text)
+    except Exception:  # never into the library's thread
+        pass
+
+
+# Kept for the life of the process: the library may call it from any of its threads.
+_log_fn = _LOG_FN(_to_logging)
+
 
 def lib():
     """The loaded library with its prototypes; loaded on first use, not at import."""
@@ -187,6 +211,13 @@ def lib():
         fn = getattr(L, name)
         fn.restype = res
         fn.argtypes = args
+    set_log = getattr(L, "trainctl_set_log_fn", None)  # absent before 0.1.1: stderr only
+    if set_log is not None:
+        set_log.restype, set_log.argtypes = I, [_LOG_FN, P]
+        set_log(_log_fn, None)
+        # Back to stderr before the interpreter goes: a line from the library's watcher thread
+        # must not call into a Python being torn down.
+        atexit.register(set_log, None, None)
     _lib = L
     return L
 

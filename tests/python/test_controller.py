@@ -114,6 +114,30 @@ class ControllerTest(unittest.TestCase):
         self.assertEqual(len(lines), 1, out.stderr)
         self.assertIn("using no deadline", lines[0])
 
+    def test_the_librarys_lines_go_to_the_trainctl_logger_once_logging_is_configured(self):
+        # The kill switch's exit (INFO) and a malformed setting (WARNING), with logging set
+        # up: through the logger "trainctl", not raw on stderr. Without it: stderr as before.
+        code = (
+            "import logging, os, sys, trainctl\n"
+            "if sys.argv[1] == 'logging':\n"
+            "    logging.basicConfig(level=logging.INFO, stream=sys.stdout, format='%(name)s %(levelname)s %(message)s')\n"
+            "open(sys.argv[2], 'w').close()\n"
+            "c = trainctl.Controller(signals='none', kill_switch=sys.argv[2], state_path=sys.argv[3])\n"
+            "print('exit', c.check(0).exit)\n"
+            "c.close()\n")
+        env = dict(os.environ, TRAINCTL_DEADLINE="soon")
+        for mode in ("logging", "plain"):
+            out = subprocess.run([sys.executable, "-c", code, mode, self.kill, os.path.join(self.dir, "st-" + mode)],
+                                 env=env, capture_output=True, text=True, timeout=60)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            if mode == "logging":
+                self.assertIn("trainctl INFO exit at step 0: kill-switch", out.stdout)
+                self.assertIn("trainctl WARNING TRAINCTL_DEADLINE", out.stdout)
+                self.assertNotIn("trainctl: exit at step", out.stderr)
+            else:
+                self.assertIn("trainctl: exit at step 0: kill-switch", out.stderr)
+                self.assertEqual(out.stdout.strip(), "exit True")
+
     def test_an_allreduce_callable_makes_every_rank_agree(self):
         # Two "ranks" in two threads, each with its own node state and kill switch; only
         # rank 0's switch is touched. The callable stands in for MPI's MAX allreduce.

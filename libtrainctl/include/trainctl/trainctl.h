@@ -67,6 +67,16 @@ TRAINCTL_EXPORT const char* trainctl_strerror(int code);
 /* The last failure of this thread, one line; "" when none. */
 TRAINCTL_EXPORT const char* trainctl_last_error(void);
 
+/* Where the library's lines go (a decision, a refused setting, a straggler): by default
+ * standard error, as "trainctl: LINE". With a function, each LINE (without the prefix and
+ * the newline) and its level (20 info: an exit or save decided; 30 warning) go to it,
+ * from any of the library's threads, never from a signal handler. NULL: standard error
+ * again. `fn` must stay callable while any controller exists (a line being written when
+ * it changes may still reach the old one). The Python package sends them to the logger
+ * "trainctl". */
+typedef void (*trainctl_log_fn)(int level, const char* line, void* user);
+TRAINCTL_EXPORT int trainctl_set_log_fn(trainctl_log_fn fn, void* user);
+
 /* A configuration read from the environment (malformed values are reported on stderr
  * and fall back to documented defaults). */
 TRAINCTL_EXPORT int trainctl_config_create(trainctl_config** out);

@@ -29,6 +29,15 @@ static int failing_reduce(int64_t* vote, size_t len, void* user) {
   return 1;
 }
 
+/* The library's lines, through trainctl_set_log_fn. */
+static char last_line[512];
+static int last_level = 0;
+static void take_line(int level, const char* line, void* user) {
+  (void)user;
+  last_level = level;
+  snprintf(last_line, sizeof last_line, "%s", line);
+}
+
 int main(void) {
   char dir[] = "/tmp/trainctl-cabi-XXXXXX";
   char path[256], kill_path[256], buf[64];
@@ -74,12 +83,15 @@ int main(void) {
   EXPECT(trainctl_check(ctl, 2, failing_reduce, NULL) == TRAINCTL_EREDUCE);
 
   fclose(fopen(kill_path, "w"));
+  EXPECT(trainctl_set_log_fn(take_line, NULL) == TRAINCTL_OK);
   for (int i = 0; i < 500 && !trainctl_should_exit(ctl); i++) usleep(10000);
   EXPECT(trainctl_should_exit(ctl) == 1);
   EXPECT(trainctl_check(ctl, 1, fake_reduce, NULL) == 0); /* not due: 1 % 2 */
   EXPECT(trainctl_check(ctl, 2, fake_reduce, NULL) == TRAINCTL_EXIT);
   EXPECT(reduce_calls == 1);
   EXPECT(strcmp(trainctl_exit_reason(ctl), "kill-switch") == 0);
+  EXPECT(strcmp(last_line, "exit at step 2: kill-switch") == 0 && last_level == 20); /* no prefix, no newline */
+  EXPECT(trainctl_set_log_fn(NULL, NULL) == TRAINCTL_OK);
   EXPECT(trainctl_add_switch(ctl, 7, "x", "/x") == TRAINCTL_EINVAL);
   EXPECT(trainctl_set_rank(ctl, -1) == TRAINCTL_EINVAL);
   EXPECT(trainctl_vote(ctl, 0, NULL, 0) == TRAINCTL_EINVAL);
