@@ -96,6 +96,7 @@ class supervisor {
   void relay_to_ranks(const char* why);
   void run_hook(std::uint32_t flag);
   void note_hang();
+  void append_event_bounded(const std::string& line, const char* what);
   void follow_node_flags();
   void check_deadline();
   void end_leftovers();
@@ -759,8 +760,9 @@ void supervisor::kill_ranks() {
 }
 
 // The hang on `trainctl report`'s timeline, with how long the ranks had stalled (at least
-// the hang timeout). Written here, not from the loop's hot path: a hang's dump already
-// writes its stacks to the log directory.
+// the hang timeout). Written here, not from the loop's hot path, and in a child with a
+// limit: the home may be the stalled mount the ranks hang on, and the supervisor must
+// go on relaying notices.
 void supervisor::note_hang() {
   const char* job = std::getenv("SLURM_JOB_ID");
   if (job == nullptr) return;
@@ -770,8 +772,19 @@ void supervisor::note_hang() {
   e.what = "notice";
   e.reason = "hang";
   e.took_ms = health_.stall_ms();
-  const std::string why = append_run_events(own_run_events_path(), format_run_event(e));
-  if (!why.empty()) log("cannot note the hang for `trainctl report`: %s", why.c_str());
+  append_event_bounded(format_run_event(e), "cannot note the hang for `trainctl report`");
+}
+
+// Appends a line to the run events in a child with a 5 s limit; says why not.
+void supervisor::append_event_bounded(const std::string& line, const char* what) {
+  const std::string path = own_run_events_path();
+  child_spec spec;
+  spec.deadline = milliseconds(5000);
+  spec.ignore_signals = opts_.notices;
+  spec.work = [path, line] { return append_run_events(path, line); };
+  const child_result r = run_child(spec);
+  const std::string why = r.ok() ? r.output : r.error;
+  if (!why.empty()) log("%s: %s", what, why.c_str());
 }
 
 // What a hang's dump ends in: the hook (with where the job is stuck), then the action.
@@ -806,14 +819,7 @@ void supervisor::note_task_end() {
   e.reason = no_progress_                                    ? "no-progress"
              : preempted_ || was_claimed(preempted_marker()) ? "preempted"
                                                              : task_end_reason(child_status_);
-  const std::string path = own_run_events_path(), line = format_run_event(e);
-  child_spec spec;
-  spec.deadline = milliseconds(5000);
-  spec.ignore_signals = opts_.notices;
-  spec.work = [path, line] { return append_run_events(path, line); };
-  const child_result r = run_child(spec);
-  const std::string why = r.ok() ? r.output : r.error;
-  if (!why.empty()) log("cannot note how this run ended (the no-progress count reads it): %s", why.c_str());
+  append_event_bounded(format_run_event(e), "cannot note how this run ended (the no-progress count reads it)");
 }
 
 // The no-progress breaker at the start (run_progress.hpp): arms the node state when the
