@@ -39,6 +39,41 @@ std::string explain_pending(const std::string& reason) {
   return reason;
 }
 
+std::string last_ended_clause(const std::string& sacct_output) {
+  std::istringstream in(sacct_output);
+  std::string line, id, state, code, end, best_end;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string i, st, c, e;
+    if (!std::getline(f, i, '|') || !std::getline(f, st, '|') || !std::getline(f, c, '|') || !std::getline(f, e, '|'))
+      continue;
+    if (i.empty() || e.empty() || e == "Unknown" || e <= best_end) continue;  // ISO times compare as text
+    id = i, state = st.substr(0, st.find(' ')), code = c, best_end = e;
+  }
+  if (id.empty()) return "";
+  const std::string status = code.substr(0, code.find(':'));
+  std::string clause = "; the last one, " + id + ", ended " + state + " at " + best_end;
+  if (status != "0" && !status.empty()) clause += " with exit status " + status;
+  if (status == "93")
+    clause +=
+        ": trainctl's no-progress breaker stopped it (its last runs crashed before getting past the step "
+        "they resumed at; trainctl report " +
+        id.substr(0, id.find('_')) + ")";
+  return clause;
+}
+
+// The newest ended job of `name` in the last week, from sacct ("" where accounting is
+// off, or sacct cannot tell within `timeout`).
+std::string last_ended(const std::string& name, const std::string& user, std::chrono::milliseconds timeout) {
+  if (name.find(',') != std::string::npos) return "";  // sacct --name takes a list
+  child_spec spec;
+  spec.argv = {
+      "sacct", "-X", "-n", "-P", "-u", user, "--name=" + name, "-S", "now-7days", "-o", "JobID,State,ExitCode,End"};
+  spec.deadline = timeout;
+  const child_result r = run_child(spec);
+  return r.ok() ? last_ended_clause(r.output) : "";
+}
+
 std::vector<check_result> check_job_running(const std::vector<std::string>& names, const std::string& user,
                                             std::chrono::milliseconds timeout) {
   std::vector<check_result> out;
@@ -89,7 +124,7 @@ std::vector<check_result> check_job_running(const std::vector<std::string>& name
       r.text = "'" + name + "' is pending (job " + ids + "): " + why;
     } else {
       r.status = kCritical;
-      r.text = "no job named '" + name + "' is running or pending for user " + user;
+      r.text = "no job named '" + name + "' is running or pending for user " + user + last_ended(name, user, timeout);
     }
     r.figures.emplace_back("running", running);
     r.figures.emplace_back("pending", pending);

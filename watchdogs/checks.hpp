@@ -48,6 +48,10 @@ std::vector<job_row> parse_squeue(const std::string& text);
 std::vector<check_result> check_job_running(const std::vector<std::string>& names, const std::string& user,
                                             std::chrono::milliseconds timeout);
 std::string explain_pending(const std::string& reason);
+// The newest ended job in sacct -X -n -P -o JobID,State,ExitCode,End output, as one
+// clause for a CRITICAL job-running line ("the last one, 12_4, ended FAILED with exit
+// status 93: ..."); "" when there is none.
+std::string last_ended_clause(const std::string& sacct_output);
 
 // --- log-stall -------------------------------------------------------------------------------
 struct log_stall_options {

@@ -23,6 +23,23 @@ grep -q "^JOB-RUNNING OK - '$name' is running (job $job)" <<<"$out" || fail "the
 grep -q "^JOB-RUNNING OK - 'waiting job' is pending (job $pend): waiting for its begin time" <<<"$out" || fail "pending reason"
 grep -q "^JOB-RUNNING CRITICAL - no job named 'no such job'" <<<"$out" || fail "missing job not CRITICAL"
 
+# A job the no-progress breaker ended (exit status 93): the CRITICAL line says so, where
+# the cluster keeps accounting (sacct has the job's end).
+if grep -q '^AccountingStorageType=accounting_storage/slurmdbd' "$SLURM_CONF"; then
+  nop=$(submit -N1 -J "stopped run" -o /dev/null --wrap "exit 93")
+  wait_for 30 "the exit-93 job to end" job_ended "$nop"
+  # As the check asks (by name, over a window that ends now: a job that ended in this
+  # very second is not in it yet).
+  in_sacct() { sacct -X -n -P -u "$(id -u)" --name="stopped run" -S now-7days -o JobID,ExitCode | grep -qx "$nop|93:0"; }
+  wait_for 30 "sacct to have its end" in_sacct
+  rc=0
+  out=$("$TW" job-running --job-name "stopped run" --state-dir "$state") || rc=$?
+  echo "$out"
+  [ "$rc" = 2 ] || fail "exit $rc for a job the breaker ended, expected 2"
+  grep -q "^JOB-RUNNING CRITICAL - no job named 'stopped run' is running or pending for user [^;]*; the last one, $nop, ended FAILED at [0-9T:-]* with exit status 93: trainctl's no-progress breaker stopped it" <<<"$out" ||
+    fail "the breaker's end is not named: $out"
+fi
+
 # A watchdog job named like the job it watches never finds itself.
 watch=$(submit -N1 -J "lonely" -o "$TEST_DIR/self.out" --wrap "$TW job-running --job-name lonely --state-dir $state")
 wait_for 30 "the watchdog job to end" job_ended "$watch"

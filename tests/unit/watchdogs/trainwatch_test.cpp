@@ -465,3 +465,17 @@ TEST(BadNodeBack, AJobOnARememberedNodeIsAWarning) {
   EXPECT_EQ(check_bad_node_back("train", {"n1", "n3"}, t / "bad", std::chrono::hours(24), 1100).status, kOk);
   EXPECT_EQ(check_bad_node_back("train", {"n2"}, t / "bad", std::chrono::hours(24), 1000 + 90000).status, kOk);
 }
+
+// job-running's CRITICAL line names how the newest job of that name ended, and the
+// no-progress breaker by its exit status.
+TEST(JobRunning, TheLastEndedJobIsNamedAndTheBreakersExitExplained) {
+  EXPECT_EQ(last_ended_clause(""), "");
+  EXPECT_EQ(last_ended_clause("12|COMPLETED|0:0|2026-11-27T05:00:00\n13|RUNNING|0:0|Unknown\n"),
+            "; the last one, 12, ended COMPLETED at 2026-11-27T05:00:00");
+  const std::string c = last_ended_clause(
+      "20_1|FAILED|1:0|2026-11-27T05:01:00\n20_4|FAILED|93:0|2026-11-27T05:03:00\n20_3|FAILED|1:0|2026-11-27T05:02:00\n"
+      "20_[5-6]|CANCELLED by 0|0:0|2026-11-27T05:03:00\n");
+  EXPECT_EQ(c.substr(0, 70), "; the last one, 20_4, ended FAILED at 2026-11-27T05:03:00 with exit st");
+  EXPECT_NE(c.find("no-progress breaker"), std::string::npos) << c;
+  EXPECT_NE(c.find("trainctl report 20)"), std::string::npos) << c;
+}
