@@ -11,14 +11,25 @@ namespace {
 struct sink_pair {
   log_sink fn;
   void* user;
+  const sink_pair* older;
 };
-// Replaced whole and never freed: a thread that loaded the old one may still call it.
+// The sink in use (null: stderr), replaced whole. A replaced one is never freed (a
+// thread that loaded it may still call it), and stays linked from g_made, so it is
+// memory in use, not a leak.
 std::atomic<const sink_pair*> g_sink{nullptr};
+std::atomic<const sink_pair*> g_made{nullptr};
 
 }  // namespace
 
 void set_log_sink(log_sink sink, void* user) {
-  g_sink.store(sink != nullptr ? new sink_pair{sink, user} : nullptr, std::memory_order_release);
+  if (sink == nullptr) {
+    g_sink.store(nullptr, std::memory_order_release);
+    return;
+  }
+  auto* made = new sink_pair{sink, user, g_made.load(std::memory_order_acquire)};
+  while (!g_made.compare_exchange_weak(made->older, made, std::memory_order_acq_rel)) {
+  }
+  g_sink.store(made, std::memory_order_release);
 }
 
 void log_line(int level, const char* fmt, ...) {
