@@ -105,6 +105,7 @@ class supervisor {
   int start_breaker(pid_t adopt);
   void judge_run_end();
   void forgive_crash_loop_nodes();
+  void cancel_rest_of_array();
   void kill_ranks();
   void after_hang_dump(const std::string& summary);
   // The loop's one descriptor: the signals and the ranks' deaths (node health).
@@ -844,7 +845,10 @@ int supervisor::start_breaker(pid_t adopt) {
       waitpid(adopt, nullptr, 0);
     }
     no_progress_ = true;
-    if (opts_.batch) note_task_end();
+    if (opts_.batch) {
+      cancel_rest_of_array();  // what the run the breaker ended could not
+      note_task_end();
+    }
     return kNoProgressExit << 8;
   }
   if (breaker_.what != breaker_verdict::armed) return -1;
@@ -870,19 +874,26 @@ void supervisor::judge_run_end() {
   const std::vector<run_event> events = read_own_run_events_bounded(opts_.notices, &why);
   if (!why.empty() || !breaker_ended_run(events, opts_.job_id, started_ms_)) return;
   no_progress_ = true;
-  const std::string array = env_or_empty("SLURM_ARRAY_JOB_ID");
-  const std::string detail = "jobs " + breaker_.count.jobs + " failed without getting past step " +
-                             std::to_string(breaker_.at_step) + ", and this one resumed there too";
+  // This supervisor may not have armed it (its read failed; a step's supervisor did).
+  const std::string detail =
+      breaker_.what == breaker_verdict::armed
+          ? "jobs " + breaker_.count.jobs + " failed without getting past step " + std::to_string(breaker_.at_step) +
+                ", and this one resumed there too"
+          : std::string("the array's last runs failed without getting past the step this one resumed at");
   log("no progress: %s: this run ends with exit status %d%s", detail.c_str(), kNoProgressExit,
-      array.empty() ? "" : "; cancelling the array's pending tasks");
-  if (!array.empty()) {
-    std::string error;
-    if (!cancel_pending_tasks(array, milliseconds(10000), &error))
-      log("could not cancel the pending tasks of array %s (%s): each ends at once when it starts", array.c_str(),
-          error.c_str());
-  }
+      env_or_empty("SLURM_ARRAY_JOB_ID").empty() ? "" : "; cancelling the array's pending tasks");
+  cancel_rest_of_array();
   forgive_crash_loop_nodes();
   hook_.notice("no-progress", deadline_ms_, end_ms_, detail);
+}
+
+// scancel --state=PENDING of this array, with one line when it fails.
+void supervisor::cancel_rest_of_array() {
+  const std::string array = env_or_empty("SLURM_ARRAY_JOB_ID");
+  std::string error;
+  if (!array.empty() && !cancel_pending_tasks(array, milliseconds(10000), &error))
+    log("could not cancel the pending tasks of array %s (%s): each ends at once when it starts", array.c_str(),
+        error.c_str());
 }
 
 // The runs the breaker counted all crashed before getting past one step: the crash is
