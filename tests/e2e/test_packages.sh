@@ -119,20 +119,22 @@ dpkg --purge slurm-wlm-trainctl-plugin >/dev/null 2>&1 || true  # dpkg leaves it
 log "plugin packages require SLURM $release (.deb: slurm-wlm-basic-plugins$(with_rpm && echo ', RPM: slurm')); one pinned to $next or later is refused"
 
 # --- the same files in the RPMs as in the .debs --------------------------------------
-# Files and symbolic links, with each layout's directories named alike; each distribution's
+# Files and symbolic links, with each layout's directories named alike (zsh's completion
+# directory too: Debian's vendor-completions, EL's site-functions); each distribution's
 # own documents (Debian's changelog, copyright and lintian overrides, EL's licenses and docs) and rpm's
 # build-id links left out.
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 deb_files() {
   dpkg-deb -c "$(deb_of "$1")" | awk '$1 ~ /^[-l]/ { print $6 }' | sed 's|^\./|/|' |
     sed -e "s|^/usr/lib/$multiarch/slurm-wlm/|PLUGINDIR/|" -e "s|^/usr/lib/$multiarch/|LIBDIR/|" \
-      -e 's|^/usr/lib/python3/dist-packages/|PYDIR/|' -e 's|/trainctlTargets-none\.cmake$|/trainctlTargets-CONFIG.cmake|' |
+      -e 's|^/usr/lib/python3/dist-packages/|PYDIR/|' -e 's|/trainctlTargets-none\.cmake$|/trainctlTargets-CONFIG.cmake|' \
+      -e 's|^/usr/share/zsh/vendor-completions/|ZSHDIR/|' |
     grep -v -e '^/usr/share/doc/' -e '^/usr/share/lintian/' | sort
 }
 rpm_files() {
   rpm -qp --qf '[%{FILEMODES:perms} %{FILENAMES}\n]' "$(rpm_of "$1")" | awk '$1 ~ /^[-l]/ { print $2 }' |
     sed -e 's|^/usr/lib64/slurm/|PLUGINDIR/|' -e 's|^/usr/lib64/|LIBDIR/|' -e 's|^/usr/lib/python3\.[0-9]*/site-packages/|PYDIR/|' \
-      -e 's|/trainctlTargets-relwithdebinfo\.cmake$|/trainctlTargets-CONFIG.cmake|' |
+      -e 's|/trainctlTargets-relwithdebinfo\.cmake$|/trainctlTargets-CONFIG.cmake|' -e 's|^/usr/share/zsh/site-functions/|ZSHDIR/|' |
     grep -v -e '^/usr/share/doc/' -e '^/usr/share/licenses/' -e '^/usr/lib/\.build-id/' | sort
 }
 if with_rpm; then
