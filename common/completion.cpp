@@ -124,8 +124,8 @@ std::string bash_completion(const std::string& prog, const completion_node& root
       "    PATH | DIR) mapfile -t COMPREPLY < <(compgen -f -- \"$cur\"); return ;;\n"
       "    JOB) words=$(" +
       dynamic_words("JOB", verbs) + ") ;;\n    NODE) words=$(" + dynamic_words("NODE", verbs) +
-      ") ;;\n    VERB) words='" + verbs +
-      "' ;;\n    SHELL) words='bash zsh fish' ;;\n"
+      ") ;;\n    VERB) words='" + verbs + "' ;;\n    SHELL) words=$(" + dynamic_words("SHELL", verbs) +
+      ") ;;\n"
       "  esac\n"
       "  if [[ $cur == -* ]]; then\n"
       "    words=$(" +
@@ -166,7 +166,8 @@ std::string zsh_completion(const std::string& prog, const completion_node& root)
       "    JOB) list=(${(f)\"$(" +
       dynamic_words("JOB", verbs) + ")\"}); compadd -a list; return ;;\n    NODE) list=(${(f)\"$(" +
       dynamic_words("NODE", verbs) + ")\"}); compadd -a list; return ;;\n    VERB) compadd " + verbs +
-      "; return ;;\n    SHELL) compadd bash zsh fish; return ;;\n"
+      "; return ;;\n    SHELL) compadd $(" + dynamic_words("SHELL", verbs) +
+      "); return ;;\n"
       "    ?*) return ;;\n"
       "  esac\n"
       "  list=(${(f)\"$(" +

@@ -11,6 +11,7 @@
 #include <ctime>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "parse.hpp"
 #include "slurm_api.hpp"
@@ -251,13 +252,22 @@ std::optional<job_times> job_query::expire(std::string* error) {
   return std::nullopt;
 }
 
-bool requeue_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error) {
+namespace {
+
+// A SLURM command that answers with its exit status only; *error says why it failed.
+bool run_slurm_command(std::vector<std::string> argv, std::chrono::milliseconds timeout, std::string* error) {
   child_spec spec;
-  spec.argv = {"scontrol", "requeue", job_id};
+  spec.argv = std::move(argv);
   spec.deadline = timeout;
   const child_result r = run_child(spec);
   if (!r.ok() && error != nullptr) *error = r.error;
   return r.ok();
+}
+
+}  // namespace
+
+bool requeue_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error) {
+  return run_slurm_command({"scontrol", "requeue", job_id}, timeout, error);
 }
 
 bool cancel_pending_tasks(const std::string& array_id, std::chrono::milliseconds timeout, std::string* error) {
@@ -265,12 +275,7 @@ bool cancel_pending_tasks(const std::string& array_id, std::chrono::milliseconds
     if (error != nullptr) *error = "not a job id: '" + array_id + "'";
     return false;
   }
-  child_spec spec;
-  spec.argv = {"scancel", "--state=PENDING", array_id};
-  spec.deadline = timeout;
-  const child_result r = run_child(spec);
-  if (!r.ok() && error != nullptr) *error = r.error;
-  return r.ok();
+  return run_slurm_command({"scancel", "--state=PENDING", array_id}, timeout, error);
 }
 
 }  // namespace trainctl

@@ -19,8 +19,7 @@ double median(std::vector<double> v) {
 bool interrupted(const task_report& t) {
   if (t.first_step < 0 || t.running) return false;  // never trained, or not over
   if (t.exit_reason == "no-progress") return false;
-  const bool finished = t.exit_reason.empty() && t.end_event_ms != 0 && t.task.state == "COMPLETED";
-  if (finished) return false;
+  if (t.loop_finished) return false;
   for (const auto& s : t.saves)
     if (s.exit && s.end_ms != 0) return false;  // it saved at its exit: nothing lost
   return true;

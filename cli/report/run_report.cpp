@@ -69,6 +69,7 @@ void account(task_report& t, const std::vector<run_event>& events) {
       if (e.reason == "hang" && e.took_ms >= 0 && hang_from == 0) hang_from = clamp(e.ms - e.took_ms);
     }
   }
+  t.loop_finished = t.exit_reason.empty() && t.end_event_ms != 0 && t.task.state == "COMPLETED";
   const double total_s = static_cast<double>(end - start) / 1000.0;
   if (t.first_step_ms == 0) {  // no step: the whole task went to start-up (or a failure before it)
     t.startup_s = total_s;
@@ -90,8 +91,7 @@ void account(task_report& t, const std::vector<run_event>& events) {
   }
   // A task that ended COMPLETED, its loop done without an exit trainctl decided, kept
   // its last work: a loop that finishes saves its result (it is told so in the text).
-  const bool finished = t.exit_reason.empty() && t.end_event_ms != 0 && t.task.state == "COMPLETED";
-  if (until > cursor) t.training.push_back({cursor, until, finished});
+  if (until > cursor) t.training.push_back({cursor, until, t.loop_finished});
   if (hang_from != 0) {  // lost training from the stall on was a hang's
     std::vector<task_report::span> split;
     for (const auto& sp : t.training) {
@@ -191,10 +191,9 @@ std::string run_report_text(const run_report& r) {
     for (const auto& s : t.saves) finished += s.end_ms != 0;
     const std::string saves = std::to_string(finished) + " (" + span_text(t.saves_s) + ")";
     std::string exit = !t.has_events           ? "no trainctl events"
-                       : t.exit_reason.empty() ? (t.running ? "running"
-                                                  : t.task.state == "COMPLETED" && t.end_event_ms != 0
-                                                      ? "finished (its own last save assumed)"
-                                                      : "ended without a notice")
+                       : t.exit_reason.empty() ? (t.running         ? "running"
+                                                  : t.loop_finished ? "finished (its own last save assumed)"
+                                                                    : "ended without a notice")
                                                : t.exit_reason + " at step " + std::to_string(t.exit_step);
     std::snprintf(line, sizeof line, "%-14s %-10s %5d %8s %9s %9s %14s %9s %7s  %s\n", t.task.name.c_str(),
                   t.task.state.c_str(), t.task.nodes, span_text(t.queue_s).c_str(), span_text(t.startup_s).c_str(),

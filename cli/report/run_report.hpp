@@ -42,6 +42,9 @@ struct task_report {
   std::vector<save_span> saves;
   std::vector<std::pair<std::int64_t, std::string>> notices;  // unix ms, kind
   std::string exit_reason;
+  // The loop finished on its own (no exit trainctl decided, rank 0 ended, COMPLETED): its
+  // last work is kept, its own last save assumed.
+  bool loop_finished = false;
   std::int64_t exit_step = -1, kept_step = -1;  // kept: the step of the last finished save
   // Seconds of wall time (times task.nodes for node-seconds).
   double queue_s = 0, startup_s = 0, kept_s = 0, saves_s = 0, lost_s = 0, hung_s = 0, end_s = 0;
