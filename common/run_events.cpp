@@ -19,6 +19,21 @@ bool is_word(const std::string& s) {
 
 constexpr std::size_t kMaxRead = 8 << 20;  // an array of a thousand tasks with a save a minute for a day each
 
+// "<rank>:<us>,..." (at most kMaxWorks pairs).
+constexpr std::size_t kMaxWorks = 256;
+bool parse_works(const std::string& value, std::vector<std::pair<std::int64_t, std::int64_t>>* out) {
+  std::istringstream in(value);
+  std::string pair;
+  while (std::getline(in, pair, ',')) {
+    const std::size_t colon = pair.find(':');
+    if (colon == std::string::npos || out->size() >= kMaxWorks) return false;
+    const std::string rank = pair.substr(0, colon), us = pair.substr(colon + 1);
+    if (!all_digits(rank, 9) || !all_digits(us, 18)) return false;
+    out->emplace_back(std::strtoll(rank.c_str(), nullptr, 10), std::strtoll(us.c_str(), nullptr, 10));
+  }
+  return !out->empty();
+}
+
 bool parse_line(const std::string& line, run_event* e) {
   std::istringstream in(line);
   std::string ms, job, what, field;
@@ -41,6 +56,10 @@ bool parse_line(const std::string& line, run_event* e) {
     } else if (key == "reason") {
       if (!is_word(value)) return false;
       e->reason = value;
+    } else if (key == "works") {
+      if (!parse_works(value, &e->works)) return false;
+    } else if (is_word(key) && all_digits(value, 15) && e->figures.size() < 16) {
+      e->figures.emplace_back(key, std::strtoll(value.c_str(), nullptr, 10));
     }  // other keys: from a newer trainctl, ignored
   }
   return true;
@@ -70,7 +89,19 @@ std::string format_run_event(const run_event& e) {
   if (!e.reason.empty()) line += " reason=" + (is_word(e.reason) ? e.reason : std::string("other"));
   if (e.task >= 0) line += " task=" + std::to_string(e.task);
   if (e.restart >= 0) line += " restart=" + std::to_string(e.restart);
+  for (const auto& [key, value] : e.figures)
+    if (is_word(key) && value >= 0) line += " " + key + "=" + std::to_string(value);
+  std::string works;
+  for (const auto& [rank, us] : e.works)
+    if (rank >= 0 && us >= 0) works += (works.empty() ? "" : ",") + std::to_string(rank) + ":" + std::to_string(us);
+  if (!works.empty()) line += " works=" + works;
   return line + "\n";
+}
+
+std::int64_t run_event::figure(const std::string& key, std::int64_t otherwise) const {
+  for (const auto& [k, v] : figures)
+    if (k == key) return v;
+  return otherwise;
 }
 
 std::string append_run_events(const std::string& path, const std::string& lines) {

@@ -6,13 +6,17 @@
 // step and reason), saved (that save ended, ms = how long it took), end (rank 0's
 // controller ends), notice (a notice reached rank 0's node state; reason = its kind:
 // deadline, preempted, signal, memory, hang), task_end (the batch script ended; reason =
-// ok, failed, preempted or no-progress: see run_progress.hpp).
+// ok, failed, preempted or no-progress: see run_progress.hpp), step_times (rank 0's
+// step times as it ends: step_times.hpp), compute (each rank's work and the slowest
+// rank's over the steps timed, per node, from its supervisor as it ends: what a
+// straggler cost).
 // Written by rank 0's controller, from its watcher thread, never the training loop (a
 // hang and task_end by a supervisor); read back only as this user's regular file.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace trainctl {
@@ -29,6 +33,13 @@ struct run_event {
   // SLURM_RESTART_COUNT (-1: unknown, as in lines of trainctl before 0.9).
   std::int64_t task = -1;
   std::int64_t restart = -1;
+  // Other figures, each `key=<digits>` (key a word): step_times (steps, median_us,
+  // mad_us, outliers, excess_us) and compute (steps, slowest_us, marked).
+  std::vector<std::pair<std::string, std::int64_t>> figures;
+  // compute: each rank of the node and its work over the timed steps (us), as
+  // `works=<rank>:<us>,...`.
+  std::vector<std::pair<std::int64_t, std::int64_t>> works;
+  std::int64_t figure(const std::string& key, std::int64_t otherwise = -1) const;
 };
 
 // TRAINCTL_RUN_EVENTS_DIR, else $XDG_STATE_HOME/trainctl/runs, else

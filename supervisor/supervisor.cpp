@@ -102,6 +102,7 @@ class supervisor {
   void end_leftovers();
   void requeue_if_preempted();
   void note_task_end();
+  void note_compute();
   int start_breaker(pid_t adopt);
   void judge_run_end();
   void forgive_crash_loop_nodes();
@@ -776,6 +777,35 @@ void supervisor::note_hang() {
   append_event_bounded(format_run_event(e), "cannot note the hang for `trainctl report`");
 }
 
+// What a straggler cost (`trainctl report`): the publisher of the node's state writes,
+// as it ends, each rank's work per step over the steps the ranks timed and the slowest
+// rank's (the agreement's), from the ranks' heartbeat slots. A rank process that a
+// launcher restarted counts from its restart.
+void supervisor::note_compute() {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (job == nullptr || !state_ || !pub_ || !state_->damage().empty()) return;
+  const node_state& ns = state_->get();
+  run_event e;
+  e.ms = unix_now_ms();
+  e.job = job;
+  e.what = "compute";
+  std::int64_t steps = 0, slowest_us = 0, marked = 1;
+  for (const rank_beat& b : ns.beats) {
+    const std::int64_t n = b.timed_steps.load(std::memory_order_acquire);
+    const std::int32_t rank = b.rank.load(std::memory_order_relaxed);
+    if (n <= 0 || rank < 0) continue;
+    e.works.emplace_back(rank, b.work_total_us.load(std::memory_order_relaxed) / n);
+    if (b.work_marked.load(std::memory_order_relaxed) != 1) marked = 0;
+    if (n > steps) {
+      steps = n;
+      slowest_us = b.slowest_total_us.load(std::memory_order_relaxed) / n;
+    }
+  }
+  if (e.works.empty()) return;
+  e.figures = {{"steps", steps}, {"slowest_us", slowest_us}, {"marked", marked}};
+  append_event_bounded(format_run_event(e), "cannot note the ranks' step times for `trainctl report`");
+}
+
 // Appends a line to the run events in a child with a 5 s limit; says why not.
 void supervisor::append_event_bounded(const std::string& line, const char* what) {
   const std::string path = own_run_events_path();
@@ -1140,6 +1170,7 @@ int supervisor::run(char* const* argv, pid_t adopt) {
   end_leftovers();
   learn_save_time();  // the save the ranks made before they exited
   if (opts_.batch) requeue_if_preempted();
+  note_compute();
   if (opts_.batch) note_task_end();
   close_state();
   // Quiet on success, as GNU tools are: every rank's task of every job said status 0.

@@ -12,7 +12,7 @@
 namespace trainctl {
 namespace {
 
-constexpr int kLeft = 120, kWidth = 760, kRight = 150, kRow = 30, kTop = 58, kBar = 18;
+constexpr int kLeft = 120, kWidth = 760, kRight = 280, kRow = 30, kTop = 58, kBar = 18;
 
 struct colour {
   const char* fill;
@@ -139,9 +139,18 @@ std::string run_report_svg(const run_report& r) {
               (sv.end_ms != 0 ? "" : ", never finished"));
     if (t.first_step_ms != 0) bar(until, end, y, kEnd, t.task.name + ": end");
     // How the task ended, right of the axis.
-    const std::string ended = !t.exit_reason.empty() ? t.exit_reason
-                              : t.running            ? std::string("running")
-                                                     : t.task.state;
+    std::string ended = !t.exit_reason.empty() ? t.exit_reason : t.running ? std::string("running") : t.task.state;
+    if (t.straggler.shows()) {  // the straggler's price beside it
+      const double node_s = t.straggler.wall_s * std::max(1, t.task.nodes);
+      char cost[96];
+      if (node_s < 3600)
+        std::snprintf(cost, sizeof cost, "; straggler rank %d: %s%.0f node-s", t.straggler.slowest_rank,
+                      t.straggler.marked ? "" : ">= ", node_s);
+      else
+        std::snprintf(cost, sizeof cost, "; straggler rank %d: %s%.1f node-h", t.straggler.slowest_rank,
+                      t.straggler.marked ? "" : ">= ", node_s / 3600);
+      ended += cost;
+    }
     s += "<text x=\"" + std::to_string(kLeft + kWidth + 10) + "\" y=\"" + num(y + kBar - 5) + "\" fill=\"#333\">" +
          xml(ended) + "</text>\n";
     for (const auto& n : t.notices) {

@@ -33,6 +33,28 @@ std::string span_text(double s) { return report_span(s); }
 
 double pct(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0; }
 
+// The training's time that went to stragglers and slow steps, over the tasks that
+// measured them.
+std::string step_costs_text(const run_report& r) {
+  std::string out;
+  char line[320];
+  if (r.straggler_tasks > 0) {
+    std::snprintf(line, sizeof line,
+                  "stragglers  %.2f node-hours (%.1f%%) of the training waited for the slowest rank (%d of the runs "
+                  "measured it: the supervisor's)\n",
+                  r.straggler / 3600, pct(r.straggler, r.allocated), r.straggler_tasks);
+    out += line;
+  }
+  if (r.slow_step_tasks > 0) {
+    std::snprintf(line, sizeof line,
+                  "slow steps  %.2f node-hours (%.1f%%) beyond the median step time in steps over the median + 3 "
+                  "MAD (rank 0's, %d of the runs)\n",
+                  r.slow_steps / 3600, pct(r.slow_steps, r.allocated), r.slow_step_tasks);
+    out += line;
+  }
+  return out;
+}
+
 // Walks the task's events (in time order) into saves, marks and the breakdown.
 void account(task_report& t, const std::vector<run_event>& events) {
   const std::int64_t start = t.task.start_ms, end = t.task.end_ms;
@@ -70,6 +92,9 @@ void account(task_report& t, const std::vector<run_event>& events) {
     }
   }
   t.loop_finished = t.exit_reason.empty() && t.end_event_ms != 0 && t.task.state == "COMPLETED";
+  const std::int64_t last = t.last_step >= 0 ? t.last_step : t.exit_step;
+  t.straggler = price_stragglers(events, t.first_step >= 0 && last >= t.first_step ? last - t.first_step : -1);
+  t.slow = find_slow_steps(events);
   const double total_s = static_cast<double>(end - start) / 1000.0;
   if (t.first_step_ms == 0) {  // no step: the whole task went to start-up (or a failure before it)
     t.startup_s = total_s;
@@ -158,6 +183,14 @@ run_report build_run_report(const std::string& job, std::vector<task_record> tas
     r.hung += n * t.hung_s;
     r.end += n * t.end_s;
     r.queue_s += t.queue_s;
+    if (t.straggler.priced()) {
+      r.straggler += n * t.straggler.wall_s;
+      ++r.straggler_tasks;
+    }
+    if (t.slow.steps > 0) {
+      r.slow_steps += n * t.slow.excess_s;
+      ++r.slow_step_tasks;
+    }
     r.first_ms = r.first_ms == 0 ? t.task.start_ms : std::min(r.first_ms, t.task.start_ms);
     r.last_ms = std::max(r.last_ms, t.task.end_ms);
     r.tasks.push_back(std::move(t));
@@ -203,7 +236,9 @@ std::string run_report_text(const run_report& r) {
   }
   out += "\n";
   for (const auto& t : r.tasks) {  // each save and notice, for the tasks that have them
-    if (t.saves.empty() && t.notices.empty()) continue;
+    const std::string straggler = straggler_clause(t.straggler, t.task.nodes);
+    const std::string slow = slow_steps_clause(t.slow, t.task.nodes);
+    if (t.saves.empty() && t.notices.empty() && straggler.empty() && slow.empty()) continue;
     std::string detail = "  " + t.task.name + ":";
     for (const auto& s : t.saves) {
       const std::string took = s.end_ms != 0 ? span_text(static_cast<double>(s.end_ms - s.begin_ms) / 1000.0)
@@ -221,6 +256,7 @@ std::string run_report_text(const run_report& r) {
       else if (t.kept_step < 0 && t.first_step >= 0 && t.lost_s > 0)
         detail += " no save finished: every step of this task was lost;";
     }
+    detail += straggler + slow;
     detail.back() = '\n';
     out += detail;
   }
@@ -238,6 +274,7 @@ std::string run_report_text(const run_report& r) {
                 pct(r.startup, alloc), pct(r.saves, alloc), pct(r.lost, alloc), pct(r.hung, alloc), pct(r.end, alloc),
                 span_text(r.queue_s).c_str());
   out += line;
+  out += step_costs_text(r);
   out += checkpoint_advice_text(advise_checkpoints(r));
   return out;
 }
@@ -256,6 +293,8 @@ std::string run_report_json(const run_report& r) {
   j["hung_node_s"] = r.hung;
   j["end_node_s"] = r.end;
   j["queue_s"] = r.queue_s;
+  j["straggler_node_s"] = r.straggler_tasks > 0 ? json(r.straggler) : json(nullptr);
+  j["slow_steps_node_s"] = r.slow_step_tasks > 0 ? json(r.slow_steps) : json(nullptr);
   const checkpoint_advice a = advise_checkpoints(r);
   j["checkpoints"] = {{"saves", a.saves},
                       {"save_s", a.save_s},
@@ -292,6 +331,22 @@ std::string run_report_json(const run_report& r) {
     jt["notices"] = json::array();
     for (const auto& n : t.notices)
       jt["notices"].push_back({{"kind", n.second}, {"at_s", static_cast<double>(n.first - t.task.start_ms) / 1000.0}});
+    const straggler_price& p = t.straggler;
+    jt["straggler"] = !p.priced() ? json(nullptr)
+                                  : json{{"ranks", p.ranks},
+                                         {"steps", p.steps},
+                                         {"timed_steps", p.timed},
+                                         {"slowest_rank", p.slowest_rank},
+                                         {"slowest_step_s", p.slowest_s},
+                                         {"median_step_s", p.median_s},
+                                         {"compute_marked", p.marked},
+                                         {"node_s", p.wall_s * std::max(1, t.task.nodes)}};
+    const slow_steps& sl = t.slow;
+    jt["slow_steps"] = sl.steps == 0
+                           ? json(nullptr)
+                           : json{{"steps", sl.steps},       {"median_step_s", sl.median_s},
+                                  {"mad_s", sl.mad_s},       {"threshold_s", sl.threshold_s()},
+                                  {"outliers", sl.outliers}, {"node_s", sl.excess_s * std::max(1, t.task.nodes)}};
     j["tasks"].push_back(jt);
   }
   return j.dump() + "\n";

@@ -13,6 +13,8 @@
 //   hung       the part of that from a hang's stall on (the supervisor's hang notice
 //              says how long the ranks had stalled)
 //   end        rank 0's end .. End (the launcher and SLURM closing the task)
+// Inside training, apart: what waiting for a straggler cost, and the slow steps'
+// time beyond the median (step_costs.hpp).
 // Node-seconds are seconds times the task's nodes. Goodput = kept training / allocated.
 // Queue: the array's time with no task running (submitted or eligible, and waiting),
 // shown apart: no node was held then.
@@ -24,6 +26,7 @@
 
 #include "job_history.hpp"
 #include "run_events.hpp"
+#include "step_costs.hpp"
 
 namespace trainctl {
 
@@ -55,6 +58,8 @@ struct task_report {
     bool hung = false;  // not kept, and after a hang's stall began
   };
   std::vector<span> training;
+  straggler_price straggler;  // what waiting for the slowest rank cost (step_costs.hpp)
+  slow_steps slow;            // rank 0's steps over the median + 3 MAD
 };
 
 struct run_report {
@@ -62,8 +67,12 @@ struct run_report {
   std::vector<task_report> tasks;  // by start; tasks not started last
   // Node-seconds over the tasks that started.
   double allocated = 0, productive = 0, startup = 0, saves = 0, lost = 0, hung = 0, end = 0;
-  double queue_s = 0;                      // wall seconds with no task running
-  std::int64_t first_ms = 0, last_ms = 0;  // the first Start, the last End (or now)
+  double queue_s = 0;  // wall seconds with no task running
+  // Node-seconds of the training (kept or lost) that went to waiting for a straggler,
+  // and to slow steps beyond the median: not buckets of their own, parts of training.
+  double straggler = 0, slow_steps = 0;
+  int straggler_tasks = 0, slow_step_tasks = 0;  // tasks that measured them
+  std::int64_t first_ms = 0, last_ms = 0;        // the first Start, the last End (or now)
   double goodput() const { return allocated > 0 ? productive / allocated : 0; }
 };
 

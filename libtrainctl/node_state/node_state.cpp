@@ -548,7 +548,8 @@ std::string bad_field(const node_state& ns) {
     const std::int32_t phase = b.phase.load();
     if (b.pid.load() < 0 || b.rank.load() < -1 || b.beat_ms.load() < 0 || b.step_us.load() < 0 || b.slow.load() < 0 ||
         b.exiting.load() < 0 || b.exiting.load() > 1 || phase < 0 || phase > kPhaseNamed + kMaxPhases ||
-        b.reserved != 0 || b.phase_ms.load() < 0)
+        b.work_marked.load() < 0 || b.work_marked.load() > 1 || b.phase_ms.load() < 0 || b.timed_steps.load() < 0 ||
+        b.work_total_us.load() < 0 || b.slowest_total_us.load() < 0)
       return "a heartbeat slot's fields";
   }
   for (const phase_slot& p : ns.phases) {
@@ -680,6 +681,10 @@ int claim_beat_slot(node_state& ns, std::int32_t pid) {
       b.exiting.store(0, std::memory_order_relaxed);
       b.phase.store(kPhaseTraining, std::memory_order_relaxed);
       b.phase_ms.store(0, std::memory_order_relaxed);
+      b.work_marked.store(0, std::memory_order_relaxed);
+      b.timed_steps.store(0, std::memory_order_relaxed);
+      b.work_total_us.store(0, std::memory_order_relaxed);
+      b.slowest_total_us.store(0, std::memory_order_relaxed);
       b.rank.store(-1, std::memory_order_release);
       return i;
     }

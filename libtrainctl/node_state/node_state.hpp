@@ -70,7 +70,7 @@ struct rank_beat {
   // in node_state::phases[i]); and since when (unix ms; 0 never changed). A rank is quiet
   // since the later of beat_ms and phase_ms, and judged by its phase's budget.
   std::atomic<std::int32_t> phase;
-  std::int32_t reserved;
+  std::atomic<std::int32_t> work_marked;  // 1: the loop marks its compute (compute_begin/end)
   std::atomic<std::int64_t> phase_ms;
   // The last straggler finding against this rank: its controller writes the step and
   // the two step times, then bumps slow_reports (release). The supervisor writes the
@@ -81,6 +81,12 @@ struct rank_beat {
   std::atomic<std::int64_t> slow_step;
   std::atomic<std::int64_t> slow_us;
   std::atomic<std::int64_t> fastest_us;
+  // What the straggler's cost is priced from (`trainctl report`): over the agreement
+  // windows timed so far, their steps, this rank's work and the slowest rank's (agreed,
+  // the same on every rank). The supervisor writes them in the run events as it ends.
+  std::atomic<std::int64_t> timed_steps;
+  std::atomic<std::int64_t> work_total_us;
+  std::atomic<std::int64_t> slowest_total_us;
 };
 constexpr std::int32_t kPhaseTraining = 0;
 constexpr std::int32_t kPhaseSave = 1;
@@ -98,7 +104,7 @@ struct phase_slot {
 
 struct node_state {
   static constexpr std::uint64_t kMagic = 0x31534c5443444e54ull;  // "TNDCTLS1"
-  static constexpr std::uint32_t kVersion = 8;
+  static constexpr std::uint32_t kVersion = 9;
 
   std::uint64_t magic;
   std::uint32_t version;

@@ -33,6 +33,7 @@
 #include "publisher.hpp"
 #include "run_events.hpp"
 #include "signals.hpp"
+#include "step_times.hpp"
 #include "straggler_record.hpp"
 #include "switch_paths.hpp"
 
@@ -168,7 +169,14 @@ struct controller::impl {
   bool exit_save_timed = false;      // the save at the exit decision is being (or was) timed
   std::int64_t window_start_us = 0;  // when the last agreement returned (0: none yet)
   std::int64_t window_start_step = 0;
-  std::int64_t work_us = 0;  // work per step in the window that ended at the last vote
+  std::int64_t work_us = 0;    // work per step in the window that ended at the last vote
+  bool window_timed = false;   // this rank put its work in the vote that ends the window
+  bool window_marked = false;  // that work was the compute the loop marked
+  // Rank 0's step times (median + 3 MAD outliers for `trainctl report`): the window since
+  // the last agreement, and whether a save or a marked phase ran in it (not a step's time).
+  std::int64_t steps_window_us = 0, steps_window_step = 0;
+  bool steps_window_busy = false;
+  step_times step_time_counts;
   // Marked compute (compute_begin/end, any thread): the open section's start and the
   // total so far, and the total when the current agreement window began.
   std::atomic<std::int64_t> compute_open_us{0};
@@ -239,6 +247,8 @@ struct controller::impl {
     return save_started_us != 0 ? kPhaseSave : open_phases.empty() ? kPhaseTraining : open_phases.back().first;
   }
   void judge_stragglers(std::int64_t step, const std::int64_t* r);
+  void count_step_time(std::int64_t step, bool saves_next);
+  void note_step_times();
   void report_straggler(std::int64_t step, std::int64_t slowest_us, std::int64_t fastest_us);
   void flush_stragglers();
   std::string straggler_dir() const;
@@ -563,6 +573,7 @@ void controller::phase_begin(const std::string& name) {
     throw std::invalid_argument("trainctl: phase name '" + name +
                                 "': accepted: 1 to 31 of letters, digits, '_', '.', '-' (not first), e.g. eval");
   impl& m = *impl_;
+  m.steps_window_busy = true;  // its time is no step's
   std::int32_t phase = kPhaseSave;
   // The loop's own save is a save on `trainctl report`'s timeline too (inside one trainctl
   // asked for, it only ends that one more precisely).
@@ -661,6 +672,7 @@ controller::~controller() {
   // mpirun report the job failed (seen with 3 e2e tests side by side on 2 cores).
   if (m.supervised) ignore_late_notices(m.cfg.signals);
   if (m.save_started_us != 0 && m.decided.exit) m.end_of_save();  // the exit's save, made before this end
+  if (m.first_step_noted) m.note_step_times();
   if (m.first_step_noted) m.note_event("end", m.last_step, -1, "");
   m.flush_events_at_end();
   if (m.beat != nullptr) m.beat->pid.store(0, std::memory_order_release);
@@ -753,6 +765,8 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
     const std::int64_t marked = m.compute_total_us.load(std::memory_order_acquire) - m.window_compute_us;
     const std::int64_t spent = marked > 0 ? marked : now_us - m.window_start_us;
     m.work_us = std::max<std::int64_t>(1, spent / (step - m.window_start_step));
+    m.window_timed = true;
+    m.window_marked = marked > 0;
     const std::int64_t capped = std::min<std::int64_t>(m.work_us, std::int64_t{1} << 40);
     if (m.cfg.rank < (1 << kRankBits)) v[kVoteSlowest] = (capped << kRankBits) | m.cfg.rank;
     v[kVoteNegFastest] = -capped;
@@ -890,8 +904,10 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
     // this call's, the last this rank makes).
     if (exit_save && m.beat != nullptr) m.beat->exiting.store(1, std::memory_order_release);
   }
+  if (m.cfg.rank == 0) m.count_step_time(step, d.save || d.exit);
   if (m.cfg.straggler_factor > 0) {
     m.judge_stragglers(step, r);
+    m.window_timed = false;
     m.window_start_us = steady_us();
     m.window_start_step = step;
     m.window_compute_us = m.compute_total_us.load(std::memory_order_acquire);
@@ -917,7 +933,42 @@ void controller::impl::judge_stragglers(std::int64_t step, const std::int64_t* r
   }
   if (beat != nullptr) beat->slow.store(straggler == cfg.rank ? strikes : 0, std::memory_order_relaxed);
   if (beat != nullptr) beat->step_us.store(work_us, std::memory_order_relaxed);
+  if (beat != nullptr && window_timed && step > window_start_step) {  // the straggler's price
+    const std::int64_t steps = step - window_start_step;
+    beat->work_marked.store(window_marked ? 1 : 0, std::memory_order_relaxed);
+    beat->work_total_us.fetch_add(work_us * steps, std::memory_order_relaxed);
+    beat->slowest_total_us.fetch_add(slowest_us * steps, std::memory_order_relaxed);
+    beat->timed_steps.fetch_add(steps, std::memory_order_release);
+  }
   if (strikes == cfg.straggler_agreements) report_straggler(step, slowest_us, fastest_us);
+}
+
+// Rank 0: the window that ends at this agreement, as that many steps' time, unless a
+// save or a marked phase (an evaluation) ran in it; `saves_next`: one runs in the next.
+void controller::impl::count_step_time(std::int64_t step, bool saves_next) {
+  const std::int64_t now = steady_us();
+  if (steps_window_us != 0 && step > steps_window_step && !steps_window_busy)
+    step_time_counts.add(now - steps_window_us, step - steps_window_step);
+  steps_window_us = now;
+  steps_window_step = step;
+  steps_window_busy = saves_next || !open_phases.empty();
+}
+
+// Rank 0's step times in the run events as it ends: `trainctl report` flags the outliers.
+void controller::impl::note_step_times() {
+  if (cfg.rank != 0 || events_path.empty() || step_time_counts.steps() == 0) return;
+  const step_time_summary s = step_time_counts.summary();
+  run_event e;
+  e.ms = unix_now_ms();
+  e.job = events_job;
+  e.what = "step_times";
+  e.figures = {{"steps", s.steps},
+               {"median_us", s.median_us},
+               {"mad_us", s.mad_us},
+               {"outliers", s.outlier_steps},
+               {"excess_us", s.excess_us}};
+  std::lock_guard<std::mutex> hold(events_mu);
+  events_pending += format_run_event(e);
 }
 
 // The straggler says so on its own stderr and puts the finding in its heartbeat slot;

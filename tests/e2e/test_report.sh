@@ -7,11 +7,14 @@
 #   task 1: a save-switch save, then the deadline's save;
 #   task 2: a save-switch save, then the ranks of n2 crash 160 steps (8 s) after the
 #     task's first step: that work is lost, and counted as lost;
-#   task 3: the kill switch, and its save.
+#   task 3: rank 3 (on n2) is a straggler, its steps 3 times as long; then the kill
+#     switch, and its save.
 # The report's tasks (from sacct, where the local cluster runs slurmdbd, else from
 # scontrol), exit reasons and saves are checked, and its kept training and goodput against what the
 # training program itself logged (its first step, each save's end minus its 2 s) and
-# SLURM's Start and End: within 3 s per task and 3 points of goodput. The SVG parses,
+# SLURM's Start and End: within 3 s per task and 3 points of goodput; the straggler's
+# price in task 3 against the steps its rank 0 logged at 0.1 s each on 2 nodes, within 2 %;
+# tasks 1 and 2 name no straggler past the ranks' jitter. The SVG parses,
 # with a row per task; --json parses; bad input and another user get one line each
 # and leave no file.
 # shellcheck source=tests/e2e/lib.sh
@@ -30,6 +33,7 @@ if [ "$SLURM_ARRAY_TASK_ID" = 2 ]; then
   last=$(find "$CKPT" -maxdepth 1 -name 'step_*' ! -name '*.*' -printf '%f\n' | sed 's/^step_0*//' | sort -n | tail -1)
   export CRASH="--crash-on n2 --crash-at $((last + 160))"
 fi
+if [ "$SLURM_ARRAY_TASK_ID" = 3 ]; then export CRASH="--slow-rank 3 --slow-factor 3"; fi
 SNIP
 SNIP="export CKPT=$TEST_DIR/ckpt
 $(cat "$TEST_DIR/crash.sh")" awk '/^srun /{ print ENVIRON["SNIP"] } { print }' "$TEST_DIR/job.sh" >"$TEST_DIR/job.sh.new"
@@ -54,7 +58,7 @@ sleep 2
 touch "$TEST_DIR/SAVE"
 log "task 2: touched the save switch; its ranks on n2 crash 160 steps after its first"
 wait_for 120 "task 3's rank 0" first_steps_at_least 3
-sleep 6
+sleep 14  # some 90 steps of 0.15 s: one step more or less is 1 % of the straggler's price
 touch "$TEST_DIR/KILL"
 log "task 3: touched the kill switch"
 wait_for 120 "task 3 to end" job_ended "${job}_3"
@@ -111,10 +115,12 @@ for line in open(sys.argv[3]):
 runs, run = [], None
 for e in events:
     if e["event"] == "start":
-        run = {"start": e["time"], "saves": []}
+        run = {"start": e["time"], "saves": [], "step": e["step"]}
         runs.append(run)
     elif e["event"] == "save":
         run["saves"].append(e["time"])
+    elif e["event"] == "exit":
+        run["exit_step"] = e["step"]
 assert len(runs) == 3, runs
 alloc = kept_total = 0
 for i, (run, task) in enumerate(zip(runs, report["tasks"]), 1):
@@ -144,11 +150,25 @@ cp = report["checkpoints"]
 print("checkpoints:", cp)
 assert cp["interruptions"] == 1 and cp["saves"] == sum(len(r["saves"]) for r in runs), cp
 assert 1.9 <= cp["save_s"] <= 4 and cp["advised_s"] is None and "at least 3 are needed" in cp["too_little"], cp
+# The straggler's price (ByteDance's what-if, every step at the median rank's work): in
+# task 3 every step from its first to its exit waited 0.15 - 0.05 s for rank 3, on both
+# nodes. Tasks 1 and 2 had none: what is priced there is the ranks' jitter.
+third = report["tasks"][2]["straggler"]
+steps = runs[2]["exit_step"] - runs[2]["step"]
+expected = 2 * 0.1 * steps
+print("straggler, task 3: %.1f node-s expected (%d steps logged), %s reported" % (expected, steps, third))
+assert third and third["slowest_rank"] == 3 and third["ranks"] == 4 and not third["compute_marked"], third
+assert abs(third["node_s"] - expected) <= 0.02 * expected, (expected, third)
+for task in report["tasks"][:2]:
+    price = task["straggler"]
+    print("straggler, %s: %s" % (task["task"], price))
+    assert price is None or price["slowest_step_s"] - price["median_step_s"] < 0.02, price
 svg = ET.parse(sys.argv[4]).getroot()
 assert svg.tag.endswith("svg"), svg.tag
 texts = [t.text for t in svg.iter() if t.tag.endswith("text")]
 for i in (1, 2, 3):
     assert any(x and x.endswith("_%d" % i) for x in texts), texts
+assert any(x and "straggler rank 3: >= " in x for x in texts), texts
 assert sum(1 for r in svg.iter() if r.tag.endswith("rect")) >= 12, "too few bars"
 PY
   fail "the report's figures are not what the program's own log says"

@@ -280,3 +280,70 @@ TEST(RunReport, TheCheckpointIntervalFollowsYoungAndDalyFromTheRunsOwnNumbers) {
   EXPECT_EQ(one.too_little,
             "1 interruption in 24m50s of training; at least 3 are needed to estimate how often they come");
 }
+
+// The straggler's price (ByteDance's what-if: every step at the median rank's work):
+// 2 nodes of 2 ranks, 1,000 steps timed; rank 3 works 150 ms a step, the others 50, 52
+// and 54 ms, so the median rank 53 ms. Each step waited 97 ms more than it would have,
+// on both nodes: 97 s of the task's wall time, 194 node-s. Node 1's supervisor wrote
+// twice (the role taken over): the line with more steps counts.
+TEST(RunReport, AStragglersPriceIsTheSlowestAgainstTheMedianRankTimesTheSteps) {
+  auto compute = [](std::int64_t at_s, std::int64_t steps, std::vector<std::pair<std::int64_t, std::int64_t>> works) {
+    run_event e = ev(at_s, "1501", "compute");
+    e.figures = {{"steps", steps}, {"slowest_us", 150'000}, {"marked", 1}};
+    e.works = std::move(works);
+    return e;
+  };
+  run_event times = ev(200, "1501", "step_times");
+  times.figures = {
+      {"steps", 1000}, {"median_us", 150'000}, {"mad_us", 2'000}, {"outliers", 4}, {"excess_us", 6'000'000}};
+  std::vector<run_event> events = {ev(10, "1501", "first_step", 0), compute(200, 1000, {{0, 50'000}, {1, 52'000}}),
+                                   compute(199, 500, {{2, 60'000}, {3, 140'000}}),
+                                   compute(200, 1000, {{2, 54'000}, {3, 150'000}}), times};
+  // Round trip through the file format first: the report reads what the supervisor wrote.
+  std::string lines;
+  for (const auto& e : events) lines += format_run_event(e);
+  events = parse_run_events(lines);
+  ASSERT_EQ(events.size(), 5u);
+  EXPECT_EQ(events[1].works.size(), 2u);
+  const run_report r = build_run_report("1501", {task("1501", "1501", 0, 210, 2)}, events, kS + 1000 * kSec);
+  const straggler_price& p = r.tasks[0].straggler;
+  EXPECT_EQ(p.ranks, 4);
+  EXPECT_EQ(p.steps, 1000);
+  EXPECT_EQ(p.slowest_rank, 3);
+  EXPECT_NEAR(p.median_s, 0.053, 1e-9);
+  EXPECT_NEAR(p.wall_s, 97, 1e-6);
+  EXPECT_TRUE(p.marked);
+  EXPECT_NEAR(r.straggler, 194, 1e-6);
+  EXPECT_NEAR(r.slow_steps, 12, 1e-6) << "6 s beyond the median, on 2 nodes";
+  const std::string text = run_report_text(r);
+  EXPECT_NE(text.find("straggler: rank 3, 150.0 ms per step against the median rank's 53.0 ms, cost 194.0 node-s "
+                      "over 1000 steps;"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("4 slow steps (over 165.0 ms, the median 150.0 ms + 3 MAD): 12.0 node-s beyond the median"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("stragglers  0.05 node-hours"), std::string::npos) << text;
+  const std::string json = run_report_json(r);
+  EXPECT_NE(json.find("\"straggler_node_s\":194"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"slowest_rank\":3"), std::string::npos) << json;
+  EXPECT_NE(run_report_svg(r).find("straggler rank 3: 194 node-s"), std::string::npos);
+}
+
+// One rank measured, or a loop that marks no compute: no price, or a floor said as one.
+TEST(RunReport, AStragglersPriceNeedsTwoRanksAndIsAFloorWithoutMarkedCompute) {
+  run_event one = ev(100, "1601", "compute");
+  one.figures = {{"steps", 100}, {"slowest_us", 80'000}, {"marked", 1}};
+  one.works = {{0, 80'000}};
+  run_report r = build_run_report("1601", {task("1601", "1601", 0, 110, 1)}, {ev(5, "1601", "first_step", 0), one},
+                                  kS + 1000 * kSec);
+  EXPECT_FALSE(r.tasks[0].straggler.priced());
+  EXPECT_EQ(run_report_text(r).find("stragglers"), std::string::npos);
+  EXPECT_NE(run_report_json(r).find("\"straggler_node_s\":null"), std::string::npos);
+  one.figures = {{"steps", 100}, {"slowest_us", 80'000}, {"marked", 0}};
+  one.works = {{0, 80'000}, {1, 40'000}, {2, 41'000}};
+  r = build_run_report("1601", {task("1601", "1601", 0, 110, 1)}, {ev(5, "1601", "first_step", 0), one},
+                       kS + 1000 * kSec);
+  EXPECT_NEAR(r.tasks[0].straggler.wall_s, 3.9, 1e-9);
+  EXPECT_NE(run_report_text(r).find("cost at least 3.9 node-s"), std::string::npos) << run_report_text(r);
+}

@@ -470,8 +470,12 @@ TEST(Controller, RankZeroNotesItsStepsSavesNoticesAndEndForTheReport) {
   ASSERT_EQ(why, "");
   for (const auto& e : events) EXPECT_EQ(e.job, "4242");
   const std::string seen = events_seen(events);
-  EXPECT_EQ(seen, "first_step save:save-switch saved notice:preempted exit:preempted saved end ") << seen;
-  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(seen, "first_step save:save-switch saved notice:preempted exit:preempted saved step_times end ") << seen;
+  ASSERT_GE(events.size(), 8u);
+  // The windows between agreements, less the one the save ran in.
+  EXPECT_GT(events[6].figure("steps"), 0);
+  EXPECT_GT(events[6].figure("median_us"), 0);
+  EXPECT_GE(events[6].figure("outliers"), 0);
   EXPECT_EQ(events[0].step, 7) << "one rank's events only: rank 1 writes none";
   EXPECT_GE(events[2].took_ms, 100);
 }
@@ -923,6 +927,32 @@ TEST(Stragglers, UnderAGradientAllReduceEveryStepTheMarkedComputeFindsTheSlowRan
   threaded_world w3;
   w3.agreements = 5;
   EXPECT_EQ(w3.run(t3, {20ms, 20ms, 20ms}, 12, true, true), "") << "an even run reports nobody";
+}
+
+// What the straggler cost is priced from: each rank's beat keeps its marked compute per
+// step and the slowest rank's, over the steps timed (every agreement after the first),
+// for its node's supervisor to write in the run events.
+TEST(Stragglers, EachBeatKeepsItsWorkAndTheSlowestsForThePrice) {
+  temp_dir t;
+  std::vector<std::unique_ptr<node_state_file>> nodes;  // held as a supervisor holds them
+  for (int r = 0; r < 3; ++r)
+    nodes.push_back(std::make_unique<node_state_file>(t / ("state-node" + std::to_string(r))));
+  threaded_world w;
+  w.run(t, {2ms, 2ms, 60ms}, 10, true, true);
+  for (int r = 0; r < 3; ++r) {
+    const rank_beat& b = nodes[r]->get().beats[0];
+    ASSERT_EQ(b.rank.load(), r);
+    EXPECT_EQ(b.timed_steps.load(), 9) << "rank " << r;
+    EXPECT_EQ(b.work_marked.load(), 1);
+    const std::int64_t own = b.work_total_us.load() / 9, slowest = b.slowest_total_us.load() / 9;
+    EXPECT_GE(slowest, 60'000) << "rank " << r;
+    EXPECT_LT(slowest, 90'000) << "rank " << r;
+    if (r < 2) {
+      EXPECT_LT(own, 20'000) << "rank " << r << ": its wait in the gradient all_reduce is not its work";
+    } else {
+      EXPECT_EQ(own, slowest);
+    }
+  }
 }
 
 // 64 heartbeat slots per node: a process past them says so, once, with its rank.
