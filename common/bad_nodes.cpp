@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -256,11 +257,61 @@ std::vector<bad_node> read_bad_nodes(const std::string& path) {
   return out;
 }
 
-std::vector<std::string> nodes_to_exclude(const std::vector<bad_node>& all, std::int64_t now_s,
-                                          std::chrono::seconds expiry, std::size_t cap) {
+bool is_suspicion(const bad_node& b) { return b.reason.rfind(kSuspectedCrash, 0) == 0; }
+
+namespace {
+
+// The hosts whose recent suspicions are evidence (see the header): at least 2, from
+// different jobs, and more than half of all the recent suspicions.
+std::set<std::string> convicted_by_suspicions(const std::vector<bad_node>& recent) {
+  std::map<std::string, std::set<std::string>> jobs_of;
+  std::size_t total = 0;
+  for (const auto& b : recent)
+    if (is_suspicion(b)) {
+      jobs_of[b.host].insert(b.job);
+      ++total;
+    }
+  std::set<std::string> out;
+  for (const auto& [host, jobs] : jobs_of) {
+    std::size_t on_host = 0;
+    for (const auto& b : recent) on_host += is_suspicion(b) && b.host == host;
+    if (jobs.size() >= 2 && 2 * on_host > total) out.insert(host);
+  }
+  return out;
+}
+
+std::vector<bad_node> recent_findings(const std::vector<bad_node>& all, std::int64_t now_s,
+                                      std::chrono::seconds expiry) {
   std::vector<bad_node> recent;
   for (const auto& b : all)
     if (now_s - b.when < expiry.count()) recent.push_back(b);
+  return recent;
+}
+
+}  // namespace
+
+std::vector<std::string> suspected_nodes(const std::vector<bad_node>& all, std::int64_t now_s,
+                                         std::chrono::seconds expiry) {
+  const std::vector<bad_node> recent = recent_findings(all, now_s, expiry);
+  const std::set<std::string> convicted = convicted_by_suspicions(recent);
+  std::set<std::string> found;  // hosts with a finding that is not a suspicion
+  for (const auto& b : recent)
+    if (!is_suspicion(b)) found.insert(b.host);
+  std::vector<std::string> out;
+  for (auto it = recent.rbegin(); it != recent.rend(); ++it)
+    if (is_suspicion(*it) && !convicted.count(it->host) && !found.count(it->host) &&
+        std::find(out.begin(), out.end(), it->host) == out.end())
+      out.push_back(it->host);
+  return out;
+}
+
+std::vector<std::string> nodes_to_exclude(const std::vector<bad_node>& all, std::int64_t now_s,
+                                          std::chrono::seconds expiry, std::size_t cap) {
+  std::vector<bad_node> recent = recent_findings(all, now_s, expiry);
+  const std::set<std::string> convicted = convicted_by_suspicions(recent);
+  recent.erase(std::remove_if(recent.begin(), recent.end(),
+                              [&](const bad_node& b) { return is_suspicion(b) && !convicted.count(b.host); }),
+               recent.end());
   std::stable_sort(recent.begin(), recent.end(), [](const bad_node& a, const bad_node& b) { return a.when > b.when; });
   std::vector<std::string> out;
   std::set<std::string> seen;

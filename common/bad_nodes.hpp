@@ -61,9 +61,22 @@ std::string forget_findings(const std::string& path, const std::function<bool(co
 // name, are skipped); empty when it is missing.
 std::vector<bad_node> read_bad_nodes(const std::string& path);
 
-// The hosts to keep off: findings younger than `expiry`, newest first, each host once,
-// at most `cap` of them (so a run never excludes itself off the cluster).
+// A crash in a one-node job has nothing to compare with: the fault may be the node's or
+// the program's. It is remembered as a suspicion, its reason starting with
+// kSuspectedCrash, and is no finding by itself. Suspicions become evidence against a
+// host when it has 2 or more, from different jobs, and more than half of all the recent
+// suspicions: the crash followed the node, not the program (a program that crashes
+// wherever it runs spreads them over the nodes it lands on).
+inline constexpr const char* kSuspectedCrash = "crashed, suspected";
+bool is_suspicion(const bad_node& b);
+
+// The hosts to keep off: findings younger than `expiry` (suspicions only as above),
+// newest first, each host once, at most `cap` of them (so a run never excludes itself
+// off the cluster).
 std::vector<std::string> nodes_to_exclude(const std::vector<bad_node>& all, std::int64_t now_s,
                                           std::chrono::seconds expiry, std::size_t cap);
+// The hosts with recent suspicions that are not (yet) evidence, newest first.
+std::vector<std::string> suspected_nodes(const std::vector<bad_node>& all, std::int64_t now_s,
+                                         std::chrono::seconds expiry);
 
 }  // namespace trainctl

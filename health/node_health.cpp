@@ -882,7 +882,7 @@ void node_health::command_ended(int status) {
       return out.str();
     }
     bool blamed = false;
-    if (judge) blamed = judge_first_death(fd, me, mine, st, pid, skew, job, out);
+    if (judge) blamed = judge_first_death(fd, me, mine, st, pid, skew, job, nodes < 2, out);
     why = nodes >= 2 ? close_evidence(fd, dir, me, nodes, blamed) : "";
     if (nodes < 2 && !blamed) {  // one node: nothing to compare with, nothing kept
       unlinkat(fd, me.c_str(), 0);
@@ -902,7 +902,7 @@ void node_health::command_ended(int status) {
 // this node's line when the death was not published yet, and what it found to `out`.
 // Runs in the judging child.
 bool node_health::judge_first_death(int fd, const std::string& me, std::int64_t mine, int st, pid_t pid,
-                                    std::int64_t skew, const std::string& job, std::ostringstream& out) {
+                                    std::int64_t skew, const std::string& job, bool alone, std::ostringstream& out) {
   struct stat own {};
   std::string err;  // written at the death already, unless the command itself was the rank
   if (fstatat(fd, me.c_str(), &own, AT_SYMLINK_NOFOLLOW) != 0)
@@ -939,9 +939,13 @@ bool node_health::judge_first_death(int fd, const std::string& me, std::int64_t 
   b.job = job;
   b.gpus = gpu_uuids();
   b.reason = "crashed (" + how_it_ended(st) + " in a rank, the first death of the job; " + lead + ")";
+  if (alone)  // nothing to compare with: the program's fault as likely as the node's
+    b.reason = std::string(kSuspectedCrash) + " (" + how_it_ended(st) +
+               " in a rank of a one-node job; a node is kept off only when such crashes of other jobs follow it)";
   const std::string path = bad_nodes_path(), e2 = record_bad_node(path, b);
-  out << (e2.empty() ? "remembered " + me + " as a bad node (" + b.reason + ") in " + path
-                     : "could not remember " + me + " as a bad node: " + e2)
+  const std::string as = alone ? " as a suspect (" : " as a bad node (";
+  out << (e2.empty() ? "remembered " + me + as + b.reason + ") in " + path
+                     : "could not remember " + me + as.substr(0, as.size() - 2) + ": " + e2)
       << "\n";
   if (!err.empty()) out << "crash: " << err << "\n";
   return e2.empty();

@@ -18,7 +18,10 @@
 //    fault signal (SEGV, BUS, ILL, ABRT, FPE) and came before every other node's first
 //    death by more than the clock skew allowance. An exit of the program (an exception),
 //    an unknown cause, an order too close to call, or a death trainctl caused (a hang
-//    action, a notice) records nothing, and the log says so.
+//    action, a notice) records nothing, and the log says so. In a one-node job there
+//    is no other node to compare with: the fault signal is only a suspicion
+//    (bad_nodes.hpp, kSuspectedCrash), remembered but keeping nobody off a node until
+//    suspicions from other jobs make it evidence.
 #pragma once
 
 #include <sys/types.h>
@@ -114,7 +117,7 @@ class node_health {
   void record_stragglers();
   void settle_evidence();
   static bool judge_first_death(int fd, const std::string& me, std::int64_t mine, int st, pid_t pid, std::int64_t skew,
-                                const std::string& job, std::ostringstream& out);
+                                const std::string& job, bool alone, std::ostringstream& out);
   std::string run_key() const;
 
   supervisor_options opts_;

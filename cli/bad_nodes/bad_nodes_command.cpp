@@ -64,12 +64,15 @@ int print_bad_nodes(const std::string& who, const std::string& cap_option, const
   const auto keep_off = nodes_to_exclude(all, now, std::chrono::duration_cast<std::chrono::seconds>(expiry),
                                          static_cast<std::size_t>(cap));
   const auto every = nodes_to_exclude(all, now, std::chrono::duration_cast<std::chrono::seconds>(expiry), 1 << 20);
+  const auto suspects = suspected_nodes(all, now, std::chrono::duration_cast<std::chrono::seconds>(expiry));
   if (json) {
     nlohmann::json j;
     j["schema"] = 1;
     j["exclude"] = keep_off;
     j["nodes"] = nlohmann::json::array();
-    for (const auto& host : every)
+    std::vector<std::string> listed = every;
+    listed.insert(listed.end(), suspects.begin(), suspects.end());
+    for (const auto& host : listed)
       for (auto it = all.rbegin(); it != all.rend(); ++it)
         if (it->host == host) {
           j["nodes"].push_back({{"host", host},
@@ -78,7 +81,8 @@ int print_bad_nodes(const std::string& who, const std::string& cap_option, const
                                 {"age_s", now - it->when},
                                 {"job", it->job},
                                 {"gpus", it->gpus},
-                                {"excluded", std::find(keep_off.begin(), keep_off.end(), host) != keep_off.end()}});
+                                {"excluded", std::find(keep_off.begin(), keep_off.end(), host) != keep_off.end()},
+                                {"suspected", is_suspicion(*it)}});
           break;
         }
     j["cap"] = cap;
@@ -99,6 +103,13 @@ int print_bad_nodes(const std::string& who, const std::string& cap_option, const
   if (every.size() > keep_off.size())
     std::fprintf(stderr, "%s: %zu more bad node%s not excluded (%s)\n", who.c_str(), every.size() - keep_off.size(),
                  every.size() - keep_off.size() == 1 ? "" : "s", why_cap.c_str());
+  for (const auto& host : suspects)
+    for (auto it = all.rbegin(); it != all.rend(); ++it)
+      if (it->host == host) {
+        std::fprintf(stderr, "%s: not keeping off %s, only suspected: %s, %llds ago (job %s)\n", who.c_str(),
+                     host.c_str(), it->reason.c_str(), static_cast<long long>(now - it->when), it->job.c_str());
+        break;
+      }
   std::printf("%s\n", list.c_str());
   return 0;
 }

@@ -2,7 +2,8 @@
 # e2e-modes: run plugin
 # The no-progress breaker (issue 35) with the template as users submit it:
 # `sbatch --array=1-6%1 -N1 train.slurm`, a loop that aborts (SIGABRT, as a node's fault
-# would look) at step 20, before any save. Tasks 1-3 crash, each blaming its node;
+# would look) at step 20, before any save. Tasks 1-3 crash, each suspecting its node
+# (a one-node job: nothing to compare with, so no verdict);
 # task 4 resumes where they did and ends at its first step: one line from its
 # supervisor and one from rank 0, no save, exit status 93. Tasks 5 and 6 are cancelled
 # before they start, the nodes tasks 1-3 blamed are forgiven, and (plugin) the
@@ -57,6 +58,10 @@ PY
   fail "task 4's ranks: $exits exits, reasons $reasons, at steps $steps"
 [ "$saves" = 0 ] || fail "$saves saves: the breaker's exit must not save"
 
+# A crash in a one-node job has nothing to compare with: a suspicion, never a verdict.
+grep -qh "as a suspect (crashed, suspected (SIGABRT in a rank of a one-node job" "$TEST_DIR"/nop-*.out ||
+  fail "no task suspected its node: $(grep -h 'remembered' "$TEST_DIR"/nop-*.out)"
+! grep -h "as a bad node" "$TEST_DIR"/nop-*.out || fail "a one-node crash was taken for its node's fault"
 # The crash repeated at step 20 on every node it ran on: the program's, not the nodes'.
 grep -q "forgave " "$out4" || fail "task 4 forgave no node: $(cat "$out4")"
 [ "$(grep -c crashed "$TRAINCTL_BAD_NODES" 2>/dev/null || true)" -eq 0 ] ||

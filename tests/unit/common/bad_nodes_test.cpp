@@ -64,6 +64,40 @@ TEST(BadNodes, NewestFirstEachHostOnceWithinTheExpiryAndTheCap) {
   EXPECT_TRUE(nodes_to_exclude(all, 5000, 600s, 10).empty()) << "everything expired";
 }
 
+// A crash in a one-node job is a suspicion: it keeps nobody off a node until the crashes
+// of other jobs follow that node (2 jobs, and most of the suspicions). A program that
+// crashes wherever it lands spreads them over nodes, and convicts none.
+TEST(BadNodes, ASuspicionKeepsOffNoNodeUntilCrashesOfOtherJobsFollowIt) {
+  auto suspect = [](std::int64_t when, const char* host, const char* job) {
+    bad_node b;
+    b.when = when;
+    b.host = host;
+    b.job = job;
+    b.reason = std::string(kSuspectedCrash) + " (SIGSEGV in a rank of a one-node job)";
+    return b;
+  };
+  std::vector<bad_node> all = {suspect(900, "n2", "11")};
+  EXPECT_TRUE(nodes_to_exclude(all, 1000, 600s, 10).empty()) << "one suspicion is no finding";
+  EXPECT_EQ(suspected_nodes(all, 1000, 600s), (std::vector<std::string>{"n2"}));
+  all.push_back(suspect(910, "n2", "11"));
+  EXPECT_TRUE(nodes_to_exclude(all, 1000, 600s, 10).empty()) << "the same job twice is one crash's";
+  all.push_back(suspect(920, "n2", "12"));
+  EXPECT_EQ(nodes_to_exclude(all, 1000, 600s, 10), (std::vector<std::string>{"n2"})) << "followed n2 in 2 jobs";
+  EXPECT_TRUE(suspected_nodes(all, 1000, 600s).empty());
+  // The crash loop of a program: one crash per node it lands on, then again.
+  std::vector<bad_node> loop = {suspect(900, "n1", "21"), suspect(910, "n2", "22"), suspect(920, "n3", "23"),
+                                suspect(930, "n1", "24")};
+  EXPECT_TRUE(nodes_to_exclude(loop, 1000, 600s, 10).empty()) << "n1 holds 2 of 4: not most";
+  EXPECT_EQ(suspected_nodes(loop, 1000, 600s), (std::vector<std::string>{"n1", "n3", "n2"}));
+  // A finding that is no suspicion counts at once, beside them.
+  bad_node hung;
+  hung.when = 940, hung.host = "n4", hung.job = "25", hung.reason = "hung";
+  loop.push_back(hung);
+  EXPECT_EQ(nodes_to_exclude(loop, 1000, 600s, 10), (std::vector<std::string>{"n4"}));
+  EXPECT_TRUE(is_suspicion(loop[0]));
+  EXPECT_FALSE(is_suspicion(hung));
+}
+
 // The memory stays bounded: an append that takes the file past its size rewrites it
 // without the findings no reader uses (older than a week, or past the newest 300).
 TEST(BadNodes, ALargeMemoryIsTrimmedOfExpiredFindingsAtTheNextAppend) {
