@@ -1,7 +1,6 @@
 // The user's verbs, one implementation each (cli/<verb>/), declared in one place as git's
-// builtin.h does: the trainctl verbs and trainctl-run's flags (--dump-stacks, --bad-nodes,
-// --mark-bad-node) both call these. Each prints what it found, every line starting with `who`
-// (the program), and returns the exit status: 0, 1 (it could not), 2 (bad input).
+// builtin.h does. Each prints what it found, every line starting with `who` (the
+// program), and returns the exit status: 0, 1 (it could not), 2 (bad input).
 #pragma once
 #include <chrono>
 #include <string>

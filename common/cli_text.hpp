@@ -96,10 +96,7 @@ inline void name_values(CLI::App& app) {
       {"hang-phase-timeout", "NAME=DURATION,..."},
       {"log-dir", "DIR"},
       {"state-dir", "DIR"},
-      {"dump-stacks", "JOB"},
       {"stacks-of", "JOB"},
-      {"mark-bad-node", "NODE"},
-      {"bad-node-cap", "N"},
       {"cap", "N"},
       {"no-progress-runs", "N"},
       {"svg", "PATH"},
@@ -117,10 +114,10 @@ inline void name_values(CLI::App& app) {
       {"warn-available", "SIZE|PCT"},
       {"status", "ok|warning|critical|unknown"},
   };
-  static const char* const durations[] = {
-      "poll-interval",   "endtime-poll", "on-notice-timeout", "hang-timeout", "hang-start-timeout",
-      "bad-node-expiry", "expiry",       "interval",          "repeat",       "delivery-timeout",
-      "delivery-budget", "timeout",      "max-age",           "save-max-age", "leak-horizon"};
+  static const char* const durations[] = {"poll-interval",      "endtime-poll",    "on-notice-timeout", "hang-timeout",
+                                          "hang-start-timeout", "expiry",          "interval",          "repeat",
+                                          "delivery-timeout",   "delivery-budget", "timeout",           "max-age",
+                                          "save-max-age",       "leak-horizon"};
   for (CLI::Option* o : app.get_options()) {
     if (o->get_type_name() != "TEXT") continue;
     const std::string name = o->get_lnames().empty() ? o->get_name() : o->get_lnames().front();

@@ -80,7 +80,7 @@ check_result check_slow_nodes(const std::string& path, std::chrono::milliseconds
 check_result check_bad_node_back(const std::string& name, const std::vector<std::string>& nodes,
                                  const std::string& bad_nodes_file, std::chrono::seconds expiry, std::int64_t now_s) {
   check_result r;
-  r.check = "bad-nodes";
+  r.check = "job-on-bad-node";
   r.target = name;
   const auto all = read_bad_nodes(bad_nodes_file);
   const auto bad = nodes_to_exclude(all, now_s, expiry, 1 << 20);

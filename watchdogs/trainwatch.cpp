@@ -225,7 +225,8 @@ std::vector<std::string> check_config(const std::string& path, const CLI::App& a
       section = text.substr(text.find_first_not_of('['), text.find_last_not_of(']') - text.find_first_not_of('[') + 1);
       if (section != "default" && subcommand(section) == nullptr)
         usage_error(where + "[" + section +
-                    "] is not a subcommand; accepted: job-running, log-stall, fs, memory, notify, flush");
+                    "] is not a subcommand; accepted: job-running, log-stall, slow-nodes, job-on-bad-node, fs, "
+                    "memory, notify, flush");
       continue;
     }
     const size_t eq = text.find('=');
@@ -328,13 +329,15 @@ struct slow_nodes_command {
   }
 };
 
-// A running job back on a node remembered as bad (trainctl-run --bad-nodes' memory).
+// A running job back on a node remembered as bad (the memory `trainctl bad-nodes` reads).
 struct bad_nodes_command {
   CLI::App* cmd = nullptr;
   std::string name, expiry = "24h", file, timeout = "30s";
 
   void add(CLI::App& app) {
-    cmd = app.add_subcommand("bad-nodes", "WARNING when a running job of that name is on a node remembered as bad");
+    cmd =
+        app.add_subcommand("job-on-bad-node", "WARNING when a running job of that name is on a node remembered as bad");
+    cmd->alias("bad-nodes");  // its old name, which read like `trainctl bad-nodes` (the list): one release
     cmd->add_option("--job-name", name, "the job name")->required();
     cmd->add_option("--expiry", expiry, "forget a bad node after this long (default 24h)");
     cmd->add_option("--file", file, "the memory (default $TRAINCTL_BAD_NODES, else ~/.local/state/trainctl/bad_nodes)");
@@ -360,7 +363,7 @@ struct bad_nodes_command {
     }
     if (!r.ok()) {
       check_result u_r;
-      u_r.check = "bad-nodes";
+      u_r.check = "job-on-bad-node";
       u_r.target = name;
       u_r.status = kUnknown;
       u_r.text = "cannot ask the controller: " + r.error;
@@ -387,7 +390,7 @@ struct log_stall_command {
     cmd->add_flag("--follow", follow, "keep watching (inotify), alert the moment the limit passes");
     cmd->add_option("--on-stall", on_stall, "with --follow: run this shell command when a stall begins");
     cmd->add_option("--stacks-of", stacks_of,
-                    "when a stall begins, take every rank's stacks of this running job (trainctl-run --dump-stacks) "
+                    "when a stall begins, take every rank's stacks of this running job (trainctl stacks JOB) "
                     "and say in the alert where the ranks are stuck");
   }
   int run(const alert_setup& setup) {
@@ -412,11 +415,11 @@ struct log_stall_command {
     if (stat(stamp.c_str(), &st) == 0 && st.st_mtime >= stall_began) return r;
     std::ofstream(stamp).flush();
     child_spec d;
-    d.argv = {"trainctl-run", "--dump-stacks", stacks_of};
+    d.argv = {"trainctl", "stacks", stacks_of};
     d.deadline = std::chrono::milliseconds(200000);
     const child_result out = run_child(d);
     std::string line = out.output.substr(0, out.output.find('\n'));
-    const std::string prefix = "trainctl-run: ";
+    const std::string prefix = "trainctl: ";
     if (line.compare(0, prefix.size(), prefix) == 0) line = line.substr(prefix.size());
     r.text += "; " + (out.ok() && !line.empty() ? line : "no stacks of job " + stacks_of + ": " + out.error);
     return r;
@@ -655,7 +658,19 @@ int run_main(int argc, char** argv) {
   if (job.cmd->parsed()) return job.run(setup);
   if (log.cmd->parsed()) return log.run(setup);
   if (slow.cmd->parsed()) return slow.run(setup);
-  if (bad.cmd->parsed()) return bad.run(setup);
+  if (bad.cmd->parsed()) {
+    for (int i = 1; i < argc; ++i) {  // which name came first on the command line
+      const std::string word = argv[i];
+      if (word == "job-on-bad-node") break;
+      if (word == "bad-nodes") {
+        std::fprintf(stderr,
+                     "trainwatch: bad-nodes is now `trainwatch job-on-bad-node` (`trainctl bad-nodes` lists the "
+                     "nodes); the old name goes in the next release\n");
+        break;
+      }
+    }
+    return bad.run(setup);
+  }
   if (fs.cmd->parsed()) {
     for (int i = 1; i < argc; ++i) fs_words.emplace_back(argv[i]);
     return fs.run(setup, fs_words);

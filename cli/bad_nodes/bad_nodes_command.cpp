@@ -1,4 +1,4 @@
-// trainctl bad-nodes (and trainctl-run --bad-nodes, --mark-bad-node): the nodes the next
+// trainctl bad-nodes: the nodes the next
 // task should keep off, remembering one, forgetting one. Runs where the user is: on a
 // login node, or in the batch script before srun.
 #include <algorithm>
@@ -19,15 +19,15 @@
 
 namespace trainctl::commands {
 
-// --bad-nodes: the hosts the next task should keep off, comma separated, on stdout;
+// trainctl bad-nodes: the hosts the next task should keep off, comma separated, on stdout;
 // one line per host on stderr says why. The cap keeps enough of the partition for the
-// job: its node count minus the job's, unless --bad-node-cap says less.
+// job: its node count minus the job's, unless --cap says less.
 int print_bad_nodes(const std::string& who, const std::string& cap_option, const std::string& expiry_text,
                     const std::string& cap_text, bool json) {
   using namespace trainctl;
   std::chrono::milliseconds expiry{};
   long long cap = -1;
-  const std::string expiry_option = cap_option == "--cap" ? "--expiry" : "--bad-node-expiry";
+  const std::string expiry_option = "--expiry";
   try {
     expiry = parse_duration(expiry_text, 'h');
   } catch (const parse_error& e) {

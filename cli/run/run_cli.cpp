@@ -57,14 +57,13 @@ struct run_args {
   CLI::Option* ks = nullptr;  // --kill-switch and --save-switch: given bare, or not at all
   CLI::Option* ss = nullptr;
   CLI::Option* npr = nullptr;
-  // The old one-shot flags, and the helpers the verbs start on the job's nodes.
+  // The old one-shot flags (gone), and the helpers the verbs start on the job's nodes.
   std::string dump_job, dump_here, stacks_dir, mark_bad, status_here, status_every;
   bool bad_nodes = false;
-  std::string bad_expiry = env("TRAINCTL_BAD_NODE_EXPIRY").empty() ? "24h" : env("TRAINCTL_BAD_NODE_EXPIRY");
-  std::string bad_cap = env("TRAINCTL_BAD_NODE_CAP");
+  std::string bad_expiry, bad_cap;
 };
 
-void add_run_options(CLI::App& app, run_args& a, const std::string& program) {
+void add_run_options(CLI::App& app, run_args& a) {
   app.add_option(option::kGracefulExit.name, a.graceful, option::kGracefulExit.help);
   app.add_option("--deadline", a.deadline, "ask the ranks to exit at this unix time (seconds)");
   a.ks = app.add_option(option::kKillSwitch.name, a.kill_switch,
@@ -94,30 +93,13 @@ void add_run_options(CLI::App& app, run_args& a, const std::string& program) {
   app.add_option(option::kHangAction.name, a.hang_action, std::string(option::kHangAction.help) + " (default alert)");
   app.add_option(option::kLogDir.name, a.log_dir, option::kLogDir.help);
   a.npr = app.add_option(option::kNoProgressRuns.name, a.no_progress_runs, option::kNoProgressRuns.help);
-  // The one-shot flags are trainctl's verbs now; they keep working for a release, and
-  // `trainctl run --help` no longer lists them.
-  const std::string old_flags = program == "trainctl-run" ? "Old one-shot flags (now trainctl verbs)" : "";
-  app.add_option("--dump-stacks", a.dump_job,
-                 "write every rank's Python and native stacks of running job JOB into "
-                 "LOG_DIR/trainctl-USER/stacks-JOB/ (through "
-                 "srun on each of its nodes), say where they are stuck, and exit (now: trainctl stacks JOB)")
-      ->group(old_flags);
-  app.add_flag("--bad-nodes", a.bad_nodes,
-               "print the nodes the next array task should keep off (where a task of yours crashed, hung or "
-               "straggled), comma separated, for scontrol update ExcNodeList= or sbatch --exclude=, and exit (now: "
-               "trainctl bad-nodes)")
-      ->group(old_flags);
-  app.add_option("--mark-bad-node", a.mark_bad,
-                 "remember this node as bad, with this reason (e.g. from a health check that failed), and exit "
-                 "(now: trainctl bad-nodes mark NODE REASON)")
-      ->group(old_flags);
-  app.add_option("--bad-node-expiry", a.bad_expiry,
-                 "with --bad-nodes: forget a finding after this long (default 24h, $TRAINCTL_BAD_NODE_EXPIRY)")
-      ->group(old_flags);
-  app.add_option("--bad-node-cap", a.bad_cap,
-                 "with --bad-nodes: at most this many (default: the partition's nodes minus the job's, "
-                 "$TRAINCTL_BAD_NODE_CAP)")
-      ->group(old_flags);
+  // The old one-shot flags, gone into trainctl's verbs: hidden, each answering with the
+  // verb that does it now (better than "did you mean" for a line in an old script).
+  app.add_option("--dump-stacks", a.dump_job)->group("");
+  app.add_flag("--bad-nodes", a.bad_nodes)->group("");
+  app.add_option("--mark-bad-node", a.mark_bad)->group("");
+  app.add_option("--bad-node-expiry", a.bad_expiry)->group("");
+  app.add_option("--bad-node-cap", a.bad_cap)->group("");
   app.add_option("--dump-stacks-here", a.dump_here, "the part of --dump-stacks that runs on each node")->group("");
   app.add_option("--stacks-log-dir", a.stacks_dir, "with --dump-stacks-here: the log directory")->group("");
   app.add_option("--status-here", a.status_here, "the part of trainctl status that runs on each node")->group("");
@@ -128,7 +110,7 @@ void add_run_options(CLI::App& app, run_args& a, const std::string& program) {
   app.positionals_at_end(true);
 }
 
-// The helpers (--status-here, --dump-stacks-here) and the old one-shot flags: their exit
+// The helpers (--status-here, --dump-stacks-here) and the old one-shot flags (gone): their exit
 // status, or -1 when the command line asks for none of them.
 int run_one_shot(const run_args& a) {
   if (!a.status_here.empty()) {
@@ -141,21 +123,15 @@ int run_one_shot(const run_args& a) {
     return run_status_probe(a.status_here, every);
   }
   if (!a.dump_here.empty()) return dump_job_stacks_here(a.dump_here, a.stacks_dir, "on demand (trainctl stacks)");
-  const auto moved = [&](const char* flag, const char* verb) {
-    std::fprintf(stderr, "%s: %s is now `%s`; the flag goes in the next release\n", prog.c_str(), flag, verb);
+  const auto gone = [&](const char* flag, const char* verb) {
+    std::fprintf(stderr, "%s: %s is gone: `%s` does it now\n", prog.c_str(), flag, verb);
+    return kUsageStatus;
   };
-  if (!a.dump_job.empty()) {
-    moved("--dump-stacks", "trainctl stacks JOB");
-    return dump_stacks_of_job("trainctl-run", "--dump-stacks", a.dump_job, a.log_dir);
-  }
-  if (a.bad_nodes) {
-    moved("--bad-nodes", "trainctl bad-nodes");
-    return print_bad_nodes("trainctl-run", "--bad-node-cap", a.bad_expiry, a.bad_cap);
-  }
-  if (!a.mark_bad.empty()) {
-    moved("--mark-bad-node", "trainctl bad-nodes mark NODE REASON");
-    return mark_bad_node("trainctl-run", "--mark-bad-node", "", a.mark_bad);
-  }
+  if (!a.dump_job.empty()) return gone("--dump-stacks", "trainctl stacks JOB");
+  if (a.bad_nodes) return gone("--bad-nodes", "trainctl bad-nodes");
+  if (!a.mark_bad.empty()) return gone("--mark-bad-node", "trainctl bad-nodes mark NODE REASON");
+  if (!a.bad_expiry.empty()) return gone("--bad-node-expiry", "trainctl bad-nodes --expiry");
+  if (!a.bad_cap.empty()) return gone("--bad-node-cap", "trainctl bad-nodes --cap");
 
   return -1;
 }
@@ -277,7 +253,7 @@ int run(const std::string& program, int argc, char** argv) {
                                         std::to_string(TRAINCTL_VERSION_MINOR) + "." +
                                         std::to_string(TRAINCTL_VERSION_PATCH));
   run_args a;
-  add_run_options(app, a, program);
+  add_run_options(app, a);
   name_values(app);
   if (g_describe != nullptr) {  // `trainctl completion`: the parser, not a command line
     *g_describe = describe_app(app, "run");

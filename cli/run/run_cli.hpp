@@ -1,6 +1,7 @@
 // trainctl-run's command line, also `trainctl run`: parses the options, then runs the
-// command under the supervisor (and does not return), or answers one of the old
-// one-shot flags (--dump-stacks, --bad-nodes, --mark-bad-node) and returns its status.
+// command under the supervisor (and does not return), or answers one of the gone
+// one-shot flags (--dump-stacks, --bad-nodes, --mark-bad-node) with the verb that does
+// it now, and returns 125.
 #pragma once
 #include <string>
 

@@ -1,4 +1,4 @@
-// trainctl stacks JOB (and trainctl-run --dump-stacks): every rank's stacks of a running
+// trainctl stacks JOB: every rank's stacks of a running
 // job, taken on its nodes by trainctl-run's --dump-stacks-here helper, and one line
 // saying where most ranks are. Runs on a login node as the job's user.
 #include <signal.h>
@@ -19,7 +19,7 @@
 
 namespace trainctl::commands {
 
-// --dump-stacks JOB: one task on each of the job's nodes (srun --overlap, beside the
+// trainctl stacks JOB: one task on each of the job's nodes (srun --overlap, beside the
 // running steps) writes its ranks' stacks; the summary is made from what they print.
 int dump_stacks_of_job(const std::string& who, const std::string& what, const std::string& job,
                        const std::string& log_dir, bool json) {

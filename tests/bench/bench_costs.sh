@@ -16,7 +16,7 @@
 #              saved (a rank must take over publishing first)
 #   trainwatch instructions of `trainwatch fs` over 10 paths at 0, 100 and 500 history
 #              points, and of --version, against squeue
-#   bad nodes  `trainctl-run --bad-nodes` over 10,000 findings, and after the next append
+#   bad nodes  `trainctl bad-nodes` over 10,000 findings, and after the next append
 # Needs release builds and the local cluster (scripts/local-cluster up); in a release's
 # root: scripts/testbed shell RELEASE sh -c '/src/scripts/local-cluster up &&
 # PARTS=launch bash /src/tests/bench/bench_costs.sh'. PARTS picks parts
@@ -225,9 +225,14 @@ now = int(time.time())
 with open(sys.argv[1], "w") as f:
     for i in range(10000):
         f.write("%d n%d job=%d gpus=- reason=crashed (SIGSEGV, first death of the job)\n" % (now - 40 * 86400 + i * 300, i % 3 + 1, i))' "$TRAINCTL_BAD_NODES"
-    first=$(ms_of 9 "$b/bin/trainctl-run" --bad-nodes | median_min)
-    SLURMD_NODENAME=n1 "$b/bin/trainctl-run" --mark-bad-node "bench" >/dev/null 2>&1
-    echo "$(name "$b"): --bad-nodes over 10,000 lines $first; after the next --mark-bad-node the file has $(wc -l <"$TRAINCTL_BAD_NODES") lines and --bad-nodes takes $(ms_of 9 "$b/bin/trainctl-run" --bad-nodes | median_min)"
+    # trainctl bad-nodes; a build from before the verb: trainctl-run's old flags.
+    list=("$b/bin/trainctl" bad-nodes) mark=("$b/bin/trainctl" bad-nodes mark n1 bench)
+    if ! "$b/bin/trainctl" bad-nodes --help >/dev/null 2>&1; then
+      list=("$b/bin/trainctl-run" --bad-nodes) mark=("$b/bin/trainctl-run" --mark-bad-node bench)
+    fi
+    first=$(ms_of 9 "${list[@]}" | median_min)
+    SLURMD_NODENAME=n1 "${mark[@]}" >/dev/null 2>&1
+    echo "$(name "$b"): bad-nodes over 10,000 lines $first; after the next mark the file has $(wc -l <"$TRAINCTL_BAD_NODES") lines and bad-nodes takes $(ms_of 9 "${list[@]}" | median_min)"
     unset TRAINCTL_BAD_NODES
   done
 fi

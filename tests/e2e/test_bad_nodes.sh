@@ -58,10 +58,14 @@ assert j["schema"] == 1 and j["exclude"] == ["n2"], j
 n = j["nodes"][0]
 assert n["host"] == "n2" and n["excluded"] and n["reason"] and n["age_s"] >= 0, n
 PY
-# The old flag still answers, with one line naming the verb.
-[ "$("$BUILD/bin/trainctl-run" --bad-nodes 2>"$TEST_DIR/err")" = n2 ] || fail "trainctl-run --bad-nodes no longer works"
+# The old flag is gone: one line naming the verb, the wrapper's usage status, no list.
+set +e
+old=$("$BUILD/bin/trainctl-run" --bad-nodes 2>"$TEST_DIR/err")
+rc=$?
+set -e
+{ [ "$rc" -eq 125 ] && [ -z "$old" ]; } || fail "trainctl-run --bad-nodes: exit $rc, '$old'"
 # shellcheck disable=SC2016  # backquotes in the text, not a command
-[ "$(grep -cF 'is now `trainctl bad-nodes`' "$TEST_DIR/err")" -eq 1 ] || fail "the old flag did not name the verb once: $(cat "$TEST_DIR/err")"
+[ "$(grep -cF 'is gone: `trainctl bad-nodes` does it now' "$TEST_DIR/err")" -eq 1 ] || fail "the gone flag did not name the verb once: $(cat "$TEST_DIR/err")"
 recorded=$(cut -d' ' -f1 "$TRAINCTL_BAD_NODES")
 wait_for 60 "the memory to expire" bash -c "[ \$(date +%s) -ge $((recorded + 41)) ]"
 [ -z "$("$BUILD/bin/trainctl" bad-nodes 2>/dev/null)" ] || fail "n2 is still excluded after the expiry"

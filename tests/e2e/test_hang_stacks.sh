@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # e2e-modes: plugin
 # e2e-core: plugin
-# Hang diagnosis with a real torchrun, 2 nodes x 2 ranks. First `trainctl-run
-# --dump-stacks JOB` from outside takes every rank's stacks on demand. Then, with
+# Hang diagnosis with a real torchrun, 2 nodes x 2 ranks. First `trainctl stacks JOB`
+# from outside takes every rank's stacks on demand (the gone `trainctl-run --dump-stacks`
+# names it). Then, with
 # --hang-timeout=20s: at step 160
 # rank 3 (node n2) stops in a Python loop and rank 1 (n1) deadlocks inside a C call (a
 # mutex locked twice); ranks 0 and 2 then wait in check()'s all_reduce. Each node's supervisor finds
@@ -78,12 +79,15 @@ PY
 "$BUILD/bin/trainctl" stacks 999999 2>"$TEST_DIR/err" && fail "trainctl stacks of no job succeeded"
 log "trainctl stacks 999999: $(cat "$TEST_DIR/err")"
 [ "$(wc -l <"$TEST_DIR/err")" -eq 1 ] || fail "not one line: $(cat "$TEST_DIR/err")"
-# The old flag still works for a release, and says which verb replaces it.
-out=$(env -u TRAINCTL_LOG_DIR "$BUILD/bin/trainctl-run" --dump-stacks "$job" 2>"$TEST_DIR/err") ||
-  fail "trainctl-run --dump-stacks failed: $out $(cat "$TEST_DIR/err")"
-grep -q "stacks of 4 ranks of job $job" <<<"$out" || fail "trainctl-run --dump-stacks: $out"
+# The old flag is gone: one line naming the verb, the wrapper's usage status, no stacks.
+set +e
+out=$("$BUILD/bin/trainctl-run" --dump-stacks "$job" 2>"$TEST_DIR/err")
+rc=$?
+set -e
+{ [ "$rc" -eq 125 ] && [ -z "$out" ]; } || fail "trainctl-run --dump-stacks: exit $rc, '$out'"
+[ "$(wc -l <"$TEST_DIR/err")" -eq 1 ] || fail "the gone flag said more than one line: $(cat "$TEST_DIR/err")"
 # shellcheck disable=SC2016  # backquotes in the text, not a command
-grep -qF 'is now `trainctl stacks JOB`' "$TEST_DIR/err" || fail "the old flag did not name the verb: $(cat "$TEST_DIR/err")"
+grep -qF 'is gone: `trainctl stacks JOB` does it now' "$TEST_DIR/err" || fail "the gone flag did not name the verb: $(cat "$TEST_DIR/err")"
 wait_for 120 "2 ranks to hang" events_at_least hang 2
 # From outside, as cron would: trainwatch log-stall finds the logs silent and, once per
 # stall, puts where the ranks are stuck into its alert.

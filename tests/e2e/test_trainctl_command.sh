@@ -53,7 +53,7 @@ suggests "$BUILD/bin/trainctl-run --graceful-exti=5 -- true" 125 \
   "trainctl-run: unknown option --graceful-exti (did you mean --graceful-exit?) (see trainctl-run --help)"
 suggests "$BUILD/bin/trainwatch job-running --job-nam x" 3 \
   "trainwatch: unknown option --job-nam (did you mean --job-name?) (see trainwatch --help)"
-checks="accepted: job-running, log-stall, slow-nodes, bad-nodes, fs, memory, flush, notify (see trainwatch --help)"
+checks="accepted: job-running, log-stall, slow-nodes, job-on-bad-node, fs, memory, flush, notify (see trainwatch --help)"
 suggests "$BUILD/bin/trainwatch job-runing --job-name x" 3 \
   "trainwatch: 'job-runing' is not a trainwatch command (did you mean 'job-running'?); $checks"
 suggests "$BUILD/bin/trainwatch memroy" 3 "trainwatch: 'memroy' is not a trainwatch command (did you mean 'memory'?); $checks"
@@ -79,7 +79,7 @@ log "trainctl-run and trainctl run: 125 for their own bad input, 127 for a missi
 # value is free text (trainwatch notify --text).
 helps=("$BUILD/bin/trainctl-run --help")
 for verb in run status stacks report bad-nodes "bad-nodes mark"; do helps+=("$tc $verb --help"); done
-for check in "" job-running log-stall slow-nodes bad-nodes fs memory flush notify; do helps+=("$BUILD/bin/trainwatch $check --help"); done
+for check in "" job-running log-stall slow-nodes job-on-bad-node fs memory flush notify; do helps+=("$BUILD/bin/trainwatch $check --help"); done
 for h in "${helps[@]}"; do
   # shellcheck disable=SC2086  # the words of each case
   text=$($h | grep -E '^ +-?-?[A-Za-z-]+ TEXT' | grep -v -- '--text TEXT' || true)  # judged by its output
