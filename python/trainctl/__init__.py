@@ -25,13 +25,14 @@ __all__ = ["Controller", "Decision", "TrainctlError", "VOTE_LEN", "mpi_allreduce
 
 
 def __getattr__(name: str) -> Any:
-    """trainctl.hf, imported when first named (it needs no transformers until its
-    TrainctlCallback is); trainctl.__version__, the loaded library's version()."""
+    """trainctl.hf and trainctl.lightning, imported when first named (they need no
+    transformers or Lightning until their TrainctlCallback is); trainctl.__version__,
+    the loaded library's version()."""
     if name == "__version__":
         return version()
-    if name == "hf":
+    if name in ("hf", "lightning"):
         import importlib
-        return importlib.import_module(".hf", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 

@@ -3,7 +3,8 @@
     from trainctl.hf import TrainctlCallback
     stop = TrainctlCallback()        # a Controller from the environment, made at train begin
     trainer = Trainer(model=model, args=args, train_dataset=data, callbacks=[stop])
-    trainer.train(resume_from_checkpoint=last_checkpoint)   # None the first time
+    last = get_last_checkpoint(args.output_dir) if os.path.isdir(args.output_dir) else None
+    trainer.train(resume_from_checkpoint=last)   # transformers.trainer_utils.get_last_checkpoint
     if stop.decision.exit:           # a kill switch, the deadline, a notice: all saved
         print("stopped at step", stop.step, "because", stop.decision.reason)
 

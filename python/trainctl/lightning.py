@@ -1,0 +1,127 @@
+"""PyTorch Lightning: the Trainer saves and stops at the step all ranks agreed.
+
+    import lightning.pytorch as pl
+    from lightning.pytorch.plugins.environments import SLURMEnvironment
+    from trainctl.lightning import TrainctlCallback
+    stop = TrainctlCallback("checkpoints")   # where its saves go: checkpoints/step_<n>.ckpt
+    trainer = pl.Trainer(callbacks=[stop], plugins=[SLURMEnvironment(auto_requeue=False)])
+    trainer.fit(model, datamodule, ckpt_path=stop.last_checkpoint())   # None the first time
+    if stop.decision.exit:                   # a kill switch, the deadline, a notice: all saved
+        print("stopped at step", stop.step, "because", stop.decision.reason)
+
+After every training batch every rank calls Controller.check(global_step), one small
+collective over torch.distributed (Lightning set it up), so all ranks take the same
+decision at the same step. A save (save switch) writes the checkpoint through
+trainer.save_checkpoint on every rank (Lightning's rank 0 writes the file). An exit
+(kill switch, deadline, notice, memory) saves the same way and sets trainer.should_stop,
+so fit() returns after the batch; an exit for `no-progress` (the array's last runs
+crashed before getting past the step this one resumed at) stops without a save.
+
+`SLURMEnvironment(auto_requeue=False)` matters: Lightning's own auto-requeue also acts on
+SIGUSR1, the signal trainctl relays before the time limit. With both, Lightning requeues
+the job while the next array task resumes from trainctl's save, and two runs train from
+the same checkpoint. The callback says so once, at fit start, when Lightning's is on.
+
+Validation runs are a phase for the hang clock (from on_validation_start to
+on_validation_end every rank is "in phase eval"), and so is a save ("save"), so a long
+evaluation or checkpoint is judged by that phase's budget, not --hang-timeout.
+
+Neither `import trainctl` nor `import trainctl.lightning` imports Lightning: the class is
+made, as a lightning.pytorch Callback (else pytorch_lightning's), when TrainctlCallback is
+first named (PEP 562).
+"""
+
+import logging
+import os
+import re
+
+from .controller import Controller, Decision
+
+__all__ = ["TrainctlCallback"]
+
+_log = logging.getLogger("trainctl")
+
+
+def _make_callback_class(base):
+    class TrainctlCallback(base):
+        """Polls trainctl at each training batch end; see the module text. `ckpt_dir`:
+        where its saves go (step_<n>.ckpt, made when missing). `controller`: a Controller
+        of yours (made at fit start from the environment when None). After fit():
+        `decision` is the last Decision and `step` the step it was taken at."""
+
+        def __init__(self, ckpt_dir, controller=None):
+            super().__init__()
+            self.ckpt_dir = str(ckpt_dir)
+            self._ctl = controller
+            self._own = controller is None
+            self.decision = Decision()
+            self.step = None
+            self._in_eval = False
+
+        def last_checkpoint(self):
+            """The newest step_<n>.ckpt in ckpt_dir, or None: fit(ckpt_path=...) resumes there."""
+            try:
+                names = os.listdir(self.ckpt_dir)
+            except OSError:
+                return None
+            steps = [int(m.group(1)) for m in (re.fullmatch(r"step_(\d+)\.ckpt", n) for n in names) if m]
+            return os.path.join(self.ckpt_dir, "step_%d.ckpt" % max(steps)) if steps else None
+
+        def on_fit_start(self, trainer, pl_module):
+            if self._ctl is None:
+                self._ctl = Controller()
+            env = getattr(getattr(trainer, "strategy", None), "cluster_environment", None)
+            if getattr(env, "auto_requeue", False) and getattr(trainer, "global_rank", 0) == 0:
+                _log.warning("trainctl: Lightning's SLURM auto-requeue is on and acts on SIGUSR1 too: both would "
+                             "resume the run; pass plugins=[SLURMEnvironment(auto_requeue=False)] to the Trainer")
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            step = trainer.global_step
+            d = self._ctl.check(step)
+            if not (d.save or d.exit):
+                return
+            self.decision, self.step = d, step
+            if d.save or d.reason != "no-progress":  # no-progress: nothing new since the resume
+                os.makedirs(self.ckpt_dir, exist_ok=True)
+                with self._ctl.phase("save"):
+                    trainer.save_checkpoint(os.path.join(self.ckpt_dir, "step_%d.ckpt" % step))
+            if d.exit:
+                trainer.should_stop = True
+
+        def on_validation_start(self, trainer, pl_module):
+            if self._ctl is not None and not self._in_eval:
+                self._ctl.phase_begin("eval")
+                self._in_eval = True
+
+        def on_validation_end(self, trainer, pl_module):
+            if self._in_eval:
+                self._in_eval = False
+                self._ctl.phase_end()
+
+        def on_fit_end(self, trainer, pl_module):
+            self.on_validation_end(trainer, pl_module)
+            if self._own and self._ctl is not None:
+                self._ctl.close()
+                self._ctl = None
+
+    return TrainctlCallback
+
+
+def _lightning_callback_base():
+    try:
+        from lightning.pytorch import Callback
+    except ImportError:
+        try:
+            from pytorch_lightning import Callback
+        except ImportError as e:
+            raise ImportError("trainctl.lightning.TrainctlCallback needs PyTorch Lightning "
+                              "(pip install lightning): %s" % e) from e
+    return Callback
+
+
+def __getattr__(name):
+    if name == "TrainctlCallback":
+        cls = _make_callback_class(_lightning_callback_base())
+        globals()[name] = cls  # made once: later lookups find it here
+        return cls
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -1,0 +1,104 @@
+"""trainctl.lightning's Callback. No reachable Debian release ships PyTorch Lightning
+(bookworm, trixie and sid have none, and nothing comes from pip here), so its logic is
+tested on a stand-in: the class made over `object` instead of Lightning's Callback, and
+a trainer with only what the callback touches (global_step, should_stop,
+save_checkpoint, strategy.cluster_environment). Where Lightning is installed, the class
+is also made over its real Callback."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import trainctl
+from trainctl import lightning as tl
+
+
+class _Env:
+    def __init__(self, auto_requeue):
+        self.auto_requeue = auto_requeue
+
+
+class _Strategy:
+    def __init__(self, auto_requeue):
+        self.cluster_environment = _Env(auto_requeue)
+
+
+class _Trainer:
+    """What the callback uses of lightning.pytorch.Trainer."""
+
+    def __init__(self, auto_requeue=False):
+        self.global_step = 0
+        self.global_rank = 0
+        self.should_stop = False
+        self.strategy = _Strategy(auto_requeue)
+        self.saved = []
+
+    def save_checkpoint(self, path):
+        with open(path, "w") as f:
+            f.write("checkpoint")
+        self.saved.append(os.path.basename(path))
+
+
+class CallbackTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="trainctl-lightning-")
+        self.kill = os.path.join(self.dir, "KILL")
+        self.save = os.path.join(self.dir, "SAVE")
+        self.ckpt = os.path.join(self.dir, "checkpoints")
+        self.ctl = trainctl.Controller(kill_switch=self.kill, save_switch=self.save, signals="none",
+                                       poll_interval="100ms", state_path=os.path.join(self.dir, "state"))
+        self.cb = tl._make_callback_class(object)(self.ckpt, self.ctl)
+
+    def tearDown(self):
+        self.ctl.close()
+        shutil.rmtree(self.dir)
+
+    def batch(self, trainer, step):
+        trainer.global_step = step
+        self.cb.on_train_batch_end(trainer, None, None, None, step)
+
+    def test_a_save_writes_a_checkpoint_and_an_exit_also_stops_the_fit(self):
+        trainer = _Trainer()
+        self.cb.on_fit_start(trainer, None)
+        self.assertIsNone(self.cb.last_checkpoint(), "nothing to resume from the first time")
+        self.batch(trainer, 1)
+        self.assertEqual(trainer.saved, [])
+        open(self.save, "w").close()
+        time.sleep(0.5)
+        self.batch(trainer, 2)
+        self.assertEqual((trainer.saved, trainer.should_stop), (["step_2.ckpt"], False))
+        self.assertEqual((self.cb.step, self.cb.decision.save_reason), (2, "save-switch"))
+        self.cb.on_validation_start(trainer, None)  # the hang clock's "eval" phase, and out
+        self.cb.on_validation_end(trainer, None)
+        open(self.kill, "w").close()
+        time.sleep(0.5)
+        self.batch(trainer, 3)
+        self.assertEqual((trainer.saved, trainer.should_stop), (["step_2.ckpt", "step_3.ckpt"], True))
+        self.assertEqual((self.cb.decision.exit, self.cb.decision.reason), (True, "kill-switch"))
+        self.assertEqual(self.cb.last_checkpoint(), os.path.join(self.ckpt, "step_3.ckpt"))
+        self.cb.on_fit_end(trainer, None)
+
+    def test_lightnings_own_auto_requeue_is_named_once_at_fit_start(self):
+        with self.assertLogs("trainctl", "WARNING") as said:
+            self.cb.on_fit_start(_Trainer(auto_requeue=True), None)
+        self.assertEqual(len(said.output), 1)
+        self.assertIn("SLURMEnvironment(auto_requeue=False)", said.output[0])
+
+
+class LazyImportTest(unittest.TestCase):
+    def test_the_module_imports_without_lightning_and_the_class_says_what_it_needs(self):
+        code = ("import sys, trainctl.lightning as tl\n"
+                "assert 'lightning' not in sys.modules and 'pytorch_lightning' not in sys.modules\n"
+                "try:\n    tl.TrainctlCallback\nexcept ImportError as e:\n    print('needs:', e)\n"
+                "else:\n    print('made over', tl.TrainctlCallback.__mro__[1].__module__)\n")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        self.assertTrue(out.startswith("needs: trainctl.lightning.TrainctlCallback needs PyTorch Lightning")
+                        or out.startswith("made over"), out)
+
+
+if __name__ == "__main__":
+    unittest.main()
