@@ -122,7 +122,20 @@ std::optional<std::uint64_t> memory_stat_field(const std::string& text, const st
   return std::nullopt;
 }
 
-std::optional<memory_reading> read_memory(const std::string& root, const std::string& pid) {
+// SLURM's job cgroup above a step's (.../job_<id>/step_<n>/...): the path up to
+// job_<id>, or `path` when it holds none.
+std::string job_cgroup_of(const std::string& path) {
+  for (std::size_t at = path.rfind("/job_"); at != std::string::npos;
+       at = at == 0 ? std::string::npos : path.rfind("/job_", at - 1)) {
+    const std::size_t end = path.find('/', at + 1);
+    const std::string id = path.substr(at + 5, end == std::string::npos ? std::string::npos : end - at - 5);
+    if (!id.empty() && id.find_first_not_of("0123456789") == std::string::npos)
+      return end == std::string::npos ? path : path.substr(0, end);
+  }
+  return path;
+}
+
+std::optional<memory_reading> read_memory(const std::string& root, const std::string& pid, bool whole_job) {
   const auto cgroups = slurp(root + "/proc/" + pid + "/cgroup");
   const auto mountinfo = slurp(root + "/proc/" + pid + "/mountinfo");
   std::optional<memory_reading> best;
@@ -133,7 +146,8 @@ std::optional<memory_reading> read_memory(const std::string& root, const std::st
       // "0::/path" (v2) or "4:memory:/path" / "7:cpu,memory:/path" (v1)
       const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
       if (b == std::string::npos) continue;
-      const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+      const std::string controllers = line.substr(a + 1, b - a - 1);
+      const std::string path = whole_job ? job_cgroup_of(line.substr(b + 1)) : line.substr(b + 1);
       const bool v2 = line.compare(0, a, "0") == 0 && controllers.empty();
       bool v1_memory = false;
       std::istringstream cs(controllers);

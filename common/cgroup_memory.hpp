@@ -21,8 +21,12 @@ struct memory_reading {
 };
 
 // Reads the memory domain of process `pid` ("self" by default). Returns nullopt when
-// nothing could be read (no /proc); never throws.
-std::optional<memory_reading> read_memory(const std::string& root = "", const std::string& pid = "self");
+// nothing could be read (no /proc); never throws. `whole_job`: from SLURM's cgroup of the
+// job the process is in (job_<id>), not of its step: what all the job's steps use.
+std::optional<memory_reading> read_memory(const std::string& root = "", const std::string& pid = "self",
+                                          bool whole_job = false);
+// The path of SLURM's job cgroup above `path` (up to its job_<id> part), else `path`.
+std::string job_cgroup_of(const std::string& path);
 
 // True when less is left than the threshold: a percentage of the limit, or `bytes`
 // (the same meaning as every other threshold in trainctl).

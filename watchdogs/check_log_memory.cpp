@@ -58,16 +58,24 @@ check_result check_log_stall(const log_stall_options& o) {
 }
 
 check_result check_memory(const memory_options& o, const std::string& state_dir) {
-  check_result r;
-  r.check = "memory";
   auto m = read_memory(o.root);
   if (!m) {
+    check_result r;
+    r.check = "memory";
     r.status = kUnknown;
     r.target = "memory";
     r.text = "no memory reading (no /proc/meminfo or cgroup files)";
     return r;
   }
-  r.target = m->source;
+  return judge_memory(*m, o, state_dir, m->source);
+}
+
+check_result judge_memory(const memory_reading& reading, const memory_options& o, const std::string& state_dir,
+                          const std::string& target) {
+  check_result r;
+  r.check = "memory";
+  const memory_reading* m = &reading;
+  r.target = target;
   auto crossed = [&](const threshold& t) {
     switch (t.type) {
       case threshold::kind::percent:
@@ -88,7 +96,7 @@ check_result check_memory(const memory_options& o, const std::string& state_dir)
   r.figures.emplace_back("limit_bytes", static_cast<double>(m->limit));
   // Slow leaks: the growth over the kept history, and when it would reach the limit.
   if (!state_dir.empty()) {
-    const auto pts = record_history(history_file(state_dir, "memory", m->source), static_cast<double>(time(nullptr)),
+    const auto pts = record_history(history_file(state_dir, "memory", target), static_cast<double>(time(nullptr)),
                                     static_cast<double>(m->used));
     if (auto left = runway_seconds(pts, static_cast<double>(m->limit))) {
       r.figures.emplace_back("seconds_to_limit", *left);

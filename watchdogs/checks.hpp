@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cgroup_memory.hpp"
 #include "check_result.hpp"
 #include "parse.hpp"
 
@@ -69,6 +70,21 @@ struct memory_options {
   std::chrono::hours leak_horizon{24};      // WARNING when the trend reaches the limit within this
 };
 check_result check_memory(const memory_options& o, const std::string& state_dir);
+// The thresholds and the leak trend (kept per `target` in state_dir) on one reading.
+check_result judge_memory(const memory_reading& m, const memory_options& o, const std::string& state_dir,
+                          const std::string& target);
+
+// --job NAME: the memory of a running job of this user on each of its nodes, measured by
+// `trainwatch memory --here` run beside its steps (srun --overlap: in the job's cgroup).
+// One result per node, target "NAME on NODE"; UNKNOWN when a node gave no reading (no
+// running job of that name is OK: nothing to measure; job-running alerts on it).
+// `here_lines`: what the helpers printed, one "<node> <used bytes> <limit bytes>
+// <source>" line each; `nodes`: the job's node count.
+std::vector<check_result> judge_job_memory(const std::string& name, const std::string& job, int nodes,
+                                           const std::string& here_lines, const memory_options& o,
+                                           const std::string& state_dir);
+// The line `trainwatch memory --here` prints for this node's reading.
+std::string memory_here_line(const memory_reading& m);
 
 // --- nodes: stragglers and bad nodes ---------------------------------------------------------
 struct slow_node {

@@ -539,14 +539,20 @@ struct fs_command {
 
 struct memory_command {
   CLI::App* cmd = nullptr;
-  std::string min = "5%", warn = "10%", root, leak = "24h";
+  std::string min = "5%", warn = "10%", root, leak = "24h", job, timeout = "60s";
+  bool here = false;
 
   void add(CLI::App& app) {
     cmd = app.add_subcommand("memory", "available memory of the node or the job's cgroup, and slow leaks");
     cmd->add_option("--min-available", min, "CRITICAL below this (default 5%)");
     cmd->add_option("--warn-available", warn, "WARNING below this (default 10%)");
     cmd->add_option("--leak-horizon", leak, "WARNING when the growth reaches the limit within this (default 24h)");
+    cmd->add_option("--job", job,
+                    "a running job of yours with this name: its memory on each of its nodes (srun --overlap), "
+                    "not this process's");
+    cmd->add_option("--timeout", timeout, "with --job: give up on SLURM after this long (default 60s)");
     cmd->add_option("--root", root, "read /proc and /sys below this directory (tests)")->group("");
+    cmd->add_flag("--here", here, "the part of --job that runs on each of the job's nodes")->group("");
   }
   int run(const alert_setup& setup) const {
     memory_options mo;
@@ -554,7 +560,61 @@ struct memory_command {
     mo.warn_available = parsed("--warn-available", warn, parse_threshold);
     mo.leak_horizon = std::chrono::duration_cast<std::chrono::hours>(seconds_option("--leak-horizon", leak, 'h'));
     mo.root = root;
+    if (here) {                                        // one line for the --job side to judge; no alert from here
+      const auto m = read_memory(root, "self", true);  // the job's cgroup, not this helper step's
+      if (m) std::fputs(memory_here_line(*m).c_str(), stdout);
+      return m ? 0 : kUnknown;
+    }
+    if (!job.empty()) return report(job_memory(mo, setup), setup);
     return report({check_memory(mo, setup.state_dir)}, setup);
+  }
+
+  // Each running job of this user named `job`: the helper on each of its nodes.
+  std::vector<check_result> job_memory(const memory_options& mo, const alert_setup& setup) const {
+    const auto limit = seconds_option("--timeout", timeout);
+    auto unknown = [&](const std::string& why) {
+      check_result r;
+      r.check = "memory";
+      r.target = job;
+      r.status = kUnknown;
+      r.text = why;
+      return std::vector<check_result>{r};
+    };
+    const char* u = std::getenv("USER");
+    child_spec q;
+    // %A: the job's own id, also for an array's task (%i would be ARRAY_TASK).
+    q.argv = {"squeue", "-h", "-u",      u != nullptr ? u : std::to_string(getuid()), "-t", "RUNNING", "-n",
+              job,      "-o", "%A %D %N"};
+    q.deadline = limit;
+    const child_result jobs = run_child(q);
+    if (!jobs.ok()) return unknown("cannot ask the controller: " + jobs.error);
+    std::vector<check_result> out;
+    std::istringstream lines(jobs.output);
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream in(line);
+      std::string id, count, nodes;
+      if (!(in >> id >> count >> nodes) || !all_digits(id, 20) || !all_digits(count, 6) ||
+          nodes.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,[]") !=
+              std::string::npos)
+        continue;
+      char self[4096] = {};
+      const std::string me = readlink("/proc/self/exe", self, sizeof self - 1) > 0 ? self : "trainwatch";
+      child_spec h;
+      h.argv = {"srun", "--jobid=" + id, "--overlap", "--quiet", "-N",    count, "--ntasks-per-node=1",
+                "-w",   nodes,           me,          "memory",  "--here"};
+      h.deadline = limit;
+      const child_result here_out = run_child(h);
+      for (auto& r : judge_job_memory(job, id, std::stoi(count), here_out.output, mo, setup.state_dir)) {
+        if (r.status == kUnknown && !here_out.ok()) r.text += " (" + here_out.error + ")";
+        out.push_back(std::move(r));
+      }
+    }
+    if (out.empty()) {  // an answer, not a failure to tell: job-running is the check that wants one
+      auto none = unknown("no running job of yours named " + job + ": nothing to measure");
+      none[0].status = kOk;
+      return none;
+    }
+    return out;
   }
 };
 

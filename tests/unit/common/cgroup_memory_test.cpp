@@ -114,3 +114,22 @@ TEST(CgroupMemory, ThisProcessHasAReading) {
   ASSERT_TRUE(r);
   EXPECT_GT(r->limit, 0u);
 }
+
+// trainwatch memory --job reads from a helper step beside the training's steps: the job's
+// cgroup is what they all use, even where the helper's own step has the same limit (as
+// SLURM's cgroup v1 sets it) and the step's usage is the helper's alone.
+TEST(CgroupMemory, TheWholeJobIsReadFromAStepsCgroupWhenAsked) {
+  EXPECT_EQ(job_cgroup_of("/slurm_n1/uid_1000/job_77/step_0"), "/slurm_n1/uid_1000/job_77");
+  EXPECT_EQ(job_cgroup_of("/system.slice/slurmstepd.scope/job_77/step_batch/user/task_0"),
+            "/system.slice/slurmstepd.scope/job_77");
+  EXPECT_EQ(job_cgroup_of("/user.slice/user-1000.slice"), "/user.slice/user-1000.slice");
+  EXPECT_EQ(job_cgroup_of("/job_x/step_0"), "/job_x/step_0");
+  temp_dir t;
+  write_v2_tree(t, "4294967296\n");
+  t.write("sys/fs/cgroup/slurm/job_7/step_0/memory.max", "4294967296\n");  // the job's limit again
+  EXPECT_EQ(read_memory(t.path())->source, "cgroup v2 /slurm/job_7/step_0") << "the step's, by itself";
+  const auto job = read_memory(t.path(), "self", true);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->source, "cgroup v2 /slurm/job_7");
+  EXPECT_EQ(job->used, 2ull << 30);
+}

@@ -237,6 +237,39 @@ TEST(Memory, CgroupFixtureAndLeakTrend) {
   EXPECT_NE(leak.text.find("limit is reached in"), std::string::npos);
 }
 
+// --job: each node's helper line judged as that node's reading of the training job; a
+// line that names no one node, or holds no numbers, is no reading; a node missing is
+// UNKNOWN, never OK.
+TEST(Memory, AJobsNodesAreJudgedEachFromTheHelpersLines) {
+  temp_dir t;
+  memory_options o;
+  o.min_available = parse_threshold("5%");
+  o.warn_available = parse_threshold("10%");
+  const std::string lines =
+      "n1 500 1000 cgroup v1 /slurm_n1/uid_1000/job_77/step_0\n"
+      "n2 960 1000 cgroup v1 /slurm_n2/uid_1000/job_77/step_0\n"
+      "n[1-3] 1 1000 node\n"
+      "$(reboot) 1 1000 node\n"
+      "n3 x 1000 node\n";
+  auto rs = judge_job_memory("train", "77", 2, lines, o, t / "state");
+  ASSERT_EQ(rs.size(), 2u);
+  EXPECT_EQ(rs[0].target, "train on n1");
+  EXPECT_EQ(rs[0].status, kOk) << rs[0].text;
+  EXPECT_EQ(rs[1].target, "train on n2");
+  EXPECT_EQ(rs[1].status, kCritical) << rs[1].text;
+  EXPECT_NE(rs[1].text.find("train on n2 (job 77): 40B available of 1000B (96.0% used) in cgroup v1 /slurm_n2"),
+            std::string::npos)
+      << rs[1].text;
+  rs = judge_job_memory("train", "77", 3, "n1 500 1000 node\n", o, t / "state");
+  ASSERT_EQ(rs.size(), 2u);
+  EXPECT_EQ(rs[1].status, kUnknown);
+  EXPECT_EQ(rs[1].text, "job 77: no reading from 2 of its 3 nodes");
+  memory_reading m;
+  m.used = 1, m.limit = 2, m.source = "node";
+  const std::string here = memory_here_line(m);
+  EXPECT_EQ(here.substr(here.find(' ')), " 1 2 node\n");
+}
+
 TEST(Textfile, PrometheusFormat) {
   check_result r;
   r.check = "job-running";
