@@ -60,7 +60,8 @@ std::string format_run_event(const run_event& e);
 // user's regular file.
 std::string append_run_events(const std::string& path, const std::string& lines);
 
-// Every well-formed line of `path`, in file order; malformed lines are skipped. A file
+// Every well-formed line of `path` (its newest 8 MiB: older runs fall off the front), in
+// file order; malformed lines are skipped. A file
 // that is not this user's regular file is refused: *why says so in one line. Missing:
 // empty, *why empty.
 std::vector<run_event> read_run_events(const std::string& path, std::string* why);

@@ -45,6 +45,24 @@ struct array_fixture {
       add(3'400'000, "notice", -1, -1, "deadline");
       add(3'401'000, "exit", i * 10'000 + 9'000, -1, "deadline");
       add(3'431'000, "saved", -1, 30'000, "");
+      // What each of the 8 nodes' supervisors writes as it ends (8 ranks each), and rank 0's
+      // step times: the straggler's price and the slow steps.
+      for (int n = 0; n < 8; ++n) {
+        trainctl::run_event c;
+        c.ms = start + 3'432'000;
+        c.job = t.job_id;
+        c.what = "compute";
+        c.figures = {{"steps", 9'000}, {"slowest_us", 330'000}, {"marked", 1}};
+        for (int r = 0; r < 8; ++r) c.works.emplace_back(n * 8 + r, 300'000 + r * 1'000 + (n == 3 && r == 5) * 30'000);
+        events += trainctl::format_run_event(c);
+      }
+      trainctl::run_event st;
+      st.ms = start + 3'431'500;
+      st.job = t.job_id;
+      st.what = "step_times";
+      st.figures = {
+          {"steps", 8'980}, {"median_us", 331'000}, {"mad_us", 4'000}, {"outliers", 12}, {"excess_us", 9'000'000}};
+      events += trainctl::format_run_event(st);
       add(3'431'000, "end", i * 10'000 + 9'000, -1, "");
     }
   }

@@ -70,6 +70,26 @@ TEST(RunEvents, LinesRoundTripAndJunkIsSkipped) {
   EXPECT_EQ(run_events_path("12; rm -rf"), "");
 }
 
+// A file past the 8 MiB read: its newest runs are read (the breaker and the report need
+// them), the oldest fall off, and the line cut at the front is not read as an event.
+TEST(RunEvents, AFilePastTheLimitIsReadFromItsNewestLines) {
+  trainctl_test::temp_dir t;
+  const std::string path = t / "runs/77";
+  std::string lines;
+  for (int i = 0; i < 250'000; ++i)  // 9.5 MB
+    lines += std::to_string(1'700'000'000'000LL + i) + " job=" + std::to_string(10'000 + i) +
+             " first_step step=" + std::to_string(i) + "\n";
+  ASSERT_EQ(append_run_events(path, lines), "");
+  std::string why;
+  const auto got = read_run_events(path, &why);
+  EXPECT_EQ(why, "");
+  ASSERT_GT(got.size(), 150'000u);  // 8 MiB of 48-byte lines
+  EXPECT_LT(got.size(), 250'000u);
+  EXPECT_EQ(got.back().step, 249'999);
+  EXPECT_EQ(got.front().job, std::to_string(10'000 + got.front().step)) << "a whole line, not a cut one";
+  EXPECT_EQ(got.front().ms, 1'700'000'000'000LL + got.front().step);
+}
+
 TEST(RunEvents, ASymlinkOrFifoIsNeitherReadNorWritten) {
   trainctl_test::temp_dir t;
   t.write("elsewhere", format_run_event(ev(1, "1", "first_step", 0)));
