@@ -107,6 +107,7 @@ inline void name_values(CLI::App& app) {
       {"file", "PATH"},
       {"path", "GLOB"},
       {"job-name", "NAME"},
+      {"job", "NAME"},
       {"check", "NAME"},
       {"target", "NAME"},
       {"user", "USER"},
