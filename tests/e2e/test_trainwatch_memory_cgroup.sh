@@ -19,6 +19,8 @@ log "the job's cgroup is the memory domain trainwatch reads"
 # is the check that alerts on a missing job).
 train=$(submit -N2 --ntasks-per-node=1 --mem=300M --time=3 -J train-mem -o /dev/null --wrap "srun sleep 170")
 wait_for 60 "the training job to run" bash -c "[ \"\$(squeue -h -j $train -o %T)\" = RUNNING ]"
+mapfile -t nodes < <(scontrol show hostnames "$(squeue -h -j "$train" -o %N)")  # any 2 of the 3
+[ "${#nodes[@]}" -eq 2 ] || fail "the training job runs on '${nodes[*]}', not 2 nodes"
 set +e
 out=$("$BUILD/bin/trainwatch" memory --job train-mem --state-dir "$TEST_DIR/state" 2>&1)
 rc=$?
@@ -28,7 +30,7 @@ set -e
 scancel "$train"
 printf '%s\n' "$out"
 [ "$rc" -eq 0 ] || fail "memory --job exited $rc: $out"
-for n in n1 n2; do
+for n in "${nodes[@]}"; do
   grep -qE "^MEMORY OK - train-mem on $n \(job $train\): .* in (node \(below )?cgroup v1 /slurm_$n/uid_[0-9]+/job_$train\)? \|" <<<"$out" ||
     fail "no reading of job $train's cgroup on $n"
 done
