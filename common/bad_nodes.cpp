@@ -264,19 +264,18 @@ namespace {
 // The hosts whose recent suspicions are evidence (see the header): at least 2, from
 // different jobs, and more than half of all the recent suspicions.
 std::set<std::string> convicted_by_suspicions(const std::vector<bad_node>& recent) {
-  std::map<std::string, std::set<std::string>> jobs_of;
+  std::map<std::string, std::pair<std::set<std::string>, std::size_t>> of_host;  // its jobs, its suspicions
   std::size_t total = 0;
   for (const auto& b : recent)
     if (is_suspicion(b)) {
-      jobs_of[b.host].insert(b.job);
+      auto& [jobs, count] = of_host[b.host];
+      jobs.insert(b.job);
+      ++count;
       ++total;
     }
   std::set<std::string> out;
-  for (const auto& [host, jobs] : jobs_of) {
-    std::size_t on_host = 0;
-    for (const auto& b : recent) on_host += is_suspicion(b) && b.host == host;
-    if (jobs.size() >= 2 && 2 * on_host > total) out.insert(host);
-  }
+  for (const auto& [host, seen] : of_host)
+    if (seen.first.size() >= 2 && 2 * seen.second > total) out.insert(host);
   return out;
 }
 

@@ -588,6 +588,8 @@ struct memory_command {
     q.deadline = limit;
     const child_result jobs = run_child(q);
     if (!jobs.ok()) return unknown("cannot ask the controller: " + jobs.error);
+    char self[4096] = {};
+    const std::string me = readlink("/proc/self/exe", self, sizeof self - 1) > 0 ? self : "trainwatch";
     std::vector<check_result> out;
     std::istringstream lines(jobs.output);
     for (std::string line; std::getline(lines, line);) {
@@ -597,8 +599,6 @@ struct memory_command {
           nodes.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,[]") !=
               std::string::npos)
         continue;
-      char self[4096] = {};
-      const std::string me = readlink("/proc/self/exe", self, sizeof self - 1) > 0 ? self : "trainwatch";
       child_spec h;
       h.argv = {"srun", "--jobid=" + id, "--overlap", "--quiet", "-N",    count, "--ntasks-per-node=1",
                 "-w",   nodes,           me,          "memory",  "--here"};

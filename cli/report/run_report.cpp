@@ -37,21 +37,16 @@ double pct(double part, double whole) { return whole > 0 ? 100.0 * part / whole 
 // measured them.
 std::string step_costs_text(const run_report& r) {
   std::string out;
-  char line[320];
-  if (r.straggler_tasks > 0) {
-    std::snprintf(line, sizeof line,
-                  "stragglers  %.2f node-hours (%.1f%%) of the training waited for the slowest rank (%d of the runs "
-                  "measured it: the supervisor's)\n",
-                  r.straggler / 3600, pct(r.straggler, r.allocated), r.straggler_tasks);
+  const auto part = [&](const char* name, double node_s, const char* what, int tasks) {
+    if (tasks == 0) return;
+    char line[320];
+    std::snprintf(line, sizeof line, "%-11s %.2f node-hours (%.1f%%) %s, %d of the runs)\n", name, node_s / 3600,
+                  pct(node_s, r.allocated), what, tasks);
     out += line;
-  }
-  if (r.slow_step_tasks > 0) {
-    std::snprintf(line, sizeof line,
-                  "slow steps  %.2f node-hours (%.1f%%) beyond the median step time in steps over the median + 3 "
-                  "MAD (rank 0's, %d of the runs)\n",
-                  r.slow_steps / 3600, pct(r.slow_steps, r.allocated), r.slow_step_tasks);
-    out += line;
-  }
+  };
+  part("stragglers", r.straggler, "of the training waited for the slowest rank (the supervisor's", r.straggler_tasks);
+  part("slow steps", r.slow_steps, "beyond the median step time in steps over the median + 3 MAD (rank 0's",
+       r.slow_step_tasks);
   return out;
 }
 
