@@ -216,8 +216,9 @@ def lib():
         set_log.restype, set_log.argtypes = I, [_LOG_FN, P]
         set_log(_log_fn, None)
         # Back to stderr before the interpreter goes: a line from the library's watcher thread
-        # must not call into a Python being torn down.
-        atexit.register(set_log, None, None)
+        # must not call into a Python being torn down. _LOG_FN() is the NULL function
+        # pointer: ctypes refuses None for a CFUNCTYPE argument.
+        atexit.register(set_log, _LOG_FN(), None)
     _lib = L
     return L
 

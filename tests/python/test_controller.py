@@ -114,6 +114,14 @@ class ControllerTest(unittest.TestCase):
         self.assertEqual(len(lines), 1, out.stderr)
         self.assertIn("using no deadline", lines[0])
 
+    def test_a_program_that_used_the_library_exits_without_a_word_on_stderr(self):
+        # At exit the library's lines go back to stderr (a NULL log function); ctypes
+        # refused None there, and every process printed "Exception ignored in atexit".
+        code = "import trainctl; c = trainctl.Controller(signals='none'); c.check(0)"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stderr, "")
+
     def test_the_librarys_lines_go_to_the_trainctl_logger_once_logging_is_configured(self):
         # The kill switch's exit (INFO) and a malformed setting (WARNING), with logging set
         # up: through the logger "trainctl", not raw on stderr. Without it: stderr as before.
