@@ -191,6 +191,7 @@ class Run:
         return None
 
     def save(self, step, why):
+        began = time.time()
         if self.rank == 0:
             # SAVING exists while a save is in progress: trainwatch log-stall
             # --save-marker allows a longer silence then (cron/trainwatch.conf.example).
@@ -218,7 +219,7 @@ class Run:
             if marker:
                 os.unlink(marker)
         self.barrier()  # every rank leaves the save together
-        self.log("save", step=step, why=why)
+        self.log("save", step=step, why=why, took=round(time.time() - began, 3))
 
 
 def main():
@@ -284,7 +285,8 @@ def train(args, run):
         # no-progress: the last runs crashed before getting past the step this one resumed
         # at; nothing is new since the checkpoint, so no save (a large model's takes minutes).
         if d.save or (d.exit and d.reason != "no-progress"):
-            run.save(step, d.reason or d.save_reason)
+            with ctl.phase("save"):  # ends the save on trainctl's timeline when it ends
+                run.save(step, d.reason or d.save_reason)
         if d.exit:
             run.log("exit", step=step, reason=d.reason)
             return 0

@@ -112,14 +112,20 @@ void account(task_report& t, const std::vector<run_event>& events) {
   // A task that ended COMPLETED, its loop done without an exit trainctl decided, kept
   // its last work: a loop that finishes saves its result (it is told so in the text).
   if (until > cursor) t.training.push_back({cursor, until, t.loop_finished});
-  if (hang_from != 0) {  // lost training from the stall on was a hang's
+  if (hang_from != 0) {
+    // Lost training from the stall on was a hang's. With --hang-action=save-exit (exit
+    // reason hang) the ranks came back from the stall only to save and exit: the save
+    // kept the steps before it, and the stall itself was the hang's too.
+    const bool save_exit = t.exit_reason == "hang";
     std::vector<task_report::span> split;
     for (const auto& sp : t.training) {
-      if (!sp.kept && sp.from < hang_from && hang_from < sp.to) {
-        split.push_back({sp.from, hang_from, false});
+      const bool hangs = !sp.kept || save_exit;
+      if (hangs && sp.from < hang_from && hang_from < sp.to) {
+        split.push_back({sp.from, hang_from, sp.kept});
         split.push_back({hang_from, sp.to, false, true});
       } else {
-        split.push_back({sp.from, sp.to, sp.kept, !sp.kept && sp.from >= hang_from});
+        const bool hung = hangs && sp.from >= hang_from;
+        split.push_back({sp.from, sp.to, sp.kept && !hung, hung});
       }
     }
     t.training.swap(split);
@@ -243,7 +249,9 @@ std::string run_report_text(const run_report& r) {
     for (const auto& n : t.notices)
       detail +=
           " notice " + n.second + " at +" + span_text(static_cast<double>(n.first - t.task.start_ms) / 1000.0) + ";";
-    if (t.hung_s > 0) detail += " hung " + span_text(t.hung_s) + " (from the stall to the end);";
+    if (t.hung_s > 0)
+      detail += " hung " + span_text(t.hung_s) +
+                (t.exit_reason == "hang" ? " (from the stall to the save);" : " (from the stall to the end);");
     if (t.kept_s > 0 || t.lost_s > 0) {
       if (t.kept_step >= 0 && t.last_step > t.kept_step)
         detail += " " + std::to_string(t.last_step - t.kept_step) + " steps after step " + std::to_string(t.kept_step) +

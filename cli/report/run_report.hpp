@@ -11,7 +11,8 @@
 //   saves      each save's decision .. its end (the rank's next check, or its end)
 //   lost       training after the last finished save, and a save that never finished
 //   hung       the part of that from a hang's stall on (the supervisor's hang notice
-//              says how long the ranks had stalled)
+//              says how long the ranks had stalled); with --hang-action=save-exit, the
+//              stall up to the save it ended in (the save keeps the steps before it)
 //   end        rank 0's end .. End (the launcher and SLURM closing the task)
 // Inside training, apart: what waiting for a straggler cost, and the slow steps'
 // time beyond the median (step_costs.hpp).
@@ -55,7 +56,7 @@ struct task_report {
   struct span {
     std::int64_t from, to;
     bool kept;
-    bool hung = false;  // not kept, and after a hang's stall began
+    bool hung = false;  // not kept: after a hang's stall began
   };
   std::vector<span> training;
   straggler_price straggler;  // what waiting for the slowest rank cost (step_costs.hpp)

@@ -246,8 +246,8 @@ struct controller::impl {
   std::int32_t current_phase() const {
     return save_started_us != 0 ? kPhaseSave : open_phases.empty() ? kPhaseTraining : open_phases.back().first;
   }
-  void judge_stragglers(std::int64_t step, const std::int64_t* r);
-  void count_step_time(std::int64_t step, bool saves_next);
+  void judge_stragglers(std::int64_t step, const std::int64_t* r, bool stalled);
+  void count_step_time(std::int64_t step, bool saves_next, bool stalled);
   void note_step_times();
   void report_straggler(std::int64_t step, std::int64_t slowest_us, std::int64_t fastest_us);
   void flush_stragglers();
@@ -904,9 +904,13 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
     // this call's, the last this rank makes).
     if (exit_save && m.beat != nullptr) m.beat->exiting.store(1, std::memory_order_release);
   }
-  if (m.cfg.rank == 0) m.count_step_time(step, d.save || d.exit);
+  // An agreement the supervisor's hang flag (--hang-action=save-exit) reached ends the
+  // window that held the stall: the report counts that time as hung, so it is neither a
+  // slow step nor a straggler's price as well.
+  const bool stalled = r[kVoteHang] != 0;
+  if (m.cfg.rank == 0) m.count_step_time(step, d.save || d.exit, stalled);
   if (m.cfg.straggler_factor > 0) {
-    m.judge_stragglers(step, r);
+    m.judge_stragglers(step, r, stalled);
     m.window_timed = false;
     m.window_start_us = steady_us();
     m.window_start_step = step;
@@ -917,7 +921,7 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
 
 // Every rank sees the same reduced vector, so every rank counts the same strikes; the
 // straggler itself writes where it runs (host, GPUs) and rank 0 says it in the log.
-void controller::impl::judge_stragglers(std::int64_t step, const std::int64_t* r) {
+void controller::impl::judge_stragglers(std::int64_t step, const std::int64_t* r, bool stalled) {
   if (cfg.straggler_factor <= 0 || r[kVoteNegFastest] == kNoTime || r[kVoteSlowest] <= 0) return;
   const std::int64_t slowest_us = r[kVoteSlowest] >> kRankBits, fastest_us = -r[kVoteNegFastest];
   const int slowest = static_cast<int>(r[kVoteSlowest] & ((1 << kRankBits) - 1));
@@ -933,7 +937,7 @@ void controller::impl::judge_stragglers(std::int64_t step, const std::int64_t* r
   }
   if (beat != nullptr) beat->slow.store(straggler == cfg.rank ? strikes : 0, std::memory_order_relaxed);
   if (beat != nullptr) beat->step_us.store(work_us, std::memory_order_relaxed);
-  if (beat != nullptr && window_timed && step > window_start_step) {  // the straggler's price
+  if (beat != nullptr && window_timed && step > window_start_step && !stalled) {  // the straggler's price
     const std::int64_t steps = step - window_start_step;
     beat->work_marked.store(window_marked ? 1 : 0, std::memory_order_relaxed);
     beat->work_total_us.fetch_add(work_us * steps, std::memory_order_relaxed);
@@ -944,10 +948,11 @@ void controller::impl::judge_stragglers(std::int64_t step, const std::int64_t* r
 }
 
 // Rank 0: the window that ends at this agreement, as that many steps' time, unless a
-// save or a marked phase (an evaluation) ran in it; `saves_next`: one runs in the next.
-void controller::impl::count_step_time(std::int64_t step, bool saves_next) {
+// save or a marked phase (an evaluation) ran in it, or it held a hang's stall; `saves_next`:
+// a save runs in the next.
+void controller::impl::count_step_time(std::int64_t step, bool saves_next, bool stalled) {
   const std::int64_t now = steady_us();
-  if (steps_window_us != 0 && step > steps_window_step && !steps_window_busy)
+  if (steps_window_us != 0 && step > steps_window_step && !steps_window_busy && !stalled)
     step_time_counts.add(now - steps_window_us, step - steps_window_step);
   steps_window_us = now;
   steps_window_step = step;

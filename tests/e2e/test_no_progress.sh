@@ -10,6 +10,8 @@
 # --on-notice hook ran once, with TRAINCTL_NOTICE=no-progress.
 # Then (run mode) an array whose tasks crash too, but each after a save the save switch
 # asked for: each task resumes later than the one before, and the breaker never fires.
+# Its 4 crashes are interruptions: trainctl report advises a checkpoint interval, checked
+# against Young/Daly computed from the ranks' own log (within 2 %).
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 use_train_template "--steps 100000 --step-time 0.05 --crash-on '*' --crash-at 20"
@@ -78,7 +80,7 @@ fi
 if [ "$MODE" = run ]; then
   # Each task saves once (its save switch) before it crashes 6 s after its resume: the
   # next task resumes later, so no run went nowhere.
-  use_train_template "--steps 100000 --step-time 0.1 --crash-on '*' --crash-after 60 --crash-how exception"
+  use_train_template "--steps 100000 --step-time 0.1 --save-time 1 --crash-on '*' --crash-after 60 --crash-how exception"
   ev=$TEST_DIR/logs/sav
   saved=$(submit --array=1-4%1 -N1 --time=5 -J sav train.slurm)
   log "submitted array $saved: every task crashes 60 steps after its resume, after one save switch"
@@ -94,5 +96,42 @@ if [ "$MODE" = run ]; then
   starts=$(cat "$ev"/rank*.jsonl | python3 -c 'import json,sys; print(" ".join(str(s) for s in sorted({json.loads(l)["step"] for l in sys.stdin if "\"start\"" in l})))')
   [ "$(wc -w <<<"$starts")" -eq 4 ] || fail "the tasks resumed at steps $starts: not 4 different steps"
   log "4 tasks resumed at steps $starts, each later than the one before; no breaker"
+
+  # Four crashes after a save: enough for trainctl report to advise how often to save.
+  # Its advice against Young/Daly computed here from the ranks' own logs: each save's
+  # duration, and the training from each task's first step to its crash.
+  if grep -q '^AccountingStorageType=accounting_storage/slurmdbd' "$SLURM_CONF"; then
+    sacct_done() { [ "$(sacct -X -n -P -j "$saved" -o State | grep -c FAILED)" -eq 4 ]; }
+    wait_for 60 "sacct to have the 4 tasks' ends" sacct_done
+  fi
+  "$BUILD/bin/trainctl" report --no-svg "$saved" | grep -A3 '^checkpoints' || fail "trainctl report failed"
+  "$BUILD/bin/trainctl" report --json --no-svg "$saved" >"$TEST_DIR/report.json" || fail "trainctl report --json failed"
+  python3 - "$TEST_DIR/report.json" "$ev/rank0.jsonl" <<'PY' || fail "the advised interval is not Young/Daly's from the program's own log"
+import json, math, statistics, sys
+cp = json.load(open(sys.argv[1]))["checkpoints"]
+runs, run = [], None
+for e in map(json.loads, open(sys.argv[2])):
+    if e["event"] == "start":
+        run = {"first": e["time"] + 0.1, "saves": []}
+        runs.append(run)
+    elif e["event"] == "save":
+        run["saves"].append((e["time"] - e["took"], e["took"]))
+    elif e["event"] == "crash":
+        run["crash"] = e["time"]
+assert len(runs) == 4 and all("crash" in r and len(r["saves"]) == 1 for r in runs), runs
+training = sum(r["crash"] - r["first"] for r in runs)
+save = statistics.median(took for r in runs for _, took in r["saves"])
+mtbi = training / 4
+advised = math.sqrt(2 * save * mtbi) - save
+now = statistics.median(r["saves"][0][0] - r["first"] for r in runs)
+print("checkpoint interval: save %.3f s, %.1f s of training, 4 interruptions: advised %.2f s (program's log) vs %s "
+      "(report); saving every %.2f s now (program's log) vs %s (report)" % (
+          save, training, advised, cp["advised_s"], now, cp["between_s"]))
+assert cp["interruptions"] == 4 and cp["saves"] == 4, cp
+assert abs(cp["save_s"] - save) <= 0.02 * save, (save, cp)
+assert abs(cp["training_s"] - training) <= 0.02 * training, (training, cp)
+assert cp["advised_s"] and abs(cp["advised_s"] - advised) <= 0.02 * advised, (advised, cp)
+assert cp["between_s"] and abs(cp["between_s"] - now) <= 0.02 * now, (now, cp)
+PY
 fi
 log "PASS ($MODE): a crash loop ends at its 4th task with exit 93, the rest of the array cancelled and its nodes forgiven"

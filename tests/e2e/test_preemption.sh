@@ -5,7 +5,8 @@
 # e2e-alone: its high-priority job on every node preempts every other test's job
 # Preemption with GraceTime: a low-priority requeueable job is preempted by a
 # high-priority one; its ranks save within the grace (reason preempted); the job is
-# requeued, restarts, and resumes at the saved step + 1.
+# requeued, restarts, and resumes at the saved step + 1. trainctl report shows both runs,
+# the preempted one's kept training as its rank 0 logged it, nothing lost.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -45,6 +46,24 @@ if grep -q '^AccountingStorageType=accounting_storage/slurmdbd' "$SLURM_CONF"; t
   printf '%s\n' "$report" | grep -qE "^$job +COMPLETED " || fail "the report does not show the completed run"
   printf '%s\n' "$report" | grep -qE "^  $job: save at step $saved \(preempted, [0-9.]+s\); notice preempted at \+[0-9.]+s$" ||
     fail "the report does not show the preemption's save and notice"
+  # Its figures against rank 0's own log: the preempted run kept its training up to its
+  # save, lost nothing, and is no interruption a shorter checkpoint interval would help.
+  "$BUILD/bin/trainctl" report --json --no-svg "$job" >"$TEST_DIR/report.json" || fail "trainctl report --json failed"
+  python3 - "$TEST_DIR/report.json" "$TEST_DIR/events/rank0.jsonl" <<'PY' || fail "the preempted run's figures are not what its log says"
+import json, sys
+report = json.load(open(sys.argv[1]))
+events = [json.loads(l) for l in open(sys.argv[2])]
+start = next(e for e in events if e["event"] == "start")
+save = next(e for e in events if e["event"] == "save" and e["why"] == "preempted")
+kept = save["time"] - save["took"] - (start["time"] + 0.05)
+first, second = report["tasks"]
+print("preempted run: kept %.1f s (program's log) vs %.1f s (report); lost %.1f s; notices %s; interruptions %d" % (
+    kept, first["training_kept_s"], first["lost_s"], first["notices"], report["checkpoints"]["interruptions"]))
+assert first["exit_reason"] == "preempted" and [n["kind"] for n in first["notices"]] == ["preempted"], first
+assert abs(kept - first["training_kept_s"]) <= 3 and first["lost_s"] <= 1 and first["hung_s"] == 0, first
+assert second["exit_reason"] is None and second["lost_s"] <= 1, second
+assert report["checkpoints"]["interruptions"] == 0, report["checkpoints"]
+PY
 fi
 # A preemption that moves EndTime inside the graceful exit is the preemption's doing,
 # not a stopped supervisor's (issue 34, item 7).

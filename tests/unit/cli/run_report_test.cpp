@@ -254,6 +254,24 @@ TEST(RunReport, AHangsStallIsCountedApartFromOtherLostWork) {
   EXPECT_NE(run_report_svg(r).find("#6a1b9a"), std::string::npos);
 }
 
+TEST(RunReport, AHangEndedBySaveExitKeepsTheStepsBeforeTheStallAndCountsTheStallAsHung) {
+  // --hang-action=save-exit: the ranks stall at +40 s, the hang notice at +55 s (10 s
+  // timeout, 5 s of stacks); the stalled rank comes back at +70 s, and the ranks agree
+  // to save (2 s) and exit. The save keeps the steps up to the stall, not the stall.
+  const run_report r = build_run_report(
+      "61", {task("61", "61", 0, 75, 2)},
+      {ev(5, "61", "first_step", 0), ev(55, "61", "notice", -1, 15000, "hang"), ev(70, "61", "exit", 700, -1, "hang"),
+       ev(72, "61", "saved", -1, 2000), ev(73, "61", "end", 700)},
+      kS + 100 * kSec);
+  const task_report& t = r.tasks[0];
+  EXPECT_DOUBLE_EQ(t.kept_s, 35) << "5 .. 40 s";
+  EXPECT_DOUBLE_EQ(t.hung_s, 31) << "40 .. 70 s, the stall, and 72 .. 73 s after the save";
+  EXPECT_DOUBLE_EQ(t.lost_s, 0);
+  EXPECT_NEAR(r.startup + r.productive + r.saves + r.lost + r.hung + r.end, r.allocated, 1e-6);
+  EXPECT_NE(run_report_text(r).find("(from the stall to the save)"), std::string::npos) << run_report_text(r);
+  EXPECT_EQ(advise_checkpoints(r).interruptions, 0) << "it saved at its exit: no work to redo";
+}
+
 // Three runs that crash after two saves each (600 s of training apart, 30 s each), and one
 // that saves at its deadline exit: 3 interruptions in 5,491 s of training, a save cost
 // of 30 s, so Daly's interval is sqrt(2 x 30 x 5491 / 3) - 30 = 301.4 s.

@@ -955,6 +955,27 @@ TEST(Stragglers, EachBeatKeepsItsWorkAndTheSlowestsForThePrice) {
   }
 }
 
+// --hang-action=save-exit: the agreement the supervisor's hang flag reaches ends the
+// window that held the stall. The report counts that time as hung, so it is priced
+// neither as the straggler's wait nor as a step.
+TEST(Stragglers, TheStallAHangExitEndsIsNotPricedAsAStragglersWait) {
+  temp_dir t;
+  node_state_file node0(t / "state-node0");
+  world w(t, 2, 1);  // one rank per node: a process's ranks on one node share their slot
+  for (std::int64_t s = 0; s < 4; ++s) {
+    std::this_thread::sleep_for(2ms);
+    EXPECT_FALSE(w.step(s).front().exit);
+  }
+  std::this_thread::sleep_for(300ms);  // one rank stalls; the supervisor finds the hang
+  node0.get().flags.fetch_or(kFlagHang);
+  EXPECT_EQ(w.step(4).front().reason, "hang");
+  for (const rank_beat& b : node0.get().beats) {
+    if (b.pid.load() != getpid()) continue;
+    EXPECT_EQ(b.timed_steps.load(), 3) << "the windows before the stall, not the stall's";
+    EXPECT_LT(b.slowest_total_us.load(), 200'000) << "the 300 ms stall is not in the price";
+  }
+}
+
 // 64 heartbeat slots per node: a process past them says so, once, with its rank.
 TEST(Controller, ARankWithoutAHeartbeatSlotSaysItIsNotWatched) {
   temp_dir t;
