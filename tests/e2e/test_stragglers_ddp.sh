@@ -5,7 +5,8 @@
 # slowest, so that the wall time per step is the same on every rank. trainctl.watch_ddp
 # marks each rank's own compute (from the end of one step's gradient exchange to its
 # last gradient bucket being ready). Job 1: rank 2 (on n2) computes 3x slower: it alone
-# is reported, once, with its host. Job 2: an even run: nobody is reported.
+# is reported, once, with its host, and trainctl report prices its wait from the marked
+# compute. Job 2: an even run: nobody is reported.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -25,6 +26,22 @@ factor=$(grep -o "factor=[0-9.]*" "$TRAINCTL_LOG_DIR/slow_nodes" | cut -d= -f2)
 log "figure: under DDP, rank 2 (3x slower compute) reported with factor $factor of the fastest rank's compute"
 grep -q "trainctl: straggler at step [0-9]*: this rank (2) on n2" "$TEST_DIR/job1.out" || fail "rank 2 did not log it"
 [ "$(job_state "$job")" = COMPLETED ] || fail "job 1 ended $(job_state "$job")"
+# What the straggler cost, as trainctl report prices it from the marked compute: every
+# step rank 0 trained, on 2 nodes, waited (0.15 - 0.05) s for rank 2. Against rank 0's
+# own log of its first and last step, within 4 %: the sleeps differ by 0.1 s, and the
+# ranks' forward and backward on 2 shared cores by a few ms (measured: 98.2 ms apart,
+# 17.67 node-s against 18.0).
+"$BUILD/bin/trainctl" report --json --no-svg "$job" >"$TEST_DIR/report.json" || fail "trainctl report --json failed"
+python3 - "$TEST_DIR/report.json" "$TEST_DIR/events/rank0.jsonl" <<'PY' || fail "the straggler's price is not what the program's log says"
+import json, sys
+price = json.load(open(sys.argv[1]))["tasks"][0]["straggler"]
+ev = {e["event"]: e for e in map(json.loads, open(sys.argv[2]))}
+steps = ev["exit"]["step"] - ev["start"]["step"]
+expected = 2 * 0.1 * steps
+print("straggler under DDP: %.1f node-s expected (%d steps logged), %s reported" % (expected, steps, price))
+assert price and price["compute_marked"] and price["slowest_rank"] == 2 and price["ranks"] == 4, price
+assert abs(price["node_s"] - expected) <= 0.04 * expected, (expected, price)
+PY
 
 export TRAINCTL_LOG_DIR=$TEST_DIR/logs2
 mkdir -p "$TRAINCTL_LOG_DIR"
