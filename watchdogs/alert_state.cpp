@@ -13,6 +13,20 @@
 #include <stdexcept>
 
 namespace trainctl {
+namespace {
+
+// An entry stored under a check's old name, under its current one: an alert open when
+// the check was renamed stays open, and neither resolves nor fires again for the rename.
+std::string current_key(const std::string& stored) {
+  static const std::pair<const char*, const char*> kRenamed[] = {{"bad-nodes", "job-on-bad-node"}};
+  for (const auto& [was, now] : kRenamed) {
+    const std::string prefix = std::string(was) + "\x1f";
+    if (stored.compare(0, prefix.size(), prefix) == 0) return now + stored.substr(prefix.size() - 1);
+  }
+  return stored;
+}
+
+}  // namespace
 
 const char* action_name(alert_action a) {
   switch (a) {
@@ -124,7 +138,9 @@ alert_store::alert_store(const std::string& state_dir) : dir_(state_dir) {
   if (!in) return;
   try {
     const auto j = nlohmann::json::parse(in);
-    for (const auto& [key, v] : j.items()) {
+    for (const auto& [stored, v] : j.items()) {
+      const std::string key = current_key(stored);
+      if (key != stored && j.contains(key)) continue;  // the new name's own entry wins
       alert_entry e;
       e.status = v.value("status", 0);
       e.since = v.value("since", std::int64_t{0});

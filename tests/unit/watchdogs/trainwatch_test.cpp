@@ -62,6 +62,26 @@ TEST(AlertStore, SurvivesARestartAndADamagedFile) {
   EXPECT_FALSE(s.entry("fs", "/scratch").firing);
 }
 
+// `trainwatch bad-nodes` became `job-on-bad-node`: an alert open under the old name stays
+// open under the new one (no second alert, no RESOLVED for the rename).
+TEST(AlertStore, AnAlertOpenUnderAChecksOldNameStaysOpenUnderItsNewName) {
+  temp_dir t;
+  {
+    alert_store s(t / "state");
+    s.entry("bad-nodes", "train").firing = true;
+    s.entry("bad-nodes", "eval").failures = 2;
+    s.entry("job-on-bad-node", "eval").failures = 5;
+    s.save();
+  }
+  alert_store s(t / "state");
+  EXPECT_TRUE(s.entry("job-on-bad-node", "train").firing);
+  EXPECT_EQ(s.entry("job-on-bad-node", "eval").failures, 5) << "the new name's own entry wins";
+  s.save();
+  std::ifstream in(t / "state/alerts.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.find("bad-nodes"), std::string::npos) << text;
+}
+
 TEST(Sinks, ParseAndRedact) {
   auto m = parse_sink(
       "smtp://alice:s3cret@mail.example.org:587?from=ml%40example.org&to=a@x.org&to=b@x.org&starttls=required");
