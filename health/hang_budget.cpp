@@ -51,4 +51,16 @@ hang_budget budget_for(const hang_rules& rules, const std::string& name, std::in
   return b;
 }
 
+rank_clocks clocks_of(std::int64_t beat_ms, bool training, std::int64_t phase_ms) {
+  rank_clocks c;
+  c.agreed = beat_ms > 0;
+  c.started = c.agreed || (!training && phase_ms > 0);
+  if (c.started) {
+    c.hang_clock = std::max(beat_ms, phase_ms);
+  } else {
+    c.start_clock = phase_ms;
+  }
+  return c;
+}
+
 }  // namespace trainctl

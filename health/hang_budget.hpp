@@ -36,4 +36,22 @@ struct hang_rules {
 // budget throughout.
 hang_budget budget_for(const hang_rules& rules, const std::string& name, std::int64_t longest_ms);
 
+// Which clock judges a rank, from its heartbeat slot: the time of its last agreement
+// (`beat_ms`, 0 before its first) and of its last phase change (`phase_ms`), and the
+// phase it is in (`training`: none open).
+//   hang_clock: since when its phase's budget runs (the later of the two); 0 while the
+//     start clock judges it instead.
+//   start_clock: before its first agreement and outside any phase, since when
+//     --hang-start-timeout runs: the end of a phase it marked before (a checkpoint
+//     restore), else 0 (the process's own start). A phase that ended before the first
+//     agreement must not hand the rest of the start-up (the first data load, a compile)
+//     to the training budget.
+struct rank_clocks {
+  std::int64_t hang_clock = 0;
+  std::int64_t start_clock = 0;
+  bool started = false;  // judged by the hang clock (an agreement made, or a phase open)
+  bool agreed = false;   // it reached its first agreement: the start clock is done with it
+};
+rank_clocks clocks_of(std::int64_t beat_ms, bool training, std::int64_t phase_ms);
+
 }  // namespace trainctl

@@ -558,9 +558,10 @@ void node_health::check_hang() {
   for (const auto& b : state_->get().beats) {
     const std::int32_t pid = b.pid.load(std::memory_order_acquire);
     const std::int32_t phase = b.phase.load(std::memory_order_acquire);
-    const std::int64_t since =
-        std::max(b.beat_ms.load(std::memory_order_relaxed), b.phase_ms.load(std::memory_order_relaxed));
-    if (pid <= 0 || since <= 0) continue;
+    const std::int64_t since = clocks_of(b.beat_ms.load(std::memory_order_relaxed), phase == kPhaseTraining,
+                                         b.phase_ms.load(std::memory_order_relaxed))
+                                   .hang_clock;
+    if (pid <= 0 || since <= 0) continue;  // not started: check_start judges it
     const std::string name = phase_name(phase);
     const hang_budget budget = budget_of(name);
     const std::int64_t quiet = now - since;
@@ -609,11 +610,12 @@ void node_health::check_start() {
     return;
   next_start_scan_ = clock::now() + std::max(milliseconds(1000),
                                              std::chrono::duration_cast<milliseconds>(opts_.hang_start_timeout / 10));
-  std::map<pid_t, std::int64_t> beats;
+  std::map<pid_t, rank_clocks> clocks;
   if (state_ != nullptr && has_header(state_->get()))
     for (const auto& b : state_->get().beats)
-      beats[b.pid.load()] =
-          std::max(b.beat_ms.load(std::memory_order_relaxed), b.phase_ms.load(std::memory_order_relaxed));
+      clocks[b.pid.load()] = clocks_of(b.beat_ms.load(std::memory_order_relaxed),
+                                       b.phase.load(std::memory_order_acquire) == kPhaseTraining,
+                                       b.phase_ms.load(std::memory_order_relaxed));
   double uptime = 0;
   std::ifstream("/proc/uptime") >> uptime;
   const long hz = sysconf(_SC_CLK_TCK);
@@ -621,9 +623,13 @@ void node_health::check_start() {
   for (const auto& r : find_rank_procs(self_, opts_.launchers, !opts_.batch)) {
     if (owns(r.pid) || (owned_elsewhere_ && owned_elsewhere_(r.pid)) || !live_process_of_mine(r.pid)) continue;
     any = true;
-    if (beats.count(r.pid) != 0 && beats[r.pid] > 0) continue;
+    const rank_clocks c = clocks.count(r.pid) != 0 ? clocks[r.pid] : rank_clocks{};
+    if (c.agreed) continue;
     all = false;
-    const double age_s = uptime - static_cast<double>(r.start_time) / static_cast<double>(hz);
+    if (c.started) continue;  // inside a phase before its first agreement: check_hang judges it
+    double age_s = uptime - static_cast<double>(r.start_time) / static_cast<double>(hz);
+    if (c.start_clock > 0)  // from the end of a phase it marked before its first agreement
+      age_s = std::min(age_s, static_cast<double>(unix_now_ms() - c.start_clock) / 1000.0);
     if (age_s * 1000 < static_cast<double>(opts_.hang_start_timeout.count())) continue;
     const std::string rank = proc_environ_value(r.pid, "RANK");
     start_dump("rank " + (rank.empty() ? "?" : rank) + " (pid " + std::to_string(r.pid) +
