@@ -67,6 +67,8 @@ def parse_args():
     p.add_argument("--step-time", type=float, default=0.05, help="seconds one fake step takes")
     p.add_argument("--save-time", type=float, default=0, help="seconds one fake save takes (a large model's "
                    "checkpoint: --graceful-exit=auto learns it)")
+    p.add_argument("--restore-time", type=float, default=0,
+                   help="seconds one fake checkpoint load takes, when there is one to resume from")
     p.add_argument("--eval-every", type=int, default=0, metavar="STEPS",
                    help="evaluate every STEPS steps (0: never); marked as trainctl's phase 'eval', so a long "
                    "evaluation is no hang")
@@ -236,9 +238,13 @@ def train(args, run):
     if args.faulthandler:
         import faulthandler
         faulthandler.enable()
+    began = time.time()
     last = run.newest_checkpoint()
+    if last is not None:
+        with ctl.phase("restore"):  # trainctl report counts it apart from the rest of the start-up
+            time.sleep(args.restore_time)  # model.load_state_dict(...) from it goes here
     start = 0 if last is None else last + 1
-    run.log("start", step=start, world=run.world, resumed_from=last)
+    run.log("start", step=start, world=run.world, resumed_from=last, restore_s=round(time.time() - began, 3))
     step_time = args.step_time * (args.slow_factor if run.rank == args.slow_rank else 1)
     crash_at = start + args.crash_after if args.crash_after else args.crash_at
     model = optimizer = None

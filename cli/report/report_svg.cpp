@@ -1,5 +1,5 @@
 // The report's timeline as SVG, written directly: one row per task on a common time
-// axis, bars for start-up, kept training, saves, lost work and the task's end, marks
+// axis, bars for start-up, restore, kept training, saves, lost work and the task's end, marks
 // for notices. No plotting library: the tool stays one C++ binary, and an SVG opens in
 // every browser and renders sharp in a README.
 #include <algorithm>
@@ -20,7 +20,7 @@ struct colour {
 };
 constexpr colour kStartup{"#9e9e9e", "start-up"}, kKept{"#2e7d32", "training (kept)"}, kSave{"#1565c0", "save"},
     kLost{"#c62828", "lost work"}, kHung{"#6a1b9a", "hung"}, kEnd{"#cfcfcf", "task end"},
-    kQueue{"#f0a202", "queued (no task running)"};
+    kQueue{"#f0a202", "queued (no task running)"}, kRestore{"#5c6bc0", "restore"};
 
 // Only our own text goes in (task names of digits and '_', reasons of words); escaped anyway.
 std::string xml(const std::string& s) {
@@ -123,7 +123,10 @@ std::string run_report_svg(const run_report& r) {
            num(y + kBar / 2.0) + "\" stroke=\"" + kQueue.fill + "\" stroke-width=\"3\" stroke-dasharray=\"4 3\"/>\n";
     }
     const std::int64_t first = t.first_step_ms != 0 ? t.first_step_ms : end;
-    bar(start, first, y, kStartup, t.task.name + ": start-up");
+    // The restore ends the start-up (the loop loads its checkpoint, then trains).
+    const std::int64_t restored = first - static_cast<std::int64_t>(t.restore_s * 1000);
+    bar(start, restored, y, kStartup, t.task.name + ": start-up");
+    if (t.restore_s > 0) bar(restored, first, y, kRestore, t.task.name + ": restore");
     for (const auto& sp : t.training)
       bar(sp.from, sp.to, y,
           sp.kept   ? kKept
@@ -163,7 +166,7 @@ std::string run_report_svg(const run_report& r) {
   // The legend.
   int lx = kLeft;
   const int ly = kTop + static_cast<int>(rows) * kRow + 22;
-  for (const colour* c : {&kStartup, &kKept, &kSave, &kLost, &kHung, &kEnd, &kQueue}) {
+  for (const colour* c : {&kStartup, &kRestore, &kKept, &kSave, &kLost, &kHung, &kEnd, &kQueue}) {
     s += "<rect x=\"" + std::to_string(lx) + "\" y=\"" + std::to_string(ly - 10) +
          "\" width=\"12\" height=\"12\" fill=\"" + c->fill + "\"/><text x=\"" + std::to_string(lx + 16) + "\" y=\"" +
          std::to_string(ly) + "\">" + c->label + "</text>\n";

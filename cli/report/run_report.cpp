@@ -54,6 +54,7 @@ std::string step_costs_text(const run_report& r) {
 void account(task_report& t, const std::vector<run_event>& events) {
   const std::int64_t start = t.task.start_ms, end = t.task.end_ms;
   std::int64_t hang_from = 0;  // when the ranks stalled, from a hang notice
+  double restore_s = 0;        // the loop's restore before its first step
   auto clamp = [&](std::int64_t ms) { return std::min(std::max(ms, start), end); };
   for (const run_event& e : events) {
     t.has_events = true;
@@ -74,6 +75,8 @@ void account(task_report& t, const std::vector<run_event>& events) {
     } else if (e.what == "saved" && !t.saves.empty() && t.saves.back().end_ms == 0) {
       t.saves.back().end_ms = clamp(e.ms);
       t.kept_step = t.saves.back().step;
+    } else if (e.what == "restore" && t.first_step_ms == 0 && e.took_ms >= 0) {
+      restore_s += static_cast<double>(e.took_ms) / 1000.0;
     } else if (e.what == "end") {
       t.end_event_ms = clamp(e.ms);
       t.last_step = e.step;
@@ -91,12 +94,19 @@ void account(task_report& t, const std::vector<run_event>& events) {
   t.straggler = price_stragglers(events, t.first_step >= 0 && last >= t.first_step ? last - t.first_step : -1);
   t.slow = find_slow_steps(events);
   const double total_s = static_cast<double>(end - start) / 1000.0;
+  // The restore is part of the time to the first step, apart from the rest of start-up.
+  auto split_restore = [&] {
+    t.restore_s = std::min(restore_s, t.startup_s);
+    t.startup_s -= t.restore_s;
+  };
   if (t.first_step_ms == 0) {  // no step: the whole task went to start-up (or a failure before it)
     t.startup_s = total_s;
+    split_restore();
     return;
   }
   const std::int64_t until = t.end_event_ms != 0 ? t.end_event_ms : end;  // rank 0's end
   t.startup_s = static_cast<double>(t.first_step_ms - start) / 1000.0;
+  split_restore();
   t.end_s = static_cast<double>(end - until) / 1000.0;
   std::int64_t kept_until = 0;  // the begin of the last finished save: training before it is kept
   for (const save_span& s : t.saves)
@@ -179,6 +189,7 @@ run_report build_run_report(const std::string& job, std::vector<task_record> tas
     r.allocated += n * static_cast<double>(t.task.end_ms - t.task.start_ms) / 1000.0;
     r.productive += n * t.kept_s;
     r.startup += n * t.startup_s;
+    r.restore += n * t.restore_s;
     r.saves += n * t.saves_s;
     r.lost += n * t.lost_s;
     r.hung += n * t.hung_s;
@@ -230,17 +241,18 @@ std::string run_report_text(const run_report& r) {
                                                                     : "ended without a notice")
                                                : t.exit_reason + " at step " + std::to_string(t.exit_step);
     std::snprintf(line, sizeof line, "%-14s %-10s %5d %8s %9s %9s %14s %9s %7s  %s\n", t.task.name.c_str(),
-                  t.task.state.c_str(), t.task.nodes, span_text(t.queue_s).c_str(), span_text(t.startup_s).c_str(),
-                  span_text(t.kept_s).c_str(), saves.c_str(), span_text(t.lost_s).c_str(), span_text(t.end_s).c_str(),
-                  exit.c_str());
+                  t.task.state.c_str(), t.task.nodes, span_text(t.queue_s).c_str(),
+                  span_text(t.startup_s + t.restore_s).c_str(), span_text(t.kept_s).c_str(), saves.c_str(),
+                  span_text(t.lost_s).c_str(), span_text(t.end_s).c_str(), exit.c_str());
     out += line;
   }
   out += "\n";
   for (const auto& t : r.tasks) {  // each save and notice, for the tasks that have them
     const std::string straggler = straggler_clause(t.straggler, t.task.nodes);
     const std::string slow = slow_steps_clause(t.slow, t.task.nodes);
-    if (t.saves.empty() && t.notices.empty() && straggler.empty() && slow.empty()) continue;
+    if (t.saves.empty() && t.notices.empty() && t.restore_s < 0.05 && straggler.empty() && slow.empty()) continue;
     std::string detail = "  " + t.task.name + ":";
+    if (t.restore_s >= 0.05) detail += " restore " + span_text(t.restore_s) + " (in its start-up);";
     for (const auto& s : t.saves) {
       const std::string took = s.end_ms != 0 ? span_text(static_cast<double>(s.end_ms - s.begin_ms) / 1000.0)
                                              : std::string("never finished");
@@ -272,10 +284,10 @@ std::string run_report_text(const run_report& r) {
                 r.productive / 3600, pct(r.productive, alloc));
   out += line;
   std::snprintf(line, sizeof line,
-                "the rest    start-up %.1f%%, saves %.1f%%, lost work %.1f%%, hangs %.1f%%, task ends %.1f%%; and %s "
-                "queued with no task running (no node held)\n",
-                pct(r.startup, alloc), pct(r.saves, alloc), pct(r.lost, alloc), pct(r.hung, alloc), pct(r.end, alloc),
-                span_text(r.queue_s).c_str());
+                "the rest    start-up %.1f%%, restore %.1f%%, saves %.1f%%, lost work %.1f%%, hangs %.1f%%, task ends "
+                "%.1f%%; and %s queued with no task running (no node held)\n",
+                pct(r.startup, alloc), pct(r.restore, alloc), pct(r.saves, alloc), pct(r.lost, alloc),
+                pct(r.hung, alloc), pct(r.end, alloc), span_text(r.queue_s).c_str());
   out += line;
   out += step_costs_text(r);
   out += checkpoint_advice_text(advise_checkpoints(r));
@@ -291,6 +303,7 @@ std::string run_report_json(const run_report& r) {
   j["productive_node_s"] = r.productive;
   j["goodput"] = r.goodput();
   j["startup_node_s"] = r.startup;
+  j["restore_node_s"] = r.restore;
   j["saves_node_s"] = r.saves;
   j["lost_node_s"] = r.lost;
   j["hung_node_s"] = r.hung;
@@ -318,6 +331,7 @@ std::string run_report_json(const run_report& r) {
     jt["end"] = t.task.start_ms != 0 && !t.running ? json(format_slurm_timestamp(t.task.end_ms)) : json(nullptr);
     jt["queue_s"] = t.queue_s;
     jt["startup_s"] = t.startup_s;
+    jt["restore_s"] = t.restore_s;
     jt["training_kept_s"] = t.kept_s;
     jt["saves_s"] = t.saves_s;
     jt["lost_s"] = t.lost_s;

@@ -5,7 +5,9 @@
 // gathers them, report_svg.cpp draws the timeline.
 //
 // The model of one task, on the wall clock between SLURM's Start and End:
-//   start-up   Start .. rank 0's first step
+//   start-up   Start .. rank 0's first step, but for the restore
+//   restore    the loop loading its checkpoint, where it marks it (ctl.phase("restore"))
+//              before its first step
 //   training   between saves; kept when a save that finished follows it (or the loop
 //              finished on its own and the task COMPLETED: its last save is assumed)
 //   saves      each save's decision .. its end (the rank's next check, or its end)
@@ -51,7 +53,7 @@ struct task_report {
   bool loop_finished = false;
   std::int64_t exit_step = -1, kept_step = -1;  // kept: the step of the last finished save
   // Seconds of wall time (times task.nodes for node-seconds).
-  double queue_s = 0, startup_s = 0, kept_s = 0, saves_s = 0, lost_s = 0, hung_s = 0, end_s = 0;
+  double queue_s = 0, startup_s = 0, restore_s = 0, kept_s = 0, saves_s = 0, lost_s = 0, hung_s = 0, end_s = 0;
   // Training intervals (unix ms) and whether each was kept, for the picture.
   struct span {
     std::int64_t from, to;
@@ -67,7 +69,7 @@ struct run_report {
   std::string job;                 // as asked
   std::vector<task_report> tasks;  // by start; tasks not started last
   // Node-seconds over the tasks that started.
-  double allocated = 0, productive = 0, startup = 0, saves = 0, lost = 0, hung = 0, end = 0;
+  double allocated = 0, productive = 0, startup = 0, restore = 0, saves = 0, lost = 0, hung = 0, end = 0;
   double queue_s = 0;  // wall seconds with no task running
   // Node-seconds of the training (kept or lost) that went to waiting for a straggler,
   // and to slow steps beyond the median: not buckets of their own, parts of training.

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -164,6 +165,9 @@ struct controller::impl {
   // The phases the loop opened (phase_begin), innermost last: the beat's phase value and
   // when it began; the beat shows the innermost, or a save trainctl asked for.
   std::vector<std::pair<std::int32_t, std::int64_t>> open_phases;
+  // Where in open_phases a phase named "restore" sits (the loop loading its checkpoint):
+  // its end is a run event, the report's checkpoint restore. SIZE_MAX: none open.
+  std::size_t restore_at = SIZE_MAX;
   std::int64_t quiet_since_ms = 0;  // the last agreement or phase change of this rank (unix ms)
   bool phase_slots_full_said = false;
   bool exit_save_timed = false;      // the save at the exit decision is being (or was) timed
@@ -589,6 +593,7 @@ void controller::phase_begin(const std::string& name) {
                name.c_str(), kMaxPhases);
     }
   }
+  if (name == "restore" && m.restore_at == SIZE_MAX) m.restore_at = m.open_phases.size();
   m.open_phases.emplace_back(phase, steady_us());
   m.show_phase(m.current_phase());
 }
@@ -605,6 +610,10 @@ void controller::phase_end() {
     raise_to(ns.longest_save_ms, ms);
   } else if (phase - kPhaseNamed < kMaxPhases) {
     raise_to(ns.phases[phase - kPhaseNamed].longest_ms, ms);
+  }
+  if (m.open_phases.size() == m.restore_at) {
+    m.restore_at = SIZE_MAX;
+    m.note_event("restore", m.last_step, ms, "");
   }
   m.show_phase(m.current_phase());
 }

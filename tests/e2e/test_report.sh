@@ -3,8 +3,8 @@
 # e2e-core: run
 # e2e-locks: team-users
 # trainctl report on a 3-task array of an unprivileged user (2 nodes x 2 torchrun
-# ranks, 2-minute limit, graceful exit 30 s, saves of 2 s, --hang-timeout=10s
-# --hang-action=save-exit):
+# ranks, 2-minute limit, graceful exit 30 s, saves of 2 s, restores of 1 s,
+# --hang-timeout=10s --hang-action=save-exit):
 #   task 1: a save-switch save, then rank 1 stalls for 40 s at step 400; the supervisors
 #     find the hang, and when the rank comes back the ranks save and exit (reason hang):
 #     the steps before the stall are kept, the stall is counted as hung, and neither a
@@ -15,8 +15,8 @@
 #     switch, and its save.
 # The report's tasks (from sacct, where the local cluster runs slurmdbd, else from
 # scontrol), exit reasons, saves and notices are checked, and its kept training, hung
-# time and goodput against what the training program itself logged (its first step,
-# each save's end minus its 2 s, rank 1's stall) and SLURM's Start and End: within 3 s
+# time, restores and goodput against what the training program itself logged (its first
+# step, each save's end minus its 2 s, rank 1's stall, its restore) and SLURM's Start and End: within 3 s
 # per task and 3 points of goodput; the straggler's price in task 3 against the steps its
 # rank 0 logged at 0.1 s each on 2 nodes, within 2 %; tasks 1 and 2 name no straggler
 # past the ranks' jitter. The SVG parses, with a row per task; --json parses; bad input
@@ -31,7 +31,7 @@ run_as_user alice
 supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL" --save-switch="$TEST_DIR/SAVE" --graceful-exit=30s \
   --hang-timeout=10s --hang-action=save-exit
 # shellcheck disable=SC2016  # expanded in the job
-sed -i 's|--step-time 0.05|--step-time 0.05 --save-time 2 $CRASH|' "$TEST_DIR/job.sh"
+sed -i 's|--step-time 0.05|--step-time 0.05 --save-time 2 --restore-time 1 $CRASH|' "$TEST_DIR/job.sh"
 # Task 2 crashes 160 steps (8 s, plus its 2 s save) after the step it resumes from: well
 # before its deadline even where start-up is slow (sid's torch took 14 s of the 30 s before
 # the deadline; a crash 300 steps on was never reached there).
@@ -96,8 +96,8 @@ for t in 1 3; do
 done
 printf '%s\n' "$out" | grep -qE "^${job}_1 .* 2 \([0-9.]+s\) .* hang at step 40[0-9]$" || fail "task 1: not 2 saves and the hang"
 printf '%s\n' "$out" | grep -qE "^${job}_2 +FAILED +2 .* 1 \([0-9.]+s\) .* ended without a notice$" || fail "task 2: not 1 save and a failure"
-printf '%s\n' "$out" | grep -qE "^  ${job}_2: save at step [0-9]+ \(save-switch, 2\.[0-9]s\); [0-9]+ steps after step [0-9]+ never saved" ||
-  printf '%s\n' "$out" | grep -qE "^  ${job}_2: save at step [0-9]+ \(save-switch, 2\.[0-9]s\)$" || fail "task 2's save is not listed"
+printf '%s\n' "$out" | grep -qE "^  ${job}_2: restore 1\.[0-9]s \(in its start-up\); save at step [0-9]+ \(save-switch, 2\.[0-9]s\); [0-9]+ steps after step [0-9]+ never saved" ||
+  printf '%s\n' "$out" | grep -qE "^  ${job}_2: restore 1\.[0-9]s \(in its start-up\); save at step [0-9]+ \(save-switch, 2\.[0-9]s\)$" || fail "task 2's save is not listed"
 printf '%s\n' "$out" | grep -qE "^${job}_3 .* 1 \([0-9.]+s\) .* kill-switch at step [0-9]+$" || fail "task 3: not the kill switch"
 printf '%s\n' "$out" | grep -qE "^  ${job}_1: save at step [0-9]+ \(save-switch, 2\.[0-9]s\); save at step 40[0-9] \(hang, 2\.[0-9]s\)" ||
   fail "task 1's saves are not listed with their 2 s"
@@ -126,7 +126,7 @@ for line in open(sys.argv[3]):
 runs, run = [], None
 for e in events:
     if e["event"] == "start":
-        run = {"start": e["time"], "saves": [], "step": e["step"]}
+        run = {"start": e["time"], "saves": [], "step": e["step"], "restore_s": e["restore_s"]}
         runs.append(run)
     elif e["event"] == "save":
         run["saves"].append(e["time"])
@@ -157,6 +157,9 @@ for i, (run, task) in enumerate(zip(runs, report["tasks"]), 1):
         i, kept, task["training_kept_s"], end - start, [s["took_s"] for s in task["saves"]]))
     assert abs(kept - task["training_kept_s"]) <= 3, (i, kept, task)
     assert all(1.9 <= s["took_s"] <= 4 for s in task["saves"]), task["saves"]
+    # The restore the loop marked: 1 s where a checkpoint was there to load (tasks 2 and 3).
+    print("task %d: restore %.2f s (program's log) vs %.2f s (report)" % (i, run["restore_s"], task["restore_s"]))
+    assert abs(run["restore_s"] - task["restore_s"]) <= 0.1 and (i == 1) == (run["restore_s"] < 0.5), (run, task)
     if i == 2:  # from its save's end to the crash, at least, is lost
         crash = json.load(open(sys.argv[5]))["time"]
         print("task 2: %.1f s from the save to the crash; %.1f s lost (report)" % (crash - run["saves"][-1], task["lost_s"]))

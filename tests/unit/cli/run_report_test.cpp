@@ -272,6 +272,26 @@ TEST(RunReport, AHangEndedBySaveExitKeepsTheStepsBeforeTheStallAndCountsTheStall
   EXPECT_EQ(advise_checkpoints(r).interruptions, 0) << "it saved at its exit: no work to redo";
 }
 
+TEST(RunReport, TheLoopsMarkedRestoreIsCountedApartFromTheStartUp) {
+  // Start-up 12 s to the first step, 5 s of it the restore the loop marked; a restore
+  // after the first step (a rollback mid-run) is training, not start-up.
+  const run_report r = build_run_report(
+      "62", {task("62", "62", 0, 40, 2)},
+      {ev(11, "62", "restore", -1, 5000), ev(12, "62", "first_step", 100), ev(20, "62", "restore", 300, 3000),
+       ev(30, "62", "exit", 500, -1, "deadline"), ev(32, "62", "saved", -1, 2000), ev(33, "62", "end", 500)},
+      kS + 100 * kSec);
+  const task_report& t = r.tasks[0];
+  EXPECT_DOUBLE_EQ(t.restore_s, 5);
+  EXPECT_DOUBLE_EQ(t.startup_s, 7);
+  EXPECT_DOUBLE_EQ(r.restore, 10) << "node-seconds";
+  EXPECT_NEAR(r.startup + r.restore + r.productive + r.saves + r.lost + r.hung + r.end, r.allocated, 1e-6);
+  const std::string text = run_report_text(r);
+  EXPECT_NE(text.find("restore 5.0s (in its start-up)"), std::string::npos) << text;
+  EXPECT_NE(text.find("restore 12.5%"), std::string::npos) << text;
+  EXPECT_NE(run_report_json(r).find("\"restore_s\":5.0"), std::string::npos) << run_report_json(r);
+  EXPECT_NE(run_report_svg(r).find(": restore</title>"), std::string::npos);
+}
+
 // Three runs that crash after two saves each (600 s of training apart, 30 s each), and one
 // that saves at its deadline exit: 3 interruptions in 5,491 s of training, a save cost
 // of 30 s, so Daly's interval is sqrt(2 x 30 x 5491 / 3) - 30 = 301.4 s.

@@ -480,6 +480,33 @@ TEST(Controller, RankZeroNotesItsStepsSavesNoticesAndEndForTheReport) {
   EXPECT_GE(events[2].took_ms, 100);
 }
 
+// The loop's checkpoint load, marked as the phase "restore" before its first step: the
+// report's restore, apart from the rest of the start-up. Other phases are no run events.
+TEST(Controller, ARestorePhaseIsARunEventWithItsDuration) {
+  temp_dir t;
+  {
+    const run_events_env env(t, "4244");
+    node_state_file node0(t / "state-node0");
+    world w(t, 1, 1);
+    controller& c = *w.ranks[0];
+    c.phase_begin("restore");
+    c.phase_begin("io");  // nested: its end is not the restore's
+    std::this_thread::sleep_for(20ms);
+    c.phase_end();
+    std::this_thread::sleep_for(60ms);
+    c.phase_end();
+    w.step(11);
+    c.phase_begin("eval");
+    c.phase_end();
+  }
+  std::string why;
+  const auto events = read_run_events(t / "runs/4244", &why);
+  ASSERT_EQ(why, "");
+  EXPECT_EQ(events_seen(events), "restore first_step end ") << events_seen(events);
+  ASSERT_FALSE(events.empty());
+  EXPECT_GE(events[0].took_ms, 80);
+}
+
 TEST(Controller, RankZeroNotesANoticeOnlyAnotherNodeHadWhenTheRanksAgreeOnIt) {
   // node1's supervisor published the preemption, node0's had not yet: the exit comes by
   // node1's vote, and rank 0 (on node0) still marks the notice for the report.
