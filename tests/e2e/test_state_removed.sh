@@ -23,10 +23,11 @@ wait_for 120 "2 workers started" events_at_least start 2
 sleep 2
 
 dir=/dev/shm/trainctl-$TEST_UID
-[ -f "$dir/$job.0-n1" ] || fail "no node state $dir/$job.0-n1: $(ls -la "$dir" 2>&1)"
+node=$(squeue -h -j "$job" -o %N)  # beside other tests the job may run on any node
+[ -f "$dir/$job.0-$node" ] || fail "no node state $dir/$job.0-$node: $(ls -la "$dir" 2>&1)"
 as_user rm -rf "$dir"
 log "removed $dir, as RemoveIPC does"
-wait_for 30 "the supervisor to say the state was removed" grep -q "node state $dir/$job.0-n1 was removed" "$TEST_DIR/job.out"
+wait_for 30 "the supervisor to say the state was removed" grep -q "node state $dir/$job.0-$node was removed" "$TEST_DIR/job.out"
 
 # A worker, not torchrun's agent (whose command line names the script too).
 worker=""
