@@ -41,8 +41,12 @@ checkpoint_advice advise_checkpoints(const run_report& r) {
     if (t.task.start_ms == 0 || t.first_step_ms == 0) continue;
     ++runs;
     node_runs += std::max(1, t.task.nodes);
-    const std::int64_t until = t.end_event_ms != 0 ? t.end_event_ms : t.task.end_ms;
-    a.training_s += static_cast<double>(until - t.first_step_ms) / 1000.0;
+    // Training ends at rank 0's last agreement: what follows (an exit's save, a crash's
+    // teardown) is no time the run was training. Older events say only its end.
+    const std::int64_t until = t.last_agreement_ms != 0 ? t.last_agreement_ms
+                               : t.end_event_ms != 0    ? t.end_event_ms
+                                                        : t.task.end_ms;
+    a.training_s += static_cast<double>(std::max<std::int64_t>(0, until - t.first_step_ms)) / 1000.0;
     a.interruptions += interrupted(t);
     std::int64_t from = t.first_step_ms;  // training since the run began, or the last save ended
     for (const auto& s : t.saves) {

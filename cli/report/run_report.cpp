@@ -80,6 +80,7 @@ void account(task_report& t, const std::vector<run_event>& events) {
     } else if (e.what == "end") {
       t.end_event_ms = clamp(e.ms);
       t.last_step = e.step;
+      if (e.took_ms >= 0) t.last_agreement_ms = clamp(e.ms - e.took_ms);
     } else if (e.what == "notice") {
       // One mark per notice: each node's supervisor notes the hang it found.
       const bool again = std::any_of(t.notices.begin(), t.notices.end(), [&](const auto& n) {

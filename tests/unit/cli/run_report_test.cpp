@@ -337,6 +337,11 @@ TEST(RunReport, TheCheckpointIntervalFollowsYoungAndDalyFromTheRunsOwnNumbers) {
   EXPECT_EQ(one.advised_s, 0);
   EXPECT_EQ(one.too_little,
             "1 interruption in 24m50s of training; at least 3 are needed to estimate how often they come");
+
+  // Rank 0's end says how long after its last agreement it came (a crash's teardown, an
+  // exit's save): training ends at that agreement, +1300 s here, not at +1500.
+  events.push_back(ev(1400, "2001", "end", 190, 100000));
+  EXPECT_DOUBLE_EQ(advise_checkpoints(build_run_report("2000", tasks, events, kS + 100000 * kSec)).training_s, 1290);
 }
 
 // The straggler's price (ByteDance's what-if: every step at the median rank's work):

@@ -478,6 +478,9 @@ TEST(Controller, RankZeroNotesItsStepsSavesNoticesAndEndForTheReport) {
   EXPECT_GE(events[6].figure("outliers"), 0);
   EXPECT_EQ(events[0].step, 7) << "one rank's events only: rank 1 writes none";
   EXPECT_GE(events[2].took_ms, 100);
+  // The end says how long after the last agreement it came: here the exit's save.
+  EXPECT_GE(events.back().took_ms, 0);
+  EXPECT_LT(events.back().took_ms, 5000);
 }
 
 // The loop's checkpoint load, marked as the phase "restore" before its first step: the
