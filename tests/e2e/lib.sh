@@ -82,6 +82,9 @@ wait_for() {
 
 job_state() { scontrol show job -o "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2 || true; }
 job_field() { scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | grep "^$2=" | cut -d= -f2- || true; }
+# job_node JOB K: the K-th node of a job (rank K-1's node with one task per node): beside
+# other tests a 2-node job may get any two of n1-n3.
+job_node() { scontrol show hostnames "$(job_field "$1" NodeList)" | sed -n "${2}p"; }
 job_ended() { case "$(job_state "$1")" in COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | PREEMPTED | OUT_OF_MEMORY | DEADLINE) return 0 ;; *) return 1 ;; esac; }
 
 # submit ARGS...: sbatch --parsable, remembered for cleanup; prints the job id.

@@ -4,7 +4,7 @@
 # x 2 ranks, a gradient all_reduce in every step, where the fast ranks wait for the
 # slowest, so that the wall time per step is the same on every rank. trainctl.watch_ddp
 # marks each rank's own compute (from the end of one step's gradient exchange to its
-# last gradient bucket being ready). Job 1: rank 2 (on n2) computes 3x slower: it alone
+# last gradient bucket being ready). Job 1: rank 2 (on the second node) computes 3x slower: it alone
 # is reported, once, with its host, and trainctl report prices its wait from the marked
 # compute. Job 2: an even run: nobody is reported.
 # shellcheck source=tests/e2e/lib.sh
@@ -15,16 +15,17 @@ sed -i "s|--step-time 0.05|--step-time 0.05 --ddp --slow-rank 2 --slow-factor 3|
 job=$(submit -N2 --ntasks-per-node=1 --time=10 "${JOB_OPTS[@]}" -o "$TEST_DIR/job1.out" "$TEST_DIR/job1.sh")
 log "submitted job $job (DDP, rank 2 slowed 3x)"
 wait_for 120 "4 ranks started" events_at_least start 4
+second=$(job_node "$job" 2)  # ranks 2 and 3
 wait_for 90 "the straggler report" test -s "$TRAINCTL_LOG_DIR/slow_nodes"
 sleep 5  # room for a wrong second report
 touch "$TEST_DIR/KILL1"
 wait_for 60 "job 1 to end" job_ended "$job"
 log "slow_nodes: $(cat "$TRAINCTL_LOG_DIR/slow_nodes")"
 [ "$(wc -l <"$TRAINCTL_LOG_DIR/slow_nodes")" -eq 1 ] || fail "expected one report"
-grep -q " host=n2 rank=2 job=$job " "$TRAINCTL_LOG_DIR/slow_nodes" || fail "the report does not name rank 2 on n2"
+grep -q " host=$second rank=2 job=$job " "$TRAINCTL_LOG_DIR/slow_nodes" || fail "the report does not name rank 2 on $second"
 factor=$(grep -o "factor=[0-9.]*" "$TRAINCTL_LOG_DIR/slow_nodes" | cut -d= -f2)
 log "figure: under DDP, rank 2 (3x slower compute) reported with factor $factor of the fastest rank's compute"
-grep -q "trainctl: straggler at step [0-9]*: this rank (2) on n2" "$TEST_DIR/job1.out" || fail "rank 2 did not log it"
+grep -q "trainctl: straggler at step [0-9]*: this rank (2) on $second" "$TEST_DIR/job1.out" || fail "rank 2 did not log it"
 [ "$(job_state "$job")" = COMPLETED ] || fail "job 1 ended $(job_state "$job")"
 # What the straggler cost, as trainctl report prices it from the marked compute: every
 # step rank 0 trained, on 2 nodes, waited (0.15 - 0.05) s for rank 2. Against rank 0's
