@@ -31,8 +31,10 @@ std::string quoted_text(const std::string& s, bool fish = false) {
 // The shell words that list the values of a kind ("" when the shell's default, files,
 // or nothing fits). `verbs`: the program's verbs, for help VERB.
 std::string dynamic_words(const std::string& kind, const std::string& verbs) {
-  if (kind == "JOB") return "squeue --me --noheader --format=%i 2>/dev/null";
-  if (kind == "NODE") return "sinfo --noheader --format=%n 2>/dev/null | sort -u";
+  // A TAB must not hang the shell: slurmctld down or unreachable keeps squeue and sinfo
+  // retrying for a minute.
+  if (kind == "JOB") return "timeout 2 squeue --me --noheader --format=%i 2>/dev/null";
+  if (kind == "NODE") return "timeout 2 sinfo --noheader --format=%n 2>/dev/null | sort -u";
   if (kind == "VERB") return "echo " + verbs;
   if (kind == "SHELL") return "echo bash zsh fish";
   return "";
@@ -122,16 +124,20 @@ std::string bash_completion(const std::string& prog, const completion_node& root
       "  fi\n"
       "  case $kind in\n"
       "    PATH | DIR) mapfile -t COMPREPLY < <(compgen -f -- \"$cur\"); return ;;\n"
+      "  esac\n"
+      "  if [[ $cur == -* ]]; then  # options: no need to ask SLURM for jobs or nodes\n"
+      "    words=$(" +
+      f +
+      "_opts \"$place\" | cut -f1)\n"
+      "    mapfile -t COMPREPLY < <(compgen -W \"$words\" -- \"$cur\"); return\n"
+      "  fi\n"
+      "  case $kind in\n"
       "    JOB) words=$(" +
       dynamic_words("JOB", verbs) + ") ;;\n    NODE) words=$(" + dynamic_words("NODE", verbs) +
       ") ;;\n    VERB) words='" + verbs + "' ;;\n    SHELL) words=$(" + dynamic_words("SHELL", verbs) +
       ") ;;\n"
       "  esac\n"
-      "  if [[ $cur == -* ]]; then\n"
-      "    words=$(" +
-      f +
-      "_opts \"$place\" | cut -f1)\n"
-      "  elif [ -z \"$kind\" ] || [ \"$npos\" = 0 ]; then\n"
+      "  if [ -z \"$kind\" ] || [ \"$npos\" = 0 ]; then\n"
       "    words=\"$words $(" +
       f +
       "_subs \"$place\" | cut -f1)\"\n"
