@@ -263,13 +263,21 @@ namespace {
 
 // The hosts whose recent suspicions are evidence (see the header): at least 2, from
 // different jobs, and more than half of all the recent suspicions.
+// The program a suspicion came from: its array, where the reason names one, else its job.
+std::string program_of(const bad_node& b) {
+  const std::size_t at = b.reason.find(kOfArray);
+  if (at == std::string::npos) return "job " + b.job;
+  const std::size_t from = at + std::strlen(kOfArray);
+  return "array " + b.reason.substr(from, b.reason.find_first_not_of("0123456789", from) - from);
+}
+
 std::set<std::string> convicted_by_suspicions(const std::vector<bad_node>& recent) {
-  std::map<std::string, std::pair<std::set<std::string>, std::size_t>> of_host;  // its jobs, its suspicions
+  std::map<std::string, std::pair<std::set<std::string>, std::size_t>> of_host;  // its programs, its suspicions
   std::size_t total = 0;
   for (const auto& b : recent)
     if (is_suspicion(b)) {
-      auto& [jobs, count] = of_host[b.host];
-      jobs.insert(b.job);
+      auto& [programs, count] = of_host[b.host];
+      programs.insert(program_of(b));
       ++count;
       ++total;
     }

@@ -64,10 +64,13 @@ std::vector<bad_node> read_bad_nodes(const std::string& path);
 // A crash in a one-node job has nothing to compare with: the fault may be the node's or
 // the program's. It is remembered as a suspicion, its reason starting with
 // kSuspectedCrash, and is no finding by itself. Suspicions become evidence against a
-// host when it has 2 or more, from different jobs, and more than half of all the recent
-// suspicions: the crash followed the node, not the program (a program that crashes
-// wherever it runs spreads them over the nodes it lands on).
+// host when it has 2 or more, from different programs, and more than half of all the
+// recent suspicions: the crash followed the node, not the program (a program that
+// crashes wherever it runs spreads them over the nodes it lands on). A program is a job
+// array, named in the reason after kOfArray (its tasks on one node, where an idle
+// cluster keeps placing them, are one program's crashes), else a job.
 inline constexpr const char* kSuspectedCrash = "crashed, suspected";
+inline constexpr const char* kOfArray = " of array ";
 bool is_suspicion(const bad_node& b);
 
 // The hosts to keep off: findings younger than `expiry` (suspicions only as above),

@@ -945,9 +945,14 @@ bool node_health::judge_first_death(int fd, const std::string& me, std::int64_t 
   b.job = job;
   b.gpus = gpu_uuids();
   b.reason = "crashed (" + how_it_ended(st) + " in a rank, the first death of the job; " + lead + ")";
-  if (alone)  // nothing to compare with: the program's fault as likely as the node's
-    b.reason = std::string(kSuspectedCrash) + " (" + how_it_ended(st) +
-               " in a rank of a one-node job; a node is kept off only when such crashes of other jobs follow it)";
+  if (alone) {  // nothing to compare with: the program's fault as likely as the node's
+    // The array names the program: its tasks crashing on one node (SLURM's pick on an
+    // idle cluster) are one program's crashes, no evidence against the node.
+    const std::string array = env_or_empty("SLURM_ARRAY_JOB_ID");
+    b.reason = std::string(kSuspectedCrash) + " (" + how_it_ended(st) + " in a rank of a one-node job" +
+               (array.empty() ? "" : std::string(kOfArray) + array) +
+               "; a node is kept off only when crashes of other programs follow it)";
+  }
   const std::string path = bad_nodes_path(), e2 = record_bad_node(path, b);
   const std::string as = alone ? " as a suspect (" : " as a bad node (";
   out << (e2.empty() ? "remembered " + me + as + b.reason + ") in " + path

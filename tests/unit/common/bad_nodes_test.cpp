@@ -65,7 +65,7 @@ TEST(BadNodes, NewestFirstEachHostOnceWithinTheExpiryAndTheCap) {
 }
 
 // A crash in a one-node job is a suspicion: it keeps nobody off a node until the crashes
-// of other jobs follow that node (2 jobs, and most of the suspicions). A program that
+// of other programs follow that node (2 jobs or arrays, and most of the suspicions). A program that
 // crashes wherever it lands spreads them over nodes, and convicts none.
 TEST(BadNodes, ASuspicionKeepsOffNoNodeUntilCrashesOfOtherJobsFollowIt) {
   auto suspect = [](std::int64_t when, const char* host, const char* job) {
@@ -96,6 +96,21 @@ TEST(BadNodes, ASuspicionKeepsOffNoNodeUntilCrashesOfOtherJobsFollowIt) {
   EXPECT_EQ(nodes_to_exclude(loop, 1000, 600s, 10), (std::vector<std::string>{"n4"}));
   EXPECT_TRUE(is_suspicion(loop[0]));
   EXPECT_FALSE(is_suspicion(hung));
+
+  // On an idle cluster SLURM places every task of a crashing array on the same node:
+  // its tasks are one program's crashes, no evidence against the node. Another
+  // program's crash there is.
+  auto of_array = [&](std::int64_t when, const char* host, const char* job, const char* array) {
+    bad_node b = suspect(when, host, job);
+    b.reason = std::string(kSuspectedCrash) + " (SIGABRT in a rank of a one-node job" + kOfArray + array +
+               "; a node is kept off only when crashes of other programs follow it)";
+    return b;
+  };
+  std::vector<bad_node> idle = {of_array(900, "n1", "276", "274"), of_array(910, "n1", "277", "274"),
+                                of_array(920, "n1", "278", "274")};
+  EXPECT_TRUE(nodes_to_exclude(idle, 1000, 600s, 10).empty()) << "one array's 3 tasks on n1";
+  idle.push_back(of_array(930, "n1", "301", "300"));
+  EXPECT_EQ(nodes_to_exclude(idle, 1000, 600s, 10), (std::vector<std::string>{"n1"})) << "another array's too";
 }
 
 // The memory stays bounded: an append that takes the file past its size rewrites it
