@@ -41,7 +41,7 @@ checkpoint_advice advise_checkpoints(const run_report& r) {
     if (t.task.start_ms == 0 || t.first_step_ms == 0) continue;
     ++runs;
     node_runs += std::max(1, t.task.nodes);
-    // Training ends at rank 0's last agreement: what follows (an exit's save, a crash's
+    // Training ends at rank 0's last check(): what follows (an exit's save, a crash's
     // teardown) is no time the run was training. Older events say only its end.
     const std::int64_t until = t.last_agreement_ms != 0 ? t.last_agreement_ms
                                : t.end_event_ms != 0    ? t.end_event_ms

@@ -23,7 +23,7 @@ struct checkpoint_advice {
   int saves = 0;           // finished saves measured (the exit saves too)
   double save_s = 0;       // their median: the cost of one save (wall seconds)
   int interruptions = 0;   // see above
-  double training_s = 0;   // wall seconds from each run's first step to its last agreement, all runs
+  double training_s = 0;   // wall seconds from each run's first step to its last check(), all runs
   double between_s = 0;    // median training time between two saves in one run; 0: none seen
   double nodes = 1;        // mean nodes of a run, for node-hours
   double advised_s = 0;    // Daly's interval; 0: too little data

@@ -169,7 +169,7 @@ struct controller::impl {
   // its end is a run event, the report's checkpoint restore. SIZE_MAX: none open.
   std::size_t restore_at = SIZE_MAX;
   std::int64_t quiet_since_ms = 0;  // the last agreement or phase change of this rank (unix ms)
-  std::int64_t last_check_ms = 0;   // the last agreement's check() (unix ms; 0: none, or no beat)
+  std::int64_t last_check_ms = 0;   // the last check() (unix ms, coarse; 0: none)
   bool phase_slots_full_said = false;
   bool exit_save_timed = false;      // the save at the exit decision is being (or was) timed
   std::int64_t window_start_us = 0;  // when the last agreement returned (0: none yet)
@@ -683,7 +683,7 @@ controller::~controller() {
   if (m.supervised) ignore_late_notices(m.cfg.signals);
   if (m.save_started_us != 0 && m.decided.exit) m.end_of_save();  // the exit's save, made before this end
   if (m.first_step_noted) m.note_step_times();
-  // How long after its last agreement the rank ended: a crash's teardown is no training.
+  // How long after its last check() the rank ended: a crash's teardown is no training.
   if (m.first_step_noted)
     m.note_event("end", m.last_step, m.last_check_ms != 0 ? unix_now_ms() - m.last_check_ms : -1, "");
   m.flush_events_at_end();
@@ -756,6 +756,7 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
     if (armed >= 0 && step <= armed) m.local_bits.fetch_or(kFlagNoProgress, std::memory_order_release);
   }
   m.last_step = step;
+  m.last_check_ms = clock_us(CLOCK_REALTIME_COARSE) / 1000;  // a few ns: the coarse clock is a memory read
   m.fill_vote(v, len);
   const bool due = step % m.cfg.check_every == 0;
   if (!due) return false;
@@ -765,7 +766,6 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
     if (m.quiet_since_ms != 0 && m.open_phases.empty() && now_ms > m.quiet_since_ms)
       raise_to(m.state().longest_quiet_ms, now_ms - m.quiet_since_ms);
     m.quiet_since_ms = now_ms;
-    m.last_check_ms = now_ms;
     m.beat->rank.store(m.cfg.rank, std::memory_order_relaxed);
     m.beat->step.store(step, std::memory_order_relaxed);
     m.beat->beat_ms.store(now_ms, std::memory_order_relaxed);
