@@ -261,8 +261,6 @@ bool is_suspicion(const bad_node& b) { return b.reason.rfind(kSuspectedCrash, 0)
 
 namespace {
 
-// The hosts whose recent suspicions are evidence (see the header): at least 2, from
-// different jobs, and more than half of all the recent suspicions.
 // The program a suspicion came from: its array, where the reason names one, else its job.
 std::string program_of(const bad_node& b) {
   const std::size_t at = b.reason.find(kOfArray);
@@ -270,6 +268,9 @@ std::string program_of(const bad_node& b) {
   const std::size_t from = at + std::strlen(kOfArray);
   return "array " + b.reason.substr(from, b.reason.find_first_not_of("0123456789", from) - from);
 }
+
+// The hosts whose recent suspicions are evidence (see the header): at least 2, from
+// different programs, and more than half of all the recent suspicions.
 
 std::set<std::string> convicted_by_suspicions(const std::vector<bad_node>& recent) {
   std::map<std::string, std::pair<std::set<std::string>, std::size_t>> of_host;  // its programs, its suspicions
