@@ -760,8 +760,8 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
   m.fill_vote(v, len);
   const bool due = step % m.cfg.check_every == 0;
   if (!due) return false;
-  if (m.beat != nullptr) {  // the supervisor's hang detection reads these
-    const std::int64_t now_ms = clock_us(CLOCK_REALTIME_COARSE) / 1000;
+  if (m.beat != nullptr) {                        // the supervisor's hang detection reads these
+    const std::int64_t now_ms = m.last_check_ms;  // this call's time, read above
     // --hang-timeout=auto learns from the longest quiet time of a training rank.
     if (m.quiet_since_ms != 0 && m.open_phases.empty() && now_ms > m.quiet_since_ms)
       raise_to(m.state().longest_quiet_ms, now_ms - m.quiet_since_ms);
