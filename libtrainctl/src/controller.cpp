@@ -189,6 +189,10 @@ struct controller::impl {
   std::int64_t window_compute_us = 0;
   int straggler = -1;  // the rank found slowest at the last agreements, and
   int strikes = 0;     // in how many agreements in a row
+  // The straggler last reported, until as many agreements in a row as it takes to report
+  // one have not found it slow: one even window (a fast rank descheduled on a loaded
+  // node) does not end its episode, nor report it again.
+  int reported_straggler = -1, calm = 0;
   int wake_fd = -1;
   int supervisor_fd = -1;              // pidfd of this rank's supervisor, -1: none known
   std::int64_t known_deadline_ms = 0;  // the node state's deadline as last read intact (watcher only)
@@ -957,7 +961,17 @@ void controller::impl::judge_stragglers(std::int64_t step, const std::int64_t* r
     beat->slowest_total_us.fetch_add(slowest_us * steps, std::memory_order_relaxed);
     beat->timed_steps.fetch_add(steps, std::memory_order_release);
   }
-  if (strikes == cfg.straggler_agreements) report_straggler(step, slowest_us, fastest_us);
+  if (slow && slowest == reported_straggler) {
+    calm = 0;
+  } else if (reported_straggler >= 0 && ++calm >= cfg.straggler_agreements) {
+    reported_straggler = -1;
+    calm = 0;
+  }
+  if (strikes == cfg.straggler_agreements && straggler != reported_straggler) {
+    reported_straggler = straggler;
+    calm = 0;
+    report_straggler(step, slowest_us, fastest_us);
+  }
 }
 
 // Rank 0: the window that ends at this agreement, as that many steps' time, unless a
