@@ -820,6 +820,11 @@ struct threaded_world {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::int64_t> reduced = std::vector<std::int64_t>(kVoteLen);
+  // The last round's result, apart from the sum of the next: the last rank to arrive can
+  // be back in the next round (a fast rank's 2 ms step, or the check() right after a
+  // gradient all_reduce) before a descheduled rank has copied this one's. It stays until
+  // every rank has left this round, since the next cannot end before they arrive in it.
+  std::vector<std::int64_t> result = std::vector<std::int64_t>(kVoteLen);
   int arrived = 0;
   long round = 0;
 
@@ -829,13 +834,14 @@ struct threaded_world {
     if (arrived == 0) std::fill(reduced.begin(), reduced.end(), std::numeric_limits<std::int64_t>::min());
     for (size_t k = 0; k < kVoteLen; ++k) reduced[k] = std::max(reduced[k], v[k]);
     if (++arrived == world_size) {
+      result = reduced;
       arrived = 0;
       ++round;
       cv.notify_all();
     } else {
       cv.wait(lock, [&] { return round != my_round; });
     }
-    std::copy(reduced.begin(), reduced.end(), v);
+    std::copy(result.begin(), result.end(), v);
   }
 
   // In a row before a rank is reported. Runs that must report nobody use the default
