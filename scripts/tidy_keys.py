@@ -38,8 +38,10 @@ def dependencies(entry):
                              capture_output=True, text=True, timeout=120, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    # make's rule: "x.o: a.cpp b.h \<newline> c.h"
-    return out.replace("\\\n", " ").split(":", 1)[1].split()
+    # make's rule: "x.o: a.cpp b.h \<newline> c.h" (a path with a space in it is escaped
+    # there, is then not found, and makes its file one that is always checked)
+    _, colon, deps = out.replace("\\\n", " ").partition(":")
+    return deps.split() if colon else None
 
 
 def key(entry, checkout, common):
