@@ -97,7 +97,37 @@ submit() {
   echo "$id"
 }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# free_port [COUNT]: the first of COUNT (default 1) consecutive TCP ports nobody listens on
+# now, for a launcher's rendezvous. Below the kernel's ephemeral range, which the
+# tests' own outgoing connections (torch's store clients, SLURM's RPCs) draw from: a
+# port taken from that range is free when picked, but an outgoing connection could
+# bind it before torchrun does (CI saw "errno 98, Address already in use"). Random, so
+# that tests running side by side rarely pick the same one; picked ports are checked.
+free_port() {
+  python3 - "${1:-1}" <<'PY'
+import random, socket, sys
+count = int(sys.argv[1])
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+def free(port):
+    for family, addr in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+        try:
+            s = socket.socket(family)
+        except OSError:  # no IPv6 here
+            continue
+        with s:
+            try:
+                s.bind((addr, port))
+            except OSError:
+                return False
+    return True
+for _ in range(1000):
+    first = random.randrange(20000, min(low, 32768) - count)
+    if all(free(p) for p in range(first, first + count)):
+        print(first)
+        sys.exit(0)
+sys.exit("free_port: no %d free consecutive ports in 20000-%d" % (count, low))
+PY
+}
 
 # events_count EVENT: how many lines of that event the ranks wrote so far.
 # first_exit_after START: seconds (one decimal) from START, a SLURM timestamp such as
@@ -130,7 +160,7 @@ launcher_words() {
 write_torchrun_job() {
   local file=$1 port
   shift
-  port=$(free_port)
+  port=$(free_port 1)
   local batch_line=""
   # Without the plugin the batch script puts itself under trainctl-run --batch, which
   # requeues the job when its ranks saved and exited during a preemption.

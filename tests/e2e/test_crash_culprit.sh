@@ -11,7 +11,7 @@
 source "$(dirname "$0")/lib.sh"
 
 RUNS=${CULPRIT_RUNS:-10}
-port=$(free_port)
+port=$(free_port $((RUNS + 1)))  # one per step
 step_line() {  # one torchrun step over the 3 nodes; $1: how the rank on n2 crashes
   printf '%s\n' "srun --ntasks-per-node=1 $BUILD/bin/trainctl-run -- bash -c 'exec ${TORCHRUN[*]} \
 --nnodes=3 --nproc_per_node=1 --rdzv_backend=static --master_addr=127.0.0.1 --master_port=\$((PORT + SLURM_STEP_ID)) \
