@@ -85,4 +85,25 @@ inline bool exists(const std::string& path) {
   return stat(path.c_str(), &st) == 0;
 }
 
+// Sets an environment variable for a scope, and puts back what was there before.
+class scoped_env {
+ public:
+  scoped_env(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    setenv(name, value, 1);
+  }
+  ~scoped_env() {
+    if (had_)
+      setenv(name_.c_str(), old_.c_str(), 1);
+    else
+      unsetenv(name_.c_str());
+  }
+  scoped_env(const scoped_env&) = delete;
+  scoped_env& operator=(const scoped_env&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
 }  // namespace trainctl_test

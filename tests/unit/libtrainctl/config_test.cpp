@@ -5,13 +5,9 @@
 #include "fixture.hpp"
 
 using namespace trainctl;
+using trainctl_test::scoped_env;
 
 namespace {
-struct scoped_env {
-  const char* name;
-  scoped_env(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
-  ~scoped_env() { unsetenv(name); }
-};
 
 bool has_line(const config& c, const std::string& var, const std::string& fallback) {
   for (const auto& w : c.warnings())

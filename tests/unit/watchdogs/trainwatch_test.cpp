@@ -17,6 +17,7 @@
 #include "sinks.hpp"
 
 using namespace trainctl;
+using trainctl_test::scoped_env;
 using trainctl_test::temp_dir;
 using namespace std::chrono_literals;
 
@@ -302,11 +303,6 @@ TEST(Textfile, PrometheusFormat) {
 }
 
 namespace {
-struct scoped_env {
-  std::string name;
-  scoped_env(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
-  ~scoped_env() { unsetenv(name.c_str()); }
-};
 std::string parse_error_of(const std::string& spec) {
   try {
     parse_sink(spec);
