@@ -793,6 +793,14 @@ void node_health::settle_evidence() {
   evidence_.reset();
 }
 
+// srun sends a step's other tasks TERM within seconds of a failed task's end, which comes
+// at most about half a minute after that task's first rank death (torchrun gives a node's
+// other workers 30 s to stop). A TERM later than this is something else, a time limit, a
+// preemption or scancel, whatever died before it: CI saw a test's scancel 294 s after a
+// rank's failed start called "srun --kill-on-bad-exit". Named that, a preemption's ranks
+// save with the wrong reason, and the report counts the wrong loss.
+constexpr std::int64_t kPeerTermWindowMs = 120000;
+
 std::string node_health::peer_death() const {
   if (opts_.job_id.empty() || opts_.batch || step_nodes() < 2 || (log_dir_checked_ && !log_dir_problem_.empty()))
     return "";
@@ -817,8 +825,11 @@ std::string node_health::peer_death() const {
     int status = -1;
     std::string who;
     for (const node_death& n : other_deaths(fd, me)) {
-      // A peer that finished (exit 0) is no failure; an unknown end (-1) may be one.
-      if (n.first_ms > now || n.status == 0 || (first >= 0 && n.first_ms >= first)) continue;
+      // A peer that finished (exit 0) is no failure; an unknown end (-1) may be one. A
+      // death long before the TERM did not bring it.
+      if (n.first_ms > now || now - n.first_ms > kPeerTermWindowMs || n.status == 0 ||
+          (first >= 0 && n.first_ms >= first))
+        continue;
       first = n.first_ms;
       status = n.status;
       who = n.node;

@@ -86,10 +86,10 @@ class node_health {
   // The command ended with `status`: decides on the crash culprit. May wait (bounded,
   // a few seconds) for the other nodes' evidence; the loop is over by then.
   void command_ended(int status);
-  // Whether a rank on another node of this step ended before now: one line naming the
-  // earliest ("a rank on n2 ended by SIGABRT 652 ms before"), "" when none is recorded
-  // (one node, no job, the log directory unusable). Reads the step's crash evidence in a
-  // child, waiting 1 s at most.
+  // Whether a rank on another node of this step ended in the last 2 minutes
+  // (kPeerTermWindowMs): one line naming the earliest such death ("a rank on n2 ended by
+  // SIGABRT 652 ms before"), "" when none is recorded (one node, no job, the log
+  // directory unusable). Reads the step's crash evidence in a child, waiting 1 s at most.
   std::string peer_death() const;
   // Ends a dump still running (the command ended first).
   void abandon();

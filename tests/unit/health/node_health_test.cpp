@@ -1,11 +1,16 @@
 #include "node_health.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <thread>
+
+#include "fixture.hpp"
+#include "stack_dump.hpp"
 
 using namespace trainctl;
 
@@ -67,4 +72,39 @@ TEST(NodeHealth, AnotherUsersProcessIsNoRank) {
 TEST(NodeHealth, OnlyFaultSignalsAreEvidenceAgainstANode) {
   for (int s : {SIGSEGV, SIGBUS, SIGILL, SIGABRT, SIGFPE}) EXPECT_TRUE(is_fault_signal(s)) << s;
   for (int s : {SIGTERM, SIGKILL, SIGINT, SIGUSR1, 0}) EXPECT_FALSE(is_fault_signal(s)) << s;
+}
+
+// A TERM names a peer's death only when that death could have brought it: srun sends the
+// step's other tasks TERM within seconds of a failed task's end. CI saw a test's scancel
+// 294 s after a rank on n1 failed to start taken for "srun --kill-on-bad-exit". The
+// evidence line is the one a node's supervisor writes at its first rank death.
+TEST(NodeHealth, APeersDeathExplainsATermOnlyWhileItIsRecent) {
+  trainctl_test::temp_dir t;
+  trainctl_test::scoped_env node("SLURMD_NODENAME", "n1");
+  trainctl_test::scoped_env step("SLURM_STEP_ID", "0");
+  trainctl_test::scoped_env nodes("SLURM_STEP_NUM_NODES", "3");
+  trainctl_test::scoped_env restart("SLURM_RESTART_COUNT", "0");
+  supervisor_options o;
+  o.job_id = "4242";
+  o.log_dir = t.path();
+  node_health health(
+      o, [](const std::string&) {}, [](const std::string&) {});
+  std::string why;
+  const std::string root = evidence_root(t.path(), false, &why);
+  ASSERT_FALSE(root.empty()) << why;
+  const std::string dir = root + "/crash-4242.0.0";
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  const auto now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  const auto died = [&](const char* node, long long ago_ms, int status) {
+    trainctl_test::append(dir + "/" + node,
+                          "first_ms=" + std::to_string(now_ms - ago_ms) + " status=" + std::to_string(status) + "\n");
+  };
+  EXPECT_EQ(health.peer_death(), "") << "nobody died";
+  died("n2", 294000, 1 << 8);  // exit status 1, nearly 5 minutes ago
+  EXPECT_EQ(health.peer_death(), "") << "a death 294 s before the TERM did not bring it";
+  died("n3", 2000, SIGABRT);
+  const std::string recent = health.peer_death();
+  EXPECT_EQ(recent.rfind("a rank on n3 ended with SIGABRT ", 0), 0u) << recent;
 }
