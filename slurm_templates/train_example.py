@@ -258,6 +258,9 @@ def train(args, run):
         grad = torch.ones(4096)
         trainctl.watch_collectives(ctl)
     ignoring = False
+    # This rank's own time in its steps' work and how many it did, in its exit event: what
+    # trainctl report's straggler price can be checked against.
+    work_s, worked = 0.0, 0
     for step in range(start, args.steps):
         if run.rank == args.hang_rank and step == args.hang_at:
             hang(run, step, args.hang_in, args.hang_for)
@@ -266,6 +269,7 @@ def train(args, run):
             if args.crash_how == "exception":
                 raise RuntimeError("a bug in the training program")
             os.abort()
+        began = time.monotonic()
         if model is not None:  # forward, backward (DDP all_reduces the gradients), step
             time.sleep(step_time)
             loss = model(torch.ones(8, 16)).sum()
@@ -276,6 +280,7 @@ def train(args, run):
             time.sleep(step_time)  # train_step(batch) goes here
             if grad is not None:
                 dist.all_reduce(grad)  # the gradients, averaged by hand
+        work_s, worked = work_s + time.monotonic() - began, worked + 1
         d = ctl.check(step, allreduce=run.allreduce)  # None: torch.distributed, if initialised
         if args.eval_every and step % args.eval_every == 0 and step > start:
             # Every rank marks it, also those that only wait for the others.
@@ -294,7 +299,7 @@ def train(args, run):
             with ctl.phase("save"):  # ends the save on trainctl's timeline when it ends
                 run.save(step, d.reason or d.save_reason)
         if d.exit:
-            run.log("exit", step=step, reason=d.reason)
+            run.log("exit", step=step, reason=d.reason, work_s=round(work_s, 4), worked_steps=worked)
             return 0
     run.save(args.steps - 1, "finished")
     if run.rank == 0:

@@ -18,7 +18,8 @@
 # time, restores and goodput against what the training program itself logged (its first
 # step, each save's end minus its 2 s, rank 1's stall, its restore) and SLURM's Start and End: within 3 s
 # per task and 3 points of goodput; the straggler's price in task 3 against the steps its
-# rank 0 logged at 0.1 s each on 2 nodes, within 2 %; tasks 1 and 2 name no straggler
+# rank 0 logged, each at the slowest rank's work less the median rank's (as the ranks
+# timed their own work), on 2 nodes, within 2 %; tasks 1 and 2 name no straggler
 # past the ranks' jitter. The SVG parses, with a row per task; --json parses; bad input
 # and another user get one line each and leave no file.
 # A preemption's report is checked in test_preemption (it preempts every job, so it runs
@@ -112,10 +113,12 @@ as_user "$BUILD/bin/trainctl" report --json --no-svg "$job" >"$TEST_DIR/report.j
 for t in 1 2 3; do
   printf '%s %s %s\n' "$t" "$(job_field "${job}_$t" StartTime)" "$(job_field "${job}_$t" EndTime)"
 done >"$TEST_DIR/slurm_times"
-cat "$TEST_DIR"/events/rank[23].jsonl | grep '"event": "crash"' | head -1 >"$TEST_DIR/crash.json" || fail "no rank logged its crash"
+# The ranks of whichever node is n2: under load SLURM may place task 2 on n2 and n3 (n1
+# still completing task 1), and ranks 0 and 1 are then the ones that crash.
+cat "$TEST_DIR"/events/rank*.jsonl | grep '"event": "crash"' >"$TEST_DIR/crash.json" || fail "no rank logged its crash"
 grep -h '"event": "hang"' "$TEST_DIR"/events/rank1.jsonl | head -1 >"$TEST_DIR/stall.json" || fail "rank 1 logged no stall"
 python3 - "$TEST_DIR/report.json" "$TEST_DIR/events/rank0.jsonl" "$TEST_DIR/slurm_times" "$TEST_DIR/report-$job.svg" \
-  "$TEST_DIR/crash.json" "$TEST_DIR/stall.json" <<'PY' ||
+  "$TEST_DIR/crash.json" "$TEST_DIR/stall.json" "$TEST_DIR/events" <<'PY' ||
 import json, sys, time, xml.etree.ElementTree as ET
 report = json.load(open(sys.argv[1]))
 assert report["schema"] == 1, report.get("schema")
@@ -163,7 +166,7 @@ for i, (run, task) in enumerate(zip(runs, report["tasks"]), 1):
     print("task %d: restore %.2f s (program's log) vs %.2f s (report)" % (i, run["restore_s"], task["restore_s"]))
     assert abs(run["restore_s"] - task["restore_s"]) <= 0.1 and (i == 1) == (run["restore_s"] < 0.5), (run, task)
     if i == 2:  # from its save's end to the crash, at least, is lost
-        crash = json.load(open(sys.argv[5]))["time"]
+        crash = min(json.loads(l)["time"] for l in open(sys.argv[5]))  # the first rank to crash
         print("task 2: %.1f s from the save to the crash; %.1f s lost (report)" % (crash - run["saves"][-1], task["lost_s"]))
         assert crash - run["saves"][-1] - 1 <= task["lost_s"] <= end - run["saves"][-1] + 1, task
     else:
@@ -181,13 +184,24 @@ print("checkpoints:", cp)
 assert cp["interruptions"] == 1 and cp["saves"] == sum(len(r["saves"]) for r in runs), cp
 assert 1.9 <= cp["save_s"] <= 4 and cp["advised_s"] is None and "at least 3 are needed" in cp["too_little"], cp
 # The straggler's price (ByteDance's what-if, every step at the median rank's work): in
-# task 3 every step from its first to its exit waited 0.15 - 0.05 s for rank 3, on both
-# nodes. Tasks 1 and 2 had none: what is priced there is the ranks' jitter (task 1's
-# stall is hung time, not a straggler's wait).
+# task 3 every step from its first to its exit waited for rank 3, on both nodes: its
+# work per step less the median rank's, as each rank timed its own steps' work (its exit
+# event). Nominally 0.15 - 0.05 s; under load the sleeps run long, the slow rank's more
+# (3 ms against 0.7, once), which took the price 2.4 % past the nominal one. Tasks 1 and 2
+# had none: what is priced there is the ranks' jitter (task 1's stall is hung time, not
+# a straggler's wait).
+import glob, statistics
 third = report["tasks"][2]["straggler"]
 steps = runs[2]["exit_step"] - runs[2]["step"]
-expected = 2 * 0.1 * steps
-print("straggler, task 3: %.1f node-s expected (%d steps logged), %s reported" % (expected, steps, third))
+work = {}
+for f in glob.glob(sys.argv[7] + "/rank*.jsonl"):
+    last = [json.loads(l) for l in open(f) if '"exit"' in l][-1]
+    assert last["reason"] == "kill-switch" and last["step"] == runs[2]["exit_step"], (f, last)
+    work[last["rank"]] = last["work_s"] / last["worked_steps"]
+assert sorted(work) == [0, 1, 2, 3], work
+expected = 2 * (max(work.values()) - statistics.median(work.values())) * steps
+print("straggler, task 3: %.2f node-s expected (%d steps logged; the ranks' own work per step %s; nominally %.1f), "
+      "%s reported" % (expected, steps, {r: round(w, 4) for r, w in sorted(work.items())}, 2 * 0.1 * steps, third))
 assert third and third["slowest_rank"] == 3 and third["ranks"] == 4 and not third["compute_marked"], third
 assert abs(third["node_s"] - expected) <= 0.02 * expected, (expected, third)
 for task in report["tasks"][:2]:
