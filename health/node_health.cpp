@@ -824,12 +824,13 @@ std::string node_health::peer_death() const {
     std::int64_t first = -1;
     int status = -1;
     std::string who;
+    // A peer that finished (exit 0) is no failure; an unknown end (-1) may be one. A
+    // death long before the TERM did not bring it.
+    auto may_have_brought_the_term = [now](const node_death& n) {
+      return n.status != 0 && n.first_ms <= now && now - n.first_ms <= kPeerTermWindowMs;
+    };
     for (const node_death& n : other_deaths(fd, me)) {
-      // A peer that finished (exit 0) is no failure; an unknown end (-1) may be one. A
-      // death long before the TERM did not bring it.
-      if (n.first_ms > now || now - n.first_ms > kPeerTermWindowMs || n.status == 0 ||
-          (first >= 0 && n.first_ms >= first))
-        continue;
+      if (!may_have_brought_the_term(n) || (first >= 0 && n.first_ms >= first)) continue;  // the earliest
       first = n.first_ms;
       status = n.status;
       who = n.node;
