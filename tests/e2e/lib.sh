@@ -110,11 +110,15 @@ submit() {
 # port taken from that range is free when picked, but an outgoing connection could
 # bind it before torchrun does (CI saw "errno 98, Address already in use"). Random, so
 # that tests running side by side rarely pick the same one; picked ports are checked.
+# shellcheck disable=SC2120  # COUNT is passed by the tests that source this file
 free_port() {
   python3 - "${1:-1}" <<'PY'
 import random, socket, sys
 count = int(sys.argv[1])
 low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+if min(low, 32768) - count <= 20000:
+    sys.exit("free_port: the kernel's ephemeral ports start at %d (net.ipv4.ip_local_port_range), which leaves "
+             "no %d ports between 20000 and them" % (low, count))
 def free(port):
     for family, addr in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
         try:
@@ -167,7 +171,7 @@ launcher_words() {
 write_torchrun_job() {
   local file=$1 port
   shift
-  port=$(free_port 1)
+  port=$(free_port)
   local batch_line=""
   # Without the plugin the batch script puts itself under trainctl-run --batch, which
   # requeues the job when its ranks saved and exited during a preemption.
