@@ -9,9 +9,9 @@
 # one-node job is only a suspicion, which keeps nobody off a node: test_no_progress.) The
 # memory expires: the expiry is applied when the list is read, so the run keeps an
 # expiry of 10 minutes (under the test command's load the array took 48 s, past the
-# 40 s this test once used) and the list is read after it with 5 s (--expiry, and
-# TRAINCTL_BAD_NODE_EXPIRY). The cap never excludes more nodes than the partition can
-# spare. Last, a node failing the template's HEALTH_CHECK is remembered and its task ends.
+# 40 s this test once used), and at the end the list is read again with an expiry of
+# 5 s (--expiry=5s, then TRAINCTL_BAD_NODE_EXPIRY=5s). The cap never excludes more nodes
+# than the partition can spare. Last, a node failing the template's HEALTH_CHECK is remembered and its task ends.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 export TRAINCTL_BAD_NODE_EXPIRY=10m
