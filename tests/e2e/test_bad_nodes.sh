@@ -11,7 +11,8 @@
 # expiry of 10 minutes (under the test command's load the array took 48 s, past the
 # 40 s this test once used), and at the end the list is read again with an expiry of
 # 5 s (--expiry=5s, then TRAINCTL_BAD_NODE_EXPIRY=5s). The cap never excludes more nodes
-# than the partition can spare. Last, a node failing the template's HEALTH_CHECK is remembered and its task ends.
+# than the partition can spare. Last, a node failing the template's HEALTH_CHECK is
+# remembered and its task ends.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 export TRAINCTL_BAD_NODE_EXPIRY=10m
