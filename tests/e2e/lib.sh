@@ -116,7 +116,8 @@ free_port() {
 import random, socket, sys
 count = int(sys.argv[1])
 low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-if min(low, 32768) - count <= 20000:
+top = min(low, 32768)  # below the ephemeral range, and below 32768, where it usually starts
+if top - count <= 20000:
     sys.exit("free_port: the kernel's ephemeral ports start at %d (net.ipv4.ip_local_port_range), which leaves "
              "no %d ports between 20000 and them" % (low, count))
 def free(port):
@@ -132,11 +133,11 @@ def free(port):
                 return False
     return True
 for _ in range(1000):
-    first = random.randrange(20000, min(low, 32768) - count)
+    first = random.randrange(20000, top - count)
     if all(free(p) for p in range(first, first + count)):
         print(first)
         sys.exit(0)
-sys.exit("free_port: no %d free consecutive ports in 20000-%d" % (count, low))
+sys.exit("free_port: no %d free consecutive ports in 20000-%d" % (count, top))
 PY
 }
 

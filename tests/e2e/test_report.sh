@@ -119,7 +119,7 @@ cat "$TEST_DIR"/events/rank*.jsonl | grep '"event": "crash"' >"$TEST_DIR/crash.j
 grep -h '"event": "hang"' "$TEST_DIR"/events/rank1.jsonl | head -1 >"$TEST_DIR/stall.json" || fail "rank 1 logged no stall"
 python3 - "$TEST_DIR/report.json" "$TEST_DIR/events/rank0.jsonl" "$TEST_DIR/slurm_times" "$TEST_DIR/report-$job.svg" \
   "$TEST_DIR/crash.json" "$TEST_DIR/stall.json" "$TEST_DIR/events" <<'PY' ||
-import json, sys, time, xml.etree.ElementTree as ET
+import glob, json, statistics, sys, time, xml.etree.ElementTree as ET
 report = json.load(open(sys.argv[1]))
 assert report["schema"] == 1, report.get("schema")
 events = [json.loads(l) for l in open(sys.argv[2])]
@@ -190,7 +190,6 @@ assert 1.9 <= cp["save_s"] <= 4 and cp["advised_s"] is None and "at least 3 are 
 # (3 ms against 0.7, once), which took the price 2.4 % past the nominal one. Tasks 1 and 2
 # had none: what is priced there is the ranks' jitter (task 1's stall is hung time, not
 # a straggler's wait).
-import glob, statistics
 third = report["tasks"][2]["straggler"]
 steps = runs[2]["exit_step"] - runs[2]["step"]
 work = {}
