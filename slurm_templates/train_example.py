@@ -2,7 +2,8 @@
 """A minimal training loop that uses trainctl: copy it and put your model in.
 
 Runs under torchrun (torch.distributed on gloo, or nccl when CUDA is there), under MPI
-with --mpi (mpi4py; `srun --mpi=pmix` or `mpirun`), or alone without torch.
+with --mpi (mpi4py; `srun --mpi=pmix` or `mpirun`), or alone without torch; torch is
+imported only where it is used (several ranks without --mpi, --ddp, --allreduce).
 It resumes from the newest complete checkpoint, saves when trainctl says so, and
 exits cleanly (status 0) when trainctl asks for an exit, saying why.
 
@@ -21,11 +22,20 @@ import time
 
 import trainctl
 
-try:
-    import torch
-    import torch.distributed as dist
-except ImportError:  # runs without torch: a single process
-    torch = dist = None
+torch = dist = None  # imported by use_torch() where the loop uses it: its start costs seconds
+
+
+def use_torch():
+    """Imports torch; False where it is not installed (the loop then runs as one process)."""
+    global torch, dist
+    if torch is None:
+        try:
+            import torch as torch_module
+            import torch.distributed as dist_module
+        except ImportError:
+            return False
+        torch, dist = torch_module, dist_module
+    return True
 
 
 # -- files in a directory others may write (a team's group-writable project directory) --
@@ -133,17 +143,30 @@ def hang(run, step, where, seconds=0):
 
 
 class Run:
-    def __init__(self, args):
+    """How the ranks agree and wait for each other: MPI with --mpi, else `group` when the
+    launcher gives one (an object with rank, world, join(), allreduce(values) returning the
+    element-wise MAX, barrier() and close()), else torch.distributed with several ranks."""
+
+    def __init__(self, args, group=None):
         self.args = args
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0")))
-        self.comm = self.allreduce = None
-        if args.mpi:
+        self.comm = self.allreduce = self.group = None
+        if args.ddp or args.allreduce:
+            use_torch()
+        if group is not None and not args.mpi:
+            self.rank, self.world = group.rank, group.world
+            if self.rank == args.hang_before_init:
+                while True:  # never joins: the others wait for it
+                    time.sleep(1)
+            group.join()
+            self.group, self.allreduce = group, group.allreduce
+        elif args.mpi:
             from mpi4py import MPI
             self.comm = MPI.COMM_WORLD
             self.rank, self.world = self.comm.Get_rank(), self.comm.Get_size()
             self.allreduce = trainctl.mpi_allreduce(self.comm)  # what check() agrees through
-        elif dist is not None and self.world > 1 and not dist.is_initialized():
+        elif self.world > 1 and use_torch() and not dist.is_initialized():
             if self.rank == args.hang_before_init:
                 while True:  # never reaches init_process_group: the others wait there
                     time.sleep(1)
@@ -168,7 +191,9 @@ class Run:
             print("train: " + " ".join("%s=%s" % kv for kv in record.items()), flush=True)
 
     def barrier(self):
-        if self.comm is not None:
+        if self.group is not None:
+            self.group.barrier()
+        elif self.comm is not None:
             self.comm.Barrier()
         elif dist is not None and dist.is_initialized():
             dist.barrier()
@@ -177,7 +202,9 @@ class Run:
         # Leave the process group before exiting: otherwise torch's gloo threads may abort
         # the process at exit ("terminate called without an active exception", see
         # pytorch/pytorch#190489), which turns a clean exit into a failed job.
-        if dist is not None and dist.is_initialized():
+        if self.group is not None:
+            self.group.close()
+        elif dist is not None and dist.is_initialized():
             dist.destroy_process_group()
 
     # -- checkpoints: written whole under a temporary name, then renamed ---------------
@@ -224,9 +251,9 @@ class Run:
         self.log("save", step=step, why=why, took=round(time.time() - began, 3))
 
 
-def main():
+def main(group=None):
     args = parse_args()
-    run = Run(args)
+    run = Run(args, group)
     try:
         return train(args, run)
     finally:

@@ -17,10 +17,25 @@ export SLURM_CONF
 # The cluster's own configuration directory (its slurm.conf, plugstack.conf, variant),
 # whichever slurm.conf this test's commands read.
 CLUSTER_ETC=$(dirname "$SLURM_CONF")
-export PYTHONPATH=$BUILD/lib/python3/dist-packages
+# torch_compat/ for every Python process of the test and its jobs: its sitecustomize counts
+# each process that imports torch (in $TRAINCTL_E2E_TORCH_COUNT, where the test command
+# sets it) and mends Debian's torch under the shim.
+export PYTHONPATH=$BUILD/lib/python3/dist-packages:$SRC/tests/e2e/torch_compat
 export TORCHRUN_SHIM=$SRC/tests/e2e/torchrun_shim.py
-# shellcheck disable=SC2034  # used by the tests that source this file
-TORCHRUN=(/usr/bin/python3 "$SRC/tests/e2e/torchrun_shim.py")
+# The launcher the test's jobs run as torchrun: real torchrun (Debian's torch, through
+# the shim) in a test whose header says why torch is its subject ("# e2e-torch: WHY");
+# else light_launcher.py, torchrun's process model without torch (docs/contributing.md).
+# LAUNCHER_SCRIPT is the file name its agent's command line holds.
+REAL_TORCHRUN=(/usr/bin/python3 "$SRC/tests/e2e/torchrun_shim.py")
+if grep -q '^# e2e-torch:' "$0" 2>/dev/null; then
+  TORCHRUN=("${REAL_TORCHRUN[@]}")
+  LAUNCHER_SCRIPT=torchrun_shim.py
+else
+  # shellcheck disable=SC2034  # used by the tests that source this file
+  TORCHRUN=(/usr/bin/python3 "$SRC/tests/e2e/light_launcher.py")
+  # shellcheck disable=SC2034
+  LAUNCHER_SCRIPT=light_launcher.py
+fi
 # shellcheck disable=SC2034
 TRAIN=$SRC/slurm_templates/train_example.py
 TEST_DIR=$(mktemp -d /tmp/trainctl-e2e-XXXXXX)
@@ -153,22 +168,33 @@ events_count() { cat "$TEST_DIR"/events/rank*.jsonl 2>/dev/null | grep -c "\"eve
 events_at_least() { [ "$(events_count "$1")" -ge "$2" ]; }
 
 # launcher_words PORT: the launcher of 2 ranks per node, static rendezvous on PORT:
-# torchrun, or with E2E_LAUNCHER=accelerate Hugging Face's `accelerate launch` (both
-# through the shim, see torchrun_shim.py). \$ parts expand in the job.
+# torchrun's process model (TORCHRUN above; real torchrun where E2E_TORCH=1), or with
+# E2E_LAUNCHER=accelerate Hugging Face's `accelerate launch` (both real ones through the
+# shim, see torchrun_shim.py). \$ parts expand in the job.
 launcher_words() {
+  local words=("${TORCHRUN[@]}")
+  [ -z "${E2E_TORCH:-}" ] || words=("${REAL_TORCHRUN[@]}")
   if [ "${E2E_LAUNCHER:-torchrun}" = accelerate ]; then
-    echo "${TORCHRUN[*]} --accelerate launch --multi_gpu --num_machines \$SLURM_NNODES" \
+    echo "${REAL_TORCHRUN[*]} --accelerate launch --multi_gpu --num_machines \$SLURM_NNODES" \
       "--num_processes \$((SLURM_NNODES * 2)) --machine_rank \$SLURM_NODEID" \
       "--main_process_ip 127.0.0.1 --main_process_port $1 --rdzv_backend static"
   else
-    echo "${TORCHRUN[*]} --nnodes=\$SLURM_NNODES --nproc_per_node=2" \
+    echo "${words[*]} --nnodes=\$SLURM_NNODES --nproc_per_node=2 ${LAUNCHER_ARGS:-}" \
       "--rdzv_backend=static --master_addr=127.0.0.1 --master_port=$1 --node_rank=\$SLURM_NODEID"
   fi
 }
 
-# write_torchrun_job FILE WRAPPER...: a batch script that runs torchrun with 2 ranks on
-# each node under srun, each torchrun wrapped by WRAPPER (e.g. trainctl-run ... --), and
-# the example training loop writing events to $TEST_DIR/events. STEPS defaults to 100000.
+# write_torchrun_job FILE WRAPPER...: a batch script that runs the launcher with 2 ranks
+# on each node under srun, each launcher wrapped by WRAPPER (e.g. trainctl-run ... --),
+# and the example training loop writing events. What the job runs is stated by these
+# variables of the call (VAR=value write_torchrun_job ..., or supervised_job):
+#   STEPS          steps to train (100000)
+#   TRAIN_ARGS     more arguments of the training loop (faults, save and step times)
+#   CKPT_DIR       its checkpoints ($TEST_DIR/ckpt)
+#   EVENTS_DIR     its events, rank{rank}.jsonl ($TEST_DIR/events)
+#   TRAIN_SCRIPT   the loop ($TRAIN)
+#   LAUNCHER_ARGS  more arguments of the launcher (--max_restarts=1)
+#   E2E_TORCH=1    real torchrun for this job, in a test that runs light_launcher.py
 write_torchrun_job() {
   local file=$1 port
   shift
@@ -182,7 +208,8 @@ write_torchrun_job() {
 #!/bin/bash
 $batch_line
 srun --ntasks-per-node=1 bash -c 'exec $* $(launcher_words "$port") \
-  $TRAIN --ckpt-dir $TEST_DIR/ckpt --steps ${STEPS:-100000} --step-time 0.05 --events "$TEST_DIR/events/rank{rank}.jsonl"'
+  ${TRAIN_SCRIPT:-$TRAIN} --ckpt-dir ${CKPT_DIR:-$TEST_DIR/ckpt} --steps ${STEPS:-100000} --step-time 0.05 ${TRAIN_ARGS:-} \
+  --events "${EVENTS_DIR:-$TEST_DIR/events}/rank{rank}.jsonl"'
 JOB
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # e2e-modes: run plugin
-# e2e-core: run plugin
+# e2e-core: plugin
+# e2e-torch: the accelerate launcher's own process model and signal handling
 # Hugging Face `accelerate launch`, 2 nodes x 2 ranks, under the supervisor (trainctl-run
 # or the plugin): a touch of the save switch makes all 4 ranks save once at one step;
 # then `scancel --signal=USR1` reaches every rank (never the launchers, which live on and

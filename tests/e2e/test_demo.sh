@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# e2e-torch: the demo as a new user runs it (scripts/demo), with real torchrun
 # README command 1, minus install and build: scripts/demo --no-setup on the running local
 # cluster. The demo checks its own story (deadline, resume, save switch, kill switch
 # through the array, cron chain, one mail) and exits non-zero when any part went otherwise.

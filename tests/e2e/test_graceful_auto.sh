@@ -13,14 +13,11 @@
 source "$(dirname "$0")/lib.sh"
 
 export TRAINCTL_SAVE_TIMES_DIR=$TEST_DIR/save_times
-supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL" --save-switch="$TEST_DIR/SAVE" --graceful-exit=auto
-# shellcheck disable=SC2016  # expanded by the task's shell
-sed -i 's|--step-time 0.05|--step-time 0.05 --save-time $((10 * SLURM_ARRAY_TASK_ID + 10))|' "$TEST_DIR/job.sh"
-# Each task its own kill switch, expanded by the task's shell: KILL_1 ends task 1 only.
+# Saves of 20 s in task 1, 30 s in task 2, and each task its own kill switch (KILL_1
+# ends task 1 only), expanded by the task's shell.
 # shellcheck disable=SC2016
-sed -i 's|--kill-switch=\([^ ]*\)/KILL |--kill-switch=\1/KILL_$SLURM_ARRAY_TASK_ID |' "$TEST_DIR/job.sh"
-# shellcheck disable=SC2016  # the text, not its value
-grep -qF 'KILL_$SLURM_ARRAY_TASK_ID' "$TEST_DIR/job.sh" || fail "the job script has no per-task kill switch"
+TRAIN_ARGS='--save-time $((10 * SLURM_ARRAY_TASK_ID + 10))' supervised_job "$TEST_DIR/job.sh" \
+  --kill-switch="$TEST_DIR/KILL_\$SLURM_ARRAY_TASK_ID" --save-switch="$TEST_DIR/SAVE" --graceful-exit=auto
 job=$(submit --array=1-2%1 -N2 --ntasks-per-node=1 --time=3 -o "$TEST_DIR/task%a.out" "$TEST_DIR/job.sh")
 log "submitted array $job: saves take 20 s (task 1), 30 s (task 2)"
 store=$TRAINCTL_SAVE_TIMES_DIR/$job

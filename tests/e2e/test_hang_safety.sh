@@ -90,8 +90,8 @@ log "0: 2 ranks found by SLURM_PROCID, a missing log directory made, a file refu
 log "1. rank 3 never joins the process group"
 # A start timeout past torch's import on a busy machine (40 s seen): at 12 s the stacks
 # were taken while the ranks still imported, before any reached the process group.
-supervised_job "$TEST_DIR/job1.sh" --hang-timeout=5s --hang-start-timeout=45s --hang-action=end-step
-sed -i "s|--step-time 0.05|--step-time 0.05 --hang-before-init 3|" "$TEST_DIR/job1.sh"
+TRAIN_ARGS="--hang-before-init 3" supervised_job "$TEST_DIR/job1.sh" --hang-timeout=5s --hang-start-timeout=45s \
+  --hang-action=end-step
 job=$(submit_as_user -N2 --ntasks-per-node=1 --time=5 -o "$TEST_DIR/job1.out" "$TEST_DIR/job1.sh")
 wait_for 180 "job 1 to end (end-step)" job_ended "$job"
 grep -q "hang: rank [0-9?]* (pid [0-9]*) has not reached its first agreement" "$TEST_DIR/job1.out" ||
@@ -118,8 +118,7 @@ log "2. bob takes trainctl-alice/ in the team directory before alice's job start
 home_evidence=/home/alice/.local/state/trainctl/evidence
 rm -rf "$home_evidence"
 as alice mv "$team/trainctl-alice" "$TEST_DIR/job1-evidence"  # as if job 1 had run elsewhere
-supervised_job "$TEST_DIR/job2.sh" --hang-timeout=5s --hang-action=end-step
-sed -i "s|--step-time 0.05|--step-time 0.05 --hang-rank 3 --hang-at 60|" "$TEST_DIR/job2.sh"
+TRAIN_ARGS="--hang-rank 3 --hang-at 60" supervised_job "$TEST_DIR/job2.sh" --hang-timeout=5s --hang-action=end-step
 job=$(submit_as_user --hold -N2 --ntasks-per-node=1 --time=5 -o "$TEST_DIR/job2.out" "$TEST_DIR/job2.sh")
 next=$job
 as bob bash -s "$team/trainctl-alice/stacks-$next" "$bashrc" <<'PLANT' || fail "bob's planting failed"
@@ -144,9 +143,7 @@ fi
 log "2: the stacks in alice's home, nothing written through bob's link, nothing read from his file, n2 alone remembered"
 
 log "2b. with bob's trainctl-alice/ still there, the ranks on n2 abort: the crash is judged all the same"
-supervised_job "$TEST_DIR/job2b.sh"
-sed -i -e "s|--step-time 0.05|--step-time 0.05 --crash-on n2 --crash-at 40|" -e "s|--ckpt-dir [^ ]*|--ckpt-dir $TEST_DIR/ckpt2b|" \
-  "$TEST_DIR/job2b.sh"
+TRAIN_ARGS="--crash-on n2 --crash-at 40" CKPT_DIR=$TEST_DIR/ckpt2b supervised_job "$TEST_DIR/job2b.sh"
 job=$(submit_as_user -N2 -w n1,n2 --ntasks-per-node=1 --time=5 -o "$TEST_DIR/job2b.out" "$TEST_DIR/job2b.sh")
 wait_for 120 "job 2b to end" job_ended "$job"
 grep -q "^[0-9]* n2 job=$job .*reason=crashed (SIGABRT" "$TRAINCTL_BAD_NODES" ||
@@ -162,8 +159,8 @@ chmod 1777 "$public"
 export TRAINCTL_LOG_DIR=$public
 rm -rf "$TEST_DIR/events"
 as alice mkdir -p "$TEST_DIR/events"
-supervised_job "$TEST_DIR/job3.sh" --hang-timeout=4s --kill-switch="$TEST_DIR/KILL"
-sed -i "s|--step-time 0.05|--step-time 0.05 --slow-rank 1 --slow-factor 3 --hang-rank 3 --hang-at 120 --hang-for 15|" "$TEST_DIR/job3.sh"
+TRAIN_ARGS="--slow-rank 1 --slow-factor 3 --hang-rank 3 --hang-at 120 --hang-for 15" \
+  supervised_job "$TEST_DIR/job3.sh" --hang-timeout=4s --kill-switch="$TEST_DIR/KILL"
 job=$(submit_as_user --hold -N2 --ntasks-per-node=1 --time=5 -o "$TEST_DIR/job3.out" "$TEST_DIR/job3.sh")
 next=$job
 as mallory bash -c "mkdir -m 777 '$public/trainctl-alice' '$public/trainctl-alice/stacks-$next' &&

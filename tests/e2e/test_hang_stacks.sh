@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # e2e-modes: plugin
-# e2e-core: plugin
+# e2e-torch: the stacks of ranks waiting inside torch's all_reduce (gloo's threads, the C++ frames), as users see them
 # Hang diagnosis with a real torchrun, 2 nodes x 2 ranks. First `trainctl stacks JOB`
 # from outside takes every rank's stacks on demand (the gone `trainctl-run --dump-stacks`
 # names it). Then, with
@@ -26,15 +26,6 @@ exec $BUILD/bin/trainwatch notify --check hang --target "job \$SLURM_JOB_ID" --s
   --text "\$TRAINCTL_NOTICE_DETAIL" --notify webhook:env:HOOK_URL
 HOOK
 chmod +x "$TEST_DIR/on_hang.sh"
-FAULTS="--hang-rank 3 --hang-at 160 --hang-in python"
-write_hang_job() {  # the two hung ranks differ in how: a second fault for rank 1
-  sed -i "s|--step-time 0.05|--step-time 0.05 $FAULTS|" "$TEST_DIR/job.sh"
-  sed -i "s|^srun |RANK1_C=1 srun |" "$TEST_DIR/job.sh"
-}
-# 20 s, not 10: the log-stall check below needs the job still running (its --stacks-of),
-# and under load it ran 10 s after the stall, when end-step had already ended the job.
-supervised_job "$TEST_DIR/job.sh" --hang-timeout=20s --hang-action=end-step --on-notice="$TEST_DIR/on_hang.sh"
-write_hang_job
 # Rank 1 hangs in C: the example reads its fault from the arguments, so give rank 1 its
 # own through a tiny wrapper around the training script.
 cat >"$TEST_DIR/train_wrapper.py" <<PY
@@ -44,7 +35,10 @@ if os.environ.get("RANK") == "1":
 sys.argv[0] = "$TRAIN"
 runpy.run_path("$TRAIN", run_name="__main__")
 PY
-sed -i "s|$TRAIN |$TEST_DIR/train_wrapper.py |" "$TEST_DIR/job.sh"
+# 20 s, not 10: the log-stall check below needs the job still running (its --stacks-of),
+# and under load it ran 10 s after the stall, when end-step had already ended the job.
+TRAIN_SCRIPT=$TEST_DIR/train_wrapper.py TRAIN_ARGS="--hang-rank 3 --hang-at 160 --hang-in python" \
+  supervised_job "$TEST_DIR/job.sh" --hang-timeout=20s --hang-action=end-step --on-notice="$TEST_DIR/on_hang.sh"
 job=$(submit -N2 --ntasks-per-node=1 --time=10 "${JOB_OPTS[@]}" -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
 log "submitted job $job"
 wait_for 120 "4 ranks started" events_at_least start 4

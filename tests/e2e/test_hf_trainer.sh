@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # e2e-modes: plugin
 # e2e-core: plugin
+# e2e-torch: the Hugging Face Trainer callback, in a real Trainer over torch DDP
 # Hugging Face Trainer with trainctl's TrainerCallback, torchrun 2 nodes x 2 ranks under
 # the plugin, a 1-layer GPT-2 made in the test (no download): a touch of the save switch
 # makes the Trainer write one checkpoint at a step all ranks agreed; the kill switch makes

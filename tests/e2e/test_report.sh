@@ -29,10 +29,9 @@ source "$(dirname "$0")/lib.sh"
 
 make_team_users
 run_as_user alice
-supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL" --save-switch="$TEST_DIR/SAVE" --graceful-exit=30s \
-  --hang-timeout=10s --hang-action=save-exit
-# shellcheck disable=SC2016  # expanded in the job
-sed -i 's|--step-time 0.05|--step-time 0.05 --save-time 2 --restore-time 1 $CRASH|' "$TEST_DIR/job.sh"
+# shellcheck disable=SC2016  # $CRASH expands in the job
+TRAIN_ARGS='--save-time 2 --restore-time 1 $CRASH' supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL" \
+  --save-switch="$TEST_DIR/SAVE" --graceful-exit=30s --hang-timeout=10s --hang-action=save-exit
 # Task 2 crashes 160 steps (8 s, plus its 2 s save) after the step it resumes from: well
 # before its deadline even where start-up is slow (sid's torch took 14 s of the 30 s before
 # the deadline; a crash 300 steps on was never reached there).

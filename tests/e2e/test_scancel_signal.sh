@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # e2e-modes: run plugin
 # e2e-variants: linuxproc cgroup
-# e2e-core: run plugin plugin_cgroup
+# e2e-core: plugin_cgroup
+# e2e-torch: torchrun's own signal handling: a USR1 to every process of the step leaves its agent running
 # `scancel --signal=USR1` mid-run with torchrun under the supervisor (trainctl-run or
 # the plugin): the launchers survive, all 4 ranks save at one step and exit, srun exits 0, the job is COMPLETED.
 # shellcheck source=tests/e2e/lib.sh

@@ -13,9 +13,8 @@ source "$(dirname "$0")/lib.sh"
 
 run_as_user tcremoved
 as_user mkdir -p "$TEST_DIR/events"
-supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL" --save-switch="$TEST_DIR/SAVE" --poll-interval=1s
-sed -i 's|--nproc_per_node=2|--nproc_per_node=2 --max_restarts=1|' "$TEST_DIR/job.sh"
-grep -q -- '--max_restarts=1' "$TEST_DIR/job.sh" || fail "the job script has no torchrun line to add a restart to"
+LAUNCHER_ARGS=--max_restarts=1 supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL" \
+  --save-switch="$TEST_DIR/SAVE" --poll-interval=1s
 chmod 755 "$TEST_DIR/job.sh"
 job=$(submit_as_user -N1 --time=5 -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
 log "job $job submitted as $TEST_USER: torchrun, 2 workers, one restart allowed"
@@ -29,10 +28,10 @@ as_user rm -rf "$dir"
 log "removed $dir, as RemoveIPC does"
 wait_for 30 "the supervisor to say the state was removed" grep -q "node state $dir/$job.0-$node was removed" "$TEST_DIR/job.out"
 
-# A worker, not torchrun's agent (whose command line names the script too).
+# A worker, not the launcher's agent (whose command line names the script too).
 worker=""
 for p in $(pgrep -u "$TEST_USER" -f "train_example.py" || true); do
-  if ! grep -q torchrun_shim "/proc/$p/cmdline" 2>/dev/null; then
+  if ! grep -q "$LAUNCHER_SCRIPT" "/proc/$p/cmdline" 2>/dev/null; then
     worker=$p
     break
   fi

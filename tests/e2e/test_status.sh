@@ -13,8 +13,8 @@
 source "$(dirname "$0")/lib.sh"
 
 run_as_user alice
-supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL" --save-switch="$TEST_DIR/SAVE" --graceful-exit=2
-sed -i "s|--step-time 0.05|--step-time 0.05 --ddp --slow-rank 2 --slow-factor 3|" "$TEST_DIR/job.sh"
+TRAIN_ARGS="--slow-rank 2 --slow-factor 3" supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL" \
+  --save-switch="$TEST_DIR/SAVE" --graceful-exit=2
 chown alice "$TEST_DIR/job.sh"
 job=$(submit_as_user -N2 --ntasks-per-node=1 --time=10 "${JOB_OPTS[@]}" -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
 log "submitted job $job as alice (DDP, rank 2 computes 3x slower, graceful exit 2 min)"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # e2e-modes: run
-# Stragglers through the agreement check() already makes: real torchrun, 2 nodes x 2
+# Stragglers through the agreement check() already makes: 2 nodes x 2
 # ranks, rank 2 (on the second node) made 3x slower per step. After 5 agreements in a
 # row it is reported once: in the job log (rank 0 and the rank itself, with its node),
 # in LOG_DIR/slow_nodes (host, rank, job, step times; written by rank 2's node's supervisor from
@@ -11,8 +11,7 @@
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL"
-sed -i "s|--step-time 0.05|--step-time 0.05 --slow-rank 2 --slow-factor 3|" "$TEST_DIR/job.sh"
+TRAIN_ARGS="--slow-rank 2 --slow-factor 3" supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL"
 job=$(submit -N2 --ntasks-per-node=1 --time=10 "${JOB_OPTS[@]}" -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
 log "submitted job $job"
 wait_for 120 "4 ranks started" events_at_least start 4

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # e2e-modes: run
+# e2e-torch: trainctl.watch_collectives wraps torch.distributed's own collectives
 # Stragglers in a loop that calls torch.distributed's collectives itself, with no compute
 # marks of its own: real torchrun, 1 node x 2 ranks each, a gradient all_reduce
 # (dist.all_reduce) in every step, where the fast rank waits for the slow one, so that
@@ -11,12 +12,10 @@ source "$(dirname "$0")/lib.sh"
 
 logs_slow=$TEST_DIR/logs_slow logs_even=$TEST_DIR/logs_even
 mkdir -p "$logs_slow" "$logs_even"
-supervised_job "$TEST_DIR/slow.sh" --kill-switch="$TEST_DIR/KILL" --log-dir="$logs_slow"
-sed -i "s|--step-time 0.05|--step-time 0.05 --allreduce --slow-rank 1 --slow-factor 3|" "$TEST_DIR/slow.sh"
-supervised_job "$TEST_DIR/even.sh" --kill-switch="$TEST_DIR/KILL" --log-dir="$logs_even"
-sed -i -e "s|--step-time 0.05|--step-time 0.05 --allreduce|" -e "s|$TEST_DIR/events/|$TEST_DIR/events_even/|" \
-  "$TEST_DIR/even.sh"
-grep -q 'events_even/.*' "$TEST_DIR/even.sh" || fail "the even job writes its events where the slow one does"
+TRAIN_ARGS="--allreduce --slow-rank 1 --slow-factor 3" supervised_job "$TEST_DIR/slow.sh" --kill-switch="$TEST_DIR/KILL" \
+  --log-dir="$logs_slow"
+TRAIN_ARGS=--allreduce EVENTS_DIR=$TEST_DIR/events_even supervised_job "$TEST_DIR/even.sh" --kill-switch="$TEST_DIR/KILL" \
+  --log-dir="$logs_even"
 slow=$(TRAINCTL_LOG_DIR=$logs_slow submit -N1 --ntasks-per-node=1 --time=10 -o "$TEST_DIR/slow.out" "$TEST_DIR/slow.sh")
 even=$(TRAINCTL_LOG_DIR=$logs_even submit -N1 --ntasks-per-node=1 --time=10 -o "$TEST_DIR/even.out" "$TEST_DIR/even.sh")
 log "submitted job $slow (rank 1 slowed 3x) and job $even (even), both plain dist.all_reduce"

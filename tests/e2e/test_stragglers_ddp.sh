@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # e2e-modes: run
+# e2e-torch: trainctl.watch_ddp marks compute through torch DDP's communication hook
 # Stragglers under synchronous training: real torch DDP (gloo) through torchrun, 2 nodes
 # x 2 ranks, a gradient all_reduce in every step, where the fast ranks wait for the
 # slowest, so that the wall time per step is the same on every rank. trainctl.watch_ddp
@@ -10,8 +11,7 @@
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-supervised_job "$TEST_DIR/job1.sh" --kill-switch="$TEST_DIR/KILL1"
-sed -i "s|--step-time 0.05|--step-time 0.05 --ddp --slow-rank 2 --slow-factor 3|" "$TEST_DIR/job1.sh"
+TRAIN_ARGS="--ddp --slow-rank 2 --slow-factor 3" supervised_job "$TEST_DIR/job1.sh" --kill-switch="$TEST_DIR/KILL1"
 job=$(submit -N2 --ntasks-per-node=1 --time=10 "${JOB_OPTS[@]}" -o "$TEST_DIR/job1.out" "$TEST_DIR/job1.sh")
 log "submitted job $job (DDP, rank 2 slowed 3x)"
 wait_for 120 "4 ranks started" events_at_least start 4
@@ -47,8 +47,7 @@ PY
 export TRAINCTL_LOG_DIR=$TEST_DIR/logs2
 mkdir -p "$TRAINCTL_LOG_DIR"
 rm -rf "$TEST_DIR/events"
-supervised_job "$TEST_DIR/job2.sh" --kill-switch="$TEST_DIR/KILL2"
-sed -i "s|--step-time 0.05|--step-time 0.05 --ddp|" "$TEST_DIR/job2.sh"
+TRAIN_ARGS=--ddp supervised_job "$TEST_DIR/job2.sh" --kill-switch="$TEST_DIR/KILL2"
 job2=$(submit -N2 --ntasks-per-node=1 --time=10 "${JOB_OPTS[@]}" -o "$TEST_DIR/job2.out" "$TEST_DIR/job2.sh")
 log "submitted job $job2 (DDP, even)"
 wait_for 120 "4 ranks started" events_at_least start 4

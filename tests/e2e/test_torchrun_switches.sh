@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # e2e-core: all
+# e2e-torch: the switches under real torchrun: its agent, its ranks and gloo's agreement
 # Real torchrun, 2 nodes x 2 ranks, on the local cluster: one touch of the save switch
 # makes all 4 ranks save at the same step exactly once (and the switch is removed);
 # the kill switch makes all 4 save and exit at one step; the job ends COMPLETED.

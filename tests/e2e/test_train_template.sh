@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# e2e-torch: the template as users run it, under real torchrun
 # slurm_templates/train.slurm as users submit it, without the plugin (trainctl-run):
 # `sbatch --array=1-4%1 --time=2`, graceful exit 1 minute. Task 1 reaches its deadline,
 # every rank saves and exits; task 2 resumes at the saved step + 1; the kill switch

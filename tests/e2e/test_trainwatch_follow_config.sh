@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# e2e-core: all
 # trainwatch log-stall --follow, configured from a file: when the logs stop, it alerts
 # at the threshold (not at the next cron tick) and runs --on-stall; when they move
 # again it sends RESOLVED.

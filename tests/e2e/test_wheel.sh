@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# e2e-torch: the wheel's template run from a venv under real torchrun, on each SLURM release
 # The wheel as a user without root meets it (issue 30): one file from scripts/package
 # --wheel with the library, the Python package and the three tools.
 #   1. Its tag is manylinux_2_N with N <= 31 (built in Debian 11), and no file in it asks

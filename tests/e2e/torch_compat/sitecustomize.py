@@ -7,10 +7,36 @@ mend of a fault a real part cannot avoid, for the tests only: torch's elastic re
 store) create their TCPStore with use_libuv left at its default, True, and a torch built
 without libuv refuses that, even as a client. USE_LIBUV=0 is PyTorch's switch, which
 those calls ignore until pytorch PR 196855 (issue 178600); here they honour it.
+
+It also counts the test command's torch processes: on PYTHONPATH in every e2e test
+(tests/e2e/lib.sh), it appends a line to the file $TRAINCTL_E2E_TORCH_COUNT names, where
+set, in each process that imports torch.
 """
 
 import importlib
 import os
+import sys
+
+
+class _CountTorch:
+    """A finder that finds nothing: it notes the first import of torch, then leaves."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch":
+            sys.meta_path.remove(self)
+            try:
+                fd = os.open(os.environ["TRAINCTL_E2E_TORCH_COUNT"], os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+                try:
+                    os.write(fd, ("%d %s\n" % (os.getpid(), os.path.basename(sys.argv[0] if sys.argv else "?"))).encode())
+                finally:
+                    os.close(fd)
+            except (KeyError, OSError):
+                pass
+        return None
+
+
+if os.environ.get("TRAINCTL_E2E_TORCH_COUNT"):
+    sys.meta_path.insert(0, _CountTorch())
 
 
 def _honour_use_libuv():
