@@ -96,6 +96,25 @@ class TrainExampleTest(unittest.TestCase):
             self.assertEqual(f.read(), "keep\n", "the save truncated the file SAVING pointed to")
         self.assertTrue(os.path.islink(os.path.join(self.ckpt, "SAVING")), "the teammate's link went without a trace")
 
+    def test_imports_no_torch_where_it_uses_none(self):
+        # Starting torch costs seconds of CPU: a run of one process, or of ranks that agree
+        # through a group their launcher gives, must not import it.
+        python = next((p for p in ("/usr/bin/python3", sys.executable)
+                       if subprocess.run([p, "-c", "import torch"], capture_output=True).returncode == 0), None)
+        if python is None:
+            self.skipTest("no Python with torch here")
+        env = dict(os.environ, TRAINCTL_STATE=os.path.join(self.dir, "state"), TRAINCTL_SIGNALS="none")
+        for name in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "LOCAL_RANK"):
+            env.pop(name, None)
+        code = ("import runpy, sys\nsys.argv = sys.argv[1:]\n"
+                "try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+                "except SystemExit as e:\n    assert not e.code, e.code\n"
+                "print('torch imported' if 'torch' in sys.modules else 'no torch')\n")
+        p = subprocess.run([python, "-c", code, EXAMPLE, "--ckpt-dir", self.ckpt, "--steps", "3", "--step-time", "0"],
+                           env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.strip().splitlines()[-1], "no torch", p.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()
