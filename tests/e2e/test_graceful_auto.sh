@@ -38,7 +38,10 @@ log "task 1 recorded a save of $longest ms: $(head -1 "$store")"
 if [ "$longest" -lt 19500 ] || [ "$longest" -gt 30000 ]; then fail "task 1's save was recorded as $longest ms, not about 20 s"; fi
 
 wait_for 120 "task 2's ranks" events_at_least start 8
-line=$(grep -E "deadline .* graceful exit auto: " "$TEST_DIR/task2.out" | head -1) || fail "task 2 logged no auto deadline"
+# The supervisors log the deadline once they have read EndTime, which can come after the
+# ranks start.
+wait_for 60 "task 2's supervisors to log the auto deadline" grep -qE "deadline .* graceful exit auto: " "$TEST_DIR/task2.out"
+line=$(grep -E "deadline .* graceful exit auto: " "$TEST_DIR/task2.out" | head -1)
 log "task 2: $line"
 printf '%s\n' "$line" | grep -qE "the longest save in this job array took (19\.[5-9]|2[0-9]\.[0-9]) s: x1\.5 \+ 30s margin" ||
   fail "task 2 did not start from task 1's save"
