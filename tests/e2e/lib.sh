@@ -20,7 +20,8 @@ CLUSTER_ETC=$(dirname "$SLURM_CONF")
 # torch_compat/ for every Python process of the test and its jobs: its sitecustomize counts
 # each process that imports torch (in $TRAINCTL_E2E_TORCH_COUNT, where the test command
 # sets it) and mends Debian's torch under the shim.
-export PYTHONPATH=$BUILD/lib/python3/dist-packages:$SRC/tests/e2e/torch_compat
+PYTHON_PACKAGES=$BUILD/lib/python3/dist-packages  # the build's Python package, trainctl/
+export PYTHONPATH=$PYTHON_PACKAGES:$SRC/tests/e2e/torch_compat
 export TORCHRUN_SHIM=$SRC/tests/e2e/torchrun_shim.py
 # The launcher the test's jobs run as torchrun: real torchrun (Debian's torch, through
 # the shim) in a test whose header says why torch is its subject ("# e2e-torch: WHY");

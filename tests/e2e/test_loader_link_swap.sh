@@ -15,7 +15,7 @@ chmod 755 "$TEST_DIR"
 shared=$TEST_DIR/shared  # root's, sticky and writable by all: a /tmp of the test's own
 mkdir -m 1777 "$shared"
 as_user mkdir -p "$shared/clone/python" "$TEST_DIR/good"
-as_user cp -r "$PYTHONPATH/trainctl" "$shared/clone/python/"
+as_user cp -r "$PYTHON_PACKAGES/trainctl" "$shared/clone/python/"
 as_user cp "$(readlink -f "$BUILD/lib/libtrainctl.so.0")" "$TEST_DIR/good/libtrainctl.so.0"
 
 evil=$shared/evil
