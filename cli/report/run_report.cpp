@@ -55,7 +55,10 @@ void account(task_report& t, const std::vector<run_event>& events) {
   const std::int64_t start = t.task.start_ms, end = t.task.end_ms;
   std::int64_t hang_from = 0;  // when the ranks stalled, from a hang notice
   double restore_s = 0;        // the loop's restore before its first step
-  auto clamp = [&](std::int64_t ms) { return std::min(std::max(ms, start), end); };
+  // SLURM keeps whole seconds: the task really ended up to 999 ms after its EndTime, and
+  // a rank's last events (its end, a crash's last check()) can lie there.
+  const std::int64_t last_ms = end + 999;
+  auto clamp = [&](std::int64_t ms) { return std::min(std::max(ms, start), last_ms); };
   for (const run_event& e : events) {
     t.has_events = true;
     if (e.what == "first_step" && t.first_step_ms == 0) {
@@ -108,7 +111,7 @@ void account(task_report& t, const std::vector<run_event>& events) {
   const std::int64_t until = t.end_event_ms != 0 ? t.end_event_ms : end;  // rank 0's end
   t.startup_s = static_cast<double>(t.first_step_ms - start) / 1000.0;
   split_restore();
-  t.end_s = static_cast<double>(end - until) / 1000.0;
+  t.end_s = static_cast<double>(std::max<std::int64_t>(0, end - until)) / 1000.0;
   std::int64_t kept_until = 0;  // the begin of the last finished save: training before it is kept
   for (const save_span& s : t.saves)
     if (s.end_ms != 0) kept_until = s.begin_ms;

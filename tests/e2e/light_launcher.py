@@ -41,7 +41,6 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STOP_WAIT = 30.0  # torchrun's PContext.close(timeout=30)
-POLL = 0.1        # how often the agent looks at its ranks (torchrun's --monitor_interval)
 
 
 class Terminated(Exception):
@@ -55,6 +54,9 @@ def parse_args(argv):
     for name, kind, default in (("nnodes", int, 1), ("nproc_per_node", int, 1), ("node_rank", int, 0),
                                 ("master_port", int, 29500), ("max_restarts", int, 0)):
         p.add_argument("--" + name, "--" + name.replace("_", "-"), type=kind, default=default)
+    # How often the agent looks at its ranks: torch 2.x's default; 1.13's was 5 s, which
+    # left a dead rank a zombie that long.
+    p.add_argument("--monitor_interval", "--monitor-interval", type=float, default=0.1)
     p.add_argument("--master_addr", "--master-addr", default="127.0.0.1")
     p.add_argument("--rdzv_backend", "--rdzv-backend", default="static", choices=("static",))
     p.add_argument("script")
@@ -177,7 +179,7 @@ def main(argv):
                     break
                 if all(c == 0 for c in codes):
                     return 0
-                time.sleep(POLL)
+                time.sleep(args.monitor_interval)
             i, code = failed[0]
             print("light_launcher: local rank %d (pid %d) failed with %s" % (
                 i, procs[i].pid, "signal %d" % -code if code < 0 else "exit status %d" % code),

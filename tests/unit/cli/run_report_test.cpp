@@ -344,6 +344,22 @@ TEST(RunReport, TheCheckpointIntervalFollowsYoungAndDalyFromTheRunsOwnNumbers) {
   EXPECT_DOUBLE_EQ(advise_checkpoints(build_run_report("2000", tasks, events, kS + 100000 * kSec)).training_s, 1290);
 }
 
+// SLURM's EndTime has whole seconds: a run that ended 540 ms into its last second has
+// its end event (and its last check()) after EndTime. Its training runs to that check,
+// not to the truncated EndTime (seen when a loop's crash ended its task within 100 ms).
+TEST(RunReport, EventsInTheSecondSlurmTruncatedStillCount) {
+  std::vector<task_record> tasks{task("3001", "3000_1", 0, 8, 1, "FAILED")};
+  std::vector<run_event> events{ev(0, "3001", "first_step", 0)};
+  run_event end = ev(8, "3001", "end", 59, 18);
+  end.ms += 542;  // 8.542 s after the start; its last check() 18 ms before
+  events.push_back(end);
+  const run_report r = build_run_report("3000", tasks, events, kS + 100 * kSec);
+  ASSERT_EQ(r.tasks.size(), 1U);
+  EXPECT_EQ(r.tasks[0].last_agreement_ms, kS + 8524);
+  EXPECT_DOUBLE_EQ(advise_checkpoints(r).training_s, 8.524);
+  EXPECT_DOUBLE_EQ(r.tasks[0].end_s, 0) << "no negative time after the loop's end";
+}
+
 // The straggler's price (ByteDance's what-if: every step at the median rank's work):
 // 2 nodes of 2 ranks, 1,000 steps timed; rank 3 works 150 ms a step, the others 50, 52
 // and 54 ms, so the median rank 53 ms. Each step waited 97 ms more than it would have,
