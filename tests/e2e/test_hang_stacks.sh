@@ -5,7 +5,7 @@
 # from outside takes every rank's stacks on demand (the gone `trainctl-run --dump-stacks`
 # names it). Then, with
 # --hang-timeout=20s: at step 160
-# rank 3 (node n2) stops in a Python loop and rank 1 (n1) deadlocks inside a C call (a
+# rank 3 (the second node) stops in a Python loop and rank 1 (the first) deadlocks inside a C call (a
 # mutex locked twice); ranks 0 and 2 then wait in check()'s all_reduce. Each node's supervisor finds
 # its ranks silent, writes every rank's Python stacks (faulthandler, all threads) and
 # native stacks (eu-stack) to LOG_DIR/trainctl-<user>/stacks-<job>/rank<R>.txt; the first node says where
@@ -42,6 +42,9 @@ TRAIN_SCRIPT=$TEST_DIR/train_wrapper.py TRAIN_ARGS="--hang-rank 3 --hang-at 160 
 job=$(submit -N2 --ntasks-per-node=1 --time=10 "${JOB_OPTS[@]}" -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
 log "submitted job $job"
 wait_for 120 "4 ranks started" events_at_least start 4
+# Beside other tests the job may get any two of n1-n3: rank 1 runs on the first, rank 3 on
+# the second.
+node1=$(job_node "$job" 1) node2=$(job_node "$job" 2)
 # The ranks know their supervisor and node state also where the plugin forks the task
 # (22.05): without TRAINCTL_SUPERVISOR_PID no PR_SET_PTRACER, and Yama refuses eu-stack.
 ranks_seen=0
@@ -93,7 +96,7 @@ rc=$?
 set -e
 log "$stall"
 [ "$rc" -eq 2 ] || fail "log-stall exited $rc, not 2 (CRITICAL)"
-grep -q "stacks of 4 ranks of job $job in .*rank 3 on n2 in hang (train_example.py" <<<"$stall" ||
+grep -q "stacks of 4 ranks of job $job in .*rank 3 on $node2 in hang (train_example.py" <<<"$stall" ||
   fail "the stall alert does not say where the ranks are stuck"
 hung_at=$(cat "$TEST_DIR"/events/rank*.jsonl | python3 -c '
 import json, sys
@@ -114,10 +117,10 @@ summary=$(grep -o 'hang: the whole job (4 of 4 ranks dumped): .*' "$TEST_DIR/job
   fail "no whole-job summary: $(grep 'hang' "$TEST_DIR/job.out")"
 log "$summary"
 grep -q "2 of 4 ranks in all_reduce" <<<"$summary" || fail "the common frame is not the collective"
-grep -q "rank 1 on n1 in" <<<"$summary" || fail "rank 1 is not named"
-grep -q "rank 3 on n2 in hang (train_example.py" <<<"$summary" || fail "rank 3 is not named with its frame"
+grep -q "rank 1 on $node1 in" <<<"$summary" || fail "rank 1 is not named"
+grep -q "rank 3 on $node2 in hang (train_example.py" <<<"$summary" || fail "rank 3 is not named with its frame"
 [ "$(grep -c '^hang:' "$TEST_DIR/hook.log")" -eq 1 ] || fail "the hang hook ran $(grep -c '^hang:' "$TEST_DIR/hook.log") times"
-wait_for 20 "the alert at the HTTP receiver" bash -c "grep -l 'rank 3 on n2' $REQDIR/*.json"
+wait_for 20 "the alert at the HTTP receiver" bash -c "grep -l 'rank 3 on $node2' $REQDIR/*.json"
 grep -q "hang: ending the step" "$TEST_DIR/job.out" || fail "end-step did not run"
 [ "$(job_state "$job")" != COMPLETED ] || fail "the hung step was not ended"
 # What end-step killed is no crash: no node is remembered for it.
