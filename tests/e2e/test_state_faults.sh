@@ -61,16 +61,18 @@ wait_for 120 "job $j2's 4 ranks" at_least touches start 4
 wait_for 120 "job $j3's 2 ranks" at_least ignore start 2
 sleep 2
 
-log "job $j1: truncating the node state on n1 and filling it with junk on n2"
+# Beside other tests the job may get any two of n1-n3.
+na=$(job_node "$j1" 1) nb=$(job_node "$j1" 2)
+log "job $j1: truncating the node state on $na and filling it with junk on $nb"
 dir=/dev/shm/trainctl-$TEST_UID
 # Where the plugin made it as root; and without the plugin too, once it exists.
 [ -d "/run/trainctl/$TEST_UID" ] && dir=/run/trainctl/$TEST_UID
-{ [ -f "$dir/$j1.0-n1" ] && [ -f "$dir/$j1.0-n2" ]; } || fail "no node state files for job $j1 in $dir: $(ls "$dir")"
-as_user truncate -s 0 "$dir/$j1.0-n1"
+{ [ -f "$dir/$j1.0-$na" ] && [ -f "$dir/$j1.0-$nb" ]; } || fail "no node state files for job $j1 in $dir: $(ls "$dir")"
+as_user truncate -s 0 "$dir/$j1.0-$na"
 # Past an intact header (its first 120 bytes: magic, version, size, flags, the times):
 # only a check of every slot tells this from a state trainctl wrote.
-size=$(stat -c %s "$dir/$j1.0-n2")
-as_user dd if=/dev/urandom of="$dir/$j1.0-n2" bs=8 seek=15 count=$(((size - 120) / 8)) conv=notrunc status=none
+size=$(stat -c %s "$dir/$j1.0-$nb")
+as_user dd if=/dev/urandom of="$dir/$j1.0-$nb" bs=8 seek=15 count=$(((size - 120) / 8)) conv=notrunc status=none
 
 log "job $j2: 10 touches of the save switch, 0.3 s apart"
 for _ in $(seq 1 10); do
@@ -84,9 +86,9 @@ as_user touch "$TEST_DIR/ignore/KILL"
 sleep 6
 [ "$(count damage exit)" = 0 ] || fail "job $j1: ranks exited after the damage: $(cat "$TEST_DIR"/damage/events/*)"
 [ "$(job_state "$j1")" = RUNNING ] || fail "job $j1 is $(job_state "$j1") after the damage"
-grep -q "node state $dir/$j1.0-n1 was truncated" "$TEST_DIR/damage/job.out" ||
+grep -q "node state $dir/$j1.0-$na was truncated" "$TEST_DIR/damage/job.out" ||
   fail "job $j1: no line naming the truncated file: $(grep -i 'node state' "$TEST_DIR/damage/job.out" | head -3)"
-grep -q "node state $dir/$j1.0-n2 .*overwritten" "$TEST_DIR/damage/job.out" ||
+grep -q "node state $dir/$j1.0-$nb .*overwritten" "$TEST_DIR/damage/job.out" ||
   fail "job $j1: no line naming the overwritten file: $(grep -i 'node state' "$TEST_DIR/damage/job.out" | head -3)"
 as_user touch "$TEST_DIR/damage/KILL"
 wait_for 30 "job $j1 to end" job_ended "$j1"
