@@ -68,7 +68,8 @@ def parse_args(argv):
 class MaxServer:
     """Every rank sends one line of integers per round; each gets back the element-wise
     MAX once all WORLD have sent theirs. 'bye' leaves cleanly; any other end of a
-    connection ends every connection (a peer died)."""
+    connection ends every connection (a peer died). Then it waits for the next world of
+    ranks: the ones the agents start again (--max_restarts)."""
 
     def __init__(self, port, world):
         self.world = world
@@ -79,6 +80,11 @@ class MaxServer:
         threading.Thread(target=self.serve, daemon=True).start()
 
     def serve(self):
+        while True:
+            self.serve_one_world()
+            time.sleep(0.05)  # bounded, should accept() itself fail
+
+    def serve_one_world(self):
         conns = {}
         try:
             while len(conns) < self.world:
