@@ -158,11 +158,21 @@ run_report build_run_report(const std::string& job, std::vector<task_record> tas
   });
   run_report r;
   r.job = job;
-  // By job id: each task's events, and the Starts of its runs (sacct -D).
+  // By job id: each task's events, and the Start and End of each of its runs (sacct -D).
   std::unordered_map<std::string, std::vector<const run_event*>> events_of;
   for (const run_event& e : events) events_of[e.job].push_back(&e);
-  std::unordered_map<std::string, std::vector<std::int64_t>> starts_of;
-  for (const task_record& t : tasks) starts_of[t.job_id].push_back(t.start_ms);
+  std::unordered_map<std::string, std::vector<std::pair<std::int64_t, std::int64_t>>> runs_of;
+  for (const task_record& t : tasks) runs_of[t.job_id].emplace_back(t.start_ms, t.end_ms);
+  // Where a run's events begin: a few seconds before its Start, for the nodes' clocks,
+  // but never before the middle of the gap after the same job's run before it (a
+  // requeued run can start 4 s after the preempted one ended, whose last events lie there).
+  auto events_from = [&runs_of](const std::string& id, std::int64_t start) {
+    std::int64_t slack = 5000;
+    for (const auto& run : runs_of[id])
+      if (run.first < start && run.second != 0 && run.second <= start)
+        slack = std::min(slack, (start - run.second) / 2);
+    return start - slack;
+  };
   std::int64_t busy_until = 0;  // the latest End of the tasks so far
   for (task_record& rec : tasks) {
     task_report t;
@@ -176,14 +186,15 @@ run_report build_run_report(const std::string& job, std::vector<task_record> tas
     if (running) t.task.end_ms = std::max(now_ms, rec.start_ms);
     t.task.end_ms = std::max(t.task.end_ms, t.task.start_ms);
     // Its events: its own job id, from this run (a requeued job keeps its id, and sacct
-    // -D gives each run its record): from this Start, with a few seconds' slack for the
-    // nodes' clocks, to the next run's Start, or a minute after this End.
+    // -D gives each run its record): from where this run's begin to where the next
+    // run's do, or a minute after this End.
     std::int64_t until = t.task.end_ms + 60000;
-    for (const std::int64_t other : starts_of[rec.job_id])
-      if (other > rec.start_ms) until = std::min(until, other - 5000);
+    for (const auto& other : runs_of[rec.job_id])
+      if (other.first > rec.start_ms) until = std::min(until, events_from(rec.job_id, other.first));
+    const std::int64_t from = events_from(rec.job_id, rec.start_ms);
     std::vector<run_event> mine;
     for (const run_event* e : events_of[rec.job_id])
-      if (e->ms >= rec.start_ms - 5000 && e->ms < until) mine.push_back(*e);
+      if (e->ms >= from && e->ms < until) mine.push_back(*e);
     std::stable_sort(mine.begin(), mine.end(), [](const run_event& a, const run_event& b) { return a.ms < b.ms; });
     account(t, mine);
     const std::int64_t ready = std::max({rec.submit_ms, rec.eligible_ms, busy_until});

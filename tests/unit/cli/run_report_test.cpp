@@ -214,6 +214,28 @@ TEST(RunReport, EachRunOfARequeuedJobGetsItsOwnEvents) {
   EXPECT_DOUBLE_EQ(r.tasks[1].queue_s, 10) << "from the first run's end to the second's start";
 }
 
+// A requeued run that started 4 s after the preempted one ended (the e2e test's, once
+// its loop started within a second): the preempted run's save and exit, 0.4 s before its
+// End, are its own, not the next run's.
+TEST(RunReport, ARunRequeuedSecondsLaterKeepsTheEventsBeforeIt) {
+  task_record first = task("910", "910", 0, 6, 2, "REQUEUED");
+  task_record second = task("910", "910", 10, 30, 2);
+  std::vector<run_event> events{ev(1, "910", "first_step", 0),
+                                ev(5, "910", "notice", -1, -1, "preempted"),
+                                ev(5, "910", "exit", 80, -1, "preempted"),
+                                ev(5, "910", "saved", -1, 10),
+                                ev(5, "910", "end", 80),
+                                ev(11, "910", "first_step", 81)};
+  for (auto& e : events)
+    if (e.ms < kS + 6 * kSec) e.ms += 600;  // at 5.6 s
+  const run_report r = build_run_report("910", {first, second}, events, kS + 100 * kSec);
+  ASSERT_EQ(r.tasks.size(), 2u);
+  EXPECT_EQ(r.tasks[0].exit_reason, "preempted");
+  EXPECT_EQ(r.tasks[0].exit_step, 80);
+  EXPECT_EQ(r.tasks[1].first_step, 81);
+  EXPECT_EQ(r.tasks[1].exit_reason, "") << "the preempted run's exit went to the next run";
+}
+
 TEST(RunReport, ALoopThatFinishedKeepsItsLastWorkOnlyWhenTheTaskCompleted) {
   const std::vector<run_event> events = {ev(5, "70", "first_step", 0), ev(95, "70", "end", 1799)};
   const run_report done = build_run_report("70", {task("70", "70", 0, 100, 1)}, events, kS + 200 * kSec);
