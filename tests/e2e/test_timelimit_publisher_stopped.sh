@@ -55,26 +55,29 @@ wait_since_start() { until [ "$(ms_since_start)" -ge $(($1 * 1000)) ]; do sleep 
 wait_for 120 "4 ranks started" events_at_least start 4
 start=$(job_field "$job" StartTime)
 start_ms=$(($(date -d "$start" +%s) * 1000))
-pid=$(supervisor_of n1) || fail "no trainctl-run of job $job on n1"
+# Beside other tests the job may get any two of n1-n3: "the first node" (task 0) and
+# "the second" (task 1) below.
+na=$(job_node "$job" 1) nb=$(job_node "$job" 2)
+pid=$(supervisor_of "$na") || fail "no trainctl-run of job $job on $na"
 wait_since_start 10
 kill -STOP "$pid"
 stopped=$pid
-log "n1's supervisor (pid $pid) stopped at $(since_start) s"
+log "$na's supervisor (pid $pid) stopped at $(since_start) s"
 took_over() { grep -q "rank [0-9]* (pid [0-9]*) publishes it from now on" "$TEST_DIR/job.out"; }
-wait_for 30 "a rank of n1 to take the publisher's role" took_over
+wait_for 30 "a rank of $na to take the publisher's role" took_over
 scontrol update JobId="$job" TimeLimit=4 || fail "scontrol update refused"
 log "TimeLimit raised to 4 min at $(since_start) s: EndTime $(job_field "$job" EndTime)"
-n2_read() { grep -q "trainctl-run\[n2 task 1\]: EndTime moved" "$TEST_DIR/job.out"; }
-wait_for 30 "n2's supervisor to read the new EndTime" n2_read
+n2_read() { grep -q "trainctl-run\[$nb task 1\]: EndTime moved" "$TEST_DIR/job.out"; }
+wait_for 30 "$nb's supervisor to read the new EndTime" n2_read
 carried() { grep -q "EndTime moved to .*: another node's supervisor read it at .*, before this node's did" "$TEST_DIR/job.out"; }
-wait_for 30 "the agreement to carry it to n1's ranks" carried
+wait_for 30 "the agreement to carry it to $na's ranks" carried
 wait_since_start 130
 [ "$(events_count exit)" = 0 ] || fail "$(events_count exit) rank(s) exited by $(since_start) s: the old deadline (120 s) fired"
-log "nobody exited at the old deadline (120 s); n1's supervisor let go at $(since_start) s"
+log "nobody exited at the old deadline (120 s); $na's supervisor let go at $(since_start) s"
 kill -CONT "$pid"
 stopped=""
-sup_adopted() { grep -q "trainctl-run\[n1 task 0\]: EndTime moved .* passed on by the ranks" "$TEST_DIR/job.out"; }
-wait_for 20 "n1's supervisor to take the new EndTime from the node state" sup_adopted
+sup_adopted() { grep -q "trainctl-run\[$na task 0\]: EndTime moved .* passed on by the ranks" "$TEST_DIR/job.out"; }
+wait_for 20 "$na's supervisor to take the new EndTime from the node state" sup_adopted
 wait_for 120 "4 ranks to exit" events_at_least exit 4
 read -r n steps reasons < <(exit_summary)
 { [ "$n" = 4 ] && [ "$steps" = 1 ]; } || fail "expected 4 ranks to exit at one step; got $n at $steps steps"
