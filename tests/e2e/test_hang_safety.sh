@@ -139,10 +139,11 @@ grep -q "hang: stacks of 2 of 2 ranks saved in $home_evidence/stacks-$job/" "$TE
 [ "$(sha256sum <"$bashrc")" = "$before" ] || fail "alice's .bashrc changed: $(tail -3 "$bashrc")"
 [ "$(find "$team/trainctl-alice" -newer "$TEST_DIR/planted" | wc -l)" -eq 0 ] || fail "something was written in bob's directory"
 if grep -q "n\[" "$TRAINCTL_BAD_NODES"; then fail "bob's planted file made a bad node: $(cat "$TRAINCTL_BAD_NODES")"; fi
-if [ "$(grep -c "job=$job " "$TRAINCTL_BAD_NODES")" -ne 1 ] || ! grep -q "^[0-9]* n2 job=$job .*reason=hung" "$TRAINCTL_BAD_NODES"; then
-  fail "job 2: not n2 alone remembered: $(cat "$TRAINCTL_BAD_NODES")"
+odd=$(job_node "$job" 2)  # rank 3's
+if [ "$(grep -c "job=$job " "$TRAINCTL_BAD_NODES")" -ne 1 ] || ! grep -q "^[0-9]* $odd job=$job .*reason=hung" "$TRAINCTL_BAD_NODES"; then
+  fail "job 2: not $odd alone remembered: $(cat "$TRAINCTL_BAD_NODES")"
 fi
-log "2: the stacks in alice's home, nothing written through bob's link, nothing read from his file, n2 alone remembered"
+log "2: the stacks in alice's home, nothing written through bob's link, nothing read from his file, $odd alone remembered"
 
 log "2b. with bob's trainctl-alice/ still there, the ranks on n2 abort: the crash is judged all the same"
 TRAIN_ARGS="--crash-on n2 --crash-at 40" CKPT_DIR=$TEST_DIR/ckpt2b supervised_job "$TEST_DIR/job2b.sh"
@@ -180,5 +181,6 @@ read -r n _ reasons < <(exit_summary)
 for f in trainctl-alice/stacks-$next/rank0.txt trainctl-alice/stacks-$next/summary.txt slow_nodes; do
   [ -p "$public/$f" ] || fail "mallory's $f is no longer a FIFO"
 done
-grep -q "^[0-9]* n1 job=$job .*reason=slow (rank 1, x" "$TRAINCTL_BAD_NODES" || fail "the straggler's node not remembered"
+grep -q "^[0-9]* $(job_node "$job" 1) job=$job .*reason=slow (rank 1, x" "$TRAINCTL_BAD_NODES" ||
+  fail "the straggler's node ($(job_node "$job" 1), rank 1's) not remembered: $(cat "$TRAINCTL_BAD_NODES")"
 log "PASS: start hang caught with stacks; bob's and mallory's squatted evidence directories, links, files and FIFOs changed nothing"
