@@ -16,7 +16,7 @@ echo "hook-output: notice $TRAINCTL_NOTICE"
 HOOK
 chmod +x "$TEST_DIR/hook.sh"
 if [ "$MODE" = run ]; then
-  export HOOK_SLEEP=30
+  export HOOK_SLEEP=30.$$  # this test's own: other tests' processes may sleep 30 s too
   supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL" --on-notice="$TEST_DIR/hook.sh" --on-notice-timeout=3s
 else
   supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL" --on-notice="$TEST_DIR/hook.sh"
@@ -35,14 +35,15 @@ read -r n steps reasons < <(exit_summary)
 [ -s "$TEST_DIR/hook.log" ] || fail "the --on-notice command never ran: $(cat "$TEST_DIR/job.out")"
 runs=$(wc -l <"$TEST_DIR/hook.log")
 [ "$runs" -eq 1 ] || fail "the command ran $runs times, not once: $(cat "$TEST_DIR/hook.log")"
-grep -q "^ran signal on n1 for job $job " "$TEST_DIR/hook.log" || fail "unexpected run: $(cat "$TEST_DIR/hook.log")"
+first=$(job_node "$job" 1)  # beside other tests the job may get any two of n1-n3
+grep -q "^ran signal on $first for job $job " "$TEST_DIR/hook.log" || fail "unexpected run (not on $first): $(cat "$TEST_DIR/hook.log")"
 grep -q "hook-output: notice signal" "$TEST_DIR/job.out" || fail "the command's output is not in the job log"
 if [ "$MODE" = run ]; then
   grep -q "on-notice: signal: the command ended at its time limit of 3s" "$TEST_DIR/job.out" ||
     fail "the time limit was not applied: $(grep on-notice "$TEST_DIR/job.out")"
-  pgrep -f "sleep 30" >/dev/null && fail "the command's sleep outlived its time limit"
+  pgrep -f "^sleep ${HOOK_SLEEP//./\\.}\$" >/dev/null && fail "the command's sleep outlived its time limit"
 else
   grep -q "on-notice: signal: the command exited with status 0" "$TEST_DIR/job.out" ||
     fail "no exit line: $(grep on-notice "$TEST_DIR/job.out")"
 fi
-log "PASS: the command ran once, on n1, output in the job log; $(grep -o 'on-notice: signal: the command [a-z ]*[0-9a-z]*' "$TEST_DIR/job.out" | head -1)"
+log "PASS: the command ran once, on the first node ($first), output in the job log; $(grep -o 'on-notice: signal: the command [a-z ]*[0-9a-z]*' "$TEST_DIR/job.out" | head -1)"
