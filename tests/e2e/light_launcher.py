@@ -71,11 +71,13 @@ class MaxServer:
     connection ends every connection (a peer died). Then it waits for the next world of
     ranks: the ones the agents start again (--max_restarts)."""
 
-    def __init__(self, port, world):
+    def __init__(self, addr, port, world):
         self.world = world
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind(("0.0.0.0", port))  # as torchrun's store: every node reaches it
+        # MASTER_ADDR only (the tests' 127.0.0.1), where torchrun's store listens on every
+        # address: a test's server stays on loopback.
+        self.listener.bind((addr, port))
         self.listener.listen(world)
         threading.Thread(target=self.serve, daemon=True).start()
 
@@ -172,7 +174,7 @@ def main(argv):
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(s, on_signal)
     if args.node_rank == 0:
-        MaxServer(args.master_port, args.nnodes * args.nproc_per_node)
+        MaxServer(args.master_addr, args.master_port, args.nnodes * args.nproc_per_node)
     restart = 0
     procs = []
     try:
