@@ -41,6 +41,11 @@ def environ(p):
         return dict(kv.split("=", 1) for kv in open("/proc/%d/environ" % p, "rb").read().decode(errors="replace").split("\0") if "=" in kv)
     except OSError:
         return {}
+def cmdline(p):  # b"" for a process that is gone (other tests' come and go)
+    try:
+        return open("/proc/%d/cmdline" % p, "rb").read()
+    except OSError:
+        return b""
 def children(p):
     out = []
     for t in os.listdir("/proc/%d/task" % p):
@@ -56,14 +61,13 @@ def sigs(p):
     return "USR1 %s, TERM %s" % ("ignored" if bit(10, ign) else "caught" if bit(10, cgt) else "default",
                                  "ignored" if bit(15, ign) else "caught" if bit(15, cgt) else "default")
 sup = [p for p in map(int, filter(str.isdigit, os.listdir("/proc")))
-       if b"trainctl-run" in open("/proc/%d/cmdline" % p, "rb").read().split(b"\0")[0]
+       if b"trainctl-run" in cmdline(p).split(b"\0")[0]
        and environ(p).get("SLURM_JOB_ID") == job and environ(p).get("SLURM_STEP_ID") == "0"]
 if len(sup) != 1:
     sys.exit("job %s: %d supervisors of step 0" % (job, len(sup)))
 def walk(p, depth):
     for c in sorted(children(p)):
-        cmd = open("/proc/%d/cmdline" % c, "rb").read()
-        if b"train_example.py" not in cmd:
+        if b"train_example.py" not in cmdline(c):
             continue  # the supervisor's own helpers
         env = environ(c)
         if "RANK" in env:
