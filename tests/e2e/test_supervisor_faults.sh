@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # e2e-modes: run plugin
 # e2e-variants: linuxproc cgroup
-# e2e-lock-per-mode: each mode runs as a user of its own (tcfault-run, tcfault-plugin)
 # When trainctl's own supervisor fails, as an unprivileged user's jobs see it:
 #  1. kill -9 of one of two supervisors on a node (independent tasks): its rank hears of
 #     it and saves and exits at once; the other ranks still get the deadline on time;
@@ -17,7 +16,7 @@
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-run_as_user "tcfault-$MODE"
+run_as_user tcfault
 # Job 3's supervisors are resumed by a background timer (below); it goes with the test.
 resumer=""
 trap 'rc=$?; [ -z "$resumer" ] || kill "$resumer" 2>/dev/null || true; (exit "$rc"); cleanup' EXIT
