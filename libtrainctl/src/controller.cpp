@@ -30,8 +30,8 @@
 #include "bad_nodes.hpp"
 #include "config_impl.hpp"
 #include "gpu_memory.hpp"
+#include "node_role.hpp"
 #include "node_state.hpp"
-#include "publisher.hpp"
 #include "run_events.hpp"
 #include "signals.hpp"
 #include "step_times.hpp"
@@ -157,7 +157,6 @@ struct controller::impl {
   // save switch. The hot path (should_exit) never takes the lock.
   mutable std::recursive_mutex switches_mu;
   std::vector<local_switch> switches;
-  std::string reported_lock_problem;
   std::atomic<std::int64_t> remove_save_at_ms{0};  // rank 0: when the watcher removes the consumed file
   decision decided;                                // sticky exit
   rank_beat* beat = nullptr;                       // this process's heartbeat in the node state
@@ -242,7 +241,7 @@ struct controller::impl {
   decision decide(std::int64_t step, const std::int64_t* r, bool agreed);
   // The watcher's duties besides publishing: the node state's health, the role, the
   // supervisor's life, the deadline. Called on every wake of the watcher thread.
-  void look_after_state(std::unique_ptr<publisher>& pub, const publisher_options& popts);
+  void look_after_state(std::unique_ptr<node_role>& role, const publisher_options& popts);
   void fall_back_to_private(const std::string& why);
   void on_supervisor_gone();
   void fill_vote(std::int64_t* v, std::size_t len) const;
@@ -457,7 +456,7 @@ void controller::impl::flush_events_at_end() {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
-void controller::impl::look_after_state(std::unique_ptr<publisher>& pub, const publisher_options& popts) {
+void controller::impl::look_after_state(std::unique_ptr<node_role>& role, const publisher_options& popts) {
   flush_events();
   flush_stragglers();
   // Once per process: the guard is the process's, and so is the handler that displaced it.
@@ -470,38 +469,26 @@ void controller::impl::look_after_state(std::unique_ptr<publisher>& pub, const p
   if (file && ns.load(std::memory_order_relaxed) != private_state.get()) {
     const std::string damage = file->damage();
     if (!damage.empty()) {
-      pub.reset();
+      role.reset();
       fall_back_to_private(damage);
     }
   }
   node_state& n = state();
   const bool shared = file && &n != private_state.get();
   known_deadline_ms = n.deadline_ms.load(std::memory_order_acquire);
-  if (pub && shared && !file->is_publisher()) {
-    // Another process took the role while this one was stopped or stuck: it follows.
-    pub.reset();
+  if (!role) role = std::make_unique<node_role>(shared ? file.get() : nullptr, n, popts);
+  const node_role::turn t = role->look();
+  if (t.lost)  // another process took the role while this one was stopped or stuck: it follows
     log_line(kLogWarning, "trainctl: rank %d (pid %d) no longer publishes the node state: another process took over\n",
              cfg.rank, static_cast<int>(getpid()));
-  }
-  if (!pub) {
-    std::string lock_problem;
-    int taken_from = 0;
-    if (!shared) {
-      pub = std::make_unique<publisher>(n, popts);
-    } else if (file->try_become_publisher(&lock_problem, publisher_stale_after_ms(n), &taken_from)) {
-      pub = std::make_unique<publisher>(n, popts);
-      if (taken_from != 0)
-        log_line(kLogWarning,
-                 "trainctl: the node's publisher (pid %d) has not refreshed the node state %s for over %lld ms; "
-                 "rank %d (pid %d) publishes it from now on\n",
-                 taken_from, file->path().c_str(), static_cast<long long>(publisher_stale_after_ms(n)), cfg.rank,
-                 static_cast<int>(getpid()));
-    } else if (!lock_problem.empty() && lock_problem != reported_lock_problem) {
-      log_line(kLogWarning, "trainctl: %s; the node's other processes watch the switches\n", lock_problem.c_str());
-      reported_lock_problem = lock_problem;
-    }
-    if (pub) pub->refresh();
-  }
+  if (t.taken_from != 0)
+    log_line(kLogWarning,
+             "trainctl: the node's publisher (pid %d) has not refreshed the node state %s for over %lld ms; rank %d "
+             "(pid %d) publishes it from now on\n",
+             t.taken_from, file->path().c_str(), static_cast<long long>(publisher_stale_after_ms(n)), cfg.rank,
+             static_cast<int>(getpid()));
+  if (!t.problem.empty())
+    log_line(kLogWarning, "trainctl: %s; the node's other processes watch the switches\n", t.problem.c_str());
   if (supervisor_fd >= 0) {
     pollfd p{supervisor_fd, POLLIN, 0};
     if (poll(&p, 1, 0) > 0) on_supervisor_gone();
@@ -530,28 +517,22 @@ void controller::impl::retry_removal_soon() {
 }
 
 void controller::impl::watch_loop() {
-  std::unique_ptr<publisher> pub;
+  std::unique_ptr<node_role> role;
   publisher_options popts;
   popts.poll_interval = cfg.poll_interval;
   popts.memory = cfg.memory;
   popts.gpu_memory = cfg.gpu;
   while (!stop.load(std::memory_order_acquire)) {
-    look_after_state(pub, popts);
+    look_after_state(role, popts);
     node_state& n = state();
-    // Wake for the next deadline, and when the publisher's heartbeat would go stale:
-    // a holder that stopped is taken over at once (a live one has beaten again by then).
-    std::chrono::milliseconds wait = cfg.poll_interval;
+    // Wake for the next deadline, and when the publisher's heartbeat would go stale.
     const std::int64_t now = unix_now_ms();
-    // (Already stale and still not taken: the lock is unusable; the poll goes on as before.)
-    if (!pub && &n != private_state.get()) {
-      const std::int64_t stale_at = n.published_ms.load(std::memory_order_relaxed) + publisher_stale_after_ms(n) + 50;
-      if (stale_at > now) wait = std::min(wait, std::chrono::milliseconds(std::max<std::int64_t>(100, stale_at - now)));
-    }
+    std::chrono::milliseconds wait = role->until_stale(now, cfg.poll_interval);
     for (const std::int64_t d : {local_deadline_ms.load(std::memory_order_acquire),
                                  n.deadline_ms.load(std::memory_order_acquire), remove_save_at_ms.load()})
       if (d > now) wait = std::min(wait, std::chrono::milliseconds(d - now));
-    if (pub) {
-      pub->wait_and_refresh(wake_fd, wait);
+    if (role->publishes()) {
+      role->pub()->wait_and_refresh(wake_fd, wait);
     } else {
       pollfd fds[2] = {{wake_fd, POLLIN, 0}, {supervisor_fd, POLLIN, 0}};
       poll(fds, supervisor_fd >= 0 ? 2 : 1, static_cast<int>(wait.count()));

@@ -1,0 +1,254 @@
+#include "run_end.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "bad_nodes.hpp"
+#include "no_progress.hpp"
+#include "node_state.hpp"
+#include "parse.hpp"
+#include "run_events.hpp"
+#include "slurm_api.hpp"
+#include "slurm_job.hpp"
+#include "subprocess.hpp"
+
+namespace trainctl {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+}  // namespace
+
+std::string preempted_marker(const std::string& job_id) {
+  const std::string restart = env_or_empty("SLURM_RESTART_COUNT");
+  return "once.preempted." + job_id + "." + (restart.empty() ? "0" : restart);
+}
+
+void run_end::say(const char* fmt, ...) const {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  log_(buf);
+}
+
+// This run's place in its array (run_progress.hpp): its job, array index and restart.
+array_run run_end::this_run() const {
+  array_run r;
+  r.job = opts_.job_id;
+  const std::string task = env_or_empty("SLURM_ARRAY_TASK_ID"), restart = env_or_empty("SLURM_RESTART_COUNT");
+  r.task = all_digits(task, 9) ? std::stoll(task) : -1;
+  r.restart = restart.empty() ? 0 : all_digits(restart, 9) ? std::stoll(restart) : -1;
+  return r;
+}
+
+int run_end::start(pid_t adopt, node_state* ns) {
+  started_ms_ = unix_now_ms();
+  if (opts_.job_id.empty() || opts_.no_progress_runs <= 0) return -1;
+  std::string why;
+  const std::vector<run_event> events = read_own_run_events_bounded(opts_.notices, &why);
+  if (!why.empty()) {
+    if (opts_.batch) say("the no-progress breaker cannot judge this run: %s", why.c_str());
+    return -1;
+  }
+  breaker_ = judge_breaker(array_runs(events), this_run(), opts_.no_progress_runs);
+  if (breaker_.what == breaker_verdict::end_now) {
+    say("job %s of this array ended on no progress (its runs failed without getting past their first step): not "
+        "starting %s; fix the crash and submit again",
+        breaker_.ended_job.c_str(), adopt > 0 ? "the task" : "the command");
+    if (adopt > 0) {
+      kill(adopt, SIGKILL);
+      waitpid(adopt, nullptr, 0);
+    }
+    no_progress_ = true;
+    if (opts_.batch) {
+      cancel_rest_of_array();  // what the run the breaker ended could not
+      note_task_end(0, false);
+    }
+    return kNoProgressExit << 8;
+  }
+  if (breaker_.what != breaker_verdict::armed) return -1;
+  if (ns != nullptr) {
+    ns->breaker_runs.store(breaker_.count.runs, std::memory_order_relaxed);
+    ns->breaker_step1.store(breaker_.at_step + 1, std::memory_order_release);
+    ns->seq.fetch_add(1, std::memory_order_release);
+  }
+  if (opts_.batch || ns == nullptr)
+    say("no progress: the last %d runs of this array (jobs %s) failed without getting past step %lld: this run ends "
+        "at its first step if it resumes there again (--no-progress-runs=%d)%s",
+        breaker_.count.runs, breaker_.count.jobs.c_str(), static_cast<long long>(breaker_.at_step),
+        opts_.no_progress_runs, ns != nullptr ? "" : "; but the node state was refused above: not in this step");
+  return -1;
+}
+
+std::optional<std::string> run_end::judge() {
+  if (opts_.job_id.empty() || opts_.no_progress_runs <= 0 || no_progress_) return std::nullopt;
+  std::string why;
+  const std::vector<run_event> events = read_own_run_events_bounded(opts_.notices, &why);
+  if (!why.empty() || !breaker_ended_run(events, opts_.job_id, started_ms_)) return std::nullopt;
+  no_progress_ = true;
+  // This supervisor may not have armed it (its read failed; a step's supervisor did).
+  const std::string detail =
+      breaker_.what == breaker_verdict::armed
+          ? "jobs " + breaker_.count.jobs + " failed without getting past step " + std::to_string(breaker_.at_step) +
+                ", and this one resumed there too"
+          : std::string("the array's last runs failed without getting past the step this one resumed at");
+  say("no progress: %s: this run ends with exit status %d%s", detail.c_str(), kNoProgressExit,
+      env_or_empty("SLURM_ARRAY_JOB_ID").empty() ? "" : "; cancelling the array's pending tasks");
+  cancel_rest_of_array();
+  forgive_crash_loop_nodes();
+  return detail;
+}
+
+// scancel --state=PENDING of this array, with one line when it fails.
+void run_end::cancel_rest_of_array() const {
+  const std::string array = env_or_empty("SLURM_ARRAY_JOB_ID");
+  std::string error;
+  if (!array.empty() && !cancel_pending_tasks(array, milliseconds(10000), &error))
+    say("could not cancel the pending tasks of array %s (%s): each ends at once when it starts", array.c_str(),
+        error.c_str());
+}
+
+// The runs the breaker counted all crashed before getting past one step: the crash is
+// the program's, not the nodes'. Their crash findings leave the bad-node memory (in a
+// child: the home may stall), and the log says which nodes were forgiven.
+void run_end::forgive_crash_loop_nodes() const {
+  const std::string path = bad_nodes_path();
+  if (path.empty() || breaker_.count.jobs.empty()) return;
+  std::vector<std::string> jobs;
+  for (std::string_view j : split(breaker_.count.jobs, ' '))
+    if (!j.empty()) jobs.emplace_back(j);
+  child_spec spec;
+  spec.deadline = milliseconds(10000);
+  spec.ignore_signals = opts_.notices;
+  spec.work = [path, jobs] {
+    std::size_t removed = 0;
+    std::vector<bad_node> gone;
+    const std::string why = forget_findings(
+        path,
+        [&jobs](const bad_node& b) {
+          return b.reason.rfind("crashed", 0) == 0 && std::find(jobs.begin(), jobs.end(), b.job) != jobs.end();
+        },
+        &removed, &gone);
+    if (!why.empty()) return "!" + why;
+    std::string hosts;
+    for (const auto& b : gone)
+      if (hosts.find(" " + b.host + ",") == std::string::npos) hosts += " " + b.host + ",";
+    return hosts;
+  };
+  const child_result r = run_child(spec);
+  if (!r.ok() || (!r.output.empty() && r.output[0] == '!')) {
+    say("could not forgive the nodes the crash loop blamed: %s", r.ok() ? r.output.c_str() + 1 : r.error.c_str());
+  } else if (!r.output.empty()) {
+    std::string hosts = r.output.substr(1, r.output.size() - 2);
+    say("forgave%s: the crash repeated at the same step in every counted run, so it is the program's, not the "
+        "nodes'",
+        (" " + hosts).c_str());
+  }
+}
+
+// SLURM before 24.05 would count a job whose batch script ended within the preemption's
+// grace as finished: put it back in the queue, as preemption with requeue would have at
+// the end of the grace. Later releases requeue it themselves, and a second requeue
+// there loops.
+void run_end::requeue_if_preempted(bool maybe_preempted) {
+  // No preemption seen, by this supervisor (a TERM, an answer) or by a step's on this
+  // node: no question to the controller at every batch script's end.
+  if (opts_.job_id.empty() || (!maybe_preempted && !was_claimed(preempted_marker(opts_.job_id)))) return;
+  std::string error;
+  const auto jt = trainctl::query_job(opts_.job_id, milliseconds(10000), &error);
+  if (!jt || !jt->preempting) return;
+  if (!jt->requeue) {
+    say("the job was preempted and is not requeueable (submit with --requeue to resume it)");
+    return;
+  }
+  if (slurm_requeues_preempted_jobs()) {
+    say("the job was preempted: SLURM requeues it to resume");
+    return;
+  }
+  if (requeue_job(opts_.job_id, milliseconds(10000), &error))
+    say("the job was preempted: requeued it to resume");
+  else
+    say("the job was preempted but could not be requeued: %s", error.c_str());
+}
+
+void run_end::note_task_end(int child_status, bool preempted) {
+  if (opts_.job_id.empty()) return;
+  run_event e;
+  e.ms = unix_now_ms();
+  e.job = opts_.job_id;
+  e.what = "task_end";
+  e.task = this_run().task;
+  e.restart = this_run().restart;
+  e.reason = no_progress_                                               ? "no-progress"
+             : preempted || was_claimed(preempted_marker(opts_.job_id)) ? "preempted"
+                                                                        : task_end_reason(child_status);
+  append_event_bounded(format_run_event(e), "cannot note how this run ended (the no-progress count reads it)");
+}
+
+// What a straggler cost (`trainctl report`): each rank's work per step over the steps
+// the ranks timed and the slowest rank's (the agreement's). A rank process that a
+// launcher restarted counts from its restart.
+void run_end::note_compute(const node_state& ns) {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (job == nullptr) return;
+  run_event e;
+  e.ms = unix_now_ms();
+  e.job = job;
+  e.what = "compute";
+  std::int64_t steps = 0, slowest_us = 0, marked = 1;
+  for (const rank_beat& b : ns.beats) {
+    const std::int64_t n = b.timed_steps.load(std::memory_order_acquire);
+    const std::int32_t rank = b.rank.load(std::memory_order_relaxed);
+    if (n <= 0 || rank < 0) continue;
+    e.works.emplace_back(rank, b.work_total_us.load(std::memory_order_relaxed) / n);
+    if (b.work_marked.load(std::memory_order_relaxed) != 1) marked = 0;
+    if (n > steps) {
+      steps = n;
+      slowest_us = b.slowest_total_us.load(std::memory_order_relaxed) / n;
+    }
+  }
+  if (e.works.empty()) return;
+  e.figures = {{"steps", steps}, {"slowest_us", slowest_us}, {"marked", marked}};
+  append_event_bounded(format_run_event(e), "cannot note the ranks' step times for `trainctl report`");
+}
+
+// Written from the hang's dump, not the loop's hot path, and in a child with a limit:
+// the home may be the stalled mount the ranks hang on.
+void run_end::note_hang(std::int64_t stall_ms) {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (job == nullptr) return;
+  run_event e;
+  e.ms = unix_now_ms();
+  e.job = job;
+  e.what = "notice";
+  e.reason = "hang";
+  e.took_ms = stall_ms;
+  append_event_bounded(format_run_event(e), "cannot note the hang for `trainctl report`");
+}
+
+// Appends a line to the run events in a child with a 5 s limit; says why not.
+void run_end::append_event_bounded(const std::string& line, const char* what) const {
+  const std::string path = own_run_events_path();
+  child_spec spec;
+  spec.deadline = milliseconds(5000);
+  spec.ignore_signals = opts_.notices;
+  spec.work = [path, line] { return append_run_events(path, line); };
+  const child_result r = run_child(spec);
+  const std::string why = r.ok() ? r.output : r.error;
+  if (!why.empty()) say("%s: %s", what, why.c_str());
+}
+
+}  // namespace trainctl

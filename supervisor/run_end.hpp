@@ -1,0 +1,68 @@
+// What a supervisor records about its run, for the array's next runs and for `trainctl
+// report`: the no-progress breaker (judged at the start, confirmed at the batch step's
+// end, then the array's pending tasks cancelled and the crash loop's nodes forgiven),
+// how the run ended (task_end), the ranks' step times (compute), a hang, and the requeue
+// of a preempted job on SLURM releases that do not requeue it themselves. Every write
+// to the home directory runs in a child with a time limit: the home may stall.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "run_options.hpp"
+#include "run_progress.hpp"
+
+namespace trainctl {
+
+struct node_state;
+
+// The once-marker a supervisor claims when it learns the job is being preempted, so
+// that the batch step's supervisor on this node (which SLURM may not signal) knows.
+std::string preempted_marker(const std::string& job_id);
+
+class run_end {
+ public:
+  using logger = std::function<void(const std::string&)>;
+  run_end(const supervisor_options& opts, logger log) : opts_(opts), log_(std::move(log)) {}
+
+  // At the start: arms `ns` (may be null) when the array's last runs failed without
+  // progress, or ends this run at once (killing `adopt`, the task) when the breaker
+  // already ended one of another job. A wait status to end with, or -1 to go on.
+  int start(pid_t adopt, node_state* ns);
+  // At the batch step's end: whether the ranks ended this run on the breaker's vote.
+  // Then the array's pending tasks are cancelled and the crash loop's nodes forgiven;
+  // returns the line for the --on-notice command (no-progress).
+  std::optional<std::string> judge();
+  // The breaker ended this run: the job exits kNoProgressExit.
+  bool no_progress() const { return no_progress_; }
+
+  // The batch script ended while the job was being preempted: requeue it where SLURM
+  // would not. `maybe_preempted`: a TERM or a preemption was seen on this node.
+  void requeue_if_preempted(bool maybe_preempted);
+  // How this run ended, for the no-progress count (batch step, once per run).
+  void note_task_end(int child_status, bool preempted);
+  // Each rank's work per step and the slowest rank's, from the ranks' heartbeat slots
+  // (the node state's publisher, as it ends).
+  void note_compute(const node_state& ns);
+  // A hang on the report's timeline, with how long the ranks had stalled.
+  void note_hang(std::int64_t stall_ms);
+
+ private:
+  void say(const char* fmt, ...) const __attribute__((format(printf, 2, 3)));
+  void append_event_bounded(const std::string& line, const char* what) const;
+  void cancel_rest_of_array() const;
+  void forgive_crash_loop_nodes() const;
+  array_run this_run() const;
+
+  const supervisor_options& opts_;
+  logger log_;
+  breaker_verdict breaker_;      // the breaker's verdict at the start
+  bool no_progress_ = false;     // the breaker ended this run
+  std::int64_t started_ms_ = 0;  // unix ms: this run's events are the ones since
+};
+
+}  // namespace trainctl
