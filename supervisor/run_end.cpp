@@ -4,7 +4,6 @@
 #include <sys/wait.h>
 
 #include <algorithm>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -35,15 +34,6 @@ std::string preempted_marker(const std::string& job_id) {
   return "once.preempted." + job_id + "." + (restart.empty() ? "0" : restart);
 }
 
-void run_end::say(const char* fmt, ...) const {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  log_(buf);
-}
-
 // This run's place in its array (run_progress.hpp): its job, array index and restart.
 array_run run_end::this_run() const {
   array_run r;
@@ -60,12 +50,13 @@ int run_end::start(pid_t adopt, node_state* ns) {
   std::string why;
   const std::vector<run_event> events = read_own_run_events_bounded(opts_.notices, &why);
   if (!why.empty()) {
-    if (opts_.batch) say("the no-progress breaker cannot judge this run: %s", why.c_str());
+    if (opts_.batch) log_.line("the no-progress breaker cannot judge this run: %s", why.c_str());
     return -1;
   }
   breaker_ = judge_breaker(array_runs(events), this_run(), opts_.no_progress_runs);
   if (breaker_.what == breaker_verdict::end_now) {
-    say("job %s of this array ended on no progress (its runs failed without getting past their first step): not "
+    log_.line(
+        "job %s of this array ended on no progress (its runs failed without getting past their first step): not "
         "starting %s; fix the crash and submit again",
         breaker_.ended_job.c_str(), adopt > 0 ? "the task" : "the command");
     if (adopt > 0) {
@@ -86,7 +77,8 @@ int run_end::start(pid_t adopt, node_state* ns) {
     ns->seq.fetch_add(1, std::memory_order_release);
   }
   if (opts_.batch || ns == nullptr)
-    say("no progress: the last %d runs of this array (jobs %s) failed without getting past step %lld: this run ends "
+    log_.line(
+        "no progress: the last %d runs of this array (jobs %s) failed without getting past step %lld: this run ends "
         "at its first step if it resumes there again (--no-progress-runs=%d)%s",
         breaker_.count.runs, breaker_.count.jobs.c_str(), static_cast<long long>(breaker_.at_step),
         opts_.no_progress_runs, ns != nullptr ? "" : "; but the node state was refused above: not in this step");
@@ -105,8 +97,8 @@ std::optional<std::string> run_end::judge() {
           ? "jobs " + breaker_.count.jobs + " failed without getting past step " + std::to_string(breaker_.at_step) +
                 ", and this one resumed there too"
           : std::string("the array's last runs failed without getting past the step this one resumed at");
-  say("no progress: %s: this run ends with exit status %d%s", detail.c_str(), kNoProgressExit,
-      env_or_empty("SLURM_ARRAY_JOB_ID").empty() ? "" : "; cancelling the array's pending tasks");
+  log_.line("no progress: %s: this run ends with exit status %d%s", detail.c_str(), kNoProgressExit,
+            env_or_empty("SLURM_ARRAY_JOB_ID").empty() ? "" : "; cancelling the array's pending tasks");
   cancel_rest_of_array();
   forgive_crash_loop_nodes();
   return detail;
@@ -117,8 +109,8 @@ void run_end::cancel_rest_of_array() const {
   const std::string array = env_or_empty("SLURM_ARRAY_JOB_ID");
   std::string error;
   if (!array.empty() && !cancel_pending_tasks(array, milliseconds(10000), &error))
-    say("could not cancel the pending tasks of array %s (%s): each ends at once when it starts", array.c_str(),
-        error.c_str());
+    log_.line("could not cancel the pending tasks of array %s (%s): each ends at once when it starts", array.c_str(),
+              error.c_str());
 }
 
 // The runs the breaker counted all crashed before getting past one step: the crash is
@@ -150,10 +142,11 @@ void run_end::forgive_crash_loop_nodes() const {
   };
   const child_result r = run_child(spec);
   if (!r.ok() || (!r.output.empty() && r.output[0] == '!')) {
-    say("could not forgive the nodes the crash loop blamed: %s", r.ok() ? r.output.c_str() + 1 : r.error.c_str());
+    log_.line("could not forgive the nodes the crash loop blamed: %s", r.ok() ? r.output.c_str() + 1 : r.error.c_str());
   } else if (!r.output.empty()) {
     std::string hosts = r.output.substr(1, r.output.size() - 2);
-    say("forgave%s: the crash repeated at the same step in every counted run, so it is the program's, not the "
+    log_.line(
+        "forgave%s: the crash repeated at the same step in every counted run, so it is the program's, not the "
         "nodes'",
         (" " + hosts).c_str());
   }
@@ -171,17 +164,17 @@ void run_end::requeue_if_preempted(bool maybe_preempted) {
   const auto jt = trainctl::query_job(opts_.job_id, milliseconds(10000), &error);
   if (!jt || !jt->preempting) return;
   if (!jt->requeue) {
-    say("the job was preempted and is not requeueable (submit with --requeue to resume it)");
+    log_.line("the job was preempted and is not requeueable (submit with --requeue to resume it)");
     return;
   }
   if (slurm_requeues_preempted_jobs()) {
-    say("the job was preempted: SLURM requeues it to resume");
+    log_.line("the job was preempted: SLURM requeues it to resume");
     return;
   }
   if (requeue_job(opts_.job_id, milliseconds(10000), &error))
-    say("the job was preempted: requeued it to resume");
+    log_.line("the job was preempted: requeued it to resume");
   else
-    say("the job was preempted but could not be requeued: %s", error.c_str());
+    log_.line("the job was preempted but could not be requeued: %s", error.c_str());
 }
 
 void run_end::note_task_end(int child_status, bool preempted) {
@@ -248,7 +241,7 @@ void run_end::append_event_bounded(const std::string& line, const char* what) co
   spec.work = [path, line] { return append_run_events(path, line); };
   const child_result r = run_child(spec);
   const std::string why = r.ok() ? r.output : r.error;
-  if (!why.empty()) say("%s: %s", what, why.c_str());
+  if (!why.empty()) log_.line("%s: %s", what, why.c_str());
 }
 
 }  // namespace trainctl

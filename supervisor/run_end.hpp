@@ -15,6 +15,7 @@
 
 #include "run_options.hpp"
 #include "run_progress.hpp"
+#include "task_log.hpp"
 
 namespace trainctl {
 
@@ -26,8 +27,7 @@ std::string preempted_marker(const std::string& job_id);
 
 class run_end {
  public:
-  using logger = std::function<void(const std::string&)>;
-  run_end(const supervisor_options& opts, logger log) : opts_(opts), log_(std::move(log)) {}
+  run_end(const supervisor_options& opts, task_log& log) : opts_(opts), log_(log) {}
 
   // At the start: arms `ns` (may be null) when the array's last runs failed without
   // progress, or ends this run at once (killing `adopt`, the task) when the breaker
@@ -52,14 +52,13 @@ class run_end {
   void note_hang(std::int64_t stall_ms);
 
  private:
-  void say(const char* fmt, ...) const __attribute__((format(printf, 2, 3)));
   void append_event_bounded(const std::string& line, const char* what) const;
   void cancel_rest_of_array() const;
   void forgive_crash_loop_nodes() const;
   array_run this_run() const;
 
   const supervisor_options& opts_;
-  logger log_;
+  task_log& log_;
   breaker_verdict breaker_;      // the breaker's verdict at the start
   bool no_progress_ = false;     // the breaker ended this run
   std::int64_t started_ms_ = 0;  // unix ms: this run's events are the ones since

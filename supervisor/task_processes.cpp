@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -18,20 +17,11 @@
 
 namespace trainctl {
 
-void task_processes::say(const char* fmt, ...) const {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  log_(buf);
-}
-
 pid_t task_processes::start(char* const* argv) {
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
-    say("cannot start %s: fork: %s", argv[0], std::strerror(errno));
+    log_.line("cannot start %s: fork: %s", argv[0], std::strerror(errno));
     return -1;
   }
   if (pid == 0) {
@@ -68,8 +58,8 @@ void task_processes::signal_ranks(const char* why) const {
   size_t sent = 0;
   for (const auto& rank : find_rank_procs(getpid(), opts_.launchers, !opts_.batch))
     if (!is_helper_(rank.pid)) sent += pid_handle(rank).signal(opts_.graceful_signal);
-  say("%s: sent SIG%s to %zu rank process%s", why, signal_name(opts_.graceful_signal).c_str(), sent,
-      sent == 1 ? "" : "es");
+  log_.line("%s: sent SIG%s to %zu rank process%s", why, signal_name(opts_.graceful_signal).c_str(), sent,
+            sent == 1 ? "" : "es");
 }
 
 void task_processes::kill_all() const {
@@ -90,7 +80,7 @@ void task_processes::end_leftovers() const {
       if (p.ours && !is_helper_(p.pid)) ours.emplace_back(p);
     if (ours.empty()) return;
     if (round == 0)
-      say("the command left %zu process%s behind; ending them", ours.size(), ours.size() == 1 ? "" : "es");
+      log_.line("the command left %zu process%s behind; ending them", ours.size(), ours.size() == 1 ? "" : "es");
     for (const auto& p : ours) p.signal(round == 0 ? SIGTERM : SIGKILL);
     for (int i = 0; i < 50; ++i) {
       int status;
@@ -125,9 +115,9 @@ void task_processes::report_lingering(const char* when) {
         std::string(n++ ? ", " : "") + "rank " + (rank.empty() ? "?" : rank) + " (pid " + std::to_string(r.pid) + ")";
   }
   if (n == 0) return;
-  say("%zu rank process%s still running %lld s after %s told to exit (%s)%s: %s", n, n == 1 ? "" : "es",
-      static_cast<long long>((unix_now_ms() - told_ms_) / 1000), n == 1 ? "it was" : "they were", told_why_.c_str(),
-      when, names.c_str());
+  log_.line("%zu rank process%s still running %lld s after %s told to exit (%s)%s: %s", n, n == 1 ? "" : "es",
+            static_cast<long long>((unix_now_ms() - told_ms_) / 1000), n == 1 ? "it was" : "they were",
+            told_why_.c_str(), when, names.c_str());
 }
 
 std::chrono::milliseconds task_processes::wait(std::chrono::milliseconds cap) const {

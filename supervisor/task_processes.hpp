@@ -12,17 +12,17 @@
 #include <string>
 
 #include "run_options.hpp"
+#include "task_log.hpp"
 
 namespace trainctl {
 
 class task_processes {
  public:
-  using logger = std::function<void(const std::string&)>;
   // Whether a process is one of the supervisor's own helpers (the hook, a stacks child,
   // a query): never a rank, never a leftover.
   using helper_test = std::function<bool(pid_t)>;
-  task_processes(const supervisor_options& opts, helper_test is_helper, logger log)
-      : opts_(opts), is_helper_(std::move(is_helper)), log_(std::move(log)) {}
+  task_processes(const supervisor_options& opts, helper_test is_helper, task_log& log)
+      : opts_(opts), is_helper_(std::move(is_helper)), log_(log) {}
 
   // Forks and execs argv (argv[0] from PATH) with no signal blocked and the shield's
   // ignored; -1 when it cannot fork (said in a line). An already running task (`adopt`)
@@ -58,11 +58,9 @@ class task_processes {
   static constexpr std::int64_t kReportAfterMs = 60000;
 
  private:
-  void say(const char* fmt, ...) const __attribute__((format(printf, 2, 3)));
-
   const supervisor_options& opts_;
   helper_test is_helper_;
-  logger log_;
+  task_log& log_;
   pid_t child_ = 0;
   bool done_ = false;
   int status_ = 0;

@@ -25,24 +25,12 @@
 #include "parse.hpp"
 #include "subprocess.hpp"
 #include "trainctl/trainctl.h"
+#include "trainwatch_config.hpp"
+#include "trainwatch_options.hpp"
 
 namespace {
 
 using namespace trainctl;
-
-[[noreturn]] void usage_error(const std::string& line) {
-  std::fprintf(stderr, "trainwatch: %s (see trainwatch --help)\n", line.c_str());
-  std::exit(kUnknown);
-}
-
-// TRAINWATCH_STATE_DIR, $XDG_STATE_HOME/trainwatch, ~/.local/state/trainwatch; never a
-// shared place such as /tmp: with HOME unset there is no default.
-std::string default_state_dir() {
-  if (const char* s = std::getenv("TRAINWATCH_STATE_DIR"); s != nullptr && *s) return s;
-  if (const char* x = std::getenv("XDG_STATE_HOME"); x != nullptr && x[0] == '/') return std::string(x) + "/trainwatch";
-  const char* home = std::getenv("HOME");
-  return home != nullptr && home[0] == '/' ? std::string(home) + "/.local/state/trainwatch" : "";
-}
 
 // What the command line itself says for `option` (--opt V and --opt=V), as opposed
 // to what a --config file adds.
@@ -58,215 +46,6 @@ std::vector<std::string> argv_values(int argc, char** argv, const std::string& o
       break;
   }
   return out;
-}
-
-// A file that holds secrets: readable by this user alone, or refused.
-void check_secret_file(const std::string& option, const std::string& path, std::ifstream& in) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0 || !in)
-    usage_error(option + " " + path + ": cannot read it (" + std::strerror(errno) + ")");
-  if (st.st_mode & 077)
-    usage_error(option + " " + path + " can be read by group or others and holds secrets; chmod 600 it");
-}
-
-template <typename F>
-auto parsed(const std::string& option, const std::string& value, F&& f) {
-  try {
-    return f(value);
-  } catch (const parse_error& e) {
-    usage_error(option + ": " + e.what());
-  }
-}
-
-// Options every check shares: where alerts go and how often.
-struct common_options {
-  std::vector<std::string> notify;
-  std::string notify_file, state_dir = default_state_dir(), repeat = "4h", textfile, delivery_timeout = "10s",
-                           delivery_budget = "60s";
-  std::vector<std::string> notify_on_argv;  // set by run_main: these must hold no secret
-  std::string config_file;
-  int flap_guard = 1, tries = 3;
-
-  void add_to(CLI::App* app) {
-    app->add_option("--notify", notify,
-                    "where alerts go (repeatable): smtp://[user@]host[:port]?from=A&to=B[&starttls=required], "
-                    "smtps://..., sendmail:ADDRESS, slack:env:VAR, webhook:env:VAR (the URL in the environment "
-                    "variable VAR: a URL is a secret, and the command line is visible to every user)");
-    app->add_option("--notify-file", notify_file,
-                    "read sinks from FILE, one per line; the place for slack:URL, webhook:URL and "
-                    "smtp://user:password@... (must be mode 600)");
-    app->add_option("--state-dir", state_dir,
-                    "alert history and spool (default $TRAINWATCH_STATE_DIR, $XDG_STATE_HOME/trainwatch or "
-                    "~/.local/state/trainwatch); must be yours and writable by nobody else");
-    app->add_option("--repeat", repeat, "repeat a standing alert this often (default 4h)");
-    app->add_option("--flap-guard", flap_guard, "consecutive failures before the first alert (default 1)")
-        ->check(CLI::Range(1, 1000));
-    app->add_option("--tries", tries, "delivery attempts per alert in one run (default 3)")->check(CLI::Range(1, 10));
-    app->add_option("--textfile", textfile, "also write a Prometheus node_exporter textfile here");
-    app->add_option("--delivery-timeout", delivery_timeout, "give up on one delivery attempt after this (default 10s)");
-    app->add_option("--delivery-budget", delivery_budget,
-                    "spend at most this on delivery in one run; what is left waits in the spool (default 60s)");
-  }
-
-  alert_setup setup() const {
-    alert_setup s;
-    s.state_dir = state_dir;
-    s.textfile = textfile;
-    s.policy.flap_guard = flap_guard;
-    s.policy.repeat = std::chrono::duration_cast<std::chrono::seconds>(
-        parsed("--repeat", repeat, [](const std::string& v) { return parse_duration(v, 's'); }));
-    s.delivery.tries = tries;
-    s.delivery.timeout =
-        parsed("--delivery-timeout", delivery_timeout, [](const std::string& v) { return parse_duration(v, 's'); });
-    s.delivery.budget = std::chrono::duration_cast<std::chrono::seconds>(
-        parsed("--delivery-budget", delivery_budget, [](const std::string& v) { return parse_duration(v, 's'); }));
-    if (state_dir.empty())
-      usage_error("no state directory: HOME is not set; give --state-dir or set TRAINWATCH_STATE_DIR");
-    std::vector<std::string> specs = notify;
-    for (const auto& spec : specs) {
-      sink k;
-      try {
-        k = parse_sink(spec);
-      } catch (const parse_error& e) {
-        usage_error(std::string("--notify: ") + e.what());  // the text never repeats the spec (secrets)
-      }
-      if (!k.secret_in_spec) continue;
-      if (std::find(notify_on_argv.begin(), notify_on_argv.end(), spec) != notify_on_argv.end())
-        usage_error("--notify " + k.redacted() +
-                    ": the spec holds a secret (a password, a Slack or webhook URL) and the command line is "
-                    "visible to every user (ps); put it in --notify-file (mode 600), or use slack:env:VAR, "
-                    "webhook:env:VAR or TRAINWATCH_SMTP_PASSWORD");
-      if (config_file.empty()) continue;
-      std::ifstream config(config_file);
-      check_secret_file("--config", config_file, config);
-    }
-    if (!notify_file.empty()) {
-      std::ifstream in(notify_file);
-      check_secret_file("--notify-file", notify_file, in);
-      std::string line;
-      while (std::getline(in, line)) {
-        const size_t a = line.find_first_not_of(" \t\r");
-        if (a == std::string::npos || line[a] == '#') continue;
-        const size_t b = line.find_last_not_of(" \t\r");
-        specs.push_back(line.substr(a, b - a + 1));
-      }
-    }
-    for (const auto& spec : specs) {
-      try {
-        s.sinks.push_back(parse_sink(spec));
-      } catch (const parse_error& e) {
-        usage_error(std::string("--notify: ") + e.what());  // the text never repeats the spec (secrets)
-      }
-    }
-    s.state_dir = state_dir;
-    try {
-      check_state_dirs(s);  // before any check runs: a refused directory sends nothing
-    } catch (const std::exception& e) {
-      usage_error(e.what());
-    }
-    return s;
-  }
-};
-
-std::string unquoted(std::string v) {
-  if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front()) v = v.substr(1, v.size() - 2);
-  return v;
-}
-
-// The line without its comment (a '#' outside quotes, as CLI11 reads it) and without
-// the white space around what is left.
-std::string config_text(const std::string& line) {
-  char quote = 0;
-  size_t end = line.size();
-  for (size_t i = 0; i < line.size() && end == line.size(); ++i) {
-    if (quote != 0 && line[i] == quote)
-      quote = 0;
-    else if (quote == 0 && (line[i] == '"' || line[i] == '\''))
-      quote = line[i];
-    else if (quote == 0 && (line[i] == '#' || (line[i] == ';' && i == line.find_first_not_of(" \t"))))
-      end = i;
-  }
-  const size_t a = line.find_first_not_of(" \t\r");
-  if (a == std::string::npos || a >= end) return "";
-  return line.substr(a, line.find_last_not_of(" \t\r", end - 1) - a + 1);
-}
-
-// Reads a --config file the way CLI11 will, but strictly: every line is blank, a
-// comment, a [section] naming a subcommand, or "key = value" with a key the section
-// (or the top level) has. Anything else (a misspelt key, broken TOML, binary junk)
-// is one line naming FILE:LINE, exit 3: a config that silently drops its alerting is
-// worse than none. Returns the [fs] section's options in order, as command-line words
-// (each applies to the path before it, as on the command line).
-std::vector<std::string> check_config(const std::string& path, const CLI::App& app) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) usage_error("--config " + path + ": cannot read it (" + std::strerror(errno) + ")");
-  auto names_of = [](const CLI::App* a) {
-    std::vector<std::string> names;
-    for (const CLI::Option* o : a->get_options())
-      for (const auto& n : o->get_lnames()) names.push_back(n);
-    return names;
-  };
-  const std::vector<std::string> top = names_of(&app);
-  auto subcommand = [&](const std::string& name) -> const CLI::App* {
-    for (const CLI::App* c : app.get_subcommands([](const CLI::App*) { return true; }))
-      if (c->get_name() == name) return c;
-    return nullptr;
-  };
-  std::vector<std::string> fs_words;
-  std::string section, line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    const std::string where = "--config " + path + ":" + std::to_string(n) + ": ";
-    if (line.find('\0') != std::string::npos || json_safe(line) != line)
-      usage_error(where + "not text (a NUL or a byte that is not UTF-8)");
-    const std::string text = config_text(line);
-    if (text.empty()) continue;
-    if (text.front() == '[') {
-      if (text.back() != ']') usage_error(where + "'" + text + "' is not a [section]");
-      section = text.substr(text.find_first_not_of('['), text.find_last_not_of(']') - text.find_first_not_of('[') + 1);
-      if (section != "default" && subcommand(section) == nullptr)
-        usage_error(where + "[" + section +
-                    "] is not a subcommand; accepted: job-running, log-stall, slow-nodes, job-on-bad-node, fs, "
-                    "memory, notify, flush");
-      continue;
-    }
-    const size_t eq = text.find('=');
-    if (eq == std::string::npos) usage_error(where + "not 'key = value'");
-    std::string key = unquoted(config_text(text.substr(0, eq)));
-    std::string value = config_text(text.substr(eq + 1));
-    if (key.empty() || value.empty()) usage_error(where + "not 'key = value'");
-    std::string sec = section == "default" ? "" : section;
-    if (sec.empty() && key.find('.') != std::string::npos) {  // subcommand.key at the top
-      sec = key.substr(0, key.find('.'));
-      key = key.substr(key.find('.') + 1);
-    }
-    const CLI::App* sub = sec.empty() ? nullptr : subcommand(sec);
-    if (!sec.empty() && sub == nullptr) usage_error(where + "'" + sec + "' is not a subcommand");
-    std::vector<std::string> known = top;
-    if (sub != nullptr) {
-      const auto more = names_of(sub);
-      known.insert(known.end(), more.begin(), more.end());
-    }
-    if (std::find(known.begin(), known.end(), key) == known.end() || key == "config")
-      usage_error(where + "unknown key '" + key + "'" + (sec.empty() ? "" : " in [" + sec + "]") +
-                  "; the keys are the long options of trainwatch --help" +
-                  (sec.empty() ? "" : " and of " + sec + " --help"));
-    if (value.front() == '[') {  // an array, possibly over several lines
-      while (value.back() != ']' && std::getline(in, line)) {
-        ++n;
-        value += config_text(line);
-      }
-      if (value.back() != ']') usage_error(where + "the array of '" + key + "' is not closed with ]");
-    } else if ((value.front() == '"' || value.front() == '\'') && (value.size() < 2 || value.back() != value.front())) {
-      usage_error(where + "the string of '" + key + "' is not closed");
-    }
-    if (sec == "fs") {
-      if (value.front() == '[')
-        usage_error(where + "[fs] takes one value per line (each option applies to the path before it)");
-      fs_words.push_back("--" + key);
-      fs_words.push_back(unquoted(value));
-    }
-  }
-  return fs_words;
 }
 
 int report(const std::vector<check_result>& results, const alert_setup& setup) {
@@ -694,7 +473,11 @@ int run_main(int argc, char** argv) {
   const auto configs = argv_values(argc, argv, "--config");
   if (!configs.empty()) {
     common.config_file = configs.back();
-    fs_words = check_config(common.config_file, app);
+    try {
+      fs_words = check_config(common.config_file, app);
+    } catch (const std::runtime_error& e) {
+      usage_error(e.what());
+    }
   }
   common.notify_on_argv = argv_values(argc, argv, "--notify");
   name_values(app);

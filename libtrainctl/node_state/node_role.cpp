@@ -5,12 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <utility>
 
 namespace trainctl {
 
 node_role::node_role(node_state_file* file, node_state& state, publisher_options opts)
-    : file_(file), state_(state), opts_(std::move(opts)) {}
+    : file_(file), state_(state), opts_(opts) {}
 
 node_role::~node_role() {
   if (holder_fd_ >= 0) close(holder_fd_);

@@ -1,0 +1,274 @@
+#include "state_dir.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+#include "node_state.hpp"
+
+namespace trainctl {
+namespace state_dir_detail {
+
+std::system_error sys_error(const std::string& what) { return std::system_error(errno, std::generic_category(), what); }
+
+const char* env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+
+std::string user_name(uid_t uid) {
+  passwd pw{};
+  passwd* found = nullptr;
+  char buf[1024];
+  std::string id = "uid " + std::to_string(uid);
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr)
+    return std::string(pw.pw_name) + " (" + id + ")";
+  return id;
+}
+
+// What is wrong with a file or directory another user could have planted; "" if nothing.
+std::string untrusted(const struct stat& st, bool dir) {
+  if (st.st_uid != getuid()) return "belongs to " + user_name(st.st_uid) + ", not to " + user_name(getuid());
+  if (dir && !S_ISDIR(st.st_mode)) return "is not a directory";
+  if (!dir && !S_ISREG(st.st_mode)) return "is not a regular file";
+  if (dir && (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return std::string("is writable by group or others (mode ") + mode + ")";
+  }
+  return "";
+}
+
+// Opens (creating it 0700 when missing) a directory only this user can add names to.
+int open_private_dir(const std::string& dir) {
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("cannot create node state directory " + dir);
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP || errno == ENOTDIR)
+      throw std::runtime_error("node state directory " + dir + " is a symlink or not a directory: refusing it");
+    throw sys_error("cannot open node state directory " + dir);
+  }
+  struct stat st {};
+  const std::string why = fstat(fd, &st) != 0 ? std::strerror(errno) : untrusted(st, true);
+  if (!why.empty()) {
+    close(fd);
+    throw std::runtime_error("node state directory " + dir + " " + why +
+                             ": refusing it (another user may have made it; remove it, or set TRAINCTL_STATE)");
+  }
+  return fd;
+}
+
+}  // namespace state_dir_detail
+
+using state_dir_detail::env_or;
+using state_dir_detail::kOnceKeepS;
+using state_dir_detail::open_private_dir;
+using state_dir_detail::sys_error;
+using state_dir_detail::untrusted;
+using state_dir_detail::user_name;
+
+namespace {
+// A directory this user may keep node state in: missing (it will be made, 0700), or
+// this user's, a real directory, writable by nobody else. `why` says what is wrong.
+bool usable_state_dir(const std::string& dir, std::string* why) {
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0) return errno == ENOENT;
+  *why = S_ISLNK(st.st_mode) ? "is a symlink" : untrusted(st, true);
+  return why->empty();
+}
+// This user's directories in `root` named `prefix` + 6 characters: real directories of
+// this user, mode 0700 (what mkdtemp makes). Another user can make such a name, never
+// such a directory. Sorted, so that every process of the user picks the same first one.
+std::vector<std::string> own_private_dirs(const std::string& root, const std::string& prefix) {
+  std::vector<std::string> found;
+  const int fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return found;
+  DIR* d = fdopendir(fd);
+  if (d == nullptr) {
+    close(fd);
+    return found;
+  }
+  while (const dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
+    struct stat st {};
+    if (fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid() &&
+        (st.st_mode & 07777) == 0700)
+      found.push_back(name);
+  }
+  closedir(d);
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+// The node state directory of a user whose usual name another user took: the first of
+// this user's own private directories `root`/`prefix`XXXXXX, made with mkdtemp when there
+// is none: a name nobody can guess, and so nobody can take first. Two processes that
+// make one at the same moment look again, and the one whose directory is not the first
+// removes its own. "" when none can be made.
+std::string private_shm_dir(const std::string& root, const std::string& prefix) {
+  std::vector<std::string> found = own_private_dirs(root, prefix);
+  if (!found.empty()) return root + "/" + found.front();
+  std::string made = root + "/" + prefix + "XXXXXX";
+  if (mkdtemp(&made[0]) == nullptr) return "";
+  found = own_private_dirs(root, prefix);
+  if (found.empty()) return made;  // it went again at once: use it all the same
+  std::string first = root + "/" + found.front();
+  if (first != made) rmdir(made.c_str());
+  return first;
+}
+
+// /run/trainctl/<uid> (already checked as `st`), held with a shared lock for the rest of
+// this process, as the plugin's tasks hold it: the plugin's job epilog removes it only
+// when it can lock it alone, so not while this process uses it, with or without the
+// plugin in this job. An epilog sweeping it holds it for milliseconds: wait up to 2 s.
+// False when it went meanwhile (the caller uses another place).
+bool hold_run_dir(const std::string& dir, const struct stat& st) {
+  static std::mutex mu;
+  static std::string held_path;
+  static int held_fd = -1;
+  std::lock_guard<std::mutex> lock(mu);
+  if (held_fd >= 0 && held_path == dir) return true;
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat opened {};
+  if (fd < 0 || fstat(fd, &opened) != 0 || opened.st_ino != st.st_ino || opened.st_dev != st.st_dev) {
+    if (fd >= 0) close(fd);
+    return false;
+  }
+  bool held = false;
+  for (int i = 0; i < 200 && !(held = flock(fd, LOCK_SH | LOCK_NB) == 0); ++i) usleep(10000);
+  struct stat now {};
+  if (!held || lstat(dir.c_str(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev) {
+    close(fd);
+    return false;
+  }
+  if (held_fd >= 0) close(held_fd);
+  held_fd = fd;
+  held_path = dir;
+  return true;
+}
+}  // namespace
+
+std::string state_dir(std::string* note) {
+  const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+  struct stat st {};
+  // A login node's XDG_RUNTIME_DIR often reaches a compute node where it does not exist.
+  if (xdg != nullptr && xdg[0] == '/' && lstat(xdg, &st) == 0 && untrusted(st, true).empty())
+    return std::string(xdg) + "/trainctl";
+  const std::string uid = std::to_string(getuid());
+  // Made by the SPANK plugin as root before the task starts, under a root-owned parent
+  // (as logind makes /run/user/<uid>): nobody else can take the name first.
+  std::string run = std::string(env_or("TRAINCTL_RUN_DIR", "/run/trainctl")) + "/" + uid;
+  std::string why;
+  if (lstat(run.c_str(), &st) == 0 && !S_ISLNK(st.st_mode) && untrusted(st, true).empty() && hold_run_dir(run, st))
+    return run;
+  // Without the plugin, /dev/shm: everyone's. A name another user took first is not
+  // fought over, nor is a next name anyone could guess too: this user's own directory
+  // with a random name (private_shm_dir).
+  const std::string shm_root = env_or("TRAINCTL_SHM_DIR", "/dev/shm");
+  std::string shm = shm_root + "/trainctl-" + uid;
+  if (usable_state_dir(shm, &why)) return shm;
+  std::string mine = private_shm_dir(shm_root, "trainctl-" + uid + "-");
+  if (mine.empty()) {
+    if (note != nullptr) *note = shm + " " + why + ", and no private directory could be made in " + shm_root;
+    return shm;
+  }
+  if (note != nullptr) *note = shm + " " + why + ": this user's node state on this node is in " + mine + " instead";
+  return mine;
+}
+
+std::string default_state_path() {
+  std::string key;
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (job != nullptr && *job != '\0') {
+    // The node name too: several slurmd may share one host (multiple-slurmd, the
+    // local test cluster), and each node has its own state.
+    key = std::string(job) + "." + env_or("SLURM_STEP_ID", "batch") + "-" + env_or("SLURMD_NODENAME", "node");
+  } else if (std::getenv("LOCAL_RANK") != nullptr) {
+    // torchrun's workers are children of one agent: its pid names the run on this node.
+    key = "ppid" + std::to_string(getppid());
+  } else {
+    key = "pid" + std::to_string(getpid());
+  }
+  return state_dir() + "/" + key;
+}
+
+bool claim_of_job(const std::string& name, const std::string& job) {
+  if (job.empty() || name.compare(0, 5, "once.") != 0) return false;
+  const size_t what_end = name.find('.', 5);
+  return what_end != std::string::npos && name.compare(what_end + 1, job.size(), job) == 0 &&
+         name.size() > what_end + 1 + job.size() && name[what_end + 1 + job.size()] == '.';
+}
+
+int sweep_stale_state(const std::string& dir, int min_age_s, const std::string& ended_job) {
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0) return 0;  // nothing was ever made here
+  int dir_fd = -1;
+  try {
+    dir_fd = open_private_dir(dir);
+  } catch (const std::exception&) {
+    return 0;  // not ours: the caller's own open reports it
+  }
+  DIR* d = fdopendir(dup(dir_fd));
+  if (d == nullptr) {
+    close(dir_fd);
+    return 0;
+  }
+  const std::int64_t old_enough = unix_now_ms() / 1000 - min_age_s;
+  std::vector<std::string> stale;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == ".." || fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!S_ISREG(st.st_mode) || st.st_uid != getuid() || st.st_ctim.tv_sec > old_enough) continue;
+    if (name.compare(0, 7, "stacks.") == 0) {  // a rank's Python stack file: kept while it lives
+      const long pid = std::strtol(name.c_str() + 7, nullptr, 10);
+      if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.push_back(name);
+      continue;
+    }
+    if (name.compare(0, 5, "once.") == 0) {  // claim_once: kept while its job may still run
+      if (st.st_ctim.tv_sec <= old_enough - kOnceKeepS || claim_of_job(name, ended_job)) stale.push_back(name);
+      continue;
+    }
+    const bool lock = name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0;
+    if (lock || name.find(".new.") != std::string::npos) {
+      // A lock whose state file is gone, or a temporary file a killed creator left.
+      if (!lock || fstatat(dir_fd, name.substr(0, name.size() - 5).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+        stale.push_back(name);
+      continue;
+    }
+    const int fd = openat(dir_fd, e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;
+    std::uint64_t magic = 0;
+    // A state by its content, or by its name (default_state_path's keys: "<job>.<step>-
+    // <node>", "ppid<N>", "pid<N>") whatever its content: a zeroed or truncated state of
+    // a finished job has no magic left and was never swept.
+    const bool state_name =
+        (name[0] >= '0' && name[0] <= '9') || name.compare(0, 3, "pid") == 0 || name.compare(0, 4, "ppid") == 0;
+    const bool is_state = state_name || (static_cast<size_t>(st.st_size) == sizeof(node_state) &&
+                                         pread(fd, &magic, sizeof magic, 0) == static_cast<ssize_t>(sizeof magic) &&
+                                         magic == node_state::kMagic);
+    if (is_state && flock(fd, LOCK_EX | LOCK_NB) == 0) {  // nobody has it open
+      stale.push_back(name);
+      stale.push_back(name + ".lock");
+    }
+    close(fd);
+  }
+  closedir(d);
+  int removed = 0;
+  for (const auto& name : stale) removed += unlinkat(dir_fd, name.c_str(), 0) == 0;
+  close(dir_fd);
+  return removed;
+}
+
+}  // namespace trainctl
