@@ -35,7 +35,7 @@ void task_supervisor::set_end_time(std::int64_t end, std::int64_t limit_s, bool 
 }
 
 // A fresher EndTime than this supervisor read, in the node state: another node's
-// supervisor read it, and the ranks' agreement carried it here (controller.cpp,
+// supervisor read it, and the ranks' agreement carried it here (libtrainctl/src/vote.cpp,
 // learn_end_news). A node whose supervisor was stopped when the TimeLimit was raised
 // would otherwise fire the old deadline on waking, and its ranks with it.
 void task_supervisor::adopt_end_news() {

@@ -220,7 +220,7 @@ class node_state_file {
   node_state* state_ = nullptr;
 };
 
-// Puts the node state's SIGBUS guard (see node_state.cpp) first again when a handler
+// Puts the node state's SIGBUS guard (see sigbus_guard.cpp) first again when a handler
 // installed later took its place (Python's faulthandler.enable() after the Controller
 // was made); that handler then runs for every fault outside a node state. True when it
 // had to. Cheap (one sigaction call): the watchers call it at each wake.

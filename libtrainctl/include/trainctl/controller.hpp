@@ -93,7 +93,7 @@ class TRAINCTL_API controller {
   // This process's view, no agreement: a few atomic loads, no system call, no lock.
   bool should_exit() const noexcept;
   // True once per touch of a save switch (consumed by this call); no agreement.
-  bool should_save() noexcept;  // NOLINT(bugprone-exception-escape): see controller.cpp
+  bool should_save() noexcept;  // NOLINT(bugprone-exception-escape): see vote.cpp
 
   // The agreed decision at a step boundary. With a reducer, every check_every steps
   // (other steps answer "nothing new"); without one, at every step, from this process's

@@ -1,0 +1,176 @@
+#include "controller_impl.hpp"
+
+namespace trainctl {
+
+void controller::impl::open_state() {
+  const std::string path = cfg.state_path.empty() ? default_state_path() : cfg.state_path;
+  try {
+    file = std::make_unique<node_state_file>(path);
+    ns = &file->get();
+    if (file->adopted())
+      log_line(kLogWarning,
+               "trainctl: node state %s was removed (systemd-logind's RemoveIPC=yes does this when the user's "
+               "last login session on the node ends); this process (pid %d) shares its supervisor's open copy\n",
+               path.c_str(), static_cast<int>(getpid()));
+  } catch (const std::exception& e) {
+    log_line(kLogWarning, "trainctl: %s; this process watches on its own (no sharing with other ranks on the node)\n",
+             e.what());
+    private_state = std::make_unique<node_state>();
+    init_header(*private_state);
+    ns = private_state.get();
+  }
+  const int slot = claim_beat_slot(state(), static_cast<std::int32_t>(getpid()));
+  if (slot >= 0) {
+    beat = &state().beats[slot];
+    beat->exiting.store(0, std::memory_order_release);  // a new Controller has decided nothing yet
+  } else {
+    const char* rank = std::getenv("RANK");
+    log_line(kLogWarning,
+             "trainctl: the node state %s has heartbeat slots for %d rank processes, all taken: this process "
+             "(rank %s, pid %d) is not watched for hangs on this node\n",
+             path.c_str(), kMaxRanks, rank != nullptr ? rank : "?", static_cast<int>(getpid()));
+  }
+}
+
+// The shared state is damaged (truncated, overwritten): say so once, and go on with a
+// private one, watching the switches and the deadline from this process. The damaged
+// mapping stays mapped (zero pages after a truncation) until the controller ends, so
+// a reader that still holds the old pointer reads (and writes) harmless zeros.
+void controller::impl::fall_back_to_private(const std::string& why) {
+  auto fresh = std::make_unique<node_state>();
+  init_header(*fresh);
+  fresh->deadline_ms.store(known_deadline_ms);  // the damaged state's own may be zeros or junk
+  std::lock_guard<std::recursive_mutex> hold(switches_mu);
+  for (auto& s : switches) {
+    s.slot = claim_switch_slot(*fresh, s.exit ? switch_kind::exit : switch_kind::save, s.name, s.path);
+    if (!s.exit && s.slot >= 0) {
+      // Touches from now on count on top of what this rank saved for; the file as it
+      // is now was seen already.
+      fresh->slots[s.slot].token.store(switch_token(s.path));
+      fresh->slots[s.slot].count.store(s.consumed);
+      s.floor = s.consumed;
+    }
+  }
+  log_line(kLogWarning,
+           "trainctl: %s; this process ignores it and watches the switches and the deadline on its own from "
+           "now on\n",
+           why.c_str());
+  // The heartbeat stays where it was: the rank's thread writes it without a lock, and
+  // the supervisor reads it there for as long as it can.
+  private_state = std::move(fresh);
+  ns.store(private_state.get(), std::memory_order_release);
+}
+
+void controller::impl::on_supervisor_gone() {
+  log_line(kLogWarning,
+           "trainctl: the supervisor of this task is gone (killed or crashed): for SLURM the task has ended, so "
+           "rank %d saves and exits as after a notice rather than run on outside the job's control\n",
+           cfg.rank);
+  local_bits.fetch_or(kFlagSignal, std::memory_order_release);
+  close(supervisor_fd);
+  supervisor_fd = -1;
+}
+
+void controller::impl::look_after_state(std::unique_ptr<node_role>& role, const publisher_options& popts) {
+  events.flush(straggler_dir());
+  // Once per process: the guard is the process's, and so is the handler that displaced it.
+  static std::atomic<bool> told_rearm{false};
+  if (rearm_sigbus_guard() && !told_rearm.exchange(true))
+    log_line(kLogWarning,
+             "trainctl: rank %d (pid %d): a SIGBUS handler was installed after trainctl's guard of the node state "
+             "(as faulthandler.enable() does); the guard runs first again and passes other faults to it\n",
+             cfg.rank, static_cast<int>(getpid()));
+  if (file && ns.load(std::memory_order_relaxed) != private_state.get()) {
+    const std::string damage = file->damage();
+    if (!damage.empty()) {
+      role.reset();
+      fall_back_to_private(damage);
+    }
+  }
+  node_state& n = state();
+  const bool shared = file && &n != private_state.get();
+  known_deadline_ms = n.deadline_ms.load(std::memory_order_acquire);
+  if (!role) role = std::make_unique<node_role>(shared ? file.get() : nullptr, n, popts);
+  const node_role::turn t = role->look();
+  if (t.lost)  // another process took the role while this one was stopped or stuck: it follows
+    log_line(kLogWarning, "trainctl: rank %d (pid %d) no longer publishes the node state: another process took over\n",
+             cfg.rank, static_cast<int>(getpid()));
+  if (t.taken_from != 0)
+    log_line(kLogWarning,
+             "trainctl: the node's publisher (pid %d) has not refreshed the node state %s for over %lld ms; rank %d "
+             "(pid %d) publishes it from now on\n",
+             t.taken_from, file->path().c_str(), static_cast<long long>(publisher_stale_after_ms(n)), cfg.rank,
+             static_cast<int>(getpid()));
+  if (!t.problem.empty())
+    log_line(kLogWarning, "trainctl: %s; the node's other processes watch the switches\n", t.problem.c_str());
+  if (supervisor_fd >= 0) {
+    pollfd p{supervisor_fd, POLLIN, 0};
+    if (poll(&p, 1, 0) > 0) on_supervisor_gone();
+  }
+  // The deadline, whoever publishes: the supervisor writes it as soon as it knows it,
+  // so a supervisor that died or stopped does not take it along.
+  const std::int64_t now = unix_now_ms();
+  for (const std::int64_t d :
+       {local_deadline_ms.load(std::memory_order_acquire), n.deadline_ms.load(std::memory_order_acquire)})
+    if (d > 0 && now >= d) local_bits.fetch_or(kFlagDeadline, std::memory_order_release);
+  note_notices(n);
+  const std::int64_t remove_at = remove_save_at_ms.load(std::memory_order_acquire);
+  if (remove_at != 0 && now >= remove_at) {
+    std::lock_guard<std::recursive_mutex> hold(switches_mu);
+    remove_save_at_ms.store(0, std::memory_order_release);
+    bool settled = true;
+    for (const auto& s : switches)
+      if (!s.exit) settled &= remove_consumed(s);
+    if (!settled) retry_removal_soon();
+  }
+}
+
+void controller::impl::retry_removal_soon() {
+  remove_save_at_ms.store(unix_now_ms() + cfg.poll_interval.count(), std::memory_order_release);
+  wake();
+}
+
+void controller::impl::watch_loop() {
+  std::unique_ptr<node_role> role;
+  publisher_options popts;
+  popts.poll_interval = cfg.poll_interval;
+  popts.memory = cfg.memory;
+  popts.gpu_memory = cfg.gpu;
+  while (!stop.load(std::memory_order_acquire)) {
+    look_after_state(role, popts);
+    node_state& n = state();
+    // Wake for the next deadline, and when the publisher's heartbeat would go stale.
+    const std::int64_t now = unix_now_ms();
+    std::chrono::milliseconds wait = role->until_stale(now, cfg.poll_interval);
+    for (const std::int64_t d : {local_deadline_ms.load(std::memory_order_acquire),
+                                 n.deadline_ms.load(std::memory_order_acquire), remove_save_at_ms.load()})
+      if (d > now) wait = std::min(wait, std::chrono::milliseconds(d - now));
+    if (role->publishes()) {
+      role->pub()->wait_and_refresh(wake_fd, wait);
+    } else {
+      pollfd fds[2] = {{wake_fd, POLLIN, 0}, {supervisor_fd, POLLIN, 0}};
+      poll(fds, supervisor_fd >= 0 ? 2 : 1, static_cast<int>(wait.count()));
+    }
+    std::uint64_t drained;
+    while (read(wake_fd, &drained, sizeof drained) > 0) {
+    }
+  }
+}
+
+// Only the touches already counted and saved for: a newer touch after the decision is
+// kept for the next save (this node counts it, or its mtime is newer than the counted one).
+bool controller::impl::remove_consumed(const local_switch& s) const {
+  const node_state& n = state();
+  const bool slot = s.slot >= 0 && has_header(n);
+  const std::int64_t counted = slot ? n.slots[s.slot].token.load(std::memory_order_acquire) : s.initial;
+  const std::int64_t now_token = switch_token(s.path);
+  if (now_token == 0) return true;
+  if (now_token > counted) return !slot;  // not counted here yet (without a slot nothing will count it)
+  if (slot && n.slots[s.slot].count.load(std::memory_order_acquire) > s.consumed) return true;
+  if (unlink(s.path.c_str()) != 0 && errno != ENOENT)
+    log_line(kLogWarning, "trainctl: cannot remove %s %s after the save (%s); it will not trigger another save\n",
+             s.name.c_str(), s.path.c_str(), std::strerror(errno));
+  return true;
+}
+
+}  // namespace trainctl
