@@ -14,15 +14,11 @@
 #include <set>
 #include <sstream>
 
+#include "env.hpp"
 #include "parse.hpp"
 
 namespace trainctl {
 namespace {
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
 
 std::string no_spaces(std::string s) {
   for (char& c : s)
@@ -64,7 +60,7 @@ namespace {
 void trim_bad_nodes(const std::string& path, std::int64_t now_s) {
   std::int64_t keep_s = kKeepAtLeast.count();
   try {
-    const std::string e = env("TRAINCTL_BAD_NODE_EXPIRY");
+    const std::string e = env_text("TRAINCTL_BAD_NODE_EXPIRY");
     if (!e.empty()) keep_s = std::max<std::int64_t>(keep_s, parse_duration(e, 'h').count() / 1000);
   } catch (const parse_error&) {
     // the readers say so; the horizon stays at its floor
@@ -95,16 +91,16 @@ bool valid_node_name(const std::string& name) {
 }
 
 std::string node_name() {
-  if (!env("SLURMD_NODENAME").empty()) return env("SLURMD_NODENAME");
+  if (!env_text("SLURMD_NODENAME").empty()) return env_text("SLURMD_NODENAME");
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   return host;
 }
 
 std::string user_state_path(const char* override_env, const std::string& leaf) {
-  if (!env(override_env).empty()) return env(override_env);
-  if (!env("XDG_STATE_HOME").empty()) return env("XDG_STATE_HOME") + "/trainctl/" + leaf;
-  if (!env("HOME").empty()) return env("HOME") + "/.local/state/trainctl/" + leaf;
+  if (!env_text(override_env).empty()) return env_text(override_env);
+  if (!env_text("XDG_STATE_HOME").empty()) return env_text("XDG_STATE_HOME") + "/trainctl/" + leaf;
+  if (!env_text("HOME").empty()) return env_text("HOME") + "/.local/state/trainctl/" + leaf;
   return "";
 }
 

@@ -4,17 +4,17 @@
 // shared log directory or waits for other nodes runs in a child process with a
 // deadline, and the loop hears of the result when it reaps that child.
 //
-// The rules, each in one place below:
-//  - A hang (check_hang): a rank of this node whose last agreement is older than
+// The rules, each in one place (this class is their facade):
+//  - A hang (check_hang here; the budgets in phase_budgets): a rank of this node whose last agreement is older than
 //    --hang-timeout, or that has not reached its first agreement --hang-start-timeout
 //    after it started. A zombie or another user's process is never a rank.
-//  - The stacks (dump_work): every rank's, into LOG_DIR/trainctl-<user>/stacks-<job>/,
+//  - The stacks (hang_dump): every rank's, into LOG_DIR/trainctl-<user>/stacks-<job>/,
 //    directories only this user can write (see evidence_root); every node waits (bounded) for the whole job's files
 //    before the action, and the job's first node says where the job is stuck and records the nodes that hold the odd
 //    ranks when they are fewer than half.
-//  - Stragglers (record_stragglers): a rank found slow puts the finding in its beat;
+//  - Stragglers (straggler_recorder): a rank found slow puts the finding in its beat;
 //    the line in LOG_DIR/slow_nodes and the bad-node record are written here.
-//  - The culprit of a crash (judge_crash): only a node whose first rank death was by a
+//  - The culprit of a crash (crash_culprit): only a node whose first rank death was by a
 //    fault signal (SEGV, BUS, ILL, ABRT, FPE) and came before every other node's first
 //    death by more than the clock skew allowance. An exit of the program (an exception),
 //    an unknown cause, an order too close to call, or a death trainctl caused (a hang
@@ -35,8 +35,12 @@
 #include <string>
 #include <vector>
 
+#include "crash_culprit.hpp"
 #include "hang_budget.hpp"
+#include "hang_dump.hpp"
+#include "phase_budgets.hpp"
 #include "run_options.hpp"
+#include "straggler_recorder.hpp"
 #include "subprocess.hpp"
 
 namespace trainctl {
@@ -52,9 +56,9 @@ class node_health {
 
   node_health(const supervisor_options& o, log_fn log, hang_fn on_hang);
   // Whether this supervisor records learnt budgets for the next task (the node's publisher).
-  void set_records(std::function<bool()> f) { records_ = std::move(f); }
+  void set_records(std::function<bool()> f) { budgets_.set_records(std::move(f)); }
   // How long the ranks had been quiet when the last hang was found.
-  std::int64_t stall_ms() const { return stall_ms_; }
+  std::int64_t stall_ms() const { return dump_.stall_ms(); }
   // Processes that are the supervisor's own (the --on-notice hook): never ranks.
   void set_owned_elsewhere(std::function<bool(pid_t)> f) { owned_elsewhere_ = std::move(f); }
   ~node_health();
@@ -93,7 +97,7 @@ class node_health {
   std::string peer_death() const;
   // Ends a dump still running (the command ended first).
   void abandon();
-  bool hung() const { return hung_; }
+  bool hung() const { return dump_.hung(); }
 
  private:
   struct watched {
@@ -108,59 +112,27 @@ class node_health {
   void check_hang();
   void check_start();
   void start_dump(const std::string& why, std::int64_t stall_began_ms, const std::string& doing);
-  std::string phase_name(std::int32_t phase) const;
-  void learn_budgets();
-  hang_budget budget_of(const std::string& name);
-  void finish_dump(const std::string& output);
-  std::string evidence_leaf() const;
-  void publish_first_death();
-  void record_stragglers();
-  void settle_evidence();
-  static bool judge_first_death(int fd, const std::string& me, std::int64_t mine, int st, pid_t pid, std::int64_t skew,
-                                const std::string& job, bool alone, std::ostringstream& out);
-  std::string run_key() const;
 
   supervisor_options opts_;
   log_fn log_;
   hang_fn on_hang_;
-  std::string log_dir_;
-  std::string log_dir_problem_;  // "" when usable (checked once, in a child)
-  bool log_dir_checked_ = false;
-  bool log_dir_group_ = false;
+  log_dir_status dir_;  // checked once, in a child (check_)
   node_state_file* state_ = nullptr;
   std::string state_damage_;
   pid_t command_ = 0;
   pid_t self_ = 0;
   int epoll_fd_ = -1;
   std::map<pid_t, watched> ranks_;  // pids of this node's ranks (heartbeat slots)
-  pid_t first_dead_ = 0;            // the first watched rank seen dead, 0: none yet
-  std::int64_t first_death_ms_ = 0;
-  int first_death_status_ = -1;
-  hang_rules rules_;
-  std::string times_path_;                           // the job array's store of phase times; "" none
-  std::map<std::string, std::int64_t> learnt_;       // the longest of each phase known (store + node state)
-  std::map<std::string, std::int64_t> recorded_;     // the longest known to be in the store
-  std::map<std::string, std::int64_t> budget_said_;  // the budget last said in the log, per phase
-  std::function<bool()> records_;
-  std::chrono::milliseconds training_budget_{0}, shortest_phase_budget_{0};
-  std::int64_t stall_ms_ = 0;
-  std::int64_t quiet_before_ = 0;     // the longest training quiet time earlier tasks recorded (auto)
-  std::int64_t caused_since_ms_ = 0;  // when trainctl first told the ranks to stop or ended them
-  bool ending_ = false;               // command_ended runs: its child writes this node's evidence
-  bool hung_ = false;
-  std::int64_t hung_since_ms_ = 0;  // when the hang was found: only later beats end it
-  bool all_started_ = false;        // every rank found has reached its first agreement
+  phase_budgets budgets_;
+  bool all_started_ = false;  // every rank found has reached its first agreement
   std::chrono::steady_clock::time_point next_start_scan_{};
   bool command_is_launcher_ = false;
   std::function<bool(pid_t)> owned_elsewhere_;
   std::unique_ptr<started_child> check_;  // the log directory check
   std::chrono::steady_clock::time_point check_by_{};
-  std::unique_ptr<started_child> evidence_;  // writes this node's first death for the others
-  std::unique_ptr<started_child> dump_;      // a hang's dump in progress
-  std::unique_ptr<started_child> slow_;      // writes the stragglers' findings (slow_nodes, bad nodes)
-  std::chrono::steady_clock::time_point slow_by_{};
-  std::map<pid_t, std::int64_t> slow_seen_;  // per rank: the findings its beat showed that were taken
-  std::chrono::steady_clock::time_point dump_by_{};
+  hang_dump dump_;  // a hang found, and its dump in progress
+  straggler_recorder stragglers_;
+  crash_culprit culprit_;
 };
 
 // --log-dir, else TRAINCTL_LOG_DIR, else SLURM_SUBMIT_DIR, else ".".

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "env.hpp"
 #include "node_state.hpp"
 #include "parse.hpp"
 #include "slurm_job.hpp"
@@ -15,11 +16,6 @@
 namespace trainctl {
 
 namespace {
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
 
 std::string unix_seconds(std::int64_t ms) { return ms > 0 ? std::to_string(ms / 1000) : ""; }
 
@@ -36,12 +32,12 @@ notice_hook::~notice_hook() {
 
 void notice_hook::notice(const char* kind, std::int64_t deadline_ms, std::int64_t end_ms, const std::string& detail) {
   if (command_.empty()) return;
-  const std::string node = env("SLURM_NODEID");
+  const std::string node = env_text("SLURM_NODEID");
   if (!node.empty() && node != "0") return;  // the first node only
   // Once per kind for this run of the job on this node: the batch step's and the
   // steps' supervisors all see the same notice. A requeued job runs it again.
   // Outside SLURM this supervisor is the only one: it remembers the kinds itself.
-  const std::string job = env("SLURM_JOB_ID");
+  const std::string job = env_text("SLURM_JOB_ID");
   if (ran_.find(std::string(kind) + ",") != std::string::npos) return;
   if (pid_ > 0) {
     log_("on-notice: " + std::string(kind) + ": the command for the " + kind_ +
@@ -49,10 +45,10 @@ void notice_hook::notice(const char* kind, std::int64_t deadline_ms, std::int64_
     return;
   }
   ran_ += std::string(kind) + ",";
-  const std::string restart = env("SLURM_RESTART_COUNT").empty() ? "0" : env("SLURM_RESTART_COUNT");
+  const std::string restart = env_text("SLURM_RESTART_COUNT").empty() ? "0" : env_text("SLURM_RESTART_COUNT");
   // The run: the job id, its restart count and its start time (SLURM_JOB_START_TIME
   // where SLURM sets it, 23.02+; else what the controller said).
-  std::string start = env("SLURM_JOB_START_TIME");
+  std::string start = env_text("SLURM_JOB_START_TIME");
   if (start.empty() && run_start_ms_ == 0 && !job.empty()) {
     // Every supervisor of the node must name the run alike, also one that never asked
     // the controller (a follower): ask now, briefly. The notice itself went out before.

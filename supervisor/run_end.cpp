@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bad_nodes.hpp"
+#include "env.hpp"
 #include "no_progress.hpp"
 #include "node_state.hpp"
 #include "parse.hpp"
@@ -22,15 +23,10 @@ namespace {
 
 using std::chrono::milliseconds;
 
-std::string env_or_empty(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
-
 }  // namespace
 
 std::string preempted_marker(const std::string& job_id) {
-  const std::string restart = env_or_empty("SLURM_RESTART_COUNT");
+  const std::string restart = env_text("SLURM_RESTART_COUNT");
   return "once.preempted." + job_id + "." + (restart.empty() ? "0" : restart);
 }
 
@@ -38,7 +34,7 @@ std::string preempted_marker(const std::string& job_id) {
 array_run run_end::this_run() const {
   array_run r;
   r.job = opts_.job_id;
-  const std::string task = env_or_empty("SLURM_ARRAY_TASK_ID"), restart = env_or_empty("SLURM_RESTART_COUNT");
+  const std::string task = env_text("SLURM_ARRAY_TASK_ID"), restart = env_text("SLURM_RESTART_COUNT");
   r.task = all_digits(task, 9) ? std::stoll(task) : -1;
   r.restart = restart.empty() ? 0 : all_digits(restart, 9) ? std::stoll(restart) : -1;
   return r;
@@ -98,7 +94,7 @@ std::optional<std::string> run_end::judge() {
                 ", and this one resumed there too"
           : std::string("the array's last runs failed without getting past the step this one resumed at");
   log_.line("no progress: %s: this run ends with exit status %d%s", detail.c_str(), kNoProgressExit,
-            env_or_empty("SLURM_ARRAY_JOB_ID").empty() ? "" : "; cancelling the array's pending tasks");
+            env_text("SLURM_ARRAY_JOB_ID").empty() ? "" : "; cancelling the array's pending tasks");
   cancel_rest_of_array();
   forgive_crash_loop_nodes();
   return detail;
@@ -106,7 +102,7 @@ std::optional<std::string> run_end::judge() {
 
 // scancel --state=PENDING of this array, with one line when it fails.
 void run_end::cancel_rest_of_array() const {
-  const std::string array = env_or_empty("SLURM_ARRAY_JOB_ID");
+  const std::string array = env_text("SLURM_ARRAY_JOB_ID");
   std::string error;
   if (!array.empty() && !cancel_pending_tasks(array, milliseconds(10000), &error))
     log_.line("could not cancel the pending tasks of array %s (%s): each ends at once when it starts", array.c_str(),

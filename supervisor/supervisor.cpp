@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "bad_nodes.hpp"
+#include "env.hpp"
 #include "parse.hpp"
 #include "publisher.hpp"
 #include "query_schedule.hpp"
@@ -29,11 +30,6 @@ using std::chrono::milliseconds;
 // How long an idle follower (a supervisor that does not publish the node state) sleeps:
 // the publisher's death wakes it at once (a pidfd), the deadline at its time.
 constexpr milliseconds kFollowerWait{60000};
-
-std::string env_or_empty(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
 
 }  // namespace
 
@@ -117,7 +113,7 @@ int task_supervisor::start(char* const* argv, pid_t adopt) {
   }
   if (dl_.deadline_ms() != 0) publish_deadline();
   if (graceful_is_auto()) {
-    const std::string array = env_or_empty("SLURM_ARRAY_JOB_ID");
+    const std::string array = env_text("SLURM_ARRAY_JOB_ID");
     std::string problem;
     auto_ = std::make_unique<graceful_auto>(array.empty() ? opts_.job_id : array, opts_.job_id, node_name(), &problem);
     if (!problem.empty()) log_.line("--graceful-exit=auto: %s", problem.c_str());

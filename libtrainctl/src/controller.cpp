@@ -42,8 +42,6 @@ controller::controller(const config& cfg) : impl_(std::make_unique<impl>(*cfg.im
   if (const char* job = std::getenv("SLURM_JOB_ID")) {
     m.events.open(own_run_events_path(), job);
   }
-  m.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (m.wake_fd < 0) throw std::system_error(errno, std::generic_category(), "trainctl: eventfd");
   if (!m.cfg.kill_switch.empty()) m.register_switch(true, "kill-switch", m.cfg.kill_switch);
   if (!m.cfg.save_switch.empty()) m.register_switch(false, "save-switch", m.cfg.save_switch);
   for (const auto& np : m.cfg.exit_switches) m.register_switch(true, np.name, np.path);
@@ -53,15 +51,15 @@ controller::controller(const config& cfg) : impl_(std::make_unique<impl>(*cfg.im
     m.local_bits.fetch_or(kFlagDeadline);
   for (int sig : install_notice_handlers(m.cfg.signals))
     log_line(kLogWarning, "trainctl: cannot catch signal %s; it is ignored\n", signal_name(sig).c_str());
-  for (int sig : m.cfg.signals) m.signal_mask |= 1ull << (sig - 1);
-  m.supervisor_fd = open_supervisor_pidfd();
-  m.supervised = m.supervisor_fd >= 0;
+  for (int sig : m.cfg.signals) m.sup.signal_mask |= 1ull << (sig - 1);
+  m.sup.fd = open_supervisor_pidfd();
+  m.sup.present = m.sup.fd >= 0;
   // A nudge: this rank is in the node state's heartbeat slots now, and its supervisor
   // starts watching it (its death seen the moment it happens) without polling the slots.
   // SIGCHLD: one the supervisor already listens for, which no user can choose as a notice
   // and whose default action is to ignore it.
-  if (m.supervisor_fd >= 0 && m.beat != nullptr) syscall(SYS_pidfd_send_signal, m.supervisor_fd, SIGCHLD, nullptr, 0);
-  m.watcher = std::thread([&m] { m.watch_loop(); });
+  if (m.sup.fd >= 0 && m.beat != nullptr) syscall(SYS_pidfd_send_signal, m.sup.fd, SIGCHLD, nullptr, 0);
+  m.watcher.start([&m] { m.watch_loop(); });
   // Where Yama restricts ptrace to ancestors (ptrace_scope 1), let the supervisor's own
   // children (eu-stack, gdb) read this process's native stack for the hang diagnosis.
   if (const char* sup = std::getenv("TRAINCTL_SUPERVISOR_PID")) {
@@ -72,39 +70,36 @@ controller::controller(const config& cfg) : impl_(std::make_unique<impl>(*cfg.im
 
 controller::~controller() {
   impl& m = *impl_;
-  m.stop.store(true, std::memory_order_release);
-  m.wake();
-  if (m.watcher.joinable()) m.watcher.join();
+  m.watcher.stop();
   remove_notice_handlers(m.cfg.signals);
   // Under a supervisor the notices come as USR1/USR2 (its relay, or scancel --signal). A
   // supervisor on a loaded node can hear of one after the ranks agreed to exit: its relay
   // then finds this rank past its loop, where the default action would kill it and
   // mpirun report the job failed (seen with 3 e2e tests side by side on 2 cores).
-  if (m.supervised) ignore_late_notices(m.cfg.signals);
-  if (m.save_started_us != 0 && m.decided.exit) m.end_of_save();  // the exit's save, made before this end
-  if (m.first_step_noted) m.note_step_times();
+  if (m.sup.present) ignore_late_notices(m.cfg.signals);
+  if (m.pos.save_started_us != 0 && m.decided.exit) m.end_of_save();  // the exit's save, made before this end
+  if (m.pos.first_step_noted) m.note_step_times();
   // How long after its last check() the rank ended: a crash's teardown is no training.
-  if (m.first_step_noted)
-    m.note_event("end", m.last_step, m.last_check_ms != 0 ? unix_now_ms() - m.last_check_ms : -1, "");
+  if (m.pos.first_step_noted)
+    m.note_event("end", m.pos.last_step, m.pos.last_check_ms != 0 ? unix_now_ms() - m.pos.last_check_ms : -1, "");
   m.events.flush_at_end(m.straggler_dir());
   if (m.beat != nullptr) m.beat->pid.store(0, std::memory_order_release);
-  if (m.remove_save_at_ms.load() != 0) {  // this rank ends: the file must not start the next job with a save
-    std::lock_guard<std::recursive_mutex> hold(m.switches_mu);
-    for (const auto& s : m.switches)
+  if (m.sw.remove_at_ms.load() != 0) {  // this rank ends: the file must not start the next job with a save
+    std::lock_guard<std::recursive_mutex> hold(m.sw.mu);
+    for (const auto& s : m.sw.list)
       if (!s.exit) m.remove_consumed(s);
   }
   if (m.file) {
     m.file->release_publisher();  // another process takes over at once
     m.file->unlink_if_last();
   }
-  if (m.wake_fd >= 0) close(m.wake_fd);
-  if (m.supervisor_fd >= 0) close(m.supervisor_fd);
+  if (m.sup.fd >= 0) close(m.sup.fd);
 }
 
 void controller::impl::register_switch(bool exit, const std::string& name, const std::string& path) {
-  if (switches.size() >= kMaxLocalSwitches)
+  if (sw.list.size() >= kMaxLocalSwitches)
     throw std::invalid_argument("trainctl: too many switches (at most " + std::to_string(kMaxLocalSwitches) + ")");
-  std::lock_guard<std::recursive_mutex> hold(switches_mu);
+  std::lock_guard<std::recursive_mutex> hold(sw.mu);
   local_switch s{exit, name, path};
   node_state& n = state();
   s.slot = claim_switch_slot(n, exit ? switch_kind::exit : switch_kind::save, name, path);  // shared or private
@@ -133,7 +128,7 @@ void controller::impl::register_switch(bool exit, const std::string& name, const
     log_line(kLogWarning, "trainctl: %s=%s: directory %s cannot be searched (%s); the switch cannot be seen\n",
              name.c_str(), path.c_str(), dir.c_str(), std::strerror(errno));
   }
-  switches.push_back(std::move(s));
+  sw.list.push_back(std::move(s));
   n.seq.fetch_add(1, std::memory_order_release);
   wake();
 }
@@ -175,17 +170,17 @@ void controller::compute_begin() noexcept { impl_->timing.compute_begin(); }
 void controller::compute_end() noexcept { impl_->timing.compute_end(); }
 
 void controller::impl::end_of_save() {
-  const std::int64_t ms = (steady_us() - save_started_us) / 1000;
-  save_started_us = 0;
+  const std::int64_t ms = (steady_us() - pos.save_started_us) / 1000;
+  pos.save_started_us = 0;
   note_event("saved", -1, ms, "");
   raise_to(state().longest_save_ms, ms);
   show_phase(current_phase());
 }
 
 void controller::impl::show_phase(std::int32_t phase) {
-  quiet_since_ms = clock_us(CLOCK_REALTIME_COARSE) / 1000;
+  pos.quiet_since_ms = clock_us(CLOCK_REALTIME_COARSE) / 1000;
   if (beat == nullptr) return;
-  beat->phase_ms.store(quiet_since_ms, std::memory_order_relaxed);
+  beat->phase_ms.store(pos.quiet_since_ms, std::memory_order_relaxed);
   beat->phase.store(phase, std::memory_order_release);
 }
 
@@ -198,28 +193,28 @@ void controller::phase_begin(const std::string& name) {
   std::int32_t phase = kPhaseSave;
   // The loop's own save is a save on `trainctl report`'s timeline too (inside one trainctl
   // asked for, it only ends that one more precisely).
-  if (name == "save" && m.save_started_us == 0) m.note_event("save", m.last_step, -1, "loop");
+  if (name == "save" && m.pos.save_started_us == 0) m.note_event("save", m.pos.last_step, -1, "loop");
   if (name != "save") {
     const int slot = claim_phase_slot(m.state(), name);
     phase = kPhaseNamed + (slot >= 0 ? slot : kMaxPhases);  // past the table: judged without a learnt budget
-    if (slot < 0 && !m.phase_slots_full_said) {
-      m.phase_slots_full_said = true;
+    if (slot < 0 && !m.pos.phase_slots_full_said) {
+      m.pos.phase_slots_full_said = true;
       log_line(kLogWarning,
                "trainctl: phase '%s': the node state holds %d phase names, all taken: its duration is not "
                "learnt (a hang in it is judged by the first-time budget)\n",
                name.c_str(), kMaxPhases);
     }
   }
-  if (name == "restore" && m.restore_at == SIZE_MAX) m.restore_at = m.open_phases.size();
-  m.open_phases.emplace_back(phase, steady_us());
+  if (name == "restore" && m.pos.restore_at == SIZE_MAX) m.pos.restore_at = m.pos.open_phases.size();
+  m.pos.open_phases.emplace_back(phase, steady_us());
   m.show_phase(m.current_phase());
 }
 
 void controller::phase_end() {
   impl& m = *impl_;
-  if (m.open_phases.empty()) throw std::invalid_argument("trainctl: phase_end() without an open phase");
-  const auto [phase, began_us] = m.open_phases.back();
-  m.open_phases.pop_back();
+  if (m.pos.open_phases.empty()) throw std::invalid_argument("trainctl: phase_end() without an open phase");
+  const auto [phase, began_us] = m.pos.open_phases.back();
+  m.pos.open_phases.pop_back();
   const std::int64_t ms = (steady_us() - began_us) / 1000;
   node_state& ns = m.state();
   if (phase == kPhaseSave) {
@@ -228,9 +223,9 @@ void controller::phase_end() {
   } else if (phase - kPhaseNamed < kMaxPhases) {
     raise_to(ns.phases[phase - kPhaseNamed].longest_ms, ms);
   }
-  if (m.open_phases.size() == m.restore_at) {
-    m.restore_at = SIZE_MAX;
-    m.note_event("restore", m.last_step, ms, "");
+  if (m.pos.open_phases.size() == m.pos.restore_at) {
+    m.pos.restore_at = SIZE_MAX;
+    m.note_event("restore", m.pos.last_step, ms, "");
   }
   m.show_phase(m.current_phase());
 }
@@ -250,7 +245,7 @@ void controller::impl::note_notices(const node_state& n, std::uint32_t agreed) {
   std::uint32_t flags = valid_flags(n) | local_bits.load(std::memory_order_acquire) | agreed;
   // A signal the rank caught is a notice of its own only without a supervisor: with one,
   // it is the supervisor's relay of a notice its flags already tell.
-  if (!supervised && (g_signals_seen.load(std::memory_order_acquire) & signal_mask) != 0) flags |= kFlagSignal;
+  if (!sup.present && (g_signals_seen.load(std::memory_order_acquire) & sup.signal_mask) != 0) flags |= kFlagSignal;
   events.note_notices(flags);
 }
 
@@ -297,7 +292,7 @@ void controller::impl::report_straggler(std::int64_t step, const step_timing::ve
     beat->fastest_us.store(fastest_us, std::memory_order_relaxed);
     beat->slow_reports.fetch_add(1, std::memory_order_release);
     // Woken now, as for a new rank: the finding is written before this rank may end.
-    if (supervisor_fd >= 0) syscall(SYS_pidfd_send_signal, supervisor_fd, SIGCHLD, nullptr, 0);
+    if (sup.fd >= 0) syscall(SYS_pidfd_send_signal, sup.fd, SIGCHLD, nullptr, 0);
     return;
   }
   straggler_finding f;

@@ -46,6 +46,7 @@
 
 #include "exit_reasons.hpp"
 #include "log_line.hpp"
+#include "watcher_thread.hpp"
 
 namespace trainctl {
 
@@ -74,6 +75,41 @@ struct local_switch {
   std::int64_t floor = 0;
 };
 
+// The switches this rank watches. They belong to the rank's thread (check, should_save,
+// add_switch); the watcher takes them only to fall back to a private state and to remove
+// a consumed save switch. The hot path (should_exit) never takes the lock.
+struct switch_list {
+  mutable std::recursive_mutex mu;
+  std::vector<local_switch> list;
+  std::atomic<std::int64_t> remove_at_ms{0};  // rank 0: when the watcher removes the consumed file
+};
+
+// Where the rank's loop is: the phases it opened, the save trainctl asked for, its calls.
+struct loop_position {
+  // The phases the loop opened (phase_begin), innermost last: the beat's phase value and
+  // when it began; the beat shows the innermost, or a save trainctl asked for.
+  std::vector<std::pair<std::int32_t, std::int64_t>> open_phases;
+  // Where in open_phases a phase named "restore" sits (the loop loading its checkpoint):
+  // its end is a run event, the report's checkpoint restore. SIZE_MAX: none open.
+  std::size_t restore_at = SIZE_MAX;
+  bool phase_slots_full_said = false;
+  std::int64_t save_started_us = 0;  // when a save or exit was decided, until the next call
+  bool exit_save_timed = false;      // the save at the exit decision is being (or was) timed
+  std::int64_t quiet_since_ms = 0;   // the last agreement or phase change of this rank (unix ms)
+  std::int64_t last_check_ms = 0;    // the last check() (unix ms, coarse; 0: none)
+  bool first_step_noted = false;
+  std::int64_t last_step = -1;
+};
+
+// The supervisor above this rank, and the notice signals it relays to it.
+struct supervisor_link {
+  int fd = -1;                    // pidfd of this rank's supervisor, -1: none known
+  bool present = false;           // a supervisor was there at the start (set before the watcher starts)
+  std::uint64_t signal_mask = 0;  // the notice signals this rank catches
+  // When this rank first caught a notice signal while supervised (steady us; 0: none).
+  mutable std::atomic<std::int64_t> signal_caught_us{0};
+};
+
 struct controller::impl {
   config::impl cfg;
   std::unique_ptr<node_state_file> file;      // the shared node state (kept mapped to the end), and
@@ -81,41 +117,18 @@ struct controller::impl {
   std::atomic<node_state*> ns{nullptr};       // the one in use (the hot path's one load)
   std::atomic<std::uint32_t> local_bits{0};
   std::atomic<std::int64_t> local_deadline_ms{0};
-  std::uint64_t signal_mask = 0;
-  // When this rank first caught a notice signal while supervised (steady us; 0: none).
-  mutable std::atomic<std::int64_t> signal_caught_us{0};
+  switch_list sw;
+  decision decided;           // sticky exit
+  rank_beat* beat = nullptr;  // this process's heartbeat in the node state
+  loop_position pos;
+  step_timing timing{steady_us};  // work per step, stragglers, rank 0's step times
+  supervisor_link sup;
+  std::int64_t known_deadline_ms = 0;  // the node state's deadline as last read intact (watcher only)
+  watcher_thread watcher;
+  run_log events{[this] { wake(); }};  // rank 0's events for `trainctl report`, stragglers to record
+
   // Whether a notice signal this rank caught counts as its own exit reason now.
   bool caught_signal_counts() const noexcept;
-  // The switches belong to the rank's thread (check, should_save, add_switch); the
-  // watcher takes them only to fall back to a private state and to remove a consumed
-  // save switch. The hot path (should_exit) never takes the lock.
-  mutable std::recursive_mutex switches_mu;
-  std::vector<local_switch> switches;
-  std::atomic<std::int64_t> remove_save_at_ms{0};  // rank 0: when the watcher removes the consumed file
-  decision decided;                                // sticky exit
-  rank_beat* beat = nullptr;                       // this process's heartbeat in the node state
-  std::int64_t save_started_us = 0;                // when a save or exit was decided, until the next call
-  // The phases the loop opened (phase_begin), innermost last: the beat's phase value and
-  // when it began; the beat shows the innermost, or a save trainctl asked for.
-  std::vector<std::pair<std::int32_t, std::int64_t>> open_phases;
-  // Where in open_phases a phase named "restore" sits (the loop loading its checkpoint):
-  // its end is a run event, the report's checkpoint restore. SIZE_MAX: none open.
-  std::size_t restore_at = SIZE_MAX;
-  std::int64_t quiet_since_ms = 0;  // the last agreement or phase change of this rank (unix ms)
-  std::int64_t last_check_ms = 0;   // the last check() (unix ms, coarse; 0: none)
-  bool phase_slots_full_said = false;
-  bool exit_save_timed = false;   // the save at the exit decision is being (or was) timed
-  step_timing timing{steady_us};  // work per step, stragglers, rank 0's step times
-  int wake_fd = -1;
-  int supervisor_fd = -1;              // pidfd of this rank's supervisor, -1: none known
-  std::int64_t known_deadline_ms = 0;  // the node state's deadline as last read intact (watcher only)
-  std::atomic<bool> stop{false};
-  std::thread watcher;
-  run_log events{[this] { wake(); }};  // rank 0's events for `trainctl report`, stragglers to record
-  bool first_step_noted = false;
-  std::int64_t last_step = -1;
-  bool supervised = false;  // a supervisor was there at the start (set before the watcher starts)
-
   explicit impl(const config::impl& c) : cfg(c) {}
   void open_state();
   void register_switch(bool exit, const std::string& name, const std::string& path);
@@ -159,18 +172,16 @@ struct controller::impl {
   // Shows `phase` in this rank's beat from now on (the supervisor's hang clock restarts).
   void show_phase(std::int32_t phase);
   std::int32_t current_phase() const {
-    return save_started_us != 0 ? kPhaseSave : open_phases.empty() ? kPhaseTraining : open_phases.back().first;
+    return pos.save_started_us != 0  ? kPhaseSave
+           : pos.open_phases.empty() ? kPhaseTraining
+                                     : pos.open_phases.back().first;
   }
   void note_step_times();
   void report_straggler(std::int64_t step, const step_timing::verdict& v);
   std::string straggler_dir() const;
   void note_event(const char* what, std::int64_t step, std::int64_t took_ms, const std::string& reason);
   void note_notices(const node_state& n, std::uint32_t agreed = 0);
-  void wake() const {
-    const std::uint64_t one = 1;
-    if (wake_fd >= 0 && write(wake_fd, &one, sizeof one) < 0) { /* the watcher wakes on its timeout */
-    }
-  }
+  void wake() const { watcher.wake(); }
 };
 
 }  // namespace trainctl

@@ -36,11 +36,11 @@ constexpr std::int64_t kSupervisorClassifiesUs = 3'000'000;
 }  // namespace
 
 bool controller::impl::caught_signal_counts() const noexcept {
-  if ((g_signals_seen.load(std::memory_order_acquire) & signal_mask) == 0) return false;
-  if (!supervised) return true;
+  if ((g_signals_seen.load(std::memory_order_acquire) & sup.signal_mask) == 0) return false;
+  if (!sup.present) return true;
   const std::int64_t now = steady_us();
   std::int64_t first = 0;
-  if (signal_caught_us.compare_exchange_strong(first, now)) first = now;
+  if (sup.signal_caught_us.compare_exchange_strong(first, now)) first = now;
   return now - first >= kSupervisorClassifiesUs;
 }
 
@@ -55,9 +55,9 @@ bool controller::should_exit() const noexcept {
 // passes.
 bool controller::should_save() noexcept {  // NOLINT(bugprone-exception-escape)
   impl& m = *impl_;
-  std::lock_guard<std::recursive_mutex> hold(m.switches_mu);
+  std::lock_guard<std::recursive_mutex> hold(m.sw.mu);
   bool pending = false;
-  for (const auto& s : m.switches) pending |= !s.exit && m.token_of(s) > s.consumed;
+  for (const auto& s : m.sw.list) pending |= !s.exit && m.token_of(s) > s.consumed;
   if (!pending) return false;
   std::int64_t local[kVoteLen] = {};
   m.fill_vote(local, kVoteLen);
@@ -71,26 +71,26 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
   if (len < kVoteLen)
     throw std::invalid_argument("trainctl: vote vector needs " + std::to_string(kVoteLen) + " elements");
   impl& m = *impl_;
-  if (m.save_started_us != 0) m.end_of_save();
-  if (!m.first_step_noted) {
-    m.first_step_noted = true;
+  if (m.pos.save_started_us != 0) m.end_of_save();
+  if (!m.pos.first_step_noted) {
+    m.pos.first_step_noted = true;
     m.note_event("first_step", step, -1, "");
     // The breaker: this run resumed no later than the array's last runs, which failed
     // without getting further. It votes to end here, at the first agreement.
     const std::int64_t armed = armed_breaker_step(m.state());
     if (armed >= 0 && step <= armed) m.local_bits.fetch_or(kFlagNoProgress, std::memory_order_release);
   }
-  m.last_step = step;
-  m.last_check_ms = clock_us(CLOCK_REALTIME_COARSE) / 1000;  // a few ns: the coarse clock is a memory read
+  m.pos.last_step = step;
+  m.pos.last_check_ms = clock_us(CLOCK_REALTIME_COARSE) / 1000;  // a few ns: the coarse clock is a memory read
   m.fill_vote(v, len);
   const bool due = step % m.cfg.check_every == 0;
   if (!due) return false;
-  if (m.beat != nullptr) {                        // the supervisor's hang detection reads these
-    const std::int64_t now_ms = m.last_check_ms;  // this call's time, read above
+  if (m.beat != nullptr) {                            // the supervisor's hang detection reads these
+    const std::int64_t now_ms = m.pos.last_check_ms;  // this call's time, read above
     // --hang-timeout=auto learns from the longest quiet time of a training rank.
-    if (m.quiet_since_ms != 0 && m.open_phases.empty() && now_ms > m.quiet_since_ms)
-      raise_to(m.state().longest_quiet_ms, now_ms - m.quiet_since_ms);
-    m.quiet_since_ms = now_ms;
+    if (m.pos.quiet_since_ms != 0 && m.pos.open_phases.empty() && now_ms > m.pos.quiet_since_ms)
+      raise_to(m.state().longest_quiet_ms, now_ms - m.pos.quiet_since_ms);
+    m.pos.quiet_since_ms = now_ms;
     m.beat->rank.store(m.cfg.rank, std::memory_order_relaxed);
     m.beat->step.store(step, std::memory_order_relaxed);
     m.beat->beat_ms.store(now_ms, std::memory_order_relaxed);
@@ -101,7 +101,7 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
 
 // This process's view of every exit reason and switch, no step times.
 void controller::impl::fill_vote(std::int64_t* v, std::size_t len) const {
-  std::lock_guard<std::recursive_mutex> hold(switches_mu);
+  std::lock_guard<std::recursive_mutex> hold(sw.mu);
   std::fill(v, v + len, 0);
   const std::uint32_t bits = local_bits.load(std::memory_order_acquire) | valid_flags(state());
   for (const exit_reason& e : kExitReasons) v[e.vote] = (bits & e.flag) != 0;
@@ -110,7 +110,7 @@ void controller::impl::fill_vote(std::int64_t* v, std::size_t len) const {
   const node_state& n = state();
   v[kVoteEndTime] =
       pack_end_news(n.end_ms.load(std::memory_order_acquire), n.end_read_ms.load(std::memory_order_acquire));
-  for (std::size_t i = 0; i < switches.size(); ++i) v[kVoteSwitch0 + i] = token_of(switches[i]);
+  for (std::size_t i = 0; i < sw.list.size(); ++i) v[kVoteSwitch0 + i] = token_of(sw.list[i]);
 }
 
 // The latest EndTime read among the ranks' nodes (the agreement's kVoteEndTime): when it
@@ -158,14 +158,14 @@ decision controller::decide(std::int64_t step, const std::int64_t* r, std::size_
 
 decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool agreed) {
   impl& m = *this;
-  std::lock_guard<std::recursive_mutex> hold(switches_mu);
+  std::lock_guard<std::recursive_mutex> hold(sw.mu);
   decision d;
   if (agreed) m.learn_end_news(r[kVoteEndTime]);
   if (!m.decided.exit) {
     std::string reason;
     auto first_switch = [&](bool kill) -> std::string {
-      for (std::size_t i = 0; i < m.switches.size(); ++i) {
-        const auto& s = m.switches[i];
+      for (std::size_t i = 0; i < m.sw.list.size(); ++i) {
+        const auto& s = m.sw.list[i];
         if (s.exit && r[kVoteSwitch0 + i] > 0 && (s.name == "kill-switch") == kill) return s.name;
       }
       return "";
@@ -199,12 +199,12 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
   m.consume_saves(step, r, d, agreed);
   // The loop saves now (on d.save, and on the first d.exit); the save ends at its next
   // call, or with the rank after an exit.
-  if (d.save || (d.exit && !m.exit_save_timed)) {
-    const bool exit_save = d.exit && !m.exit_save_timed;
+  if (d.save || (d.exit && !m.pos.exit_save_timed)) {
+    const bool exit_save = d.exit && !m.pos.exit_save_timed;
     m.note_event(exit_save ? "exit" : "save", step, -1, exit_save ? d.reason : d.save_reason);
-    m.save_started_us = steady_us();
+    m.pos.save_started_us = steady_us();
     m.show_phase(kPhaseSave);  // the hang clock gives the save its own budget
-    m.exit_save_timed = m.exit_save_timed || d.exit;
+    m.pos.exit_save_timed = m.pos.exit_save_timed || d.exit;
     // The supervisor learns from an exit save the time limit cuts short (its beat is
     // this call's, the last this rank makes).
     if (exit_save && m.beat != nullptr) m.beat->exiting.store(1, std::memory_order_release);
@@ -213,7 +213,7 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
   // window that held the stall: the report counts that time as hung, so it is neither a
   // slow step nor a straggler's price as well.
   const bool stalled = r[kVoteHang] != 0;
-  if (m.cfg.rank == 0) m.timing.count_steps(step, d.save || d.exit || !m.open_phases.empty(), stalled);
+  if (m.cfg.rank == 0) m.timing.count_steps(step, d.save || d.exit || !m.pos.open_phases.empty(), stalled);
   if (m.cfg.straggler_factor > 0) {
     // Every rank sees the same reduced vector, so every rank counts the same strikes.
     const step_timing::verdict v = m.timing.judge(step, r[kVoteSlowest], r[kVoteNegFastest], stalled, m.cfg.rank,
@@ -224,8 +224,8 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
 }
 
 bool controller::impl::consume_saves(std::int64_t step, const std::int64_t* r, decision& d, bool agreed) {
-  for (std::size_t i = 0; i < switches.size(); ++i) {
-    auto& s = switches[i];
+  for (std::size_t i = 0; i < sw.list.size(); ++i) {
+    auto& s = sw.list[i];
     const std::int64_t seen = r[kVoteSwitch0 + i];
     if (s.exit || seen <= s.consumed) continue;
     s.consumed = agreed ? seen : s.consumed + 1;
@@ -236,14 +236,14 @@ bool controller::impl::consume_saves(std::int64_t step, const std::int64_t* r, d
     if (agreed || world_size() <= 1) {
       // By the watcher, at once: a stat and an unlink in the submit directory, which
       // may be a stalled mount, are no work for the training thread.
-      remove_save_at_ms.store(unix_now_ms(), std::memory_order_release);
+      sw.remove_at_ms.store(unix_now_ms(), std::memory_order_release);
       wake();
     } else {
       // Not agreed: ranks on other nodes may not have looked yet. The file goes once
       // every node's publisher has had a few polls to count it.
       // (publish_every_ms: a holder's interval of a trainctl before the heartbeat.)
       const std::int32_t every = state().publish_every_ms.load(std::memory_order_relaxed);
-      remove_save_at_ms = unix_now_ms() + 3 * std::max<std::int64_t>(every, cfg.poll_interval.count());
+      sw.remove_at_ms = unix_now_ms() + 3 * std::max<std::int64_t>(every, cfg.poll_interval.count());
       wake();
     }
   }

@@ -40,8 +40,8 @@ void controller::impl::fall_back_to_private(const std::string& why) {
   auto fresh = std::make_unique<node_state>();
   init_header(*fresh);
   fresh->deadline_ms.store(known_deadline_ms);  // the damaged state's own may be zeros or junk
-  std::lock_guard<std::recursive_mutex> hold(switches_mu);
-  for (auto& s : switches) {
+  std::lock_guard<std::recursive_mutex> hold(sw.mu);
+  for (auto& s : sw.list) {
     s.slot = claim_switch_slot(*fresh, s.exit ? switch_kind::exit : switch_kind::save, s.name, s.path);
     if (!s.exit && s.slot >= 0) {
       // Touches from now on count on top of what this rank saved for; the file as it
@@ -67,8 +67,8 @@ void controller::impl::on_supervisor_gone() {
            "rank %d saves and exits as after a notice rather than run on outside the job's control\n",
            cfg.rank);
   local_bits.fetch_or(kFlagSignal, std::memory_order_release);
-  close(supervisor_fd);
-  supervisor_fd = -1;
+  close(sup.fd);
+  sup.fd = -1;
 }
 
 void controller::impl::look_after_state(std::unique_ptr<node_role>& role, const publisher_options& popts) {
@@ -103,8 +103,8 @@ void controller::impl::look_after_state(std::unique_ptr<node_role>& role, const 
              static_cast<int>(getpid()));
   if (!t.problem.empty())
     log_line(kLogWarning, "trainctl: %s; the node's other processes watch the switches\n", t.problem.c_str());
-  if (supervisor_fd >= 0) {
-    pollfd p{supervisor_fd, POLLIN, 0};
+  if (sup.fd >= 0) {
+    pollfd p{sup.fd, POLLIN, 0};
     if (poll(&p, 1, 0) > 0) on_supervisor_gone();
   }
   // The deadline, whoever publishes: the supervisor writes it as soon as it knows it,
@@ -114,19 +114,19 @@ void controller::impl::look_after_state(std::unique_ptr<node_role>& role, const 
        {local_deadline_ms.load(std::memory_order_acquire), n.deadline_ms.load(std::memory_order_acquire)})
     if (d > 0 && now >= d) local_bits.fetch_or(kFlagDeadline, std::memory_order_release);
   note_notices(n);
-  const std::int64_t remove_at = remove_save_at_ms.load(std::memory_order_acquire);
+  const std::int64_t remove_at = sw.remove_at_ms.load(std::memory_order_acquire);
   if (remove_at != 0 && now >= remove_at) {
-    std::lock_guard<std::recursive_mutex> hold(switches_mu);
-    remove_save_at_ms.store(0, std::memory_order_release);
+    std::lock_guard<std::recursive_mutex> hold(sw.mu);
+    sw.remove_at_ms.store(0, std::memory_order_release);
     bool settled = true;
-    for (const auto& s : switches)
+    for (const auto& s : sw.list)
       if (!s.exit) settled &= remove_consumed(s);
     if (!settled) retry_removal_soon();
   }
 }
 
 void controller::impl::retry_removal_soon() {
-  remove_save_at_ms.store(unix_now_ms() + cfg.poll_interval.count(), std::memory_order_release);
+  sw.remove_at_ms.store(unix_now_ms() + cfg.poll_interval.count(), std::memory_order_release);
   wake();
 }
 
@@ -136,24 +136,22 @@ void controller::impl::watch_loop() {
   popts.poll_interval = cfg.poll_interval;
   popts.memory = cfg.memory;
   popts.gpu_memory = cfg.gpu;
-  while (!stop.load(std::memory_order_acquire)) {
+  while (!watcher.stopping()) {
     look_after_state(role, popts);
     node_state& n = state();
     // Wake for the next deadline, and when the publisher's heartbeat would go stale.
     const std::int64_t now = unix_now_ms();
     std::chrono::milliseconds wait = role->until_stale(now, cfg.poll_interval);
     for (const std::int64_t d : {local_deadline_ms.load(std::memory_order_acquire),
-                                 n.deadline_ms.load(std::memory_order_acquire), remove_save_at_ms.load()})
+                                 n.deadline_ms.load(std::memory_order_acquire), sw.remove_at_ms.load()})
       if (d > now) wait = std::min(wait, std::chrono::milliseconds(d - now));
     if (role->publishes()) {
-      role->pub()->wait_and_refresh(wake_fd, wait);
+      role->pub()->wait_and_refresh(watcher.fd(), wait);
     } else {
-      pollfd fds[2] = {{wake_fd, POLLIN, 0}, {supervisor_fd, POLLIN, 0}};
-      poll(fds, supervisor_fd >= 0 ? 2 : 1, static_cast<int>(wait.count()));
+      pollfd fds[2] = {{watcher.fd(), POLLIN, 0}, {sup.fd, POLLIN, 0}};
+      poll(fds, sup.fd >= 0 ? 2 : 1, static_cast<int>(wait.count()));
     }
-    std::uint64_t drained;
-    while (read(wake_fd, &drained, sizeof drained) > 0) {
-    }
+    watcher.drain();
   }
 }
 

@@ -1,0 +1,382 @@
+#include "crash_culprit.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "bad_nodes.hpp"
+#include "env.hpp"
+#include "gpu_memory.hpp"
+#include "node_health.hpp"
+#include "parse.hpp"
+#include "stack_dump.hpp"
+
+namespace trainctl {
+namespace {
+
+using std::chrono::milliseconds;
+
+// How long a node that may be the crash culprit waits for the other nodes' evidence.
+constexpr milliseconds kEvidenceWait{3000};
+
+// The clock skew between nodes that an order of deaths must beat to count (ms):
+// TRAINCTL_CLOCK_SKEW_MS, default 50 (NTP keeps a cluster's nodes within a few ms).
+std::int64_t clock_skew_ms() {
+  const std::string v = env_text("TRAINCTL_CLOCK_SKEW_MS");
+  char* end = nullptr;
+  const long long n = std::strtoll(v.c_str(), &end, 10);
+  return !v.empty() && *end == '\0' && n >= 0 ? n : 50;
+}
+
+std::string how_it_ended(int wait_status) {
+  if (wait_status < 0) return "an unknown cause";
+  if (WIFSIGNALED(wait_status)) return "SIG" + signal_name(WTERMSIG(wait_status));
+  return "exit status " + std::to_string(WEXITSTATUS(wait_status));
+}
+
+std::string to_ms_text(std::int64_t ms) { return std::to_string(ms) + " ms"; }
+
+// How many nodes the job step runs on (SLURM_STEP_NUM_NODES, else SLURM_JOB_NUM_NODES,
+// else 1): only a step on several nodes compares first deaths.
+int step_nodes() {
+  for (const char* name : {"SLURM_STEP_NUM_NODES", "SLURM_JOB_NUM_NODES"}) {
+    const int n = std::atoi(env_text(name).c_str());
+    if (n > 0) return n;
+  }
+  return 1;
+}
+
+// Another node's first rank death, as it wrote it into the step's crash evidence.
+struct node_death {
+  std::string node;
+  std::int64_t first_ms = 0;
+  int status = -1;  // a wait status; -1 unknown
+};
+
+// Every other node's line in the crash evidence directory (open as `fd`): regular files
+// of this user named as nodes, read without following links or blocking.
+std::vector<node_death> other_deaths(int fd, const std::string& me) {
+  std::vector<node_death> out;
+  DIR* d = fdopendir(dup(fd));
+  while (dirent* e = d != nullptr ? readdir(d) : nullptr) {
+    const std::string name = e->d_name;
+    if (name == me || !valid_node_name(name)) continue;
+    const int f = openat(fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat fs {};
+    char buf[128] = {};
+    if (f < 0) continue;
+    const bool ours = fstat(f, &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_uid == getuid();
+    const ssize_t n = ours ? read(f, buf, sizeof buf - 1) : -1;
+    close(f);
+    long long t = 0;
+    int status = -1;
+    if (n <= 0 || std::sscanf(buf, "first_ms=%lld status=%d", &t, &status) < 1) continue;
+    out.push_back({name, t, status});
+  }
+  if (d != nullptr) closedir(d);
+  return out;
+}
+
+// Marks this node's judgement done in the crash evidence directory (open as `fd`) and,
+// when every node of the step has marked it and none was blamed, removes the directory:
+// a step that ended without a finding leaves nothing in the log directory. A node whose
+// supervisor never got here (killed) leaves it, and a blamed node's evidence is kept for
+// the admin who reads the bad-node memory. Runs in a child (the log directory may stall).
+std::string close_evidence(int fd, const std::string& dir, const std::string& me, int nodes, bool blamed) {
+  std::string why = append_in_dir(fd, me + ".done", "\n", 0600);
+  if (blamed && why.empty()) why = append_in_dir(fd, "blamed", me + "\n", 0600);
+  struct stat st {};
+  int done = 0;
+  bool keep = fstatat(fd, "blamed", &st, AT_SYMLINK_NOFOLLOW) == 0;
+  std::vector<std::string> names;
+  DIR* d = fdopendir(dup(fd));
+  while (dirent* e = d != nullptr ? readdir(d) : nullptr) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    names.push_back(name);
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".done") == 0) ++done;
+  }
+  if (d != nullptr) closedir(d);
+  if (!why.empty() || keep || done < nodes) return why;
+  for (const auto& name : names) {
+    // Only this user's regular files: anything else (planted there) stays, and so does
+    // the directory then.
+    if (fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid())
+      unlinkat(fd, name.c_str(), 0);
+  }
+  rmdir(dir.c_str());
+  return "";
+}
+
+// The step's crash evidence directory, `leaf` in the user's evidence root of `log_dir`
+// (see evidence_root), made when missing and opened: -1 and *why when it cannot be.
+// Runs in a child. *dir: its path.
+int open_crash_dir(const std::string& log_dir, const std::string& leaf, std::string* dir, std::string* why) {
+  const std::string root = evidence_root(log_dir, false, why);
+  if (root.empty()) return -1;
+  *dir = root + "/" + leaf;
+  return open_stacks_dir(*dir, false, why);
+}
+
+}  // namespace
+
+std::string run_key(const std::string& job_id, pid_t self) {
+  if (job_id.empty()) return "pid" + std::to_string(self);
+  const std::string restart = env_text("SLURM_RESTART_COUNT");
+  return job_id + "." + (restart.empty() ? "0" : restart);
+}
+
+void crash_culprit::rank_died(pid_t pid, std::int64_t when_ms, int wait_status) {
+  if (first_dead_ != 0) return;
+  first_dead_ = pid;
+  first_death_ms_ = when_ms;
+  first_death_status_ = wait_status;
+  publish_first_death();
+}
+
+bool crash_culprit::reaped(pid_t pid, int status) {
+  if (!evidence_ || pid != evidence_->pid()) return false;
+  const child_result r = evidence_->finish(status);
+  evidence_.reset();
+  if (!r.output.empty()) log_(r.output.substr(0, r.output.find('\n')));
+  return true;
+}
+
+// The other nodes compare their first deaths with this one: written at once (in a
+// child, the log directory may be slow), not when the launcher gets round to exiting.
+void crash_culprit::publish_first_death() {
+  if (opts_.job_id.empty() || opts_.batch || evidence_ || ending_ || step_nodes() < 2 ||
+      (dir_.checked && !dir_.problem.empty()))
+    return;
+  const std::string logs = dir_.dir, leaf = evidence_leaf(), me = node_name();
+  const std::string line =
+      "first_ms=" + std::to_string(first_death_ms_) + " status=" + std::to_string(first_death_status_) + "\n";
+  child_spec spec;
+  spec.ignore_signals = opts_.notices;
+  spec.ignore_signals.push_back(opts_.graceful_signal);
+  spec.work = [logs, leaf, me, line]() -> std::string {
+    std::string why, dir;
+    const int fd = valid_node_name(me) ? open_crash_dir(logs, leaf, &dir, &why) : -1;
+    if (fd < 0) return "crash evidence not written: " + (why.empty() ? "'" + me + "' is not a node name" : why) + "\n";
+    struct stat st {};
+    if (fstatat(fd, me.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) why = append_in_dir(fd, me, line, 0600);
+    close(fd);
+    return why.empty() ? "" : "crash evidence not written: " + why + "\n";
+  };
+  evidence_ = std::make_unique<started_child>(spec);
+}
+
+// One per job step and run: the steps of one job (and its requeued runs) crash apart.
+std::string crash_culprit::evidence_leaf() const {
+  const std::string step = env_text("SLURM_STEP_ID");
+  return "crash-" + run_key(opts_.job_id, self_) + "." + (step.empty() ? "batch" : step);
+}
+
+// The evidence writer started at this node's first death, given a moment to finish: it
+// is this node's line for the others (killing it could leave half a line), and a helper
+// still running at the end would be counted as a process the command left behind.
+void crash_culprit::settle_evidence() {
+  if (!evidence_) return;
+  for (int i = 0; i < 40; ++i) {
+    int status = 0;
+    const pid_t pid = evidence_->pid();
+    if (pid <= 0 || waitpid(pid, &status, WNOHANG) == pid) {
+      reaped(pid, status);
+      return;
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  evidence_->abandon();
+  evidence_.reset();
+}
+
+// srun sends a step's other tasks TERM within seconds of a failed task's end, which comes
+// at most about half a minute after that task's first rank death (torchrun gives a node's
+// other workers 30 s to stop). A TERM later than this is something else, a time limit, a
+// preemption or scancel, whatever died before it: CI saw a test's scancel 294 s after a
+// rank's failed start called "srun --kill-on-bad-exit". Named that, a preemption's ranks
+// save with the wrong reason, and the report counts the wrong loss.
+constexpr std::int64_t kPeerTermWindowMs = 120000;
+
+std::string crash_culprit::peer_death() const {
+  if (opts_.job_id.empty() || opts_.batch || step_nodes() < 2 || (dir_.checked && !dir_.problem.empty())) return "";
+  const std::string logs = dir_.dir, leaf = evidence_leaf(), me = node_name();
+  child_spec spec;
+  spec.deadline = milliseconds(1000);
+  spec.ignore_signals = opts_.notices;
+  spec.work = [logs, leaf, me]() -> std::string {
+    std::string why;
+    const std::string root = evidence_root(logs, false, &why);
+    if (root.empty()) return "";
+    // Not created here: a step nobody's rank has ended in has no evidence yet.
+    const std::string dir = root + "/" + leaf;
+    const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_uid != getuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+      if (fd >= 0) close(fd);
+      return "";
+    }
+    const std::int64_t now = unix_now_ms();
+    std::int64_t first = -1;
+    int status = -1;
+    std::string who;
+    // A peer that finished (exit 0) is no failure; an unknown end (-1) may be one. A
+    // death long before the TERM did not bring it.
+    auto may_have_brought_the_term = [now](const node_death& n) {
+      return n.status != 0 && n.first_ms <= now && now - n.first_ms <= kPeerTermWindowMs;
+    };
+    for (const node_death& n : other_deaths(fd, me)) {
+      if (!may_have_brought_the_term(n) || (first >= 0 && n.first_ms >= first)) continue;  // the earliest
+      first = n.first_ms;
+      status = n.status;
+      who = n.node;
+    }
+    close(fd);
+    if (first < 0) return "";
+    return "a rank on " + who + " ended with " + how_it_ended(status) + " " + to_ms_text(now - first) + " before";
+  };
+  const child_result r = run_child(spec);
+  return r.ok() ? r.output : "";
+}
+
+// The culprit rule (see the header). Runs once, after the command ended; on a step of
+// several nodes it also says this node is done with the step's crash evidence, which the
+// last node removes when nobody was blamed.
+void crash_culprit::command_ended(const end_facts& f) {
+  const int status = f.status;
+  ending_ = true;  // from here on this node's own line is written below, not by a child
+  settle_evidence();
+  if (opts_.batch || opts_.job_id.empty()) return;
+  const bool failed = (WIFEXITED(status) && WEXITSTATUS(status) != 0) || WIFSIGNALED(status);
+  const int nodes = step_nodes();
+  bool judge = failed;
+  const bool caused = caused_since_ms_ != 0 && (first_dead_ == 0 || first_death_ms_ >= caused_since_ms_);
+  if (judge && (caused || f.hung)) {
+    log_("crash: not judged: trainctl itself told the ranks to stop or ended them");
+    judge = false;
+  }
+  // The command itself is the rank (srun python train.py): its own status is exact.
+  if (judge && first_dead_ == 0 && !f.command_is_launcher) rank_died(f.command, unix_now_ms(), status);
+  if (judge && first_dead_ == f.command) first_death_status_ = status;
+  if (judge && first_dead_ == 0) {
+    log_("crash: no rank death was seen on this node (its ranks do not use trainctl): no node is blamed");
+    judge = false;
+  }
+  // A truncated node state faults in every process that maps it: a rank that died of
+  // that SIGBUS (its guard displaced, or a program of its own) tells nothing of the node.
+  if (judge && first_death_status_ >= 0 && WIFSIGNALED(first_death_status_) &&
+      WTERMSIG(first_death_status_) == SIGBUS) {
+    const std::string damage = f.state_damage ? f.state_damage() : "";
+    if (!damage.empty()) {
+      log_("crash: not judged: the first rank death on this node was SIGBUS, and the " + damage +
+           ": trainctl's own state, no fault of the node");
+      judge = false;
+    }
+  }
+  if (!dir_.problem.empty()) {
+    if (judge) log_("crash: not judged: " + dir_.problem);
+    return;
+  }
+  if (!judge && nodes < 2) return;
+  const std::string logs = dir_.dir, leaf = evidence_leaf(), me = node_name();
+  const std::int64_t mine = first_death_ms_;
+  const int st = first_death_status_;
+  const pid_t pid = first_dead_;
+  const std::int64_t skew = clock_skew_ms();
+  const std::string job = opts_.job_id;
+  child_spec spec;
+  spec.deadline = kEvidenceWait + milliseconds(7000);
+  spec.ignore_signals = opts_.notices;
+  spec.work = [=]() -> std::string {
+    std::ostringstream out;
+    std::string why, dir;
+    const int fd = valid_node_name(me) ? open_crash_dir(logs, leaf, &dir, &why) : -1;
+    if (fd < 0) {
+      if (judge) out << "crash: not judged: " << (why.empty() ? "'" + me + "' is not a node name" : why) << "\n";
+      return out.str();
+    }
+    bool blamed = false;
+    if (judge) blamed = judge_first_death(fd, me, mine, st, pid, skew, job, nodes < 2, out);
+    why = nodes >= 2 ? close_evidence(fd, dir, me, nodes, blamed) : "";
+    if (nodes < 2 && !blamed) {  // one node: nothing to compare with, nothing kept
+      unlinkat(fd, me.c_str(), 0);
+      rmdir(dir.c_str());
+    }
+    close(fd);
+    if (!why.empty()) out << "crash evidence: " << why << "\n";
+    return out.str();
+  };
+  const child_result r = run_child(spec);
+  std::istringstream in(r.output);
+  for (std::string line; std::getline(in, line);) log_(line);
+  if (!r.finished) log_(std::string(judge ? "crash: not judged: " : "crash evidence: ") + r.error);
+}
+
+// Whether this node's first rank death makes it the culprit (see the header); writes
+// this node's line when the death was not published yet, and what it found to `out`.
+// Runs in the judging child.
+bool crash_culprit::judge_first_death(int fd, const std::string& me, std::int64_t mine, int st, pid_t pid,
+                                      std::int64_t skew, const std::string& job, bool alone, std::ostringstream& out) {
+  struct stat own {};
+  std::string err;  // written at the death already, unless the command itself was the rank
+  if (fstatat(fd, me.c_str(), &own, AT_SYMLINK_NOFOLLOW) != 0)
+    err = append_in_dir(fd, me, "first_ms=" + std::to_string(mine) + " status=" + std::to_string(st) + "\n", 0600);
+  const bool fault = st >= 0 && WIFSIGNALED(st) && is_fault_signal(WTERMSIG(st));
+  if (!fault) {
+    out << "crash: the first rank to end on this node (pid " << pid << ") ended with " << how_it_ended(st)
+        << (st < 0 ? " (its launcher reaped it before trainctl could read how)" : ", not a fault of the node")
+        << ": no node is blamed\n";
+    return false;
+  }
+  std::this_thread::sleep_for(kEvidenceWait);  // the other nodes' first deaths
+  std::int64_t next_other = -1;
+  std::string closest;
+  for (const node_death& n : other_deaths(fd, me)) {
+    if (next_other >= 0 && n.first_ms >= next_other) continue;
+    next_other = n.first_ms;
+    closest = n.node;
+  }
+  if (next_other >= 0 && next_other <= mine + skew) {
+    out << "crash: rank pid " << pid << " on this node died by " << how_it_ended(st) << ", but a rank on " << closest
+        << " ended "
+        << (mine - next_other >= 0 ? to_ms_text(mine - next_other) + " before it"
+                                   : to_ms_text(next_other - mine) + " after it")
+        << " (within the " << skew << " ms allowed for clock skew): no node is blamed\n";
+    return false;
+  }
+  const std::string lead = next_other < 0
+                               ? "no other node's rank died"
+                               : "the next node (" + closest + ") " + to_ms_text(next_other - mine) + " later";
+  bad_node b;
+  b.when = mine / 1000;
+  b.host = me;
+  b.job = job;
+  b.gpus = gpu_uuids();
+  b.reason = "crashed (" + how_it_ended(st) + " in a rank, the first death of the job; " + lead + ")";
+  if (alone) {  // nothing to compare with: the program's fault as likely as the node's
+    // The array names the program: its tasks crashing on one node (SLURM's pick on an
+    // idle cluster) are one program's crashes, no evidence against the node.
+    const std::string array = env_text("SLURM_ARRAY_JOB_ID");
+    b.reason = std::string(kSuspectedCrash) + " (" + how_it_ended(st) + " in a rank of a one-node job" +
+               (array.empty() ? "" : std::string(kOfArray) + array) +
+               "; a node is kept off only when crashes of other programs follow it)";
+  }
+  const std::string path = bad_nodes_path(), e2 = record_bad_node(path, b);
+  const std::string as = alone ? " as a suspect (" : " as a bad node (";
+  out << (e2.empty() ? "remembered " + me + as + b.reason + ") in " + path
+                     : "could not remember " + me + as.substr(0, as.size() - 2) + ": " + e2)
+      << "\n";
+  if (!err.empty()) out << "crash: " << err << "\n";
+  return e2.empty();
+}
+
+}  // namespace trainctl

@@ -1,0 +1,83 @@
+// The culprit of a crash (the rule: node_health.hpp): this node's first rank death,
+// written at once into the step's crash evidence for the other nodes (in a child: the
+// log directory may stall), and judged against theirs when the command ended. A node is
+// blamed only when its first death was by a fault signal and came first by more than
+// the clock skew; trainctl's own ends, exits and unknown causes blame nobody.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "run_options.hpp"
+#include "subprocess.hpp"
+
+namespace trainctl {
+
+// The log directory, as node health checked it (in a child, at the start).
+struct log_dir_status {
+  std::string dir;
+  std::string problem;   // "" when usable (or not known yet)
+  bool checked = false;  // the check answered
+  bool group = false;    // shared with the group (files 0640)
+};
+
+// Names one run of a step's supervisor: job.restart, or the pid without a job.
+std::string run_key(const std::string& job_id, pid_t self);
+
+class crash_culprit {
+ public:
+  using log_fn = std::function<void(const std::string&)>;
+  crash_culprit(const supervisor_options& o, const log_dir_status& dir, log_fn log)
+      : opts_(o), dir_(dir), log_(std::move(log)) {}
+  void started(pid_t self) { self_ = self; }
+
+  // A rank of this node died (how: a wait status, -1 unknown): the first is this node's
+  // evidence.
+  void rank_died(pid_t pid, std::int64_t when_ms, int wait_status);
+  // Trainctl itself told the ranks to stop or ended them: deaths from now on are no
+  // findings.
+  void trainctl_ended(std::int64_t now_ms) {
+    if (caused_since_ms_ == 0) caused_since_ms_ = now_ms;
+  }
+  // See node_health::peer_death.
+  std::string peer_death() const;
+
+  struct end_facts {
+    int status = 0;     // the command's wait status
+    pid_t command = 0;  // the command: the rank itself unless a launcher
+    bool command_is_launcher = false;
+    bool hung = false;                          // a hang was found: trainctl ends the ranks
+    std::function<std::string()> state_damage;  // the node state's damage ("" none), asked only for a SIGBUS
+  };
+  // The command ended: judges this node (may wait a few seconds for the other nodes).
+  void command_ended(const end_facts& f);
+
+  // A status the loop reaped: true when it was the evidence writer's.
+  bool reaped(pid_t pid, int status);
+  pid_t writer_pid() const { return evidence_ ? evidence_->pid() : 0; }
+
+ private:
+  void publish_first_death();
+  void settle_evidence();
+  std::string evidence_leaf() const;
+  static bool judge_first_death(int fd, const std::string& me, std::int64_t mine, int st, pid_t pid, std::int64_t skew,
+                                const std::string& job, bool alone, std::ostringstream& out);
+
+  const supervisor_options& opts_;
+  const log_dir_status& dir_;
+  log_fn log_;
+  pid_t self_ = 0;
+  pid_t first_dead_ = 0;  // the first rank of this node seen dead, 0: none yet
+  std::int64_t first_death_ms_ = 0;
+  int first_death_status_ = -1;
+  std::int64_t caused_since_ms_ = 0;         // when trainctl first told the ranks to stop or ended them
+  bool ending_ = false;                      // command_ended runs: it writes this node's evidence itself
+  std::unique_ptr<started_child> evidence_;  // writes this node's first death for the others
+};
+
+}  // namespace trainctl
