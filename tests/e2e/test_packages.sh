@@ -191,8 +191,17 @@ grep -h '^optional' /usr/share/trainctl/plugstack.conf.example >"$plugstack"  # 
 # The help whole, then searched (a pipe into grep -q can end srun with SIGPIPE).
 help=$(srun --help 2>&1) || fail "srun --help failed with the installed plugin: $help"
 grep -q -- '--graceful-exit' <<<"$help" || fail "srun --help does not list --graceful-exit with the installed plugin"
+# Before SLURM 23.11 the task process forks and then execs the supervisor, so the
+# command can look before that exec (seen under a whole test run's load): it waits for
+# its parent to become the supervisor, 10 s at most.
 # shellcheck disable=SC2016  # expanded by the task's shell
-parent=$(srun -N1 -t1 --kill-switch="$TEST_DIR/KILL" bash -c 'echo "$KILL_SWITCH $(readlink /proc/$PPID/exe)"')
+parent=$(srun -N1 -t1 --kill-switch="$TEST_DIR/KILL" bash -c '
+  for _ in $(seq 100); do
+    exe=$(readlink /proc/$PPID/exe)
+    [ "$exe" != /usr/bin/trainctl-run ] || break
+    sleep 0.1
+  done
+  echo "$KILL_SWITCH $exe"')
 [ "$parent" = "$TEST_DIR/KILL /usr/bin/trainctl-run" ] || fail "the task's KILL_SWITCH and parent: '$parent'"
 log "the installed plugin: srun --help lists --graceful-exit; a task runs under /usr/bin/trainctl-run"
 cp "$PLUGSTACK_SAVED" "$plugstack"
