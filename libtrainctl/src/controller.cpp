@@ -40,7 +40,7 @@ controller::controller(const config& cfg) : impl_(std::make_unique<impl>(*cfg.im
   impl& m = *impl_;
   m.open_state();
   if (const char* job = std::getenv("SLURM_JOB_ID")) {
-    m.events.open(own_run_events_path(), job);
+    m.events.write_to(own_run_events_path(), job);
   }
   if (!m.cfg.kill_switch.empty()) m.register_switch(true, "kill-switch", m.cfg.kill_switch);
   if (!m.cfg.save_switch.empty()) m.register_switch(false, "save-switch", m.cfg.save_switch);

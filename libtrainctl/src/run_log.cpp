@@ -10,7 +10,7 @@
 
 namespace trainctl {
 
-void run_log::open(const std::string& path, const std::string& job) {
+void run_log::write_to(const std::string& path, const std::string& job) {
   path_ = path;
   job_ = job;
 }

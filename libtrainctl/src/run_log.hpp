@@ -22,7 +22,7 @@ class run_log {
   explicit run_log(std::function<void()> wake) : wake_(std::move(wake)) {}
 
   // Where the events go (this user's run events for job `job`); none until then.
-  void open(const std::string& path, const std::string& job);
+  void write_to(const std::string& path, const std::string& job);
   bool on() const { return !path_.empty(); }
   const std::string& job() const { return job_; }
 
