@@ -8,15 +8,33 @@ namespace trainctl {
 namespace {
 
 constexpr double kRatio = 1.01;
-constexpr int kBuckets = 2400;  // 1.01^2400 us: 6.6 hours
+constexpr double kSqrtRatio = 1.004987562112089;  // a bucket's middle over its lower bound
+constexpr int kBuckets = 2400;                    // 1.01^2400 us: 6.6 hours
+
+// Bucket b holds the times from kRatio^b us up to kRatio^(b+1). The bounds come from a
+// table and not from std::log and std::pow: glibc 2.29 gave those new symbol versions,
+// and the library must load with Enterprise Linux 8's glibc 2.28 (scripts/package).
+const std::vector<double>& lower_bounds() {
+  static const std::vector<double> bounds = [] {
+    std::vector<double> b(kBuckets);
+    double at = 1;
+    for (double& x : b) {
+      x = at;
+      at *= kRatio;
+    }
+    return b;
+  }();
+  return bounds;
+}
 
 int bucket_of(double us) {
-  if (us < 1) return 0;
-  return std::min(kBuckets - 1, static_cast<int>(std::log(us) / std::log(kRatio)));
+  const std::vector<double>& b = lower_bounds();
+  const auto above = std::upper_bound(b.begin(), b.end(), us);
+  return above == b.begin() ? 0 : static_cast<int>(above - b.begin()) - 1;
 }
 
 // A bucket's middle, in us.
-double middle_of(int b) { return std::pow(kRatio, b + 0.5); }
+double middle_of(int b) { return lower_bounds()[b] * kSqrtRatio; }
 
 // The middle of the value at which `half` of the (value, weight) pairs, sorted by
 // value, lie at or below.

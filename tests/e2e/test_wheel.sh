@@ -2,8 +2,9 @@
 # e2e-torch: the wheel's template run from a venv under real torchrun, on each SLURM release
 # The wheel as a user without root meets it (issue 30): one file from scripts/package
 # --wheel with the library, the Python package and the three tools.
-#   1. Its tag is manylinux_2_N with N <= 31 (built in Debian 11), and no file in it asks
-#      for a glibc symbol newer than 2.N or for a library outside glibc.
+#   1. Its tag is manylinux_2_N with N the glibc README.md promises (2.28: Enterprise
+#      Linux 8), README's pip line names this very file, and no file in it asks for a
+#      glibc symbol newer than 2.N or for a library outside glibc.
 #   2. As an unprivileged user: fresh venvs of pyenv's Pythons and of Debian's take it
 #      with `pip install --no-index`; the tools are on the venv's PATH and answer
 #      --version; a Controller sees a kill switch through the library inside the wheel;
@@ -48,7 +49,11 @@ name=$(basename "$wheel")
 [[ $name =~ ^trainctl-[0-9.]+-py3-none-manylinux_2_([0-9]+)_$(uname -m)\.whl$ ]] ||
   fail "the wheel's name is not trainctl-VERSION-py3-none-manylinux_2_N_$(uname -m).whl: $name"
 tag_minor=${BASH_REMATCH[1]}
-[ "$tag_minor" -le 31 ] || fail "$name needs glibc 2.$tag_minor: newer than Debian 11's 2.31 (EL 9: 2.34)"
+# What README.md promises a stranger: the glibc in its platform line, and this file's name.
+promised=$(sed -n 's/.*needs Python 3\.8+ and glibc 2\.\([0-9][0-9]*\)+ .*/\1/p' "$SRC/README.md")
+[ -n "$promised" ] || fail "README.md has no line 'needs Python 3.8+ and glibc 2.N+'"
+[ "$tag_minor" = "$promised" ] || fail "$name is tagged for glibc 2.$tag_minor; README.md promises 2.$promised"
+grep -qF "pip install $name" "$SRC/README.md" || fail "README.md's quick start does not install $name"
 cp "$wheel" "$TEST_DIR/" && wheel=$TEST_DIR/$name  # the user's copy, readable by the user
 mkdir "$TEST_DIR/unzipped"
 python3 -m zipfile -e "$wheel" "$TEST_DIR/unzipped"
