@@ -44,6 +44,7 @@ extern "C" {
 #include "options.hpp"
 #include "parse.hpp"
 #include "spank_args.hpp"
+#include "supervised_step.hpp"
 #include "switch_paths.hpp"
 
 // spank.h's SPANK_PLUGIN defines const objects; in C++ they need extern "C" linkage
@@ -504,7 +505,13 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     char pid[24];
     std::snprintf(pid, sizeof pid, "%d", static_cast<int>(supervisor));
     spank_setenv(sp, "TRAINCTL_SUPERVISOR_PID", pid, 1);
-    spank_setenv(sp, "TRAINCTL_SUPERVISED", "1", 1);
+    const std::string step = trainctl::supervised_step([env](const char* name) {
+      const std::size_t n = std::strlen(name);
+      for (char** e = env; e != nullptr && *e != nullptr; ++e)
+        if (std::strncmp(*e, name, n) == 0 && (*e)[n] == '=') return std::string(*e + n + 1);
+      return std::string();
+    });
+    spank_setenv(sp, trainctl::kSupervisedVar, step.c_str(), 1);
     if (!renv.state.empty()) spank_setenv(sp, "TRAINCTL_STATE", renv.state.c_str(), 1);
     if (!renv.log_dir.empty()) spank_setenv(sp, "TRAINCTL_LOG_DIR", renv.log_dir.c_str(), 1);
     if (!renv.bad_nodes.empty()) spank_setenv(sp, "TRAINCTL_BAD_NODES", renv.bad_nodes.c_str(), 1);

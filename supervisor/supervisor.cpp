@@ -20,6 +20,7 @@
 #include "query_schedule.hpp"
 #include "run_progress.hpp"
 #include "stack_dump.hpp"
+#include "supervised_step.hpp"
 #include "task_supervisor.hpp"
 
 namespace trainctl {
@@ -137,7 +138,8 @@ void task_supervisor::export_environment() {
   if (!opts_.save_switch.empty()) setenv("SAVE_SWITCH", opts_.save_switch.c_str(), 1);
   const std::string sigs = signal_name(opts_.graceful_signal) + ",TERM";
   setenv("TRAINCTL_SIGNALS", sigs.c_str(), 0);
-  setenv("TRAINCTL_SUPERVISED", "1", 1);  // a batch script can tell it already runs under one
+  // A batch script can tell it already runs under one; trainctl-run adds no second one.
+  setenv(kSupervisedVar, supervised_step([](const char* name) { return env_text(name); }).c_str(), 1);
   setenv("TRAINCTL_SUPERVISOR_PID", std::to_string(getpid()).c_str(), 1);  // ranks allow its stack readers
   setenv("TRAINCTL_LOG_DIR", resolve_log_dir(opts_.log_dir).c_str(), 1);   // slow_nodes beside the stacks
   if (!bad_nodes_path().empty()) setenv("TRAINCTL_BAD_NODES", bad_nodes_path().c_str(), 1);

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,11 +17,13 @@
 
 #include "cli_text.hpp"
 #include "commands.hpp"
+#include "env.hpp"
 #include "job_access.hpp"
 #include "job_status.hpp"
 #include "options.hpp"
 #include "parse.hpp"
 #include "stack_dump.hpp"
+#include "supervised_step.hpp"
 #include "supervisor.hpp"
 #include "switch_paths.hpp"
 #include "trainctl/trainctl.h"
@@ -239,6 +242,41 @@ supervisor_options supervisor_options_from(const run_args& a) {
   return o;
 }
 
+// In a job step that already runs under a supervisor (the plugin's, or the batch
+// script's own trainctl-run), the command runs as it is, under that one's options: a
+// second supervisor would relay every notice twice. Returns only when this call is the
+// step's supervisor.
+void pass_on_if_supervised(std::vector<std::string>& command) {
+  const auto env = [](const char* name) { return env_text(name); };
+  switch (nesting_of(env)) {
+    case nesting::supervise:
+      return;
+    case nesting::loop:
+      std::fprintf(stderr,
+                   "%s: this job step already runs under trainctl-run, which ran a command that started it again, "
+                   "and this is the second time: a batch script whose first line execs trainctl-run needs the guard "
+                   "in front of it, or it starts itself forever:\n"
+                   "  [ \"${TRAINCTL_SUPERVISED:-}\" = \"$SLURM_JOB_ID\" ] || exec trainctl-run --batch -- \"$0\" "
+                   "\"$@\"\n",
+                   prog.c_str());
+      std::exit(kUsageStatus);
+    case nesting::pass_on:
+      break;
+  }
+  const std::string supervisor = env_text("TRAINCTL_SUPERVISOR_PID");
+  std::fprintf(stderr,
+               "%s: this job step already runs under trainctl-run%s: %s runs as it is, under that one's options\n",
+               prog.c_str(), supervisor.empty() ? "" : (" (pid " + supervisor + ")").c_str(), command[0].c_str());
+  setenv(kPassedOnVar, supervised_step(env).c_str(), 1);
+  std::vector<char*> args;
+  for (auto& word : command) args.push_back(&word[0]);
+  args.push_back(nullptr);
+  execvp(args[0], args.data());
+  const int err = errno;
+  std::fprintf(stderr, "%s: cannot run %s: %s\n", prog.c_str(), args[0], std::strerror(err));
+  std::exit(err == ENOENT ? 127 : 126);
+}
+
 }  // namespace
 
 int run(const std::string& program, int argc, char** argv) {
@@ -272,6 +310,7 @@ int run(const std::string& program, int argc, char** argv) {
   if (const int status = run_one_shot(a); status >= 0) return status;
   const supervisor_options o = supervisor_options_from(a);
   if (a.adopt <= 0 && a.command.empty()) usage_error("no command given; usage: " + prog + " [options] -- COMMAND...");
+  if (a.adopt <= 0) pass_on_if_supervised(a.command);
 
   std::vector<char*> args;
   args.reserve(a.command.size() + 1);

@@ -38,7 +38,7 @@ write_torchrun_job() {
   # Without the plugin the batch script puts itself under trainctl-run --batch, which
   # requeues the job when its ranks saved and exited during a preemption.
   # shellcheck disable=SC2016  # expanded when the job runs
-  [ $# -gt 0 ] && batch_line='[ -n "${TRAINCTL_SUPERVISED:-}" ] || exec '"$BUILD"'/bin/trainctl-run --batch -- "$0" "$@"'
+  [ $# -gt 0 ] && batch_line='[ "${TRAINCTL_SUPERVISED:-}" = "$SLURM_JOB_ID" ] || exec '"$BUILD"'/bin/trainctl-run --batch -- "$0" "$@"'
   cat >"$file" <<JOB
 #!/bin/bash
 $batch_line
