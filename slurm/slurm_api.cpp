@@ -115,8 +115,6 @@ void slurm_api_job_child(const std::string& job_id) {
   _exit(1);
 }
 
-bool slurm_requeues_preempted_jobs() { return SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 5, 0); }
-
 std::optional<job_times> parse_api_output(const std::string& output, std::string* error, std::string* fallback_why) {
   std::istringstream lines(output);
   std::string line;

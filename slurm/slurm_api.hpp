@@ -22,15 +22,6 @@ namespace trainctl {
 // follows. Runs only in a forked child: it may exit or exec.
 void slurm_api_job_child(const std::string& job_id);
 
-// Whether the controller puts back in the queue, by itself, a job whose batch script ends
-// while it is being preempted with PreemptMode=REQUEUE (the ranks saved and exited within
-// the grace time): SLURM does from 24.05 ("assume that job signalled for GraceTime was
-// preempted"); before, such a job ends COMPLETED unless someone requeues it. A second,
-// explicit requeue on 24.05 to 25.05 stays pending and requeues the resumed run again
-// when it ends: the job never completes. Taken from the headers built against, which are
-// the controller's own where SLURM and trainctl are upgraded together.
-bool slurm_requeues_preempted_jobs();
-
 // The record in what such a child printed; nullopt with `error` set when it printed
 // none. `fallback_why` gets the reason when the child fell back to scontrol.
 std::optional<job_times> parse_api_output(const std::string& output, std::string* error, std::string* fallback_why);

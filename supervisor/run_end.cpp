@@ -16,6 +16,7 @@
 #include "run_events.hpp"
 #include "slurm_api.hpp"
 #include "slurm_job.hpp"
+#include "slurm_release.hpp"
 #include "subprocess.hpp"
 
 namespace trainctl {
@@ -151,7 +152,7 @@ void run_end::forgive_crash_loop_nodes() const {
 // SLURM before 24.05 would count a job whose batch script ended within the preemption's
 // grace as finished: put it back in the queue, as preemption with requeue would have at
 // the end of the grace. Later releases requeue it themselves, and a second requeue
-// there loops.
+// there loops. The release is this node's, asked now (slurm_release.hpp).
 void run_end::requeue_if_preempted(bool maybe_preempted) {
   // No preemption seen, by this supervisor (a TERM, an answer) or by a step's on this
   // node: no question to the controller at every batch script's end.
@@ -163,10 +164,12 @@ void run_end::requeue_if_preempted(bool maybe_preempted) {
     log_.line("the job was preempted and is not requeueable (submit with --requeue to resume it)");
     return;
   }
-  if (slurm_requeues_preempted_jobs()) {
-    log_.line("the job was preempted: SLURM requeues it to resume");
+  const slurm_release slurm = slurm_release_here(milliseconds(10000));
+  if (requeues_preempted_jobs(slurm)) {
+    log_.line("the job was preempted: SLURM %s requeues it to resume", slurm.text().c_str());
     return;
   }
+  if (slurm.source != "scontrol --version") log_.line("SLURM %s is %s", slurm.text().c_str(), slurm.source.c_str());
   if (requeue_job(opts_.job_id, milliseconds(10000), &error))
     log_.line("the job was preempted: requeued it to resume");
   else

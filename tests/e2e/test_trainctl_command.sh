@@ -15,8 +15,12 @@ for verb in run stacks bad-nodes version; do
   "$tc" help "$verb" >"$TEST_DIR/help-$verb" || fail "trainctl help $verb exited non-zero"
   "$tc" "$verb" --help | cmp -s - "$TEST_DIR/help-$verb" || fail "trainctl $verb --help differs from trainctl help $verb"
 done
-[ "$("$tc" version)" = "$("$tc" --version)" ] || fail "trainctl version and --version differ"
-grep -qx "trainctl [0-9]*\.[0-9]*\.[0-9]*" <<<"$("$tc" version)" || fail "trainctl version: $("$tc" version)"
+grep -qx "trainctl [0-9]*\.[0-9]*\.[0-9]*" <<<"$("$tc" --version)" || fail "trainctl --version: $("$tc" --version)"
+version=$("$tc" version) || fail "trainctl version exited non-zero"
+[ "$(head -n 1 <<<"$version")" = "$("$tc" --version)" ] || fail "trainctl version's first line is not --version's: $version"
+slurm=$(sinfo -V | grep -o '[0-9][0-9]*\.[0-9][0-9]\.[0-9][0-9]*' | head -n 1)
+grep -q "^SLURM $slurm on this node (scontrol --version): " <<<"$version" ||
+  fail "trainctl version does not name this node's SLURM $slurm: $version"
 for bad in "" "frobnicate" "help frobnicate" "stacks" "bad-nodes mark n1" "bad-nodes forget" "version extra" \
   "status abc" "stacks 12x" "report 1_2_3"; do
   set +e
