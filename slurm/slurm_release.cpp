@@ -1,6 +1,6 @@
 #include "slurm_release.hpp"
 
-#include <slurm/slurm_version.h>
+#include <slurm/slurm.h>  // SLURM_VERSION_NUMBER (20.11 has no slurm_version.h)
 
 #include <cctype>
 #include <cstdio>
