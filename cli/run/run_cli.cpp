@@ -269,6 +269,7 @@ void pass_on_if_supervised(std::vector<std::string>& command) {
                prog.c_str(), supervisor.empty() ? "" : (" (pid " + supervisor + ")").c_str(), command[0].c_str());
   setenv(kPassedOnVar, supervised_step(env).c_str(), 1);
   std::vector<char*> args;
+  args.reserve(command.size() + 1);
   for (auto& word : command) args.push_back(&word[0]);
   args.push_back(nullptr);
   execvp(args[0], args.data());
