@@ -228,6 +228,15 @@ if [ "$slurm" != 20.11 ]; then
     fail "the wheel's trainctl-run on SLURM $slurm did not say how it reads the job's EndTime"
   log "SLURM $slurm: ${line#*: }"
 fi
+# Who requeues a preempted job is the node's SLURM's to decide, not the one the wheel
+# was built against (20.11): trainctl version says which it found and what follows.
+release_here=$(sinfo -V | grep -o '[0-9][0-9]*\.[0-9][0-9]\.[0-9][0-9]*' | head -n 1)
+version=$(cd / && runuser -u "$TEST_USER" -- "${user_env[@]}" SLURM_CONF="$CLUSTER_ETC/without-plugin/slurm.conf" \
+  "$venv/bin/trainctl" version) || fail "the wheel's trainctl version failed: $version"
+case $release_here in 2[0-3].* | 24.0[0-4].*) who="trainctl-run --batch requeues it" ;; *) who="trainctl-run --batch leaves that to it" ;; esac
+grep -q "^SLURM $release_here on this node (scontrol --version): .*$who" <<<"$version" ||
+  fail "the wheel's trainctl version on SLURM $release_here: $version"
+log "the wheel's trainctl version: $(tail -n 1 <<<"$version")"
 log "task 2 stopped at the kill switch; all under the venv's trainctl-run"
 
 if [ -n "$release" ]; then
