@@ -278,4 +278,45 @@ bool cancel_pending_tasks(const std::string& array_id, std::chrono::milliseconds
   return run_slurm_command({"scancel", "--state=PENDING", array_id}, timeout, error);
 }
 
+pending_array_tasks pending_tasks(const std::string& array_id, std::chrono::milliseconds timeout, std::string* error) {
+  pending_array_tasks p;
+  if (!is_job_id(array_id)) {
+    if (error != nullptr) *error = "not a job id: '" + array_id + "'";
+    return p;
+  }
+  // Each task on a line of its own (-r) to count them, then squeue's ranges to name them.
+  child_spec spec;
+  spec.argv = {"squeue", "-h", "-r", "-t", "PENDING", "-j", array_id, "-o", "%i"};
+  spec.deadline = timeout;
+  child_result r = run_child(spec);
+  if (r.ok()) {
+    spec.argv = {"squeue", "-h", "-t", "PENDING", "-j", array_id, "-o", "%i"};
+    const child_result ranges = run_child(spec);
+    if (!ranges.ok()) r = ranges;
+    for (const std::string_view line : split(ranges.output, '\n')) {
+      // "4242_[2-5%1]": the throttle is no part of the ids; only what an id can hold.
+      std::string ids(line);
+      const std::size_t throttle = ids.find('%');
+      if (throttle != std::string::npos) ids = ids.substr(0, throttle) + "]";
+      if (ids.empty() || ids.find_first_not_of("0123456789_[],-:") != std::string::npos) continue;
+      p.ids += (p.ids.empty() ? "" : ",") + ids;
+    }
+  }
+  if (!r.ok()) {
+    if (error != nullptr) *error = r.error;
+    return p;
+  }
+  p.count = 0;
+  for (char c : r.output) p.count += c == '\n';
+  return p;
+}
+
+bool hold_pending_tasks(const std::string& ids, std::chrono::milliseconds timeout, std::string* error) {
+  if (ids.empty() || ids.find_first_not_of("0123456789_[],-:") != std::string::npos) {
+    if (error != nullptr) *error = "not job ids: '" + ids + "'";
+    return false;
+  }
+  return run_slurm_command({"scontrol", "hold", ids}, timeout, error);
+}
+
 }  // namespace trainctl

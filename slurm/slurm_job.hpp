@@ -120,4 +120,18 @@ bool requeue_job(const std::string& job_id, std::chrono::milliseconds timeout, s
 // not started (what the template does once training finished). False with `error` set.
 bool cancel_pending_tasks(const std::string& array_id, std::chrono::milliseconds timeout, std::string* error);
 
+// The tasks of job array `array_id` that have not started: how many (-1 with `error` set
+// when squeue failed), and as `scontrol release` takes them ("4242_[2-5]", several
+// comma-separated): the array's id alone would also name its ended tasks, and scontrol
+// then fails with "Job has already finished".
+struct pending_array_tasks {
+  int count = -1;
+  std::string ids;
+};
+pending_array_tasks pending_tasks(const std::string& array_id, std::chrono::milliseconds timeout, std::string* error);
+
+// `scontrol hold IDS`: holds the tasks `ids` names (pending_tasks' ids) that have not
+// started; `scontrol release IDS` lets them start. False with `error` set.
+bool hold_pending_tasks(const std::string& ids, std::chrono::milliseconds timeout, std::string* error);
+
 }  // namespace trainctl

@@ -110,6 +110,38 @@ void run_end::cancel_rest_of_array() const {
               error.c_str());
 }
 
+void run_end::hold_rest_of_array(const std::string& path) const {
+  const std::string array = env_text("SLURM_ARRAY_JOB_ID");
+  if (array.empty() || opts_.job_id.empty()) return;
+  // Once per job on this node: the batch step's supervisor and the first task's of a
+  // step both know the switch (the plugin's), or only one does (trainctl-run's).
+  try {
+    if (!claim_once("once.held." + opts_.job_id + ".0")) return;
+  } catch (const std::exception&) {  // no private state directory: held twice at worst
+  }
+  std::string error;
+  const pending_array_tasks pending = pending_tasks(array, milliseconds(10000), &error);
+  if (pending.count == 0) return;  // the array's last task: nothing waits
+  // By their ids: the array's id would name its ended tasks too, which scontrol refuses.
+  const std::string ids = pending.ids.empty() ? array : pending.ids;
+  if (pending.count > 0 && hold_pending_tasks(ids, milliseconds(10000), &error)) {
+    log_.line("kill switch %s: the pending tasks of array %s (%d) are held; to go on: rm %s && scontrol release %s",
+              path.c_str(), array.c_str(), pending.count, path.c_str(), ids.c_str());
+    run_event e;  // for trainctl report
+    e.ms = unix_now_ms();
+    e.job = opts_.job_id;
+    e.what = "held";
+    e.reason = "kill-switch";
+    e.figures.emplace_back("tasks", pending.count);
+    append_event_bounded(format_run_event(e), "cannot note the held tasks for `trainctl report`");
+    return;
+  }
+  log_.line(
+      "kill switch %s: could not hold the pending tasks of array %s (%s): each starts and ends at once while the "
+      "switch is there (scancel %s ends them)",
+      path.c_str(), array.c_str(), error.c_str(), array.c_str());
+}
+
 // The runs the breaker counted all crashed before getting past one step: the crash is
 // the program's, not the nodes'. Their crash findings leave the bad-node memory (in a
 // child: the home may stall), and the log says which nodes were forgiven.

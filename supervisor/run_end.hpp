@@ -40,6 +40,10 @@ class run_end {
   // The breaker ended this run: the job exits kNoProgressExit.
   bool no_progress() const { return no_progress_; }
 
+  // The kill switch `path` ended this run (or is there at its start): the array's pending
+  // tasks are held, not cancelled, so that none waits in the queue for nodes only to end
+  // at once, and `rm` + `scontrol release` goes on where the run stopped. One line says so.
+  void hold_rest_of_array(const std::string& path) const;
   // The batch script ended while the job was being preempted: requeue it where SLURM
   // would not. `maybe_preempted`: a TERM or a preemption was seen on this node.
   void requeue_if_preempted(bool maybe_preempted);

@@ -88,6 +88,7 @@ int task_supervisor::start(char* const* argv, pid_t adopt) {
         kill(adopt, SIGKILL);
         waitpid(adopt, nullptr, 0);
       }
+      if (holds_array()) end_.hold_rest_of_array(opts_.kill_switch);
       return 0;
     }
   }
@@ -196,6 +197,9 @@ int task_supervisor::finish() {
   procs_.end_leftovers();
   learn_save_time();  // the save the ranks made before they exited
   if (opts_.batch) end_.requeue_if_preempted(term_seen_ || preempted_);
+  // The switch as the node state had it last (no stat of a shared path here).
+  if (holds_array() && state_ && (state_->get().flags.load(std::memory_order_acquire) & kFlagExitSwitch) != 0)
+    end_.hold_rest_of_array(opts_.kill_switch);
   if (std::getenv("SLURM_JOB_ID") != nullptr && state_ && publishes() && state_->damage().empty())
     end_.note_compute(state_->get());
   if (opts_.batch) end_.note_task_end(procs_.status(), preempted_);

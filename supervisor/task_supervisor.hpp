@@ -14,6 +14,7 @@
 #include <string>
 
 #include "deadline_tracker.hpp"
+#include "env.hpp"
 #include "graceful_auto.hpp"
 #include "node_health.hpp"
 #include "node_role.hpp"
@@ -53,6 +54,10 @@ class task_supervisor {
   // The supervisor's own helpers: the hook, a stacks or evidence child, a query.
   bool is_helper(pid_t p) const { return hook_.owns(p) || health_.owns(p) || p == query_.pid(); }
   bool publishes() const { return role_ && role_->publishes(); }
+  // Whether this supervisor holds the array's pending tasks when the kill switch ends
+  // its run: the batch step's, and the first task's of a step (trainctl-run's batch
+  // script may not know the switch).
+  bool holds_array() const { return !opts_.kill_switch.empty() && (opts_.batch || env_text("SLURM_PROCID") == "0"); }
 
   // notices.cpp: signals, the controller's answers, and telling the ranks.
   void handle_signal(const signalfd_siginfo& si);

@@ -84,6 +84,8 @@ void account(task_report& t, const std::vector<run_event>& events) {
       t.end_event_ms = clamp(e.ms);
       t.last_step = e.step;
       if (e.took_ms >= 0) t.last_agreement_ms = clamp(e.ms - e.took_ms);
+    } else if (e.what == "held") {
+      t.held_tasks = std::max<std::int64_t>(0, e.figure("tasks", 0));
     } else if (e.what == "notice") {
       // One mark per notice: each node's supervisor notes the hang it found.
       const bool again = std::any_of(t.notices.begin(), t.notices.end(), [&](const auto& n) {
@@ -265,7 +267,9 @@ std::string run_report_text(const run_report& r) {
   for (const auto& t : r.tasks) {  // each save and notice, for the tasks that have them
     const std::string straggler = straggler_clause(t.straggler, t.task.nodes);
     const std::string slow = slow_steps_clause(t.slow, t.task.nodes);
-    if (t.saves.empty() && t.notices.empty() && t.restore_s < 0.05 && straggler.empty() && slow.empty()) continue;
+    if (t.saves.empty() && t.notices.empty() && t.restore_s < 0.05 && straggler.empty() && slow.empty() &&
+        t.held_tasks == 0)
+      continue;
     std::string detail = "  " + t.task.name + ":";
     if (t.restore_s >= 0.05) detail += " restore " + span_text(t.restore_s) + " (in its start-up);";
     for (const auto& s : t.saves) {
@@ -287,6 +291,9 @@ std::string run_report_text(const run_report& r) {
         detail += " no save finished: every step of this task was lost;";
     }
     detail += straggler + slow;
+    if (t.held_tasks > 0)
+      detail += " the kill switch held the array's " + std::to_string(t.held_tasks) +
+                " pending tasks (rm the switch and scontrol release them to go on);";
     detail.back() = '\n';
     out += detail;
   }
@@ -353,6 +360,7 @@ std::string run_report_json(const run_report& r) {
     jt["hung_s"] = t.hung_s;
     jt["end_s"] = t.end_s;
     jt["exit_reason"] = t.exit_reason.empty() ? json(nullptr) : json(t.exit_reason);
+    jt["held_tasks"] = t.held_tasks;
     jt["saves"] = json::array();
     for (const auto& s : t.saves)
       jt["saves"].push_back(

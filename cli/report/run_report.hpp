@@ -49,6 +49,7 @@ struct task_report {
   std::vector<save_span> saves;
   std::vector<std::pair<std::int64_t, std::string>> notices;  // unix ms, kind
   std::string exit_reason;
+  std::int64_t held_tasks = 0;  // the array's pending tasks the kill switch held as this task ended
   // The loop finished on its own (no exit trainctl decided, rank 0 ended, COMPLETED): its
   // last work is kept, its own last save assumed.
   bool loop_finished = false;

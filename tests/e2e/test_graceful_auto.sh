@@ -28,6 +28,13 @@ touch "$TEST_DIR/KILL_1"
 log "task 1: touched its kill switch; its save takes 20 s"
 wait_for 120 "task 1 to end" job_ended "${job}_1"
 [ "$(job_state "${job}_1")" = COMPLETED ] || fail "task 1 ended $(job_state "${job}_1")"
+# The kill switch held the array's pending task 2; this test's switches are per task,
+# so task 2 runs once released.
+held() { squeue -h -r -j "$job" -t PENDING -o %r 2>/dev/null | grep -qxE 'JobHeld(User|Admin)'; }  # Admin: root's job
+wait_for 30 "task 2 to be held" held
+grep -qF "are held; to go on: rm $TEST_DIR/KILL_1 && scontrol release ${job}_2" "$TEST_DIR/task1.out" ||
+  fail "task 1 did not say how to go on: $(grep -F 'kill switch' "$TEST_DIR/task1.out")"
+scontrol release "${job}_2" || fail "scontrol release ${job}_2 failed"
 grep -E "deadline .* graceful exit auto: 90s \(no save seen yet in this job array: 10m, at most half the time limit\)" \
   "$TEST_DIR/task1.out" >/dev/null || fail "task 1 did not take the first-task default, capped at half the limit"
 [ "$(grep -c '"why": "kill-switch"' "$TEST_DIR"/events/rank*.jsonl | awk -F: '{ s += $2 } END { print s }')" -eq 4 ] ||

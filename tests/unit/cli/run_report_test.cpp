@@ -448,3 +448,20 @@ TEST(RunReport, AStragglersPriceNeedsTwoRanksAndIsAFloorWithoutMarkedCompute) {
   EXPECT_NEAR(r.tasks[0].straggler.wall_s, 3.9, 1e-9);
   EXPECT_NE(run_report_text(r).find("cost at least 3.9 node-s"), std::string::npos) << run_report_text(r);
 }
+
+TEST(RunReport, TheTasksTheKillSwitchHeldAreNamedWithHowToGoOn) {
+  std::vector<run_event> events = {ev(10, "1401", "first_step", 0), ev(40, "1401", "exit", 300, -1, "kill-switch"),
+                                   ev(41, "1401", "saved", -1, 1000), ev(43, "1401", "held")};
+  events.back().reason = "kill-switch";
+  events.back().figures.emplace_back("tasks", 3);
+  const run_report r = build_run_report(
+      "1400", {task("1402", "1400_2", -1, -1, 1, "PENDING"), task("1401", "1400_1", 0, 44, 2)}, events, kS + 50 * kSec);
+  ASSERT_EQ(r.tasks.size(), 2u);
+  EXPECT_EQ(r.tasks[0].held_tasks, 3);
+  EXPECT_EQ(r.tasks[1].held_tasks, 0);
+  const std::string text = run_report_text(r);
+  EXPECT_NE(text.find("the kill switch held the array's 3 pending tasks (rm the switch and scontrol release them to "
+                      "go on)"),
+            std::string::npos)
+      << text;
+}
