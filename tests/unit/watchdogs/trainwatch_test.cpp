@@ -500,6 +500,22 @@ TEST(SlowNodes, ARecentReportIsAWarningNamingHostAndRankAnOldOneIsOver) {
   EXPECT_EQ(check_slow_nodes(t / "none", std::chrono::hours(1), 1000).status, kOk) << "no file: nobody was slow";
 }
 
+// The log directory is often group-writable: what a teammate or another user put there
+// under the name is not read, and never stops the check (cron would pile up hung runs).
+TEST(SlowNodes, AFifoOrALinkInItsPlaceIsUnknownAtOnce) {
+  trainctl_test::temp_dir t;
+  const std::string fifo = t / "fifo/slow_nodes";
+  ASSERT_EQ(mkdir((t / "fifo").c_str(), 0700), 0);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const check_result f = check_slow_nodes(fifo, std::chrono::hours(1), 1000);
+  EXPECT_EQ(f.status, kUnknown);
+  EXPECT_NE(f.text.find("is not a regular file of this user"), std::string::npos) << f.text;
+  const std::string link = t / "slow_nodes_link";
+  ASSERT_EQ(symlink("/dev/zero", link.c_str()), 0);
+  const check_result l = check_slow_nodes(link, std::chrono::hours(1), 1000);
+  EXPECT_EQ(l.status, kUnknown) << "never read through a link (to /dev/zero: without bound)";
+}
+
 TEST(BadNodeBack, AJobOnARememberedNodeIsAWarning) {
   trainctl_test::temp_dir t;
   bad_node b;
