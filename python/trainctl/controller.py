@@ -47,6 +47,40 @@ def _stack_signal():
         return signal.SIGURG
 
 
+def _open_own_stacks_file(directory, name):
+    """The new file `name` in `directory`, which must be this user's alone: the node
+    state's directory sits in /dev/shm, where everyone can write, and after systemd-logind
+    removed it (RemoveIPC) another user could make it again under the same name, with a
+    FIFO in place of the file (an open would wait forever) or a link. Made again here when
+    it is missing, the user's alone, as the node state's own open does."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        dfd = os.open(directory, flags)
+    except FileNotFoundError:
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:  # another rank of the node, a moment before
+            pass
+        dfd = os.open(directory, flags)
+    try:
+        st = os.fstat(dfd)
+        if st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise OSError("%s is not this user's private directory (owner uid %d, mode %o)" % (
+                directory, st.st_uid, st.st_mode & 0o7777))
+        # Exclusive: a file left by an earlier process with this pid is replaced, never
+        # written through; non-blocking and no link, whatever is there.
+        create = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(name, create, 0o600, dir_fd=dfd)
+        except FileExistsError:
+            os.unlink(name, dir_fd=dfd)
+            fd = os.open(name, create, 0o600, dir_fd=dfd)
+        os.set_blocking(fd, True)
+        return fd
+    finally:
+        os.close(dfd)
+
+
 def _register_stack_dump(state_path):
     """faulthandler on the stack signal, chained (a handler the program set before keeps
     running after the dump), writing to stacks.<pid> beside the node state, where the
@@ -60,16 +94,7 @@ def _register_stack_dump(state_path):
     if state_path and state_path.startswith("/"):
         path = os.path.join(os.path.dirname(state_path), "stacks.%d" % os.getpid())
         try:
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            except FileNotFoundError:
-                # The directory was removed (systemd-logind's RemoveIPC): made again, the
-                # user's alone, as the node state's own open makes it.
-                try:
-                    os.mkdir(os.path.dirname(state_path), 0o700)
-                except FileExistsError:  # another rank of the node, a moment before
-                    pass
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            fd = _open_own_stacks_file(os.path.dirname(state_path), os.path.basename(path))
             out = (os.fdopen(fd, "a"), path)
             # Which block of the dump is the main thread's: faulthandler lists at most
             # 100 threads, newest first, so with many threads the main one may be cut.

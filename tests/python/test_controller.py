@@ -382,3 +382,34 @@ class PackageTest(unittest.TestCase):
         lines = [l for l in out.stderr.splitlines() if "KILL" in l]
         self.assertEqual(len(lines), 1, out.stderr)
         self.assertIn("Permission denied", lines[0])
+
+
+class StackDumpFileTest(unittest.TestCase):
+    """Where a rank's Python stacks go (stacks.<pid> beside the node state): only into a
+    directory of this user's alone, never through a link, never blocking on a FIFO."""
+
+    def test_the_stacks_file_goes_only_into_a_private_directory_and_never_blocks(self):
+        import stat
+        from trainctl import controller
+        d = tempfile.mkdtemp(prefix="trainctl-py-")
+        try:
+            own = os.path.join(d, "own")
+            os.mkdir(own, 0o700)
+            os.mkfifo(os.path.join(own, "stacks.1"))  # in place of the file: an open of it would wait
+            fd = controller._open_own_stacks_file(own, "stacks.1")
+            self.assertTrue(stat.S_ISREG(os.fstat(fd).st_mode))
+            os.close(fd)
+            shared = os.path.join(d, "shared")
+            os.mkdir(shared)
+            os.chmod(shared, 0o777)  # as a directory another user made again after RemoveIPC
+            with self.assertRaises(OSError) as refused:
+                controller._open_own_stacks_file(shared, "stacks.2")
+            self.assertIn("is not this user's private directory", str(refused.exception))
+            self.assertFalse(os.path.exists(os.path.join(shared, "stacks.2")))
+            link = os.path.join(d, "link")
+            os.symlink(own, link)
+            with self.assertRaises(OSError):
+                controller._open_own_stacks_file(link, "stacks.3")
+            self.assertFalse(os.path.exists(os.path.join(own, "stacks.3")))
+        finally:
+            shutil.rmtree(d)
