@@ -1,67 +1,74 @@
 #!/usr/bin/env bash
-# e2e-modes: run plugin
 # e2e-alone: it counts the RPCs slurmctld receives from everyone
-# What the supervisors cost the controller, counted by slurmctld itself (sdiag): a 3-node
-# job with a 10 s EndTime poll. Each EndTime read is one RPC (REQUEST_JOB_INFO_SINGLE,
-# no REQUEST_FED_INFO), no two nodes read in the same second, a user's
-# `scancel --signal=USR1` costs no read, and the batch script's end asks nothing.
-# Nothing else may ask the controller about jobs while it counts: the test waits on the
-# job's output file, not on scontrol.
+# What the supervisors cost the controller, counted by slurmctld itself (sdiag): two
+# 3-node jobs side by side, one with trainctl-run in each task (on the cluster's
+# slurm.conf without the plugin) and one under the plugin, each with a 10 s EndTime
+# poll. Each EndTime read is one RPC (REQUEST_JOB_INFO_SINGLE, no REQUEST_FED_INFO), no
+# two nodes of a job read in the same second, a user's `scancel --signal=USR1` costs no
+# read, and the batch script's end asks nothing. Nothing else may ask the controller
+# about jobs while it counts: the test waits on the jobs' output files, not on scontrol.
+# Both modes at once: the count is the same sum, in half the time this test runs alone.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-cat >"$TEST_DIR/job.sh" <<JOB
+for mode in run plugin; do
+  cat >"$TEST_DIR/job-$mode.sh" <<JOB
 #!/bin/bash
 export TRAINCTL_LOG_QUERIES=1
-if [ "$MODE" = run ]; then
+if [ "$mode" = run ]; then
   srun $BUILD/bin/trainctl-run --graceful-exit=1m --endtime-poll=10s -- sleep 45
 else
   srun sleep 45
 fi
 echo "batch script done"
 JOB
-opts=()
-[ "$MODE" = plugin ] && opts=(--graceful-exit=1)
+done
 rpc_count() {  # rpc_count TYPE: slurmctld's count of that message type since the reset
   sdiag | awk -v t="$1" '$1 == t { for (i = 2; i <= NF; i++) if ($i ~ /^count:/) { sub("count:", "", $i); print $i; exit } }' |
     grep . || echo 0
 }
-batch_done() { grep -q "batch script done" "$TEST_DIR/job.out" 2>/dev/null; }
+batches_done() { grep -q "batch script done" "$TEST_DIR/job-run.out" 2>/dev/null && grep -q "batch script done" "$TEST_DIR/job-plugin.out" 2>/dev/null; }
 
 sdiag -r >/dev/null || fail "sdiag -r failed"
 export TRAINCTL_LOG_QUERIES=1
-job=$(submit -N3 --ntasks-per-node=1 --time=10 "${opts[@]}" -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
-log "submitted 3-node job $job ($MODE)"
+run_job=$(SLURM_CONF=$CLUSTER_ETC/without-plugin/slurm.conf submit -N3 --ntasks-per-node=1 --time=10 \
+  -o "$TEST_DIR/job-run.out" "$TEST_DIR/job-run.sh")
+plugin_job=$(submit -N3 --ntasks-per-node=1 --time=10 --graceful-exit=1 -o "$TEST_DIR/job-plugin.out" "$TEST_DIR/job-plugin.sh")
+log "submitted 3-node jobs $run_job (trainctl-run) and $plugin_job (plugin)"
 sleep 20
-log "scancel --signal=USR1 $job (a user's notice: no EndTime read)"
+log "scancel --signal=USR1 $run_job $plugin_job (a user's notice: no EndTime read)"
 # scancel itself asks the controller (a federation lookup and a job list): counted
 # around it, and not held against the supervisors.
 fed_before=$(rpc_count REQUEST_FED_INFO)
-scancel --signal=USR1 "$job"
+scancel --signal=USR1 "$run_job" "$plugin_job"
 scancel_fed=$(($(rpc_count REQUEST_FED_INFO) - fed_before))
-wait_for 120 "the batch script to end" batch_done
-sleep 2  # the batch step's supervisor ends after its script
+wait_for 120 "both batch scripts to end" batches_done
+sleep 2  # the batch steps' supervisors end after their scripts
 single=$(rpc_count REQUEST_JOB_INFO_SINGLE)
 fed=$(($(rpc_count REQUEST_FED_INFO) - scancel_fed))
 all_info=$(rpc_count REQUEST_JOB_INFO)
-wait_for 60 "the job to end" job_ended "$job"
-[ "$(job_state "$job")" = COMPLETED ] || fail "job ended $(job_state "$job")"
+for job in "$run_job" "$plugin_job"; do
+  wait_for 60 "job $job to end" job_ended "$job"
+  [ "$(job_state "$job")" = COMPLETED ] || fail "job $job ended $(job_state "$job")"
+done
 
-grep -o 'trainctl-run\[[^]]*\]: asked the controller.*' "$TEST_DIR/job.out" >"$TEST_DIR/queries" || true
-reads=$(wc -l <"$TEST_DIR/queries")
-log "EndTime reads logged: $reads; slurmctld counted REQUEST_JOB_INFO_SINGLE $single, REQUEST_FED_INFO $fed (besides scancel's $scancel_fed), REQUEST_JOB_INFO $all_info (scancel's)"
-sed 's/^/  /' "$TEST_DIR/queries"
-[ "$reads" -ge 9 ] || fail "expected at least 3 reads a node over 45 s at a 10 s poll, got $reads"
-[ "$reads" -le 21 ] || fail "expected at most 7 reads a node over 45 s at a 10 s poll, got $reads"
-grep -q libslurm "$TEST_DIR/queries" || fail "the reads did not go through libslurm"
-[ "$single" = "$reads" ] || fail "slurmctld counted $single job reads for $reads EndTime reads: not one RPC each"
-[ "$fed" = 0 ] || fail "slurmctld counted $fed federation lookups: each read should be one RPC"
-! grep -q 'after the signal' "$TEST_DIR/queries" || fail "scancel --signal=USR1 made a supervisor ask the controller"
-grep -q 'received SIGUSR1' "$TEST_DIR/job.out" || fail "the supervisors did not log the notice"
-# No two nodes in one second: the seconds of the reads, by node.
-python3 - "$TEST_DIR/queries" <<'PY' || fail "two nodes read EndTime in the same second"
+reads=0
+for mode in run plugin; do
+  out=$TEST_DIR/job-$mode.out
+  grep -o 'trainctl-run\[[^]]*\]: asked the controller.*' "$out" >"$TEST_DIR/queries-$mode" || true
+  n=$(wc -l <"$TEST_DIR/queries-$mode")
+  reads=$((reads + n))
+  log "$mode: EndTime reads logged: $n"
+  sed 's/^/  /' "$TEST_DIR/queries-$mode"
+  [ "$n" -ge 9 ] || fail "$mode: expected at least 3 reads a node over 45 s at a 10 s poll, got $n"
+  [ "$n" -le 21 ] || fail "$mode: expected at most 7 reads a node over 45 s at a 10 s poll, got $n"
+  grep -q libslurm "$TEST_DIR/queries-$mode" || fail "$mode: the reads did not go through libslurm"
+  ! grep -q 'after the signal' "$TEST_DIR/queries-$mode" || fail "$mode: scancel --signal=USR1 made a supervisor ask the controller"
+  grep -q 'received SIGUSR1' "$out" || fail "$mode: the supervisors did not log the notice"
+  # No two nodes of the job in one second: the seconds of the reads, by node.
+  python3 - "$TEST_DIR/queries-$mode" <<'PY' || fail "$mode: two nodes read EndTime in the same second"
 import re, sys
-by_second, gaps = {}, []
+gaps = []
 reads = [(m.group(1), int(m.group(2))) for m in (re.search(r"\[(\S+) task.* at (\d+) ms", l) for l in open(sys.argv[1])) if m]
 reads.sort(key=lambda r: r[1])
 for (n1, t1), (n2, t2) in zip(reads, reads[1:]):
@@ -71,4 +78,8 @@ bad = [(n1, n2, t1 // 1000) for (n1, t1) in reads for (n2, t2) in reads if n1 < 
 print("  %d reads from %d nodes; the closest two nodes' reads were %d ms apart" % (len(reads), len({r[0] for r in reads}), min(gaps)))
 sys.exit(1 if bad or len({r[0] for r in reads}) != 3 else 0)
 PY
-log "PASS: $reads EndTime reads, one RPC each ($single REQUEST_JOB_INFO_SINGLE, $fed REQUEST_FED_INFO), no two nodes in one second, none for scancel --signal, none at the batch end"
+done
+log "slurmctld counted REQUEST_JOB_INFO_SINGLE $single, REQUEST_FED_INFO $fed (besides scancel's $scancel_fed), REQUEST_JOB_INFO $all_info (scancel's)"
+[ "$single" = "$reads" ] || fail "slurmctld counted $single job reads for $reads EndTime reads: not one RPC each"
+[ "$fed" = 0 ] || fail "slurmctld counted $fed federation lookups: each read should be one RPC"
+log "PASS: $reads EndTime reads in two jobs, one RPC each ($single REQUEST_JOB_INFO_SINGLE, $fed REQUEST_FED_INFO), no two nodes of a job in one second, none for scancel --signal, none at the batch end"
