@@ -78,7 +78,7 @@ cleanup() {
   for j in "${SUBMITTED[@]}"; do scancel "$j" 2>/dev/null || true; done
   if [ "$rc" -ne 0 ]; then
     log "test failed; job output and events follow"
-    for f in "$TEST_DIR"/*.out "$TEST_DIR"/events/* "$TEST_DIR"/logs/*/rank*.jsonl; do
+    for f in "$TEST_DIR"/*.out "$TEST_DIR"/events/* "$TEST_DIR"/events-*/* "$TEST_DIR"/logs/*/rank*.jsonl; do
       [ -f "$f" ] || continue
       # What trainctl said, whole (a traceback would push it out of the tail), then the tail.
       case "$f" in *.out) echo "--- $f (trainctl's lines)" && { grep -E '^trainctl' "$f" | head -n 120 || true; } ;; esac

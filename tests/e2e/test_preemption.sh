@@ -1,56 +1,89 @@
 #!/usr/bin/env bash
-# e2e-modes: run plugin
 # e2e-variants: linuxproc cgroup
-# e2e-core: plugin run plugin_cgroup
+# e2e-core: all
 # e2e-alone: its high-priority job on every node preempts every other test's job
-# Preemption with GraceTime: a low-priority requeueable job is preempted by a
-# high-priority one; its ranks save within the grace (reason preempted); the job is
-# requeued, restarts, and resumes at the saved step + 1. trainctl report shows both runs,
-# the preempted one's kept training as its rank 0 logged it, nothing lost.
+# Preemption with GraceTime, for trainctl-run and the plugin at once: two low-priority
+# requeueable jobs (one with trainctl-run in each task on the slurm.conf without the
+# plugin, one under the plugin) are preempted by one high-priority job; each job's
+# ranks save within the grace (reason preempted); each job is requeued, restarts, and
+# resumes at its saved step + 1. trainctl report shows both runs of each, the
+# preempted one's kept training as its rank 0 logged it, nothing lost. Both modes in
+# one test: it runs alone, and the two would wait for the same preemption twice.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-STEPS=300 supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL"
-job=$(submit -p low -N2 --ntasks-per-node=1 --time=10 --requeue "${JOB_OPTS[@]}" -o "$TEST_DIR/job.out" --open-mode=append "$TEST_DIR/job.sh")
-log "submitted low-priority job $job ($MODE)"
-wait_for 120 "4 ranks started" events_at_least start 4
+# ev_count DIR EVENT: how many lines of EVENT the ranks wrote in DIR.
+ev_count() { cat "$1"/rank*.jsonl 2>/dev/null | grep -c "\"event\": \"$2\"" || true; }
+ev_at_least() { [ "$(ev_count "$1" "$2")" -ge "$3" ]; }
+both_at_least() { ev_at_least "$TEST_DIR/events-run" "$1" "$2" && ev_at_least "$TEST_DIR/events-plugin" "$1" "$2"; }
+declare -A job
+for MODE in run plugin; do
+  EVENTS_DIR=$TEST_DIR/events-$MODE CKPT_DIR=$TEST_DIR/ckpt-$MODE STEPS=300 \
+    supervised_job "$TEST_DIR/job-$MODE.sh" --kill-switch="$TEST_DIR/KILL-$MODE"
+  conf=$SLURM_CONF
+  [ "$MODE" = plugin ] || conf=$CLUSTER_ETC/without-plugin/slurm.conf
+  job[$MODE]=$(SLURM_CONF=$conf submit -p low -N2 --ntasks-per-node=1 --time=10 --requeue "${JOB_OPTS[@]}" \
+    -o "$TEST_DIR/job-$MODE.out" --open-mode=append "$TEST_DIR/job-$MODE.sh")
+done
+log "submitted low-priority jobs ${job[run]} (trainctl-run) and ${job[plugin]} (plugin)"
+wait_for 120 "4 ranks of each job started" both_at_least start 4
 sleep 3
 high=$(submit -p high -N3 --exclusive --time=2 -o /dev/null --wrap "sleep 5")
 log "submitted high-priority job $high on all 3 nodes"
-wait_for 60 "4 ranks to exit" events_at_least exit 4
-read -r n steps reasons < <(exit_summary)
-{ [ "$n" = 4 ] && [ "$steps" = 1 ]; } || fail "expected 4 ranks to exit at one step; got $n at $steps steps"
-[ "$reasons" = preempted ] || fail "expected reason preempted, got '$reasons'"
-saved=$(python3 -c 'import glob,json,sys; print(max(json.loads(l)["step"] for f in glob.glob(sys.argv[1]+"/events/*") for l in open(f) if "\"exit\"" in l))' "$TEST_DIR")
-log "all 4 ranks saved at step $saved and exited (preempted); waiting for the requeued run"
+wait_for 60 "4 ranks of each job to exit" both_at_least exit 4
+declare -A saved
+for MODE in run plugin; do
+  read -r n steps reasons saved[$MODE] < <(python3 - "$TEST_DIR/events-$MODE" <<'PY'
+import glob, json, sys
+ex = [json.loads(l) for f in glob.glob(sys.argv[1] + "/rank*.jsonl") for l in open(f) if '"exit"' in l]
+print(len(ex), len({e["step"] for e in ex}), ",".join(sorted({e["reason"] for e in ex})), max(e["step"] for e in ex))
+PY
+  )
+  { [ "$n" = 4 ] && [ "$steps" = 1 ]; } || fail "$MODE: expected 4 ranks to exit at one step; got $n at $steps steps"
+  [ "$reasons" = preempted ] || fail "$MODE: expected reason preempted, got '$reasons'"
+  log "$MODE: all 4 ranks of job ${job[$MODE]} saved at step ${saved[$MODE]} and exited (preempted)"
+done
 # SLURM holds a requeued job for a while (Reason=BeginTime); the test does not wait
-# for that hold: it lets the job start as soon as the nodes are free.
-job_pending() { [ "$(job_state "$job")" = PENDING ]; }
-wait_for 60 "the job to be requeued" job_pending
-scontrol update JobId="$job" StartTime=now || fail "cannot release the requeued job's hold"
-wait_for 120 "the requeued job to start again" events_at_least start 8
-log "the requeued job started again"
-resumed=$(python3 -c 'import glob,json,sys; s=[json.loads(l) for f in glob.glob(sys.argv[1]+"/events/*") for l in open(f) if "\"start\"" in l]; print(" ".join(sorted({str(e["step"]) for e in s if e["resumed_from"] is not None})))' "$TEST_DIR")
-[ "$resumed" = "$((saved + 1))" ] || fail "the requeued run started at step(s) $resumed, not $((saved + 1))"
-wait_for 120 "the job to finish" job_ended "$job"
-[ "$(job_state "$job")" = COMPLETED ] || fail "job ended $(job_state "$job")"
-# Where the cluster keeps accounting, trainctl report shows both runs: the preempted one
-# with its save, notice and exit, then the one that completed.
+# for that hold: it lets the jobs start as soon as the nodes are free.
+for MODE in run plugin; do
+  job_pending() { [ "$(job_state "${job[$MODE]}")" = PENDING ]; }
+  wait_for 60 "job ${job[$MODE]} to be requeued" job_pending
+  scontrol update JobId="${job[$MODE]}" StartTime=now || fail "cannot release the requeued job ${job[$MODE]}'s hold"
+done
+wait_for 120 "both requeued jobs to start again" both_at_least start 8
+log "the requeued jobs started again"
+for MODE in run plugin; do
+  j=${job[$MODE]}
+  resumed=$(python3 -c 'import glob,json,sys; s=[json.loads(l) for f in glob.glob(sys.argv[1]+"/rank*.jsonl") for l in open(f) if "\"start\"" in l]; print(" ".join(sorted({str(e["step"]) for e in s if e["resumed_from"] is not None})))' "$TEST_DIR/events-$MODE")
+  [ "$resumed" = "$((saved[$MODE] + 1))" ] || fail "$MODE: the requeued run started at step(s) $resumed, not $((saved[$MODE] + 1))"
+  wait_for 120 "job $j to finish" job_ended "$j"
+  [ "$(job_state "$j")" = COMPLETED ] || fail "$MODE: job $j ended $(job_state "$j")"
+  # A preemption that moves EndTime inside the graceful exit is the preemption's doing,
+  # not a stopped supervisor's (issue 34, item 7).
+  ! grep -q "stopped or busy" "$TEST_DIR/job-$MODE.out" ||
+    fail "$MODE: the preemption's deadline was blamed on a stopped supervisor: $(grep "stopped or busy" "$TEST_DIR/job-$MODE.out")"
+  log "$MODE: preempted at step ${saved[$MODE]}, requeued, resumed at step $resumed, COMPLETED"
+done
+# Where the cluster keeps accounting, trainctl report shows both runs of each job: the
+# preempted one with its save, notice and exit, then the one that completed.
 if grep -q '^AccountingStorageType=accounting_storage/slurmdbd' "$SLURM_CONF"; then
-  runs_done() { [ "$(sacct -X -D -n -P -j "$job" -o State | grep -cE 'REQUEUED|PREEMPTED|COMPLETED')" -eq 2 ]; }
-  wait_for 60 "sacct to have both runs" runs_done
-  report=$("$BUILD/bin/trainctl" report --no-svg "$job") || fail "trainctl report failed"
-  printf '%s\n' "$report"
-  printf '%s\n' "$report" | grep -qE "^$job +(REQUEUED|PREEMPTED) .* preempted at step $saved\$" ||
-    fail "the report does not show the preempted run's exit at step $saved"
-  printf '%s\n' "$report" | grep -qE "^$job +COMPLETED " || fail "the report does not show the completed run"
-  # (Under load the detail line may go on with the run's slow steps.)
-  printf '%s\n' "$report" | grep -qE "^  $job: save at step $saved \(preempted, [0-9.]+s\); notice preempted at \+[0-9.]+s(;|$)" ||
-    fail "the report does not show the preemption's save and notice"
-  # Its figures against rank 0's own log: the preempted run kept its training up to its
-  # save, lost nothing, and is no interruption a shorter checkpoint interval would help.
-  "$BUILD/bin/trainctl" report --json --no-svg "$job" >"$TEST_DIR/report.json" || fail "trainctl report --json failed"
-  python3 - "$TEST_DIR/report.json" "$TEST_DIR/events/rank0.jsonl" <<'PY' || fail "the preempted run's figures are not what its log says"
+  for MODE in run plugin; do
+    j=${job[$MODE]}
+    s=${saved[$MODE]}
+    runs_done() { [ "$(sacct -X -D -n -P -j "$j" -o State | grep -cE 'REQUEUED|PREEMPTED|COMPLETED')" -eq 2 ]; }
+    wait_for 60 "sacct to have both runs of job $j" runs_done
+    report=$("$BUILD/bin/trainctl" report --no-svg "$j") || fail "trainctl report $j failed"
+    printf '%s\n' "$report"
+    printf '%s\n' "$report" | grep -qE "^$j +(REQUEUED|PREEMPTED) .* preempted at step $s\$" ||
+      fail "$MODE: the report does not show the preempted run's exit at step $s"
+    printf '%s\n' "$report" | grep -qE "^$j +COMPLETED " || fail "$MODE: the report does not show the completed run"
+    # (Under load the detail line may go on with the run's slow steps.)
+    printf '%s\n' "$report" | grep -qE "^  $j: save at step $s \(preempted, [0-9.]+s\); notice preempted at \+[0-9.]+s(;|\$)" ||
+      fail "$MODE: the report does not show the preemption's save and notice"
+    # Its figures against rank 0's own log: the preempted run kept its training up to
+    # its save, lost nothing, and is no interruption a shorter checkpoint interval would help.
+    "$BUILD/bin/trainctl" report --json --no-svg "$j" >"$TEST_DIR/report-$MODE.json" || fail "trainctl report --json $j failed"
+    python3 - "$TEST_DIR/report-$MODE.json" "$TEST_DIR/events-$MODE/rank0.jsonl" <<'PY' || fail "$MODE: the preempted run's figures are not what its log says"
 import json, sys
 report = json.load(open(sys.argv[1]))
 events = [json.loads(l) for l in open(sys.argv[2])]
@@ -65,8 +98,6 @@ assert abs(kept - first["training_kept_s"]) <= 3 and first["lost_s"] <= 1 and fi
 assert second["exit_reason"] is None and second["lost_s"] <= 1, second
 assert report["checkpoints"]["interruptions"] == 0, report["checkpoints"]
 PY
+  done
 fi
-# A preemption that moves EndTime inside the graceful exit is the preemption's doing,
-# not a stopped supervisor's (issue 34, item 7).
-! grep -q "stopped or busy" "$TEST_DIR/job.out" || fail "the preemption's deadline was blamed on a stopped supervisor: $(grep "stopped or busy" "$TEST_DIR/job.out")"
-log "PASS: preempted at step $saved (reason preempted), requeued, resumed at step $resumed, COMPLETED"
+log "PASS: both jobs (trainctl-run, plugin) preempted, saved, requeued, resumed at the saved step + 1, COMPLETED"
