@@ -108,7 +108,7 @@ inline constexpr flag_spec kOnNoticeTimeout{"--on-notice-timeout", "end the --on
 inline constexpr flag_spec kHangTimeout{
     "--hang-timeout",
     "a rank that reaches no agreement (check()) for this long is hung: every rank's Python and native stacks go "
-    "to LOG_DIR/stacks-<job>/, then --hang-action; e.g. 20m, or auto (5 times the longest time between "
+    "to LOG_DIR/trainctl-<user>/stacks-<job>/, then --hang-action; e.g. 20m, or auto (5 times the longest time between "
     "agreements in this job array, at least 1m; 30m before anything is learnt) (default off). A rank inside a "
     "save or a marked phase has that phase's budget (--hang-phase-timeout)"};
 inline constexpr flag_spec kHangPhaseTimeout{
@@ -125,8 +125,8 @@ inline constexpr flag_spec kHangAction{
     "after the stacks of a hang: alert (log, and --on-notice with TRAINCTL_NOTICE=hang), save-exit (the ranks save "
     "and exit, reason hang), or end-step (kill the step so the next array task resumes)"};
 inline constexpr flag_spec kLogDir{"--log-dir",
-                                   "where stacks-<job>/ and slow_nodes go (default $TRAINCTL_LOG_DIR, else "
-                                   "$SLURM_SUBMIT_DIR)"};
+                                   "where trainctl-<user>/stacks-<job>/ and slow_nodes go (default "
+                                   "$TRAINCTL_LOG_DIR, else $SLURM_SUBMIT_DIR)"};
 inline constexpr flag_spec kNoProgressRuns{
     "--no-progress-runs",
     "when this many runs of the job array (or starts of the requeued job) in a row failed without getting past "

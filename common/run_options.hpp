@@ -36,7 +36,7 @@ struct supervisor_options {
   std::chrono::milliseconds hang_start_timeout{0};  // a rank without a first agreement this long after it started
   hang_action on_hang = hang_action::alert;
   int no_progress_runs = option::kNoProgressRunsDefault;  // the breaker's threshold; 0: off
-  std::string log_dir;  // stacks-<job>/ and slow_nodes; empty: $SLURM_SUBMIT_DIR, else .
+  std::string log_dir;  // trainctl-<user>/stacks-<job>/ and slow_nodes; empty: $SLURM_SUBMIT_DIR, else .
   std::chrono::milliseconds on_notice_timeout = option::kOnNoticeTimeoutDefault;
 };
 
