@@ -6,7 +6,11 @@ std::string supervised_step(const std::function<std::string(const char*)>& env) 
   const std::string job = env("SLURM_JOB_ID");
   if (job.empty()) return "local";
   const std::string step = env("SLURM_STEP_ID");
-  return step.empty() ? job : job + "." + step;  // the batch step has no SLURM_STEP_ID
+  // The batch step: no SLURM_STEP_ID up to 24.11; 26.05 sets SLURM_BATCH_SCRIPT's id
+  // there, as a signed number (-5; 0xfffffffb unsigned). A batch script compares with
+  // $SLURM_JOB_ID alone either way.
+  if (step.empty() || step == "batch" || step == "-5" || step == "4294967291") return job;
+  return job + "." + step;
 }
 
 nesting nesting_of(const std::function<std::string(const char*)>& env) {

@@ -22,6 +22,9 @@ std::function<std::string(const char*)> env_of(std::map<std::string, std::string
 TEST(SupervisedStep, NamesTheBatchStepByItsJobAndOtherStepsByJobAndStep) {
   EXPECT_EQ(supervised_step(env_of({{"SLURM_JOB_ID", "812"}})), "812") << "what a batch script compares with";
   EXPECT_EQ(supervised_step(env_of({{"SLURM_JOB_ID", "812"}, {"SLURM_STEP_ID", "0"}})), "812.0");
+  EXPECT_EQ(supervised_step(env_of({{"SLURM_JOB_ID", "812"}, {"SLURM_STEP_ID", "-5"}})), "812")
+      << "SLURM 26.05's batch step: SLURM_BATCH_SCRIPT's id, signed";
+  EXPECT_EQ(supervised_step(env_of({{"SLURM_JOB_ID", "812"}, {"SLURM_STEP_ID", "4294967291"}})), "812");
   EXPECT_EQ(supervised_step(env_of({})), "local");
 }
 
