@@ -48,11 +48,11 @@ def _stack_signal():
 
 
 def _open_own_stacks_file(directory, name):
-    """The new file `name` in `directory`, which must be this user's alone: the node
-    state's directory sits in /dev/shm, where everyone can write, and after systemd-logind
-    removed it (RemoveIPC) another user could make it again under the same name, with a
-    FIFO in place of the file (an open would wait forever) or a link. Made again here when
-    it is missing, the user's alone, as the node state's own open does."""
+    """The new file `name` in `directory`, which must be this user's and writable by no one
+    else: the node state's directory sits in /dev/shm, where everyone can write, and after
+    systemd-logind removed it (RemoveIPC) another user could make it again under the same
+    name, with a FIFO in place of the file (an open would wait forever) or a link. Made
+    again here when it is missing, the user's alone, as the node state's own open does."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         dfd = os.open(directory, flags)
@@ -64,8 +64,8 @@ def _open_own_stacks_file(directory, name):
         dfd = os.open(directory, flags)
     try:
         st = os.fstat(dfd)
-        if st.st_uid != os.getuid() or st.st_mode & 0o077:
-            raise OSError("%s is not this user's private directory (owner uid %d, mode %o)" % (
+        if st.st_uid != os.getuid() or st.st_mode & 0o022:
+            raise OSError("%s is not this user's, or others can write in it (owner uid %d, mode %o)" % (
                 directory, st.st_uid, st.st_mode & 0o7777))
         # Exclusive: a file left by an earlier process with this pid is replaced, never
         # written through; non-blocking and no link, whatever is there.

@@ -404,7 +404,7 @@ class StackDumpFileTest(unittest.TestCase):
             os.chmod(shared, 0o777)  # as a directory another user made again after RemoveIPC
             with self.assertRaises(OSError) as refused:
                 controller._open_own_stacks_file(shared, "stacks.2")
-            self.assertIn("is not this user's private directory", str(refused.exception))
+            self.assertIn("is not this user's, or others can write in it", str(refused.exception))
             self.assertFalse(os.path.exists(os.path.join(shared, "stacks.2")))
             link = os.path.join(d, "link")
             os.symlink(own, link)
