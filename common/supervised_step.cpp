@@ -3,7 +3,7 @@
 namespace trainctl {
 
 std::string supervised_step(const std::function<std::string(const char*)>& env) {
-  const std::string job = env("SLURM_JOB_ID");
+  std::string job = env("SLURM_JOB_ID");  // not const: returned, it moves
   if (job.empty()) return "local";
   const std::string step = env("SLURM_STEP_ID");
   // The batch step: no SLURM_STEP_ID up to 24.11; 26.05 sets SLURM_BATCH_SCRIPT's id
