@@ -278,6 +278,16 @@ bool cancel_pending_tasks(const std::string& array_id, std::chrono::milliseconds
   return run_slurm_command({"scancel", "--state=PENDING", array_id}, timeout, error);
 }
 
+// What squeue prints for a job array's tasks, and scontrol takes: "4242_[2-5]", "4242_3",
+// several comma-separated. Nothing else of squeue's output goes on a command line.
+namespace {
+
+bool valid_task_ids(const std::string& ids) {
+  return !ids.empty() && ids.find_first_not_of("0123456789_[],-:") == std::string::npos;
+}
+
+}  // namespace
+
 pending_array_tasks pending_tasks(const std::string& array_id, std::chrono::milliseconds timeout, std::string* error) {
   pending_array_tasks p;
   if (!is_job_id(array_id)) {
@@ -298,7 +308,7 @@ pending_array_tasks pending_tasks(const std::string& array_id, std::chrono::mill
       std::string ids(line);
       const std::size_t throttle = ids.find('%');
       if (throttle != std::string::npos) ids = ids.substr(0, throttle) + "]";
-      if (ids.empty() || ids.find_first_not_of("0123456789_[],-:") != std::string::npos) continue;
+      if (!valid_task_ids(ids)) continue;
       p.ids += (p.ids.empty() ? "" : ",") + ids;
     }
   }
@@ -312,7 +322,7 @@ pending_array_tasks pending_tasks(const std::string& array_id, std::chrono::mill
 }
 
 bool hold_pending_tasks(const std::string& ids, std::chrono::milliseconds timeout, std::string* error) {
-  if (ids.empty() || ids.find_first_not_of("0123456789_[],-:") != std::string::npos) {
+  if (!valid_task_ids(ids)) {
     if (error != nullptr) *error = "not job ids: '" + ids + "'";
     return false;
   }
