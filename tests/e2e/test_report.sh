@@ -94,18 +94,18 @@ out=$(as_user "$BUILD/bin/trainctl" report "$job" 2>"$TEST_DIR/report.err") ||
 printf '%s\n' "$out"
 [ -s "$TEST_DIR/report-$job.svg" ] || fail "no timeline report-$job.svg"
 for t in 1 3; do
-  printf '%s\n' "$out" | grep -qE "^${job}_$t +COMPLETED +2 " || fail "no row for task $t"
+  grep -qE "^${job}_$t +COMPLETED +2 " <<<"$out" || fail "no row for task $t"
 done
-printf '%s\n' "$out" | grep -qE "^${job}_1 .* 2 \([0-9.]+s\) .* hang at step 40[0-9]$" || fail "task 1: not 2 saves and the hang"
-printf '%s\n' "$out" | grep -qE "^${job}_2 +FAILED +2 .* 1 \([0-9.]+s\) .* ended without a notice$" || fail "task 2: not 1 save and a failure"
-printf '%s\n' "$out" | grep -qE "^  ${job}_2: restore 1\.[0-9]s \(in its start-up\); save at step [0-9]+ \(save-switch, 2\.[0-9]s\); [0-9]+ steps after step [0-9]+ never saved" ||
-  printf '%s\n' "$out" | grep -qE "^  ${job}_2: restore 1\.[0-9]s \(in its start-up\); save at step [0-9]+ \(save-switch, 2\.[0-9]s\)$" || fail "task 2's save is not listed"
-printf '%s\n' "$out" | grep -qE "^${job}_3 .* 1 \([0-9.]+s\) .* kill-switch at step [0-9]+$" || fail "task 3: not the kill switch"
-printf '%s\n' "$out" | grep -qE "^  ${job}_1: save at step [0-9]+ \(save-switch, 2\.[0-9]s\); save at step 40[0-9] \(hang, 2\.[0-9]s\)" ||
+grep -qE "^${job}_1 .* 2 \([0-9.]+s\) .* hang at step 40[0-9]$" <<<"$out" || fail "task 1: not 2 saves and the hang"
+grep -qE "^${job}_2 +FAILED +2 .* 1 \([0-9.]+s\) .* ended without a notice$" <<<"$out" || fail "task 2: not 1 save and a failure"
+grep -qE "^  ${job}_2: restore 1\.[0-9]s \(in its start-up\); save at step [0-9]+ \(save-switch, 2\.[0-9]s\); [0-9]+ steps after step [0-9]+ never saved" <<<"$out" ||
+  grep -qE "^  ${job}_2: restore 1\.[0-9]s \(in its start-up\); save at step [0-9]+ \(save-switch, 2\.[0-9]s\)$" <<<"$out" || fail "task 2's save is not listed"
+grep -qE "^${job}_3 .* 1 \([0-9.]+s\) .* kill-switch at step [0-9]+$" <<<"$out" || fail "task 3: not the kill switch"
+grep -qE "^  ${job}_1: save at step [0-9]+ \(save-switch, 2\.[0-9]s\); save at step 40[0-9] \(hang, 2\.[0-9]s\)" <<<"$out" ||
   fail "task 1's saves are not listed with their 2 s"
-printf '%s\n' "$out" | grep -qE "^  ${job}_1: .*; notice hang at \+[0-9ms.]+; hung [0-9ms.]+ \(from the stall to the save\)(;|$)" ||
+grep -qE "^  ${job}_1: .*; notice hang at \+[0-9ms.]+; hung [0-9ms.]+ \(from the stall to the save\)(;|$)" <<<"$out" ||
   fail "task 1's one notice, the hang, and its stall are not marked (or more were)"
-printf '%s\n' "$out" | grep -q "^tasks from $source_expected" || fail "the tasks did not come from $source_expected"
+grep -q "^tasks from $source_expected" <<<"$out" || fail "the tasks did not come from $source_expected"
 
 as_user "$BUILD/bin/trainctl" report --json --no-svg "$job" >"$TEST_DIR/report.json" || fail "report --json failed"
 # The expected figures, from the training program's own log and SLURM's times.
