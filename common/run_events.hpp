@@ -9,7 +9,8 @@
 // ok, failed, preempted or no-progress: see run_progress.hpp), step_times (rank 0's
 // step times as it ends: step_times.hpp), compute (each rank's work and the slowest
 // rank's over the steps timed, per node, from its supervisor as it ends: what a
-// straggler cost).
+// straggler cost), death (a node's first rank death that trainctl did not cause, from
+// its supervisor: reason = SIGKILL, SIGSEGV, ... or exit; step = the last agreed).
 // Written by rank 0's controller, from its watcher thread, never the training loop (a
 // hang and task_end by a supervisor); read back only as this user's regular file.
 #pragma once

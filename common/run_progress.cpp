@@ -22,6 +22,11 @@ std::vector<array_run> array_runs(const std::vector<run_event>& events) {
     array_run& r = runs[it->second];
     if (e.what == "first_step" && r.first_step < 0 && e.step >= 0) r.first_step = e.step;
     if (e.what == "notice" && e.reason == "preempted") r.preempted = true;
+    if (e.what == "death" && !e.reason.empty() && (r.death_ms == 0 || e.ms < r.death_ms)) {
+      r.death_ms = e.ms;
+      r.death_step = e.step;
+      r.death_how = e.reason;
+    }
     if (e.what == "task_end") {
       r.end_ms = e.ms;
       r.end = e.reason;
@@ -58,6 +63,76 @@ progress_count runs_without_progress(const std::vector<array_run>& runs, const a
     is_current = false;
   }
   return c;
+}
+
+progress_count runs_failing_before_check(const std::vector<array_run>& runs, const array_run& current) {
+  progress_count c;
+  if (current.first_step >= 0) return c;
+  c.runs = 1;
+  c.jobs = current.job;
+  const array_run* next = &current;
+  for (auto r = runs.rbegin(); r != runs.rend(); ++r) {
+    if (r->job == current.job && (r->end_ms == 0 || r->start_ms >= current.start_ms)) continue;  // this run
+    if (r->end_ms == 0 || r->end != "failed" || r->preempted || r->first_step >= 0) break;
+    if (next->start_ms < r->end_ms || !comes_after(*r, *next)) break;
+    ++c.runs;
+    c.jobs = r->job + " " + c.jobs;
+    next = &*r;
+  }
+  return c;
+}
+
+namespace {
+
+// The runs named in `jobs`, each job's newest run before the ones counted after it.
+std::vector<const array_run*> counted_runs(const std::vector<array_run>& runs, const std::string& jobs) {
+  std::vector<std::string> ids;
+  std::size_t from = 0;
+  while (from < jobs.size()) {
+    const std::size_t space = jobs.find(' ', from);
+    const std::size_t to = space == std::string::npos ? jobs.size() : space;
+    if (to > from) ids.push_back(jobs.substr(from, to - from));
+    from = to + 1;
+  }
+  // Newest first: a requeued job's id appears once per run, newest last in `jobs`.
+  std::vector<const array_run*> out;
+  std::size_t want = ids.size();
+  for (auto r = runs.rbegin(); r != runs.rend() && want > 0; ++r)
+    if (r->job == ids[want - 1]) {
+      out.push_back(&*r);
+      --want;
+    }
+  return out;
+}
+
+}  // namespace
+
+std::string how_runs_ended(const std::vector<array_run>& runs, const std::string& jobs) {
+  const std::vector<const array_run*> counted = counted_runs(runs, jobs);
+  std::size_t killed = 0;
+  for (const array_run* r : counted) killed += r->death_how == "SIGKILL";
+  if (killed == 0) return "failed";
+  const std::string outside = "killed by SIGKILL from outside the program (the OOM killer, a memory or cgroup limit)";
+  if (killed == counted.size()) return "were " + outside;
+  return "failed (" + std::to_string(killed) + " of them " + outside + ")";
+}
+
+bool died_at_one_step(const std::vector<array_run>& runs, const std::string& jobs, std::string* why) {
+  const std::vector<const array_run*> counted = counted_runs(runs, jobs);
+  std::string steps;
+  bool known = !counted.empty(), same = true;
+  for (auto r = counted.rbegin(); r != counted.rend(); ++r) {  // oldest first
+    known = known && (*r)->death_ms != 0;
+    same = same && (*r)->death_step == counted.front()->death_step;
+    steps += (steps.empty() ? "" : ", ") + ((*r)->death_ms == 0    ? std::string("unknown")
+                                            : (*r)->death_step < 0 ? std::string("before any step")
+                                                                   : std::to_string((*r)->death_step));
+  }
+  if (known && same) return true;
+  if (why != nullptr)
+    *why = known ? "the runs died at different steps (" + steps + "), as on a node failing at random times"
+                 : "how the runs died is not known for each (" + steps + ")";
+  return false;
 }
 
 breaker_verdict judge_breaker(const std::vector<array_run>& runs, const array_run& current, int threshold) {

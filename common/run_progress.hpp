@@ -18,6 +18,17 @@
 // Anything else stops the count: the breaker fires only on evidence. A run the breaker
 // ended stops it too: the next run of that job was released by a person (a requeue
 // held by RequeueExitHold=93) and gets its own chance.
+//
+// Runs that never reached their first check() (an import error, a bad config, a newest
+// checkpoint that fails to load: the commonest crash loop) have no step to compare, and
+// count by the same rules otherwise: each failed, unpreempted, one after the other in the
+// array. The run that makes them --no-progress-runs in a row ends with exit status 93
+// as it fails, and the array's pending tasks are cancelled.
+//
+// How each run died comes from its nodes' supervisors (`death` events: the first rank
+// death on a node that trainctl did not cause, its signal and the last agreed step): a
+// run whose first death was SIGKILL was killed from outside the program (the OOM killer,
+// a memory or cgroup limit), and the lines say so instead of calling it a crash.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +48,12 @@ struct array_run {
   bool preempted = false;        // a preemption notice reached it
   std::int64_t task = -1;        // SLURM_ARRAY_TASK_ID; -1: not an array (from task_end)
   std::int64_t restart = -1;     // SLURM_RESTART_COUNT; -1: unknown (no task_end, or an old one)
+  // The run's first rank death (the earliest `death` event of its nodes): when (0: none
+  // recorded), the last step the ranks agreed on then (-1: none), and how ("SIGSEGV",
+  // "SIGKILL", ..., or "exit").
+  std::int64_t death_ms = 0;
+  std::int64_t death_step = -1;
+  std::string death_how;
 };
 
 // Whether run `next` comes after run `r` in one array (or one requeued job): a higher
@@ -58,6 +75,21 @@ struct progress_count {
 // resumed at, -1 when not known yet, and then nothing can be counted). The current
 // run's own events in `runs` are passed over.
 progress_count runs_without_progress(const std::vector<array_run>& runs, const array_run& current);
+
+// Counts back from `current`, the run ending now, which failed before its first check():
+// it and the runs before it in a row that did the same (same rules as above, no step).
+// 0 when `current` itself reached a check().
+progress_count runs_failing_before_check(const std::vector<array_run>& runs, const array_run& current);
+
+// How the counted runs `jobs` (space separated) ended, for the breaker's lines: "failed",
+// or "were killed by SIGKILL from outside the program (the OOM killer, a memory or cgroup
+// limit)" when each run's first death was SIGKILL (some: said with how many).
+std::string how_runs_ended(const std::vector<array_run>& runs, const std::string& jobs);
+
+// Whether the crash loop of runs `jobs` is the program's, so that their crash findings
+// may be forgiven: every run's first death is known and came at one step (or before any
+// step in each). Else false, and *why says what differed.
+bool died_at_one_step(const std::vector<array_run>& runs, const std::string& jobs, std::string* why);
 
 // What the breaker does for the run going now (job `current_job`), judged at its start
 // from the runs before it (the threshold: --no-progress-runs, at least 1).

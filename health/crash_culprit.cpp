@@ -175,6 +175,19 @@ void crash_culprit::publish_first_death() {
   evidence_ = std::make_unique<started_child>(spec);
 }
 
+// A truncated node state faults in every process that maps it: a rank that died of
+// that SIGBUS (its guard displaced, or a program of its own) tells nothing of the node
+// or the program. Says so once.
+bool crash_culprit::sigbus_of_damaged_state(const end_facts& f) {
+  if (first_death_status_ < 0 || !WIFSIGNALED(first_death_status_) || WTERMSIG(first_death_status_) != SIGBUS)
+    return false;
+  const std::string damage = f.state_damage ? f.state_damage() : "";
+  if (damage.empty()) return false;
+  log_("crash: not judged: the first rank death on this node was SIGBUS, and the " + damage +
+       ": trainctl's own state, no fault of the node");
+  return true;
+}
+
 // One per job step and run: the steps of one job (and its requeued runs) crash apart.
 std::string crash_culprit::evidence_leaf() const {
   const std::string step = env_text("SLURM_STEP_ID");
@@ -255,11 +268,16 @@ void crash_culprit::command_ended(const end_facts& f) {
   const int status = f.status;
   ending_ = true;  // from here on this node's own line is written below, not by a child
   settle_evidence();
-  if (opts_.batch || opts_.job_id.empty()) return;
   const bool failed = (WIFEXITED(status) && WEXITSTATUS(status) != 0) || WIFSIGNALED(status);
+  const bool caused = caused_since_ms_ != 0 && (first_dead_ == 0 || first_death_ms_ >= caused_since_ms_);
+  if (opts_.batch || opts_.job_id.empty()) {
+    // A batch script's ranks, when they run in it (no step): their deaths only, not the script's status.
+    if (failed && !caused && !f.hung && first_dead_ != 0 && !sigbus_of_damaged_state(f))
+      program_death_status_ = first_death_status_;
+    return;
+  }
   const int nodes = step_nodes();
   bool judge = failed;
-  const bool caused = caused_since_ms_ != 0 && (first_dead_ == 0 || first_death_ms_ >= caused_since_ms_);
   if (judge && (caused || f.hung)) {
     log_("crash: not judged: trainctl itself told the ranks to stop or ended them");
     judge = false;
@@ -271,17 +289,8 @@ void crash_culprit::command_ended(const end_facts& f) {
     log_("crash: no rank death was seen on this node (its ranks do not use trainctl): no node is blamed");
     judge = false;
   }
-  // A truncated node state faults in every process that maps it: a rank that died of
-  // that SIGBUS (its guard displaced, or a program of its own) tells nothing of the node.
-  if (judge && first_death_status_ >= 0 && WIFSIGNALED(first_death_status_) &&
-      WTERMSIG(first_death_status_) == SIGBUS) {
-    const std::string damage = f.state_damage ? f.state_damage() : "";
-    if (!damage.empty()) {
-      log_("crash: not judged: the first rank death on this node was SIGBUS, and the " + damage +
-           ": trainctl's own state, no fault of the node");
-      judge = false;
-    }
-  }
+  if (judge && sigbus_of_damaged_state(f)) judge = false;
+  if (judge) program_death_status_ = first_death_status_;
   if (!dir_.problem.empty()) {
     if (judge) log_("crash: not judged: " + dir_.problem);
     return;

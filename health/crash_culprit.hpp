@@ -56,6 +56,9 @@ class crash_culprit {
   };
   // The command ended: judges this node (may wait a few seconds for the other nodes).
   void command_ended(const end_facts& f);
+  // After command_ended: this node's first rank death when the program died of its own
+  // (not by trainctl's doing, not of trainctl's damaged state): its wait status, or -1.
+  int program_death_status() const { return program_death_status_; }
 
   // A status the loop reaped: true when it was the evidence writer's.
   bool reaped(pid_t pid, int status);
@@ -63,6 +66,7 @@ class crash_culprit {
 
  private:
   void publish_first_death();
+  bool sigbus_of_damaged_state(const end_facts& f);
   void settle_evidence();
   std::string evidence_leaf() const;
   static bool judge_first_death(int fd, const std::string& me, std::int64_t mine, int st, pid_t pid, std::int64_t skew,
@@ -75,6 +79,7 @@ class crash_culprit {
   pid_t first_dead_ = 0;  // the first rank of this node seen dead, 0: none yet
   std::int64_t first_death_ms_ = 0;
   int first_death_status_ = -1;
+  int program_death_status_ = -1;            // see program_death_status()
   std::int64_t caused_since_ms_ = 0;         // when trainctl first told the ranks to stop or ended them
   bool ending_ = false;                      // command_ended runs: it writes this node's evidence itself
   std::unique_ptr<started_child> evidence_;  // writes this node's first death for the others

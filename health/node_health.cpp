@@ -397,7 +397,7 @@ void node_health::start_dump(const std::string& why, std::int64_t stall_began_ms
 std::string node_health::peer_death() const { return culprit_.peer_death(); }
 
 // The culprit rule (crash_culprit.hpp). Runs once, after the command ended.
-void node_health::command_ended(int status) {
+std::optional<node_health::program_death> node_health::command_ended(int status) {
   on_deaths();
   crash_culprit::end_facts f;
   f.status = status;
@@ -408,6 +408,14 @@ void node_health::command_ended(int status) {
     return !state_damage_.empty() ? state_damage_ : state_ != nullptr ? state_->damage() : "";
   };
   culprit_.command_ended(f);
+  if (culprit_.program_death_status() < 0) return std::nullopt;
+  program_death d;
+  d.status = culprit_.program_death_status();
+  if (state_ != nullptr && has_header(state_->get()))
+    for (const rank_beat& b : state_->get().beats)
+      if (b.beat_ms.load(std::memory_order_acquire) > 0)
+        d.step = std::max(d.step, b.step.load(std::memory_order_relaxed));
+  return d;
 }
 
 }  // namespace trainctl

@@ -31,6 +31,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -87,9 +88,15 @@ class node_health {
   // findings (a rank of this node that died before, the culprit of a crash that made
   // SLURM end the step, still is).
   void trainctl_ended_ranks();
+  // This node's first rank death when the program died of its own (crash_culprit's
+  // program_death_status), for the run events: how, and the last step its ranks agreed on.
+  struct program_death {
+    int status = -1;         // its wait status
+    std::int64_t step = -1;  // -1: before any check()
+  };
   // The command ended with `status`: decides on the crash culprit. May wait (bounded,
   // a few seconds) for the other nodes' evidence; the loop is over by then.
-  void command_ended(int status);
+  std::optional<program_death> command_ended(int status);
   // Whether a rank on another node of this step ended in the last 2 minutes
   // (kPeerTermWindowMs): one line naming the earliest such death ("a rank on n2 ended by
   // SIGABRT 652 ms before"), "" when none is recorded (one node, no job, the log

@@ -270,12 +270,44 @@ bool requeue_job(const std::string& job_id, std::chrono::milliseconds timeout, s
   return run_slurm_command({"scontrol", "requeue", job_id}, timeout, error);
 }
 
-bool cancel_pending_tasks(const std::string& array_id, std::chrono::milliseconds timeout, std::string* error) {
+void pending_by_restarts(const std::string& squeue_output, const std::string& array_id,
+                         std::vector<std::string>* never_ran, std::string* requeued) {
+  for (const std::string_view line : split(squeue_output, '\n')) {
+    std::istringstream fields{std::string(line)};
+    std::string array, task, restarts;
+    if (!(fields >> array >> task >> restarts) || array != array_id || !all_digits(task, 9) || !all_digits(restarts, 9))
+      continue;
+    if (restarts == "0")
+      never_ran->push_back(array + "_" + task);
+    else
+      *requeued += (requeued->empty() ? "" : " ") + array + "_" + task;
+  }
+}
+
+bool cancel_pending_tasks(const std::string& array_id, std::chrono::milliseconds timeout, std::string* error,
+                          std::string* spared) {
   if (!is_job_id(array_id)) {
     if (error != nullptr) *error = "not a job id: '" + array_id + "'";
     return false;
   }
-  return run_slurm_command({"scancel", "--state=PENDING", array_id}, timeout, error);
+  child_spec spec;
+  spec.argv = {
+      "squeue", "-h", "-r", "-t", "PENDING", "-j", array_id, "-O", "ArrayJobID:24,ArrayTaskID:24,RestartCnt:12"};
+  spec.deadline = timeout;
+  const child_result r = run_child(spec);
+  if (!r.ok()) {
+    if (error != nullptr) *error = r.error;
+    return false;
+  }
+  std::vector<std::string> never_ran;
+  std::string requeued;
+  pending_by_restarts(r.output, array_id, &never_ran, &requeued);
+  if (spared != nullptr) *spared = requeued;
+  if (requeued.empty()) return run_slurm_command({"scancel", "--state=PENDING", array_id}, timeout, error);
+  if (never_ran.empty()) return true;
+  std::vector<std::string> argv = {"scancel", "--state=PENDING"};
+  argv.insert(argv.end(), never_ran.begin(), never_ran.end());
+  return run_slurm_command(argv, timeout, error);
 }
 
 // What squeue prints for a job array's tasks, and scontrol takes: "4242_[2-5]", "4242_3",

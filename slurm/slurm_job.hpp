@@ -116,9 +116,17 @@ class job_query {
 // ranks saved) back in the queue. False with `error` set when it failed.
 bool requeue_job(const std::string& job_id, std::chrono::milliseconds timeout, std::string* error);
 
-// `scancel --state=PENDING ARRAY`: cancels the tasks of job array `array_id` that have
-// not started (what the template does once training finished). False with `error` set.
-bool cancel_pending_tasks(const std::string& array_id, std::chrono::milliseconds timeout, std::string* error);
+// Cancels the tasks of job array `array_id` that never started (`scancel
+// --state=PENDING`), sparing those pending again after a run (a preempted task SLURM
+// requeued: its work is not lost with the rest); `spared` gets their ids ("4242_2 4242_5").
+// False with `error` set.
+bool cancel_pending_tasks(const std::string& array_id, std::chrono::milliseconds timeout, std::string* error,
+                          std::string* spared);
+// The pending tasks in squeue's `-r -O ArrayJobID,ArrayTaskID,RestartCnt` lines of array
+// `array_id`: those that never ran ("4242_5" each), and those requeued after a run
+// (space separated). Lines of any other shape are skipped.
+void pending_by_restarts(const std::string& squeue_output, const std::string& array_id,
+                         std::vector<std::string>* never_ran, std::string* requeued);
 
 // The tasks of job array `array_id` that have not started: how many (-1 with `error` set
 // when squeue failed), and as `scontrol release` takes them ("4242_[2-5]", several

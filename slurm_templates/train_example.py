@@ -100,8 +100,9 @@ def parse_args():
     faults.add_argument("--crash-at", type=int, default=50)
     faults.add_argument("--crash-after", type=int, default=0, metavar="STEPS",
                         help="crash this many steps after the step the run resumed at, instead of at --crash-at")
-    faults.add_argument("--crash-how", choices=("abort", "exception"), default="abort",
-                        help="abort: SIGABRT, as a fault of the node would; exception: the program raises")
+    faults.add_argument("--crash-how", choices=("abort", "exception", "sigkill"), default="abort",
+                        help="abort: SIGABRT, as a fault of the node would; exception: the program raises; "
+                        "sigkill: SIGKILL, as the OOM killer or a memory limit ends a process")
     faults.add_argument("--stuck-save", type=int, default=0, metavar="N",
                         help="the Nth save of this run and every later one never finishes, as on a stuck file "
                         "system (0: none)")
@@ -295,6 +296,8 @@ def train(args, run):
             run.log("crash", step=step, node=args.crash_on, how=args.crash_how)
             if args.crash_how == "exception":
                 raise RuntimeError("a bug in the training program")
+            if args.crash_how == "sigkill":
+                os.kill(os.getpid(), 9)  # SIGKILL
             os.abort()
         began = time.monotonic()
         if model is not None:  # forward, backward (DDP all_reduces the gradients), step

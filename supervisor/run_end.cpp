@@ -50,11 +50,12 @@ int run_end::start(pid_t adopt, node_state* ns) {
     if (opts_.batch) log_.line("the no-progress breaker cannot judge this run: %s", why.c_str());
     return -1;
   }
-  breaker_ = judge_breaker(array_runs(events), this_run(), opts_.no_progress_runs);
+  const std::vector<array_run> runs = array_runs(events);
+  breaker_ = judge_breaker(runs, this_run(), opts_.no_progress_runs);
   if (breaker_.what == breaker_verdict::end_now) {
     log_.line(
         "job %s of this array ended on no progress (its runs failed without getting past their first step): not "
-        "starting %s; fix the crash and submit again",
+        "starting %s; its log says how they ended: fix that and submit again",
         breaker_.ended_job.c_str(), adopt > 0 ? "the task" : "the command");
     if (adopt > 0) {
       kill(adopt, SIGKILL);
@@ -75,39 +76,72 @@ int run_end::start(pid_t adopt, node_state* ns) {
   }
   if (opts_.batch || ns == nullptr)
     log_.line(
-        "no progress: the last %d runs of this array (jobs %s) failed without getting past step %lld: this run ends "
+        "no progress: the last %d runs of this array (jobs %s) %s without getting past step %lld: this run ends "
         "at its first step if it resumes there again (--no-progress-runs=%d)%s",
-        breaker_.count.runs, breaker_.count.jobs.c_str(), static_cast<long long>(breaker_.at_step),
-        opts_.no_progress_runs, ns != nullptr ? "" : "; but the node state was refused above: not in this step");
+        breaker_.count.runs, breaker_.count.jobs.c_str(), how_runs_ended(runs, breaker_.count.jobs).c_str(),
+        static_cast<long long>(breaker_.at_step), opts_.no_progress_runs,
+        ns != nullptr ? "" : "; but the node state was refused above: not in this step");
   return -1;
 }
 
-std::optional<std::string> run_end::judge() {
+std::optional<std::string> run_end::judge(int child_status, bool interrupted) {
   if (opts_.job_id.empty() || opts_.no_progress_runs <= 0 || no_progress_) return std::nullopt;
   std::string why;
   const std::vector<run_event> events = read_own_run_events_bounded(opts_.notices, &why);
-  if (!why.empty() || !breaker_ended_run(events, opts_.job_id, started_ms_)) return std::nullopt;
+  if (!why.empty()) return std::nullopt;
+  const std::vector<array_run> runs = array_runs(events);
+  std::string detail, jobs;
+  if (breaker_ended_run(events, opts_.job_id, started_ms_)) {
+    // This supervisor may not have armed it (its read failed; a step's supervisor did).
+    jobs = breaker_.what == breaker_verdict::armed ? breaker_.count.jobs : "";
+    detail = !jobs.empty()
+                 ? "jobs " + jobs + " " + how_runs_ended(runs, jobs) + " without getting past step " +
+                       std::to_string(breaker_.at_step) + ", and this one resumed there too"
+                 : std::string("the array's last runs failed without getting past the step this one resumed at");
+  } else {
+    if (interrupted || task_end_reason(child_status) != "failed" || was_claimed(preempted_marker(opts_.job_id)))
+      return std::nullopt;
+    array_run now;
+    if (!ending_run(runs, &now)) return std::nullopt;
+    const progress_count c = runs_failing_before_check(runs, now);
+    if (c.runs < opts_.no_progress_runs) return std::nullopt;
+    jobs = c.jobs;
+    detail = "jobs " + jobs + " " + how_runs_ended(runs, jobs) + " before their first check(), this one too";
+  }
   no_progress_ = true;
-  // This supervisor may not have armed it (its read failed; a step's supervisor did).
-  const std::string detail =
-      breaker_.what == breaker_verdict::armed
-          ? "jobs " + breaker_.count.jobs + " failed without getting past step " + std::to_string(breaker_.at_step) +
-                ", and this one resumed there too"
-          : std::string("the array's last runs failed without getting past the step this one resumed at");
   log_.line("no progress: %s: this run ends with exit status %d%s", detail.c_str(), kNoProgressExit,
             env_text("SLURM_ARRAY_JOB_ID").empty() ? "" : "; cancelling the array's pending tasks");
   cancel_rest_of_array();
-  forgive_crash_loop_nodes();
+  forgive_crash_loop_nodes(runs, jobs);
   return detail;
+}
+
+// The run ending now as its events have it (its first step, its deaths), in its place.
+// False when an earlier run of this job that nobody ended shares its events: unknown.
+bool run_end::ending_run(const std::vector<array_run>& runs, array_run* r) const {
+  *r = this_run();
+  r->start_ms = started_ms_;
+  for (const array_run& seen : runs) {
+    if (seen.job != r->job || seen.end_ms != 0) continue;
+    if (seen.start_ms < started_ms_ - 1000) return false;
+    r->first_step = seen.first_step;
+    r->death_ms = seen.death_ms;
+    r->death_step = seen.death_step;
+    r->death_how = seen.death_how;
+  }
+  return true;
 }
 
 // scancel --state=PENDING of this array, with one line when it fails.
 void run_end::cancel_rest_of_array() const {
   const std::string array = env_text("SLURM_ARRAY_JOB_ID");
-  std::string error;
-  if (!array.empty() && !cancel_pending_tasks(array, milliseconds(10000), &error))
+  std::string error, spared;
+  if (!array.empty() && !cancel_pending_tasks(array, milliseconds(10000), &error, &spared))
     log_.line("could not cancel the pending tasks of array %s (%s): each ends at once when it starts", array.c_str(),
               error.c_str());
+  if (!spared.empty())
+    log_.line("left pending: %s, requeued after a run of its own (a preemption, or by hand): its work goes on",
+              spared.c_str());
 }
 
 void run_end::hold_rest_of_array(const std::string& path) const {
@@ -142,42 +176,51 @@ void run_end::hold_rest_of_array(const std::string& path) const {
       path.c_str(), array.c_str(), error.c_str(), array.c_str());
 }
 
-// The runs the breaker counted all crashed before getting past one step: the crash is
-// the program's, not the nodes'. Their crash findings leave the bad-node memory (in a
-// child: the home may stall), and the log says which nodes were forgiven.
-void run_end::forgive_crash_loop_nodes() const {
+// The runs the breaker counted (`jobs`) all died at one step, or before any: the crash
+// is the program's, not the nodes'. Their crash findings leave the bad-node memory (in a
+// child: the home may stall), and the log says which nodes were forgiven. Runs that died
+// at different steps keep them: a node failing at random times looks like that.
+void run_end::forgive_crash_loop_nodes(const std::vector<array_run>& runs, const std::string& jobs_text) const {
   const std::string path = bad_nodes_path();
-  if (path.empty() || breaker_.count.jobs.empty()) return;
+  if (path.empty() || jobs_text.empty()) return;
   std::vector<std::string> jobs;
-  for (std::string_view j : split(breaker_.count.jobs, ' '))
+  for (std::string_view j : split(jobs_text, ' '))
     if (!j.empty()) jobs.emplace_back(j);
+  std::string differs;
+  const bool forgive = died_at_one_step(runs, jobs_text, &differs);
   child_spec spec;
   spec.deadline = milliseconds(10000);
   spec.ignore_signals = opts_.notices;
-  spec.work = [path, jobs] {
-    std::size_t removed = 0;
-    std::vector<bad_node> gone;
-    const std::string why = forget_findings(
-        path,
-        [&jobs](const bad_node& b) {
-          return b.reason.rfind("crashed", 0) == 0 && std::find(jobs.begin(), jobs.end(), b.job) != jobs.end();
-        },
-        &removed, &gone);
-    if (!why.empty()) return "!" + why;
+  // The child prints the nodes (" n1, n2,"), or "!" and why it could not.
+  spec.work = [path, jobs, forgive] {
+    const auto crash_of_loop = [&jobs](const bad_node& b) {
+      return b.reason.rfind("crashed", 0) == 0 && std::find(jobs.begin(), jobs.end(), b.job) != jobs.end();
+    };
+    std::vector<bad_node> found;
+    if (forgive) {
+      std::size_t removed = 0;
+      const std::string why = forget_findings(path, crash_of_loop, &removed, &found);
+      if (!why.empty()) return "!" + why;
+    } else {
+      for (const bad_node& b : read_bad_nodes(path))
+        if (crash_of_loop(b)) found.push_back(b);
+    }
     std::string hosts;
-    for (const auto& b : gone)
+    for (const auto& b : found)
       if (hosts.find(" " + b.host + ",") == std::string::npos) hosts += " " + b.host + ",";
     return hosts;
   };
   const child_result r = run_child(spec);
   if (!r.ok() || (!r.output.empty() && r.output[0] == '!')) {
-    log_.line("could not forgive the nodes the crash loop blamed: %s", r.ok() ? r.output.c_str() + 1 : r.error.c_str());
+    log_.line("could not %s the nodes the crash loop blamed: %s", forgive ? "forgive" : "read",
+              r.ok() ? r.output.c_str() + 1 : r.error.c_str());
+  } else if (!r.output.empty() && forgive) {
+    const std::string hosts = r.output.substr(1, r.output.size() - 2);
+    log_.line("forgave %s: the runs died at the same step each time, so the crash is the program's, not the nodes'",
+              hosts.c_str());
   } else if (!r.output.empty()) {
-    std::string hosts = r.output.substr(1, r.output.size() - 2);
-    log_.line(
-        "forgave%s: the crash repeated at the same step in every counted run, so it is the program's, not the "
-        "nodes'",
-        (" " + hosts).c_str());
+    const std::string hosts = r.output.substr(1, r.output.size() - 2);
+    log_.line("kept the crash findings against %s: %s", hosts.c_str(), differs.c_str());
   }
 }
 
@@ -247,6 +290,17 @@ void run_end::note_compute(const node_state& ns) {
   if (e.works.empty()) return;
   e.figures = {{"steps", steps}, {"slowest_us", slowest_us}, {"marked", marked}};
   append_event_bounded(format_run_event(e), "cannot note the ranks' step times for `trainctl report`");
+}
+
+void run_end::note_death(int status, std::int64_t step) {
+  if (opts_.job_id.empty()) return;
+  run_event e;
+  e.ms = unix_now_ms();
+  e.job = opts_.job_id;
+  e.what = "death";
+  e.step = step;
+  e.reason = WIFSIGNALED(status) ? "SIG" + signal_name(WTERMSIG(status)) : "exit";
+  append_event_bounded(format_run_event(e), "cannot note how the ranks died (the no-progress breaker reads it)");
 }
 
 // Written from the hang's dump, not the loop's hot path, and in a child with a limit:

@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "run_options.hpp"
 #include "run_progress.hpp"
@@ -33,10 +34,12 @@ class run_end {
   // progress, or ends this run at once (killing `adopt`, the task) when the breaker
   // already ended one of another job. A wait status to end with, or -1 to go on.
   int start(pid_t adopt, node_state* ns);
-  // At the batch step's end: whether the ranks ended this run on the breaker's vote.
-  // Then the array's pending tasks are cancelled and the crash loop's nodes forgiven;
-  // returns the line for the --on-notice command (no-progress).
-  std::optional<std::string> judge();
+  // At the batch step's end (the batch script's wait status; `interrupted`: a TERM or a
+  // preemption came): whether the ranks ended this run on the breaker's vote, or this
+  // run failed before its first check() as the runs before it did. Then the array's
+  // pending tasks are cancelled and the crash loop's nodes forgiven where the runs died
+  // at one step; returns the line for the --on-notice command (no-progress).
+  std::optional<std::string> judge(int child_status, bool interrupted);
   // The breaker ended this run: the job exits kNoProgressExit.
   bool no_progress() const { return no_progress_; }
 
@@ -52,14 +55,19 @@ class run_end {
   // Each rank's work per step and the slowest rank's, from the ranks' heartbeat slots
   // (the node state's publisher, as it ends).
   void note_compute(const node_state& ns);
+  // This node's first rank death, the program's own (wait status `status`, after the
+  // ranks agreed on step `step`, -1 none): how the run died, for the breaker's lines and
+  // its forgiveness (run_progress.hpp).
+  void note_death(int status, std::int64_t step);
   // A hang on the report's timeline, with how long the ranks had stalled.
   void note_hang(std::int64_t stall_ms);
 
  private:
   void append_event_bounded(const std::string& line, const char* what) const;
   void cancel_rest_of_array() const;
-  void forgive_crash_loop_nodes() const;
+  void forgive_crash_loop_nodes(const std::vector<array_run>& runs, const std::string& jobs) const;
   array_run this_run() const;
+  bool ending_run(const std::vector<array_run>& runs, array_run* r) const;
 
   const supervisor_options& opts_;
   task_log& log_;

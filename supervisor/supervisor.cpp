@@ -188,12 +188,12 @@ milliseconds task_supervisor::turn() {
 int task_supervisor::finish() {
   if (query_.running()) query_.expire(nullptr);  // not a process the command left behind
   if (opts_.batch) {
-    if (const std::optional<std::string> detail = end_.judge())
+    if (const std::optional<std::string> detail = end_.judge(procs_.status(), term_seen_ || preempted_))
       hook_.notice("no-progress", dl_.deadline_ms(), dl_.end_ms(), *detail);  // before hook_.finish()
   }
   hook_.finish();  // before end_leftovers, which would count it as left behind
   health_.abandon();
-  health_.command_ended(procs_.status());
+  if (const auto death = health_.command_ended(procs_.status())) end_.note_death(death->status, death->step);
   procs_.end_leftovers();
   learn_save_time();  // the save the ranks made before they exited
   if (opts_.batch) end_.requeue_if_preempted(term_seen_ || preempted_);

@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
 # e2e-modes: run plugin
 # The no-progress breaker (issue 35) with the template as users submit it:
-# `sbatch --array=1-6%1 -N1 train.slurm`, a loop that aborts (SIGABRT, as a node's fault
-# would look) at step 20, before any save. Tasks 1-3 crash, each suspecting its node
-# (a one-node job: nothing to compare with, so no verdict);
+# `sbatch --array=1-6%1 -N1 train.slurm`, a loop that dies at step 20, before any save:
+# (plugin) it aborts (SIGABRT, as a node's fault would look); (run) it is SIGKILLed, as
+# the OOM killer or a memory limit ends a process. Tasks 1-3 die (plugin: each
+# suspecting its node; a one-node job: nothing to compare with, so no verdict);
 # task 4 resumes where they did and ends at its first step: one line from its
 # supervisor and one from rank 0, no save, exit status 93. Tasks 5 and 6 are cancelled
-# before they start, the nodes tasks 1-3 blamed are forgiven, and (plugin) the
-# --on-notice hook ran once, with TRAINCTL_NOTICE=no-progress.
+# before they start. Plugin: the nodes tasks 1-3 blamed are forgiven (every run died at
+# the same step), and the --on-notice hook ran once, with TRAINCTL_NOTICE=no-progress.
+# Run: the lines say the runs were killed from outside, not that the program crashed.
+# Then (plugin) the commonest crash loop: every task dies before its first check() (a
+# bad config, a checkpoint that fails to load): the third task ends with exit status 93
+# and the rest of the array is cancelled, but for task 1, requeued and pending again.
 # Then (run mode) an array whose tasks crash too, but each after a save the save switch
 # asked for: each task resumes later than the one before, and the breaker never fires.
 # Its 4 crashes are interruptions: trainctl report advises a checkpoint interval, checked
 # against Young/Daly computed from the ranks' own log (within 2 %).
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
-use_train_template "--steps 100000 --step-time 0.05 --crash-on '*' --crash-at 20"
+how=abort
+[ "$MODE" = run ] && how=sigkill
+use_train_template "--steps 100000 --step-time 0.05 --crash-on '*' --crash-at 20 --crash-how $how"
 ev=$TEST_DIR/logs/nop
 opts=()
 if [ "$MODE" = plugin ]; then
@@ -24,7 +31,7 @@ if [ "$MODE" = plugin ]; then
   opts=(--graceful-exit=1 --kill-switch --save-switch --on-notice="$TEST_DIR/hook.sh")
 fi
 job=$(submit --array=1-6%1 -N1 --time=5 -J nop "${opts[@]}" train.slurm)
-log "submitted array $job ($MODE): every task's loop aborts at step 20, before any save"
+log "submitted array $job ($MODE): every task's loop dies ($how) at step 20, before any save"
 wait_for 420 "the array to end" array_gone "$job"
 got=$(array_states "$job")
 got=${got/5:CANCELLED 6:CANCELLED/rest:CANCELLED}  # records of their own once the template set their ExcNodeList
@@ -37,13 +44,17 @@ done
 task4=$(job_field "${job}_4" JobId)
 [ "$(job_field "${job}_4" ExitCode)" = "93:0" ] || fail "task 4 exited $(job_field "${job}_4" ExitCode), not 93"
 out4=$TEST_DIR/nop-$task4.out
-grep -q "no progress: the last 3 runs of this array (jobs [0-9]* [0-9]* [0-9]*) failed without getting past step 0: this run ends at its first step" "$out4" ||
+ended="failed"
+[ "$how" = sigkill ] && ended="were killed by SIGKILL from outside the program (the OOM killer, a memory or cgroup limit)"
+grep -qF "(jobs $(job_field "${job}_1" JobId) $(job_field "${job}_2" JobId) $(job_field "${job}_3" JobId)) $ended without getting past step 0: this run ends at its first step" "$out4" ||
   fail "task 4's supervisor did not say why before the run: $(cat "$out4")"
+grep -qF "$ended without getting past step 0, and this one resumed there too: this run ends with exit status 93" "$out4" ||
+  fail "task 4's supervisor did not say how the runs ended: $(cat "$out4")"
 grep -q "trainctl: exit at step 0: no-progress: " "$out4" || fail "rank 0 of task 4 did not say why it exits: $(cat "$out4")"
 [ "$(cat "$TEST_DIR"/nop-*.out | grep -c 'this run ends with exit status 93')" -eq 1 ] ||
   fail "not one task ended on the breaker: $(grep -h 'exit status 93' "$TEST_DIR"/nop-*.out)"
 grep -q "this run ends with exit status 93; cancelling the array's pending tasks" "$out4" || fail "task 4 did not end the array"
-log "tasks 1-3 crashed; task 4 ended at step 0 with exit status 93 and said why; tasks 5-6 never started"
+log "tasks 1-3 died ($how); task 4 ended at step 0 with exit status 93 and said why; tasks 5-6 never started"
 
 # What the ranks did: 6 crashes (2 ranks x 3 tasks), then task 4's 2 ranks exit at step 0
 # without a save; nothing trained past step 20.
@@ -60,21 +71,56 @@ PY
   fail "task 4's ranks: $exits exits, reasons $reasons, at steps $steps"
 [ "$saves" = 0 ] || fail "$saves saves: the breaker's exit must not save"
 
-# A crash in a one-node job has nothing to compare with: a suspicion, never a verdict.
-grep -qh "as a suspect (crashed, suspected (SIGABRT in a rank of a one-node job" "$TEST_DIR"/nop-*.out ||
-  fail "no task suspected its node: $(grep -h 'remembered' "$TEST_DIR"/nop-*.out)"
 ! grep -h "as a bad node" "$TEST_DIR"/nop-*.out || fail "a one-node crash was taken for its node's fault"
-# The crash repeated at step 20 on every node it ran on: the program's, not the nodes'.
-grep -q "forgave " "$out4" || fail "task 4 forgave no node: $(cat "$out4")"
-[ "$(grep -c crashed "$TRAINCTL_BAD_NODES" 2>/dev/null || true)" -eq 0 ] ||
-  fail "nodes still remembered: $(cat "$TRAINCTL_BAD_NODES")"
-[ -z "$("$BUILD/bin/trainctl" bad-nodes 2>/dev/null)" ] || fail "trainctl bad-nodes still excludes nodes"
-log "the nodes the crash loop blamed are forgiven: $(grep -o 'forgave [^:]*' "$out4")"
+if [ "$how" = sigkill ]; then
+  # SIGKILL is no fault of the node, nor a crash of the program.
+  ! grep -h "as a suspect" "$TEST_DIR"/nop-*.out || fail "a run killed from outside made its node a suspect"
+  ! grep -h "forgave \|kept the crash findings" "$out4" || fail "a loop killed from outside had crash findings"
+  log "the runs killed by SIGKILL are named so, and no node is suspected"
+else
+  # A crash in a one-node job has nothing to compare with: a suspicion, never a verdict.
+  grep -qh "as a suspect (crashed, suspected (SIGABRT in a rank of a one-node job" "$TEST_DIR"/nop-*.out ||
+    fail "no task suspected its node: $(grep -h 'remembered' "$TEST_DIR"/nop-*.out)"
+  # The crash repeated at step 20 on every node it ran on: the program's, not the nodes'.
+  grep -q "forgave .*: the runs died at the same step each time" "$out4" || fail "task 4 forgave no node: $(cat "$out4")"
+  [ "$(grep -c crashed "$TRAINCTL_BAD_NODES" 2>/dev/null || true)" -eq 0 ] ||
+    fail "nodes still remembered: $(cat "$TRAINCTL_BAD_NODES")"
+  [ -z "$("$BUILD/bin/trainctl" bad-nodes 2>/dev/null)" ] || fail "trainctl bad-nodes still excludes nodes"
+  log "the nodes the crash loop blamed are forgiven: $(grep -o 'forgave [^:]*' "$out4")"
+fi
 if [ "$MODE" = plugin ]; then
   [ "$(wc -l <"$TEST_DIR/hook.log")" -eq 1 ] || fail "the hook ran $(wc -l <"$TEST_DIR/hook.log") times: $(cat "$TEST_DIR/hook.log")"
   grep -q "^no-progress jobs [0-9 ]* failed without getting past step 0" "$TEST_DIR/hook.log" ||
     fail "the hook was told: $(cat "$TEST_DIR/hook.log")"
   log "--on-notice ran once: $(cat "$TEST_DIR/hook.log")"
+
+  # Every task dies before its first check(): no step to compare, and the third in a
+  # row ends the array as it fails. Task 1, requeued after its run (held, as a preempted
+  # task waits for nodes), is pending again when that happens: it is spared.
+  use_train_template "--steps 1000 --step-time 0.05 --crash-on '*' --crash-at 0"
+  pre=$(submit --hold --array=1-5%1 -N1 --time=5 -J pre "${opts[@]}" train.slurm)
+  scontrol release "${pre}_1" || fail "could not release task 1 of $pre"
+  log "submitted array $pre: every task's loop aborts before its first check()"
+  wait_for 120 "task 1 to end" job_ended "${pre}_1"
+  scontrol requeuehold "${pre}_1" || fail "could not requeue task 1 of $pre"
+  [ "$(job_field "${pre}_1" Restarts)" = 1 ] || fail "task 1 requeued: Restarts=$(job_field "${pre}_1" Restarts)"
+  scontrol release "${pre}_[2-5]" || fail "could not release tasks 2-5 of $pre"
+  wait_for 240 "task 3 to end" job_ended "${pre}_3"
+  only_task1_left() { [ -z "$(squeue -h -r -t PENDING,RUNNING -j "$pre" -o %i | grep -v "^${pre}_1$" || true)" ]; }
+  wait_for 60 "tasks 4-5 to go" only_task1_left
+  got=$(array_states "$pre")
+  got=${got/4:CANCELLED 5:CANCELLED/rest:CANCELLED}
+  [ "$got" = "1:PENDING 2:FAILED 3:FAILED rest:CANCELLED" ] ||
+    fail "task states: $got; $(tail -n 5 "$TEST_DIR"/pre-*.out)"
+  [ "$(job_field "${pre}_2" ExitCode)" != "93:0" ] || fail "task 2 exited 93: only the third run in a row may"
+  [ "$(job_field "${pre}_3" ExitCode)" = "93:0" ] || fail "task 3 exited $(job_field "${pre}_3" ExitCode), not 93"
+  out3=$TEST_DIR/pre-$(job_field "${pre}_3" JobId).out
+  grep -qF "no progress: jobs $(job_field "${pre}_1" JobId) $(job_field "${pre}_2" JobId) $(job_field "${pre}_3" JobId) failed before their first check(), this one too: this run ends with exit status 93; cancelling the array's pending tasks" "$out3" ||
+    fail "task 3's supervisor did not say why: $(cat "$out3")"
+  grep -qF "left pending: ${pre}_1, requeued after a run of its own" "$out3" || fail "task 3 did not spare task 1: $(cat "$out3")"
+  [ "$(wc -l <"$TEST_DIR/hook.log")" -eq 2 ] || fail "the hook ran $(wc -l <"$TEST_DIR/hook.log") times in all: $(cat "$TEST_DIR/hook.log")"
+  scancel "$pre"
+  log "3 tasks died before their first check(); the third exited 93, the rest never started but the requeued task 1"
 fi
 
 if [ "$MODE" = run ]; then
@@ -134,4 +180,4 @@ assert cp["advised_s"] and abs(cp["advised_s"] - advised) <= 0.02 * advised, (ad
 assert cp["between_s"] and abs(cp["between_s"] - now) <= 0.02 * now, (now, cp)
 PY
 fi
-log "PASS ($MODE): a crash loop ends at its 4th task with exit 93, the rest of the array cancelled and its nodes forgiven"
+log "PASS ($MODE): a crash loop ends at its 4th task with exit 93 (one before any check() at its 3rd), the rest of the array cancelled, its nodes forgiven or the outside kill named"

@@ -192,3 +192,129 @@ TEST(RunProgress, TheTaskEndReasonOfAWaitStatus) {
   EXPECT_EQ(task_end_reason(1 << 8), "failed");
   EXPECT_EQ(task_end_reason(SIGKILL), "failed");
 }
+
+namespace {
+
+// A node's first rank death in the newest run of `job` at `at_s` seconds: its last
+// agreed step, how. Written before the run's task_end, as the step ends before the batch script.
+void death(std::vector<run_event>& ev, const std::string& job, std::int64_t at_s, std::int64_t step,
+           const std::string& how) {
+  auto at = ev.end();
+  for (auto e = ev.begin(); e != ev.end(); ++e)
+    if (e->job == job && e->what == "task_end") at = e;
+  ev.insert(at, {at_s * 1000, job, "death", step, -1, how});
+}
+
+// The run ending now that never reached check(), begun at `start_s`.
+array_run ending(const std::string& job, std::int64_t start_s) {
+  array_run r = now(job);
+  r.start_ms = start_s * 1000;
+  return r;
+}
+
+}  // namespace
+
+// The commonest crash loop: every task dies before its first check() (a bad config, a
+// checkpoint that fails to load). The runs count from the one ending now back.
+TEST(RunProgress, RunsThatFailBeforeTheirFirstCheckCountInARow) {
+  std::vector<run_event> ev;
+  run(ev, "101", 0, 10, -1, "failed");
+  run(ev, "102", 20, 30, -1, "failed");
+  ev.push_back({40000, "103", "end", -1, -1, ""});  // the run ending now: no first step
+  const auto runs = array_runs(ev);
+  const auto c = runs_failing_before_check(runs, ending("103", 40));
+  EXPECT_EQ(c.runs, 3);
+  EXPECT_EQ(c.jobs, "101 102 103");
+  array_run reached = ending("103", 40);
+  reached.first_step = 0;
+  EXPECT_EQ(runs_failing_before_check(runs, reached).runs, 0) << "a run that reached check() is the other rule's";
+}
+
+// What stops that count: a run that reached a step, a preempted run, an ok run, runs
+// side by side (a sweep), another array's run.
+TEST(RunProgress, OnlyFailedRunsInARowBeforeACheckCount) {
+  std::vector<run_event> ev;
+  run(ev, "101", 0, 10, -1, "failed");
+  run(ev, "102", 20, 30, 0, "failed");  // reached step 0
+  run(ev, "103", 40, 50, -1, "failed");
+  EXPECT_EQ(runs_failing_before_check(array_runs(ev), ending("104", 60)).runs, 2);
+  std::vector<run_event> preempted;
+  run(preempted, "101", 0, 10, -1, "failed");
+  run(preempted, "102", 20, 30, -1, "failed", true);
+  EXPECT_EQ(runs_failing_before_check(array_runs(preempted), ending("103", 40)).runs, 1);
+  std::vector<run_event> sweep;  // side by side
+  run(sweep, "101", 0, 30, -1, "failed");
+  run(sweep, "102", 0, 30, -1, "failed");
+  EXPECT_EQ(runs_failing_before_check(array_runs(sweep), ending("103", 20)).runs, 1);
+  std::vector<run_event> older;  // a single job of an older array with a lower id
+  run(older, "7", 0, 10, -1, "failed");
+  EXPECT_EQ(runs_failing_before_check(array_runs(older), ending("103", 20)).runs, 1);
+}
+
+// A requeued job's earlier runs, with its id, are runs of their own.
+TEST(RunProgress, ARequeuedJobsEarlierRunsThatFailedBeforeACheckCount) {
+  std::vector<run_event> ev;
+  run(ev, "7", 0, 10, -1, "failed", false, 0);
+  run(ev, "7", 20, 30, -1, "failed", false, 1);
+  ev.push_back({40000, "7", "end", -1, -1, ""});
+  array_run current = ending("7", 40);
+  current.restart = 2;
+  EXPECT_EQ(runs_failing_before_check(array_runs(ev), current).runs, 3);
+}
+
+// The earliest death of a run's nodes is its death; SIGKILL is named as from outside.
+TEST(RunProgress, RunsKilledBySigkillAreNotCalledCrashes) {
+  std::vector<run_event> ev;
+  run(ev, "101", 0, 60, 0, "failed");
+  death(ev, "101", 50, 19, "SIGTERM");  // a node whose ranks the launcher ended after
+  death(ev, "101", 49, 19, "SIGKILL");
+  run(ev, "102", 70, 130, 0, "failed");
+  death(ev, "102", 120, 19, "SIGKILL");
+  const auto runs = array_runs(ev);
+  EXPECT_EQ(runs[0].death_how, "SIGKILL");
+  EXPECT_EQ(runs[0].death_step, 19);
+  EXPECT_EQ(how_runs_ended(runs, "101 102"),
+            "were killed by SIGKILL from outside the program (the OOM killer, a memory or cgroup limit)");
+  std::vector<run_event> mixed = ev;
+  run(mixed, "103", 140, 200, 0, "failed");
+  death(mixed, "103", 190, 19, "SIGSEGV");
+  EXPECT_EQ(how_runs_ended(array_runs(mixed), "101 102 103"),
+            "failed (2 of them killed by SIGKILL from outside the program (the OOM killer, a memory or cgroup limit))");
+  std::vector<run_event> crashed;
+  run(crashed, "101", 0, 60, 0, "failed");
+  death(crashed, "101", 50, 19, "SIGABRT");
+  EXPECT_EQ(how_runs_ended(array_runs(crashed), "101"), "failed");
+}
+
+// Forgiveness compares where the runs died, not where they resumed: a node failing at
+// random times keeps its findings.
+TEST(RunProgress, ForgivenessNeedsTheRunsToDieAtOneStep) {
+  std::vector<run_event> ev;
+  const std::int64_t died_at[] = {18, 33, 29};
+  for (int i = 0; i < 3; ++i) {
+    const std::string job = std::to_string(101 + i);
+    run(ev, job, i * 70, i * 70 + 60, 0, "failed");
+    death(ev, job, i * 70 + 50, died_at[i], "SIGSEGV");
+  }
+  std::string why;
+  EXPECT_FALSE(died_at_one_step(array_runs(ev), "101 102 103", &why));
+  EXPECT_EQ(why, "the runs died at different steps (18, 33, 29), as on a node failing at random times");
+  std::vector<run_event> same;
+  for (int i = 0; i < 3; ++i) {
+    const std::string job = std::to_string(101 + i);
+    run(same, job, i * 70, i * 70 + 60, 0, "failed");
+    death(same, job, i * 70 + 50, 19, "SIGABRT");
+  }
+  EXPECT_TRUE(died_at_one_step(array_runs(same), "101 102 103", nullptr));
+  std::vector<run_event> unknown = same;  // a fourth run whose nodes wrote no death
+  run(unknown, "104", 210, 270, 0, "failed");
+  EXPECT_FALSE(died_at_one_step(array_runs(unknown), "102 103 104", &why));
+  EXPECT_EQ(why, "how the runs died is not known for each (19, 19, unknown)");
+  std::vector<run_event> before;  // each died before any step
+  for (int i = 0; i < 3; ++i) {
+    const std::string job = std::to_string(101 + i);
+    run(before, job, i * 70, i * 70 + 60, -1, "failed");
+    death(before, job, i * 70 + 50, -1, "SIGABRT");
+  }
+  EXPECT_TRUE(died_at_one_step(array_runs(before), "101 102 103", nullptr));
+}

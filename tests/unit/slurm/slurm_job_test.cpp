@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "fixture.hpp"
 #include "parse.hpp"
@@ -124,4 +126,21 @@ TEST(SlurmJob, AJobIdIsAJobOrOneTaskOfAnArray) {
     EXPECT_TRUE(is_job_id(ok)) << ok;
   for (const char* bad : {"", "abc", "12x", "1234_", "_5", "1234_5_6", "1234_[2-5%1]", "-1", "1234567890123", " 12"})
     EXPECT_FALSE(is_job_id(bad)) << bad;
+}
+
+// The breaker cancels the tasks that never ran and spares a task SLURM requeued after a
+// preemption; squeue's columns are padded, and only the array's own digits count.
+TEST(SlurmJob, PendingTasksByRestarts) {
+  std::vector<std::string> never_ran;
+  std::string requeued;
+  pending_by_restarts(
+      "4242                    2                       1           \n"
+      "4242                    4                       0           \n"
+      "4242                    5                       0           \n"
+      "4243                    6                       0           \n"
+      "4242                    7;rm                    0           \n"
+      "4242                    9                       3           \n",
+      "4242", &never_ran, &requeued);
+  EXPECT_EQ(never_ran, (std::vector<std::string>{"4242_4", "4242_5"}));
+  EXPECT_EQ(requeued, "4242_2 4242_9");
 }
