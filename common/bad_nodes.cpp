@@ -257,33 +257,6 @@ bool is_suspicion(const bad_node& b) { return b.reason.rfind(kSuspectedCrash, 0)
 
 namespace {
 
-// The program a suspicion came from: its array, where the reason names one, else its job.
-std::string program_of(const bad_node& b) {
-  const std::size_t at = b.reason.find(kOfArray);
-  if (at == std::string::npos) return "job " + b.job;
-  const std::size_t from = at + std::strlen(kOfArray);
-  return "array " + b.reason.substr(from, b.reason.find_first_not_of("0123456789", from) - from);
-}
-
-// The hosts whose recent suspicions are evidence (see the header): at least 2, from
-// different programs, and more than half of all the recent suspicions.
-
-std::set<std::string> convicted_by_suspicions(const std::vector<bad_node>& recent) {
-  std::map<std::string, std::pair<std::set<std::string>, std::size_t>> of_host;  // its programs, its suspicions
-  std::size_t total = 0;
-  for (const auto& b : recent)
-    if (is_suspicion(b)) {
-      auto& [programs, count] = of_host[b.host];
-      programs.insert(program_of(b));
-      ++count;
-      ++total;
-    }
-  std::set<std::string> out;
-  for (const auto& [host, seen] : of_host)
-    if (seen.first.size() >= 2 && 2 * seen.second > total) out.insert(host);
-  return out;
-}
-
 std::vector<bad_node> recent_findings(const std::vector<bad_node>& all, std::int64_t now_s,
                                       std::chrono::seconds expiry) {
   std::vector<bad_node> recent;
@@ -297,14 +270,12 @@ std::vector<bad_node> recent_findings(const std::vector<bad_node>& all, std::int
 std::vector<std::string> suspected_nodes(const std::vector<bad_node>& all, std::int64_t now_s,
                                          std::chrono::seconds expiry) {
   const std::vector<bad_node> recent = recent_findings(all, now_s, expiry);
-  const std::set<std::string> convicted = convicted_by_suspicions(recent);
   std::set<std::string> found;  // hosts with a finding that is not a suspicion
   for (const auto& b : recent)
     if (!is_suspicion(b)) found.insert(b.host);
   std::vector<std::string> out;
   for (auto it = recent.rbegin(); it != recent.rend(); ++it)
-    if (is_suspicion(*it) && !convicted.count(it->host) && !found.count(it->host) &&
-        std::find(out.begin(), out.end(), it->host) == out.end())
+    if (is_suspicion(*it) && !found.count(it->host) && std::find(out.begin(), out.end(), it->host) == out.end())
       out.push_back(it->host);
   return out;
 }
@@ -312,10 +283,7 @@ std::vector<std::string> suspected_nodes(const std::vector<bad_node>& all, std::
 std::vector<std::string> nodes_to_exclude(const std::vector<bad_node>& all, std::int64_t now_s,
                                           std::chrono::seconds expiry, std::size_t cap) {
   std::vector<bad_node> recent = recent_findings(all, now_s, expiry);
-  const std::set<std::string> convicted = convicted_by_suspicions(recent);
-  recent.erase(std::remove_if(recent.begin(), recent.end(),
-                              [&](const bad_node& b) { return is_suspicion(b) && !convicted.count(b.host); }),
-               recent.end());
+  recent.erase(std::remove_if(recent.begin(), recent.end(), is_suspicion), recent.end());
   std::stable_sort(recent.begin(), recent.end(), [](const bad_node& a, const bad_node& b) { return a.when > b.when; });
   std::vector<std::string> out;
   std::set<std::string> seen;

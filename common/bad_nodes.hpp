@@ -62,23 +62,23 @@ std::string forget_findings(const std::string& path, const std::function<bool(co
 std::vector<bad_node> read_bad_nodes(const std::string& path);
 
 // A crash in a one-node job has nothing to compare with: the fault may be the node's or
-// the program's. It is remembered as a suspicion, its reason starting with
-// kSuspectedCrash, and is no finding by itself. Suspicions become evidence against a
-// host when it has 2 or more, from different programs, and more than half of all the
-// recent suspicions: the crash followed the node, not the program (a program that
-// crashes wherever it runs spreads them over the nodes it lands on). A program is a job
-// array, named in the reason after kOfArray (its tasks on one node, where an idle
-// cluster keeps placing them, are one program's crashes), else a job.
+// the program's (an abort is a C++ assert as often as NCCL's answer to a bad GPU). It is
+// remembered as a suspicion, its reason starting with kSuspectedCrash, and keeps nobody
+// off a node, however many there are: on an idle cluster SLURM places every one-node
+// job on the same node first, so a user's own crashing programs pile up there. A node
+// is convicted only by contrast: its ranks died first while the same job's ranks on
+// other nodes did not (crash_culprit.hpp). The array a suspicion's job belongs to is
+// named in the reason after kOfArray.
 inline constexpr const char* kSuspectedCrash = "crashed, suspected";
 inline constexpr const char* kOfArray = " of array ";
 bool is_suspicion(const bad_node& b);
 
-// The hosts to keep off: findings younger than `expiry` (suspicions only as above),
+// The hosts to keep off: findings younger than `expiry` (never suspicions),
 // newest first, each host once, at most `cap` of them (so a run never excludes itself
 // off the cluster).
 std::vector<std::string> nodes_to_exclude(const std::vector<bad_node>& all, std::int64_t now_s,
                                           std::chrono::seconds expiry, std::size_t cap);
-// The hosts with recent suspicions that are not (yet) evidence, newest first.
+// The hosts with recent suspicions and no finding, newest first.
 std::vector<std::string> suspected_nodes(const std::vector<bad_node>& all, std::int64_t now_s,
                                          std::chrono::seconds expiry);
 

@@ -377,7 +377,7 @@ bool crash_culprit::judge_first_death(int fd, const std::string& me, std::int64_
     const std::string array = env_text("SLURM_ARRAY_JOB_ID");
     b.reason = std::string(kSuspectedCrash) + " (" + how_it_ended(st) + " in a rank of a one-node job" +
                (array.empty() ? "" : std::string(kOfArray) + array) +
-               "; a node is kept off only when crashes of other programs follow it)";
+               "; no node is kept off for a crash with nothing to compare with)";
   }
   const std::string path = bad_nodes_path(), e2 = record_bad_node(path, b);
   const std::string as = alone ? " as a suspect (" : " as a bad node (";

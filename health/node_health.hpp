@@ -20,8 +20,7 @@
 //    an unknown cause, an order too close to call, or a death trainctl caused (a hang
 //    action, a notice) records nothing, and the log says so. In a one-node job there
 //    is no other node to compare with: the fault signal is only a suspicion
-//    (bad_nodes.hpp, kSuspectedCrash), remembered but keeping nobody off a node until
-//    suspicions from other jobs make it evidence.
+//    (bad_nodes.hpp, kSuspectedCrash), remembered but keeping nobody off a node.
 #pragma once
 
 #include <sys/types.h>
