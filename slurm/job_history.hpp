@@ -16,6 +16,9 @@ struct task_record {   // what SLURM says about one task
   std::string user;
   std::int64_t submit_ms = 0, eligible_ms = 0, start_ms = 0, end_ms = 0;  // 0: unknown / not yet
   int nodes = 0;
+  // Not SLURM's: an earlier run of a requeued job that no accounting recorded, rebuilt
+  // from trainctl's run events (its start is its first event's).
+  bool from_events = false;
 };
 
 // `sacct -X -n -P -o JobIDRaw,JobID,State,User,Submit,Eligible,Start,End,NNodes` output.

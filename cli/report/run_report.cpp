@@ -100,6 +100,17 @@ void account(task_report& t, const std::vector<run_event>& events) {
   t.straggler = price_stragglers(events, t.first_step >= 0 && last >= t.first_step ? last - t.first_step : -1);
   t.slow = find_slow_steps(events);
   const double total_s = static_cast<double>(end - start) / 1000.0;
+  // Time within the task's own wall time, or the line was damaged: said, never summed.
+  if (t.slow.excess_s > total_s) {
+    t.damaged.push_back("step_times (" + span_text(t.slow.excess_s) + " of slow steps in a task of " +
+                        span_text(total_s) + ")");
+    t.slow = slow_steps{};
+  }
+  if (t.straggler.priced() && t.straggler.wall_s > total_s) {
+    t.damaged.push_back("compute (" + span_text(t.straggler.wall_s) + " waiting for a straggler in a task of " +
+                        span_text(total_s) + ")");
+    t.straggler = straggler_price{};
+  }
   // The restore is part of the time to the first step, apart from the rest of start-up.
   auto split_restore = [&] {
     t.restore_s = std::min(restore_s, t.startup_s);
@@ -150,10 +161,46 @@ void account(task_report& t, const std::vector<run_event>& events) {
     (sp.kept ? t.kept_s : sp.hung ? t.hung_s : t.lost_s) += static_cast<double>(sp.to - sp.from) / 1000.0;
 }
 
+// Without accounting (scontrol alone) a requeued job has one record, its newest run's:
+// the runs before it are rebuilt from their task_end events, so that a preempted run's
+// steps and save are not lost from the report. With sacct -D each run has its record.
+void add_runs_without_records(std::vector<task_record>& tasks, const std::vector<run_event>& events) {
+  std::unordered_map<std::string, int> records;
+  for (const task_record& t : tasks) ++records[t.job_id];
+  std::vector<task_record> earlier;
+  for (const task_record& t : tasks) {
+    if (records[t.job_id] != 1 || t.start_ms == 0) continue;
+    // Its array index, which each task_end names: the ids of an older array (a cluster
+    // whose state was reset) may be in the same file.
+    const std::size_t underscore = t.name.find('_');
+    const std::string index = underscore == std::string::npos ? "" : t.name.substr(underscore + 1);
+    const std::int64_t task = all_digits(index, 9) ? std::stoll(index) : -1;
+    std::int64_t begun = 0;  // the first event after the last run's task_end
+    for (const run_event& e : events) {
+      if (e.job != t.job_id || e.ms >= t.start_ms - 1000) continue;
+      if (begun == 0) begun = e.ms;
+      if (e.what != "task_end") continue;
+      if (e.restart < 0 || e.task != task) {
+        begun = 0;
+        continue;
+      }
+      task_record run = t;
+      run.start_ms = begun / 1000 * 1000;
+      run.end_ms = std::max(e.ms, run.start_ms);
+      run.state = e.reason == "preempted" ? "REQUEUED" : e.reason == "ok" ? "COMPLETED" : "FAILED";
+      run.from_events = true;
+      earlier.push_back(run);
+      begun = 0;
+    }
+  }
+  tasks.insert(tasks.end(), earlier.begin(), earlier.end());
+}
+
 }  // namespace
 
 run_report build_run_report(const std::string& job, std::vector<task_record> tasks,
                             const std::vector<run_event>& events, std::int64_t now_ms) {
+  add_runs_without_records(tasks, events);
   std::stable_sort(tasks.begin(), tasks.end(), [](const task_record& a, const task_record& b) {
     if ((a.start_ms == 0) != (b.start_ms == 0)) return b.start_ms == 0;
     return a.start_ms < b.start_ms;
@@ -268,9 +315,11 @@ std::string run_report_text(const run_report& r) {
     const std::string straggler = straggler_clause(t.straggler, t.task.nodes);
     const std::string slow = slow_steps_clause(t.slow, t.task.nodes);
     if (t.saves.empty() && t.notices.empty() && t.restore_s < 0.05 && straggler.empty() && slow.empty() &&
-        t.held_tasks == 0)
+        t.held_tasks == 0 && t.damaged.empty() && !t.task.from_events)
       continue;
     std::string detail = "  " + t.task.name + ":";
+    if (t.task.from_events)
+      detail += " an earlier run, from trainctl's events (no accounting record: it began before its first event);";
     if (t.restore_s >= 0.05) detail += " restore " + span_text(t.restore_s) + " (in its start-up);";
     for (const auto& s : t.saves) {
       const std::string took = s.end_ms != 0 ? span_text(static_cast<double>(s.end_ms - s.begin_ms) / 1000.0)
@@ -294,6 +343,7 @@ std::string run_report_text(const run_report& r) {
     if (t.held_tasks > 0)
       detail += " the kill switch held the array's " + std::to_string(t.held_tasks) +
                 " pending tasks (rm the switch and scontrol release them to go on);";
+    for (const std::string& d : t.damaged) detail += " damaged event line not counted: " + d + ";";
     detail.back() = '\n';
     out += detail;
   }
@@ -348,6 +398,7 @@ std::string run_report_json(const run_report& r) {
     jt["task"] = t.task.name;
     jt["job_id"] = t.task.job_id;
     jt["state"] = t.task.state;
+    jt["from_events"] = t.task.from_events;
     jt["nodes"] = t.task.nodes;
     jt["start"] = t.task.start_ms != 0 ? json(format_slurm_timestamp(t.task.start_ms)) : json(nullptr);
     jt["end"] = t.task.start_ms != 0 && !t.running ? json(format_slurm_timestamp(t.task.end_ms)) : json(nullptr);
@@ -387,6 +438,7 @@ std::string run_report_json(const run_report& r) {
                            : json{{"steps", sl.steps},       {"median_step_s", sl.median_s},
                                   {"mad_s", sl.mad_s},       {"threshold_s", sl.threshold_s()},
                                   {"outliers", sl.outliers}, {"node_s", sl.excess_s * std::max(1, t.task.nodes)}};
+    jt["damaged"] = t.damaged;
     j["tasks"].push_back(jt);
   }
   return j.dump() + "\n";

@@ -65,6 +65,9 @@ struct task_report {
   std::vector<span> training;
   straggler_price straggler;  // what waiting for the slowest rank cost (step_costs.hpp)
   slow_steps slow;            // rank 0's steps over the median + 3 MAD
+  // Figures no real run can have (more time than the task had), from a damaged events
+  // file: not counted, each named here as "step_times (...)" for the report to say.
+  std::vector<std::string> damaged;
 };
 
 struct run_report {

@@ -465,3 +465,57 @@ TEST(RunReport, TheTasksTheKillSwitchHeldAreNamedWithHowToGoOn) {
             std::string::npos)
       << text;
 }
+
+// A damaged events file (a torn write, a disk error) can hold figures no run has: more
+// slow-step time or straggler time than the task lasted. They are named, never summed.
+TEST(RunReport, FiguresLongerThanTheTaskAreNamedAsDamagedAndNotCounted) {
+  run_event times = ev(100, "1701", "step_times");
+  times.figures = {
+      {"steps", 1000}, {"median_us", 150'000}, {"mad_us", 2'000}, {"outliers", 4}, {"excess_us", 1'000'000'000'000}};
+  run_event compute = ev(100, "1701", "compute");
+  compute.figures = {{"steps", 1000}, {"slowest_us", 900'000'000}, {"marked", 1}};
+  compute.works = {{0, 50'000}, {1, 900'000'000}};
+  const run_report r = build_run_report("1701", {task("1701", "1701", 0, 110, 1)},
+                                        {ev(5, "1701", "first_step", 0), compute, times}, kS + 1000 * kSec);
+  EXPECT_EQ(r.slow_steps, 0);
+  EXPECT_EQ(r.straggler, 0);
+  ASSERT_EQ(r.tasks[0].damaged.size(), 2u);
+  const std::string text = run_report_text(r);
+  EXPECT_NE(text.find("damaged event line not counted: step_times ("), std::string::npos) << text;
+  EXPECT_NE(text.find("damaged event line not counted: compute ("), std::string::npos) << text;
+  EXPECT_EQ(text.find("slow steps (over"), std::string::npos) << text;
+  EXPECT_EQ(text.find("stragglers "), std::string::npos) << text;
+  EXPECT_NE(run_report_json(r).find("\"damaged\":[\"step_times ("), std::string::npos) << run_report_json(r);
+}
+
+// Without accounting scontrol knows a requeued job's newest run only: the preempted run
+// before it comes back from trainctl's events, with its steps and its save.
+TEST(RunReport, WithoutAccountingARequeuedJobsEarlierRunComesFromItsEvents) {
+  task_record now = task("920", "920", 50, 120, 2);
+  std::vector<run_event> events = {ev(5, "920", "first_step", 0),
+                                   ev(30, "920", "notice", -1, -1, "preempted"),
+                                   ev(31, "920", "exit", 500, -1, "preempted"),
+                                   ev(33, "920", "saved", -1, 2000),
+                                   ev(33, "920", "end", 500),
+                                   ev(34, "920", "task_end", -1, -1, "preempted"),
+                                   ev(56, "920", "first_step", 501)};
+  events[5].restart = 0;  // the task_end of the run's first start (not an array: task -1)
+  const run_report r = build_run_report("920", {now}, events, kS + 200 * kSec);
+  ASSERT_EQ(r.tasks.size(), 2u);
+  EXPECT_TRUE(r.tasks[0].task.from_events);
+  EXPECT_EQ(r.tasks[0].task.state, "REQUEUED");
+  EXPECT_EQ(r.tasks[0].exit_reason, "preempted");
+  EXPECT_EQ(r.tasks[0].saves.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.tasks[0].kept_s, 26);
+  EXPECT_EQ(r.tasks[1].first_step, 501);
+  EXPECT_FALSE(r.tasks[1].task.from_events);
+  EXPECT_NE(run_report_text(r).find("an earlier run, from trainctl's events"), std::string::npos) << run_report_text(r);
+  // With sacct -D each run has its record: nothing is rebuilt.
+  const run_report both =
+      build_run_report("920", {task("920", "920", 0, 40, 2, "REQUEUED"), now}, events, kS + 200 * kSec);
+  ASSERT_EQ(both.tasks.size(), 2u);
+  EXPECT_FALSE(both.tasks[0].task.from_events);
+  // A task_end of another array task under the same id (an older array) is not its run.
+  events[5].task = 3;
+  EXPECT_EQ(build_run_report("920", {now}, events, kS + 200 * kSec).tasks.size(), 1u);
+}
