@@ -17,8 +17,11 @@ std::optional<job_record> running_job_of_mine(const std::string& who, const std:
   std::string error;
   auto info = show_job_record(job, std::chrono::milliseconds(10000), &error);
   if (!info || info->state != "RUNNING") {
-    const std::string why =
+    std::string why =
         info ? "the job is " + info->state + ", not RUNNING" : "no such job that scontrol can show (" + error + ")";
+    // A kill switch holds an array's pending tasks: say how to go on.
+    if (info && info->state == "PENDING" && info->reason.rfind("JobHeld", 0) == 0)
+      why += " (held: " + info->reason + "; after a kill switch, remove it, then scontrol release " + job + ")";
     std::fprintf(stderr, "%s: %s %s: %s; accepted: the id of a running job\n", who.c_str(), what.c_str(), job.c_str(),
                  why.c_str());
     return std::nullopt;

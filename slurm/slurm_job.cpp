@@ -148,6 +148,7 @@ job_record parse_job_record(const std::string& line) {
   j.node_list = scontrol_field(line, "NodeList");
   j.num_nodes = scontrol_field(line, "NumNodes");
   j.work_dir = scontrol_field(line, "WorkDir");
+  j.reason = scontrol_field(line, "Reason");
   try {
     j.end_ms = parse_slurm_timestamp(scontrol_field(line, "EndTime"));
   } catch (const std::exception&) {

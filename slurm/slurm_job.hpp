@@ -60,6 +60,7 @@ struct job_record {
   std::string node_list;    // NodeList, compressed as SLURM prints it
   std::string num_nodes;    // NumNodes, as printed (srun -N takes it so)
   std::string work_dir;     // WorkDir
+  std::string reason;       // Reason: why it waits (JobHeldUser: held, as trainctl's kill switch holds an array)
   std::int64_t end_ms = 0;  // EndTime as unix ms; 0 when unknown or unparsable
 };
 

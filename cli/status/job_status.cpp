@@ -334,7 +334,8 @@ std::string findings_cell(const job_status& s) {
 
 }  // namespace
 
-std::string format_job_list(const std::vector<job_status>& jobs, const std::vector<std::string>& unsupervised) {
+std::string format_job_list(const std::vector<job_status>& jobs, const std::vector<std::string>& unsupervised,
+                            const std::vector<std::string>& held) {
   std::vector<std::vector<std::string>> rows{{"JOB", "NAME", "NODES", "RANKS", "DEADLINE", "FINDINGS"}};
   for (const auto& s : jobs)
     rows.push_back(
@@ -359,10 +360,17 @@ std::string format_job_list(const std::vector<job_status>& jobs, const std::vect
            (unsupervised.size() == 1 ? "" : "s") + " of yours without trainctl (no node state on its nodes): " + ids +
            "\n";
   }
+  if (!held.empty()) {
+    std::string ids;
+    for (const auto& h : held) ids += (ids.empty() ? "" : ", ") + h;
+    out += std::to_string(held.size()) + " held job" + (held.size() == 1 ? "" : "s") + " of yours: " + ids +
+           " (after a kill switch: remove it, then scontrol release the ids to go on)\n";
+  }
   return escape_controls(out);
 }
 
-std::string format_job_list_json(const std::vector<job_status>& jobs, const std::vector<std::string>& unsupervised) {
+std::string format_job_list_json(const std::vector<job_status>& jobs, const std::vector<std::string>& unsupervised,
+                                 const std::vector<std::string>& held) {
   using nlohmann::json;
   json j;
   j["schema"] = 1;
@@ -379,6 +387,7 @@ std::string format_job_list_json(const std::vector<job_status>& jobs, const std:
          {"findings", status_findings(s)}});
   }
   j["unsupervised"] = unsupervised;
+  j["held"] = held;
   return j.dump(2) + "\n";
 }
 

@@ -94,7 +94,11 @@ std::string format_status_json(const job_status& s, bool lines = false);
 // supervises (a node state was found on its nodes: id, name, nodes, ranks, deadline,
 // findings), then one line naming the caller's other running jobs; `unsupervised`
 // holds their ids. The JSON carries "schema": 1.
-std::string format_job_list(const std::vector<job_status>& jobs, const std::vector<std::string>& unsupervised);
-std::string format_job_list_json(const std::vector<job_status>& jobs, const std::vector<std::string>& unsupervised);
+// `held`: the caller's pending jobs that are held ("4242_[2-5] JobHeldUser" each), as
+// trainctl's kill switch leaves an array's pending tasks.
+std::string format_job_list(const std::vector<job_status>& jobs, const std::vector<std::string>& unsupervised,
+                            const std::vector<std::string>& held);
+std::string format_job_list_json(const std::vector<job_status>& jobs, const std::vector<std::string>& unsupervised,
+                                 const std::vector<std::string>& held);
 
 }  // namespace trainctl

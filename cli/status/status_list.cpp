@@ -20,6 +20,31 @@
 #include "subprocess.hpp"
 
 namespace trainctl::commands {
+namespace {
+
+// The caller's pending jobs held by a hold (JobHeldUser, JobHeldAdmin): "ID REASON" each,
+// squeue's ranges kept ("4242_[2-5]"). None when squeue cannot say.
+std::vector<std::string> held_jobs() {
+  child_spec q;
+  q.argv = {"squeue", "-h", "-u", std::to_string(getuid()), "-t", "PENDING", "-o", "%i %r"};
+  q.deadline = std::chrono::milliseconds(10000);
+  const child_result r = run_child(q);
+  std::vector<std::string> held;
+  if (!r.ok()) return held;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    const std::size_t space = line.find(' ');
+    if (space == std::string::npos || line.compare(space + 1, 7, "JobHeld") != 0) continue;
+    std::string id = line.substr(0, space);
+    const std::size_t throttle = id.find('%');  // "4242_[2-5%1]": scontrol takes "4242_[2-5]"
+    if (throttle != std::string::npos) id = id.substr(0, throttle) + "]";
+    if (id.find_first_not_of("0123456789_[],-") != std::string::npos) continue;
+    held.push_back(id + " " + line.substr(space + 1, line.find_first_of(" \t", space + 1) - space - 1));
+  }
+  return held;
+}
+
+}  // namespace
 
 int list_job_status(const std::string& who, bool json) {
   child_spec q;
@@ -62,7 +87,10 @@ int list_job_status(const std::string& who, bool json) {
     else
       without.push_back(info->id);
   }
-  std::fputs((json ? format_job_list_json(supervised, without) : format_job_list(supervised, without)).c_str(), stdout);
+  const std::vector<std::string> held = held_jobs();
+  std::fputs(
+      (json ? format_job_list_json(supervised, without, held) : format_job_list(supervised, without, held)).c_str(),
+      stdout);
   return 0;
 }
 

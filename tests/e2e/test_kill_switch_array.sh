@@ -3,8 +3,8 @@
 # e2e-variants: linuxproc cgroup
 # The kill switch with --array=1-5%1: the running task saves and exits, and the array's
 # pending tasks 2-5 are held (not cancelled, not started only to end at once); the
-# task's log says so, once, and how to go on. After `rm` of the switch and `scontrol
-# release`, task 2 starts and resumes from task 1's save.
+# task's log says so, once, and how to go on, and so does trainctl status. After `rm`
+# of the switch and `scontrol release`, task 2 starts and resumes from task 1's save.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -27,6 +27,12 @@ said="kill switch $TEST_DIR/KILL: the pending tasks of array $job (4) are held; 
 [ "$(grep -cF "$said" "$TEST_DIR/job-1.out")" = 1 ] || fail "the first task did not say once that the array is held: $(cat "$TEST_DIR/job-1.out")"
 [ "$(events_count start)" -eq 4 ] || fail "later tasks started training: $(events_count start) starts"
 log "tasks 2-5 are held: $(pending_reasons | tr '\n' ' ')"
+# trainctl status says so too: the list names the held tasks, a held task how to go on.
+listed=$("$BUILD/bin/trainctl" status 2>&1) || fail "trainctl status failed: $listed"
+grep -F "held job" <<<"$listed" | grep -qF "${job}_[2-5] JobHeld" || fail "trainctl status does not list the held tasks: $listed"
+one=$("$BUILD/bin/trainctl" status "${job}_2" 2>&1) && fail "trainctl status of a held task succeeded: $one"
+grep -qF "the job is PENDING, not RUNNING (held: JobHeld" <<<"$one" || fail "trainctl status of a held task: $one"
+grep -qF "then scontrol release ${job}_2)" <<<"$one" || fail "trainctl status of a held task: $one"
 
 # What the line says to do, as it says it.
 rm "$TEST_DIR/KILL"
