@@ -131,7 +131,8 @@ inline constexpr flag_spec kNoProgressRuns{
     "--no-progress-runs",
     "when this many runs of the job array (or starts of the requeued job) in a row failed without getting past "
     "the step they resumed at, the next one ends at its first step with exit status 93 and the array's pending "
-    "tasks are cancelled; 0: off (default 3, or $TRAINCTL_NO_PROGRESS_RUNS)"};
+    "tasks are cancelled; runs that fail before their first check() count too, the last of them ending with 93; "
+    "0: off (default 3, or $TRAINCTL_NO_PROGRESS_RUNS)"};
 inline constexpr flag_spec kAdopt{"--adopt",
                                   "supervise this existing child instead of starting COMMAND (SPANK plugin)"};
 
