@@ -89,9 +89,14 @@ std::optional<std::string> run_end::judge(int child_status, bool interrupted) {
   std::string why;
   const std::vector<run_event> events = read_own_run_events_bounded(opts_.notices, &why);
   if (!why.empty()) return std::nullopt;
-  const std::vector<array_run> runs = array_runs(events);
+  std::vector<array_run> runs = array_runs(events);
   std::string detail, jobs;
   if (breaker_ended_run(events, opts_.job_id, started_ms_)) {
+    // The counted runs ended before this one: its own (open) run is none of them, even
+    // where they share its job id (a requeued job).
+    runs.erase(std::remove_if(runs.begin(), runs.end(),
+                              [this](const array_run& r) { return r.job == opts_.job_id && r.end_ms == 0; }),
+               runs.end());
     // This supervisor may not have armed it (its read failed; a step's supervisor did).
     jobs = breaker_.what == breaker_verdict::armed ? breaker_.count.jobs : "";
     detail = !jobs.empty()
