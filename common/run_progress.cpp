@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
+
+#include "parse.hpp"
 
 namespace trainctl {
 
@@ -87,13 +90,8 @@ namespace {
 // The runs named in `jobs`, each job's newest run before the ones counted after it.
 std::vector<const array_run*> counted_runs(const std::vector<array_run>& runs, const std::string& jobs) {
   std::vector<std::string> ids;
-  std::size_t from = 0;
-  while (from < jobs.size()) {
-    const std::size_t space = jobs.find(' ', from);
-    const std::size_t to = space == std::string::npos ? jobs.size() : space;
-    if (to > from) ids.push_back(jobs.substr(from, to - from));
-    from = to + 1;
-  }
+  for (const std::string_view id : split(jobs, ' '))
+    if (!id.empty()) ids.emplace_back(id);
   // Newest first: a requeued job's id appears once per run, newest last in `jobs`.
   std::vector<const array_run*> out;
   std::size_t want = ids.size();

@@ -108,8 +108,9 @@ std::optional<std::string> run_end::judge(int child_status, bool interrupted) {
       return std::nullopt;
     array_run now;
     if (!ending_run(runs, &now)) return std::nullopt;
+    // One run that died before its first check() is no loop: the one before it must have too.
     const progress_count c = runs_failing_before_check(runs, now);
-    if (c.runs < opts_.no_progress_runs) return std::nullopt;
+    if (c.runs < std::max(2, opts_.no_progress_runs)) return std::nullopt;
     jobs = c.jobs;
     detail = "jobs " + jobs + " " + how_runs_ended(runs, jobs) + " before their first check(), this one too";
   }
