@@ -30,6 +30,8 @@ launcher_words() {
 #   TRAIN_SCRIPT   the loop ($TRAIN)
 #   LAUNCHER_ARGS  more arguments of the launcher (--max_restarts=1)
 #   E2E_TORCH=1    real torchrun for this job, in a test that runs light_launcher.py
+#   TRAINCTL_RUN   the trainctl-run of the "run" mode's job ($BUILD/bin/trainctl-run), e.g.
+#                  the wheel's
 write_torchrun_job() {
   local file=$1 port
   shift
@@ -38,7 +40,7 @@ write_torchrun_job() {
   # Without the plugin the batch script puts itself under trainctl-run --batch, which
   # requeues the job when its ranks saved and exited during a preemption.
   # shellcheck disable=SC2016  # expanded when the job runs
-  [ $# -gt 0 ] && batch_line='[ "${TRAINCTL_SUPERVISED:-}" = "$SLURM_JOB_ID" ] || exec '"$BUILD"'/bin/trainctl-run --batch -- "$0" "$@"'
+  [ $# -gt 0 ] && batch_line='[ "${TRAINCTL_SUPERVISED:-}" = "$SLURM_JOB_ID" ] || exec '"${TRAINCTL_RUN:-$BUILD/bin/trainctl-run}"' --batch -- "$0" "$@"'
   cat >"$file" <<JOB
 #!/bin/bash
 $batch_line
@@ -75,7 +77,7 @@ supervised_job() {
     # shellcheck disable=SC2034
     JOB_OPTS=("$@")
   else
-    write_torchrun_job "$file" "$BUILD/bin/trainctl-run" "$@" --
+    write_torchrun_job "$file" "${TRAINCTL_RUN:-$BUILD/bin/trainctl-run}" "$@" --
     # shellcheck disable=SC2034
     JOB_OPTS=()
   fi
