@@ -4,7 +4,7 @@
 # every job the test submitted (by id) whatever happens. The functions a test calls are
 # in lib/, one file per concern: e2e_cluster (jobs, ports), e2e_events (what the ranks
 # logged), e2e_jobs (job scripts and the launcher), e2e_alerts (mail and HTTP
-# receivers), e2e_users (unprivileged users).
+# receivers), e2e_users (unprivileged users), e2e_wheel (the wheel).
 set -euo pipefail
 
 # python3 itself, not a version manager's shim: pyenv's (this machine's python3) is a
@@ -27,6 +27,8 @@ source "$SRC/tests/e2e/lib/e2e_jobs.sh"
 source "$SRC/tests/e2e/lib/e2e_alerts.sh"
 # shellcheck source=tests/e2e/lib/e2e_users.sh
 source "$SRC/tests/e2e/lib/e2e_users.sh"
+# shellcheck source=tests/e2e/lib/e2e_wheel.sh
+source "$SRC/tests/e2e/lib/e2e_wheel.sh"
 eval "$("$SRC/scripts/local-cluster" env)"
 export SLURM_CONF
 # The cluster's own configuration directory (its slurm.conf, plugstack.conf, variant),

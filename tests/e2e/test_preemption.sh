@@ -20,14 +20,11 @@ source "$(dirname "$0")/lib.sh"
 release=${TRAINCTL_TESTBED_RELEASE:-}
 run_tool="the build's trainctl-run"
 if [ -n "$release" ] && [ -n "${TRAINCTL_WHEEL_PREBUILT:-}" ]; then
-  wait_for 1200 "scripts/package --wheel in $TRAINCTL_WHEEL_PREBUILT to finish" test -s "$TRAINCTL_WHEEL_PREBUILT/wheel.status"
-  [ "$(cat "$TRAINCTL_WHEEL_PREBUILT/wheel.status")" = 0 ] || fail "scripts/package --wheel failed in the background"
-  wheels=("$TRAINCTL_WHEEL_PREBUILT"/wheel/trainctl-*.whl)
-  [ -f "${wheels[0]}" ] || fail "no wheel in $TRAINCTL_WHEEL_PREBUILT/wheel"
-  python3 -m zipfile -e "${wheels[0]}" "$TEST_DIR/wheel"
+  the_wheel
+  python3 -m zipfile -e "$WHEEL" "$TEST_DIR/wheel"
   TRAINCTL_RUN=$(echo "$TEST_DIR"/wheel/trainctl-*.data/scripts/trainctl-run)
   chmod 755 "$TRAINCTL_RUN"  # as pip installs it (zipfile keeps no modes)
-  run_tool="the wheel's trainctl-run ($(basename "${wheels[0]}"))"
+  run_tool="the wheel's trainctl-run ($(basename "$WHEEL"))"
 fi
 
 # ev_count DIR EVENT: how many lines of EVENT the ranks wrote in DIR.

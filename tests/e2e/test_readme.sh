@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# README.md's "Quick start for users, without root", as written: its command lines are
+# read from README.md itself (not a copy) and typed, one at a time, into one bash of an
+# unprivileged user with a fresh HOME and the wheel, on the local cluster without the
+# plugin. What the test sets is the environment a user's cluster would give: no package
+# index (PIP_NO_INDEX), the launcher (torchrun's process model, light_launcher.py: the
+# venv has no torch), a 2-minute limit (SBATCH_TIMELIMIT) and a 1-minute graceful exit.
+#   install: the venv, pip install of the wheel named there, the tools, $share;
+#   train:   the template and the example into ~/proj, sbatch --array=1-10%1; the save
+#            switch (4 ranks save at one step); task 1's deadline, task 2 resumes; the
+#            kill switch in task 2 (its ranks save and exit, tasks 3-10 held, the log says
+#            `rm ... && scontrol release JOB_[3-10]`); README's rm && release line with
+#            the job's id: task 3 resumes from task 2's save;
+#   watch:   the cron chain from $share with README's two watchdogs, its first tick runs
+#            both against the training job, and both find it well (exit 0);
+#   look:    README's `trainctl status`, `trainctl status JOB` and `trainctl report JOB`
+#            lines, with this job's ids, print what README shows.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+# readme_blocks: the indented command blocks of README's quick start, each line
+# prefixed with its block's number (1, 2, ...).
+readme_blocks() {
+  awk '/^## Quick start for users, without root/ { on = 1; next }
+       on && /^## / { exit }
+       on && /^    / { if (!inblock) { n++; inblock = 1 } sub(/^    /, ""); print n "\t" $0; next }
+       on { inblock = 0 }' "$SRC/README.md"
+}
+mapfile -t lines < <(readme_blocks)
+block() { local l; for l in "${lines[@]}"; do [ "${l%%$'\t'*}" = "$1" ] && printf '%s\n' "${l#*$'\t'}"; done; }
+mapfile -t install < <(block 1)
+mapfile -t train < <(block 2)
+mapfile -t watch < <(block 3)
+mapfile -t look < <(for l in "${lines[@]}"; do printf '%s\n' "${l#*$'\t'}"; done | sed -n 's/^\$ //p')
+# What this test knows how to wait for, line by line: a README that changes them fails
+# here, saying which line to teach the test.
+expect() {  # expect NAME INDEX PATTERN: line INDEX of block NAME matches PATTERN
+  local -n b=$1
+  [[ ${b[$2]:-} =~ $3 ]] || fail "README.md's quick start, block '$1' line $(($2 + 1)): '${b[$2]:-}' is not /$3/ (teach this test the new line)"
+}
+[ "${#install[@]}" -eq 4 ] || fail "README.md's quick start: the install block has ${#install[@]} lines, not 4"
+expect install 1 '^pip install (trainctl-[^ ]+\.whl)'
+wheel_name=$(sed -E 's/^pip install ([^ ]+).*/\1/' <<<"${install[1]}")
+[ "${#train[@]}" -eq 7 ] || fail "README.md's quick start: the train block has ${#train[@]} lines, not 7"
+expect train 3 '^sbatch --array=1-10%1 train\.slurm'
+expect train 4 '^touch save-switch-train'
+expect train 5 '^touch kill-switch-train'
+expect train 6 '^rm kill-switch-train && scontrol release 4242_\[3-10\]'
+[ "${#watch[@]}" -eq 4 ] || fail "README.md's quick start: the watch block has ${#watch[@]} lines, not 4"
+expect watch 3 '^sbatch cron/cron-hourly\.slurm'
+[ "${#look[@]}" -eq 3 ] || fail "README.md's quick start: ${#look[@]} '\$ trainctl' lines, not 3"
+expect look 0 '^trainctl status +#'
+expect look 1 '^trainctl status 1371 '
+expect look 2 '^trainctl report 1862 '
+
+# --- the wheel --------------------------------------------------------------------------
+the_wheel
+[ "$(basename "$WHEEL")" = "$wheel_name" ] || fail "README.md installs $wheel_name; scripts/package --wheel made $(basename "$WHEEL")"
+run_as_user tcreadme
+home=$TEST_DIR/home
+mkdir -p "$home" && cp "$WHEEL" "$home/" && chown -R tcreadme "$home"
+
+# --- the user's shell: one bash, fed README's lines -------------------------------------
+shell_log=$TEST_DIR/shell.log
+: >"$shell_log" && chown tcreadme "$shell_log"
+coproc USER_SHELL {
+  cd "$home" && exec runuser -u tcreadme -- env -i HOME="$home" PATH=/usr/bin:/bin LANG=C.UTF-8 USER=tcreadme \
+    SLURM_CONF="$CLUSTER_ETC/without-plugin/slurm.conf" PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    TORCHRUN="python3 $SRC/tests/e2e/light_launcher.py" RDZV=static GPUS_PER_NODE=2 GRACEFUL_EXIT=1 \
+    SBATCH_TIMELIMIT=2 TRAIN_ARGS="--steps 100000 --step-time 0.05" bash --norc -s >>"$shell_log" 2>&1
+}
+typed=0
+# type_line LINE: LINE into the user's shell; returns once it ran, failing the test unless it
+# exited 0. Its output is in $shell_log, after the line itself (prefixed '$ ').
+type_line() {
+  typed=$((typed + 1))
+  printf '%s\n' "echo '\$ ${1//\'/\'\\\'\'}'" "$1" "echo \"@@ $typed rc=\$?\"" >&"${USER_SHELL[1]}"
+  ran() { grep -q "^@@ $typed rc=" "$shell_log"; }
+  wait_for 120 "the user's shell to run: $1" ran
+  grep -q "^@@ $typed rc=0$" "$shell_log" || { tail -n 20 "$shell_log"; fail "README's line failed: $1"; }
+}
+output_of() {  # output_of N: what the N-th typed line printed
+  awk -v n="$1" '/^@@ [0-9]+ rc=/ { k++; next } k == n - 1 && !/^\$ / { print }' "$shell_log"
+}
+
+log "install: README's ${#install[@]} lines"
+for l in "${install[@]}"; do type_line "$l"; done
+# shellcheck disable=SC2016  # expanded in the user's shell
+type_line 'echo "share=$share"'
+share=$(sed -n 's/^share=//p' "$shell_log" | tail -n 1)
+[ "$share" = "$home/trainctl-env/share/trainctl" ] || fail "README's \$share is '$share', not the venv's share/trainctl"
+log "the venv's trainctl: $(grep -m 1 '^trainctl [0-9]' "$shell_log")"
+
+log "train: README's ${#train[@]} lines, waiting between them for what each one says"
+for i in 0 1 2; do type_line "${train[$i]}"; done
+type_line "${train[3]}"
+job=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' "$shell_log" | tail -n 1)
+[ -n "$job" ] || fail "README's sbatch line printed no job id: $(tail -n 3 "$shell_log")"
+echo "$job" >>"$TEST_DIR/.submitted"
+ev=$home/proj/logs/train
+wait_for 120 "task 1's 4 ranks" template_events_at_least "$ev" start 4
+log "array $job: task 1 runs"
+
+type_line "${train[4]}"
+saved() { [ "$(cat "$ev"/rank*.jsonl 2>/dev/null | grep -c '"why": "save-switch"')" -ge 4 ]; }
+wait_for 60 "the 4 ranks' save-switch saves" saved
+steps=$(cat "$ev"/rank*.jsonl | grep '"why": "save-switch"' | grep -o '"step": [0-9]*' | sort -u | wc -l)
+[ "$steps" -eq 1 ] || fail "the save switch's saves were at $steps steps, not one"
+log "save switch: the 4 ranks saved at one step"
+template_deadline_then_resume "$ev"
+
+type_line "${train[5]}"
+killed() { [ "$(cat "$ev"/rank*.jsonl 2>/dev/null | grep -c '"reason": "kill-switch"')" -ge 4 ]; }
+wait_for 60 "task 2's 4 ranks to exit on the kill switch" killed
+held_line() { grep -h "the pending tasks of array $job (8) are held; to go on: rm " "$home"/proj/train-*.out 2>/dev/null | tail -n 1; }
+has_held_line() { [ -n "$(held_line)" ]; }
+wait_for 60 "task 2's log to say how to go on" has_held_line
+said=$(held_line)
+[[ $said == *"to go on: rm $home/proj/kill-switch-train && scontrol release ${job}_[3-10]" ]] ||
+  fail "task 2's log does not give README's line for this job: $said"
+task2_saved=$(cat "$ev"/rank*.jsonl | grep '"reason": "kill-switch"' | grep -o '"step": [0-9]*' | sort -u | cut -d' ' -f2)
+[ "$(wc -l <<<"$task2_saved")" -eq 1 ] || fail "task 2's ranks exited at steps $task2_saved"
+held() { [ "$(squeue -h -r -j "$job" -t PENDING -o %r | grep -c 'JobHeld')" -eq 8 ]; }
+wait_for 30 "tasks 3-10 to be held" held
+log "kill switch: task 2 saved at step $task2_saved; tasks 3-10 held; its log: ${said#*: }"
+
+type_line "${train[6]//4242/$job}"
+resumed() { grep -qE "\"event\": \"start\".*\"resumed_from\": ${task2_saved}[,}]" "$ev"/rank*.jsonl; }
+wait_for 120 "task 3 to resume from task 2's save" resumed
+log "README's release line: task 3 resumed from step $task2_saved"
+
+log "watch: README's ${#watch[@]} lines (the cron chain beside the training, its task 3)"
+for l in "${watch[@]}"; do type_line "$l"; done
+chain=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' "$shell_log" | tail -n 1)
+[ "$chain" != "$job" ] || fail "README's cron sbatch line printed no job id"
+echo "$chain" >>"$TEST_DIR/.submitted"
+tick_out=$home/proj/cron-hourly-$chain.out
+submitted_two() { grep -q "^cron-chain\[hourly\]: 2 job(s) submitted" "$tick_out" 2>/dev/null; }
+wait_for 90 "the chain's first tick to submit its 2 jobs" submitted_two
+mapfile -t watchers < <(sed -n 's/^cron-chain\[hourly\]: submitted \(watch-[a-z-]*\) as job \([0-9]*\)$/\1 \2/p' "$tick_out")
+next_tick=$(sed -n 's/^cron-chain\[hourly\]: next tick queued as job \([0-9]*\),.*/\1/p' "$tick_out")
+echo "$next_tick" >>"$TEST_DIR/.submitted"
+[ "${#watchers[@]}" -eq 2 ] || fail "the tick submitted ${#watchers[@]} watchdogs: $(cat "$tick_out")"
+for w in "${watchers[@]}"; do
+  read -r name id <<<"$w"
+  echo "$id" >>"$TEST_DIR/.submitted"
+  wait_for 90 "$name (job $id) to end" job_ended "$id"
+  out=$(cat "$home"/proj/cron/logs/cron-"$name"-"$id".out 2>/dev/null || true)
+  [ "$(job_state "$id")" = COMPLETED ] || fail "$name ended $(job_state "$id") (not OK) beside the training: $out"
+  log "$name: $(head -n 1 <<<"$out")"
+done
+
+log "look: README's ${#look[@]} trainctl lines, with this job's ids"
+running=$(squeue -h -j "$job" -t RUNNING -o %A | head -n 1)  # task 3, or 4 after its deadline
+[ -n "$running" ] || fail "no task of array $job runs"
+type_line "${look[0]}"
+grep -qE "^($running|${job}_[0-9]+) +train +n" <<<"$(output_of "$typed")" ||
+  fail "trainctl status does not list the running task (job $running): $(output_of "$typed")"
+type_line "${look[1]//1371/$running}"
+grep -qE "^job ($running|${job}_[0-9]+) \(train\) RUNNING on n.*: 4 ranks on 2 nodes$" <<<"$(output_of "$typed")" ||
+  fail "trainctl status $running: $(output_of "$typed")"
+type_line "${look[2]//1862/$job}"
+report=$(output_of "$typed")
+grep -qE "^${job}_1 +COMPLETED +2 .* deadline at step $TASK1_STEP$" <<<"$report" || fail "trainctl report $job: no task 1: $report"
+grep -qE "^${job}_2 +COMPLETED +2 .* kill-switch at step $task2_saved$" <<<"$report" || fail "trainctl report $job: no task 2: $report"
+grep -qE "^goodput +[0-9.]+%" <<<"$report" || fail "trainctl report $job: no goodput: $report"
+log "PASS: README's quick start as written, as $TEST_USER with the wheel: installed, trained, saved, deadline and resume, kill switch held the array, released, watched, looked at"
