@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "parse.hpp"
+
 namespace trainctl::commands {
 
 std::string env(const char* name) {
@@ -13,9 +15,39 @@ std::string env(const char* name) {
   return v != nullptr ? v : "";
 }
 
+std::optional<job_record> record_to_look_inside(const std::string& output, std::string* why) {
+  std::vector<job_record> records, running;
+  for (const auto& line : split(output, '\n')) {
+    if (line.find("JobId=") == std::string::npos) continue;
+    records.push_back(parse_job_record(std::string(line)));
+    if (records.back().state == "RUNNING") running.push_back(records.back());
+  }
+  if (records.empty()) {
+    if (why != nullptr) *why = "scontrol showed no job record";
+    return std::nullopt;
+  }
+  if (running.size() > 1) {
+    if (why != nullptr) {
+      *why = std::to_string(running.size()) + " of its tasks run (jobs";
+      for (const auto& r : running) *why += " " + r.id;
+      *why += ")";
+    }
+    return std::nullopt;
+  }
+  return running.size() == 1 ? running.front() : records.front();
+}
+
 std::optional<job_record> running_job_of_mine(const std::string& who, const std::string& what, const std::string& job) {
   std::string error;
-  auto info = show_job_record(job, std::chrono::milliseconds(10000), &error);
+  std::optional<job_record> info;
+  if (const auto output = scontrol_show("job", job, std::chrono::milliseconds(10000), &error)) {
+    info = record_to_look_inside(*output, &error);
+    if (!info) {
+      std::fprintf(stderr, "%s: %s %s: %s; accepted: the id of one running task\n", who.c_str(), what.c_str(),
+                   job.c_str(), error.c_str());
+      return std::nullopt;
+    }
+  }
   if (!info || info->state != "RUNNING") {
     std::string why =
         info ? "the job is " + info->state + ", not RUNNING" : "no such job that scontrol can show (" + error + ")";

@@ -13,6 +13,13 @@ namespace trainctl::commands {
 // The value of environment variable `name`, "" when unset.
 std::string env(const char* name);
 
+// Which record of `scontrol show job -o ID`'s output a verb looks inside. The output has
+// one line per record: a job array's id gives one per running task and one for its
+// pending rest, so "trainctl stacks ARRAY" means the array's one running task. The only
+// record, else that running task, else the first; nullopt when several tasks run, with
+// `why` naming them (a verb looks inside one task).
+std::optional<job_record> record_to_look_inside(const std::string& output, std::string* why);
+
 // The job's record when it is running and this user may look inside it; else one line
 // said on stderr (`who: what JOB: why; accepted: ...`) and nothing.
 std::optional<job_record> running_job_of_mine(const std::string& who, const std::string& what, const std::string& job);

@@ -26,12 +26,13 @@ int dump_stacks_of_job(const std::string& who, const std::string& what, const st
   using namespace trainctl;
   const auto info = running_job_of_mine(who, what, job);
   if (!info) return 1;
+  const std::string& id = info->id;  // an array's id means its running task (job_access.hpp)
   // Given (--log-dir, TRAINCTL_LOG_DIR here): that. Else where the job's ranks put
   // theirs, which only the nodes can read, falling back to the job's working directory.
   std::string dir = log_dir.empty() ? env("TRAINCTL_LOG_DIR") : log_dir;
   if (dir.empty()) dir = "fallback:" + info->work_dir;
   child_spec d;
-  d.argv = srun_helper_on_each_node(*info, {"--dump-stacks-here", job, "--stacks-log-dir", dir});
+  d.argv = srun_helper_on_each_node(*info, {"--dump-stacks-here", id, "--stacks-log-dir", dir});
   d.parent_death_signal = SIGTERM;  // srun ends the helper step with it
   d.deadline = std::chrono::milliseconds(180000);
   d.merge_stderr = true;  // srun's own refusals ("Access/permission denied") are the answer then
@@ -80,7 +81,7 @@ int dump_stacks_of_job(const std::string& who, const std::string& what, const st
   if (json) {
     nlohmann::json j;
     j["schema"] = 1;
-    j["job"] = job;
+    j["job"] = id;
     j["dir"] = stacks[0].file;
     j["took_ms"] = ms;
     j["summary"] = summarize(stacks);
@@ -90,7 +91,7 @@ int dump_stacks_of_job(const std::string& who, const std::string& what, const st
     j["errors"] = errors;
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("%s: stacks of %zu ranks of job %s in %s/ (%lld ms): %s\n", who.c_str(), stacks.size(), job.c_str(),
+    std::printf("%s: stacks of %zu ranks of job %s in %s/ (%lld ms): %s\n", who.c_str(), stacks.size(), id.c_str(),
                 stacks[0].file.c_str(), ms, summarize(stacks).c_str());
   }
   return errors.empty() ? 0 : 1;
