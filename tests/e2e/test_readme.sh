@@ -14,7 +14,8 @@
 #   watch:   the cron chain from $share with README's two watchdogs, its first tick runs
 #            both against the training job, and both find it well (exit 0);
 #   look:    README's `trainctl status`, `trainctl status JOB` and `trainctl report JOB`
-#            lines, with this job's ids, print what README shows.
+#            lines, with this job's ids, print what README shows;
+#   faq:     every command line of docs/faq.md ('    $ ...'), in the same shell, exits 0.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -164,4 +165,11 @@ report=$(output_of "$typed")
 grep -qE "^${job}_1 +COMPLETED +2 .* deadline at step $TASK1_STEP$" <<<"$report" || fail "trainctl report $job: no task 1: $report"
 grep -qE "^${job}_2 +COMPLETED +2 .* kill-switch at step $task2_saved$" <<<"$report" || fail "trainctl report $job: no task 2: $report"
 grep -qE "^goodput +[0-9.]+%" <<<"$report" || fail "trainctl report $job: no goodput: $report"
+log "faq: docs/faq.md's command lines, as written but for the example ids (array 4242)"
+mapfile -t faq < <(sed -n 's/^    \$ //p' "$SRC/docs/faq.md")
+[ "${#faq[@]}" -ge 10 ] || fail "docs/faq.md has ${#faq[@]} command lines ('    \$ ...'), not 10 or more"
+for l in "${faq[@]}"; do type_line "${l//4242/$job}"; done
+grep -q "^SLURM [0-9.]* on this node" "$shell_log" || fail "docs/faq.md's trainctl version said: $(grep -A3 '^\$ trainctl version' "$shell_log")"
+grep -q "^JOB-RUNNING OK - 'train' is running" "$shell_log" || fail "docs/faq.md's trainwatch line did not find the job running"
+log "faq: ${#faq[@]} lines ran"
 log "PASS: README's quick start as written, as $TEST_USER with the wheel: installed, trained, saved, deadline and resume, kill switch held the array, released, watched, looked at"
