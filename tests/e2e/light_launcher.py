@@ -25,6 +25,8 @@ What it does as torchrun (static rendezvous, torch 1.13 to 2.x) does, toward tra
 
     light_launcher.py --nnodes=2 --nproc_per_node=2 --rdzv_backend=static \
         --master_addr=127.0.0.1 --master_port=PORT --node_rank=$SLURM_NODEID SCRIPT ARGS...
+    light_launcher.py --nnodes=2 --nproc_per_node=2 --rdzv_backend=c10d \
+        --rdzv_endpoint=HOST:PORT --rdzv_id=$SLURM_JOB_ID SCRIPT ARGS...
 
 Rank processes run light_rank.py, which hands the script's main() the agreement
 (slurm_templates/train_example.py's `main(group=...)`).
@@ -60,10 +62,22 @@ def parse_args(argv):
     # test_crash_culprit ("unknown cause"): the tests that judge a death were made with 5 s.
     p.add_argument("--monitor_interval", "--monitor-interval", type=float, default=5.0)
     p.add_argument("--master_addr", "--master-addr", default="127.0.0.1")
-    p.add_argument("--rdzv_backend", "--rdzv-backend", default="static", choices=("static",))
+    # c10d as users write it for a cluster (docs/torchrun.md): the endpoint is node 0's
+    # store, and each node's rank its SLURM_NODEID (torchrun's c10d hands ranks out in
+    # order of arrival; the tests need only a valid one).
+    p.add_argument("--rdzv_backend", "--rdzv-backend", default="static", choices=("static", "c10d"))
+    p.add_argument("--rdzv_endpoint", "--rdzv-endpoint", default="")
+    p.add_argument("--rdzv_id", "--rdzv-id", default="")
     p.add_argument("script")
     p.add_argument("args", nargs=argparse.REMAINDER)
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.rdzv_backend == "c10d":
+        host, _, port = args.rdzv_endpoint.rpartition(":")
+        if not host or not port.isdigit():
+            p.error("--rdzv_endpoint=HOST:PORT is needed with --rdzv_backend=c10d")
+        args.master_addr, args.master_port = socket.gethostbyname(host), int(port)
+        args.node_rank = int(os.environ.get("SLURM_NODEID", "0"))
+    return args
 
 
 # -- the agreement server (node 0's agent) ---------------------------------------------

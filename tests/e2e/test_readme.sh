@@ -15,7 +15,11 @@
 #            both against the training job, and both find it well (exit 0);
 #   look:    README's `trainctl status`, `trainctl status JOB` and `trainctl report JOB`
 #            lines, with this job's ids, print what README shows;
-#   faq:     every command line of docs/faq.md ('    $ ...'), in the same shell, exits 0.
+#   faq:     every command line of docs/faq.md ('    $ ...'), in the same shell, exits 0;
+#   torchrun: docs/torchrun.md's batch script, saved as job.sh, with torchrun in the venv
+#            (the light launcher, c10d rendezvous as the page writes it), and its command
+#            lines: submitted, listed, a save, the kill switch (COMPLETED), and the job
+#            submitted again resumes from that save.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -172,4 +176,41 @@ for l in "${faq[@]}"; do type_line "${l//4242/$job}"; done
 grep -q "^SLURM [0-9.]* on this node" "$shell_log" || fail "docs/faq.md's trainctl version said: $(grep -A3 '^\$ trainctl version' "$shell_log")"
 grep -q "^JOB-RUNNING OK - 'train' is running" "$shell_log" || fail "docs/faq.md's trainwatch line did not find the job running"
 log "faq: ${#faq[@]} lines ran"
+log "torchrun: docs/torchrun.md's job script and its command lines, in the same shell"
+scancel "$job"  # the array is done with; the page's job trains beside nothing of the user's
+mapfile -t steps < <(sed -n 's/^    \$ //p' "$SRC/docs/torchrun.md")
+[ "${#steps[@]}" -eq 5 ] || fail "docs/torchrun.md has ${#steps[@]} command lines, not 5"
+expect steps 0 '^sbatch job\.sh$'
+expect steps 1 '^trainctl status$'
+expect steps 2 '^touch save-switch-llm$'
+expect steps 3 '^touch kill-switch-llm$'
+expect steps 4 '^rm kill-switch-llm && sbatch job\.sh$'
+# The page's batch script, as the user saves it, and torchrun where `pip install torch`
+# puts it: here torchrun's process model without torch (the venv has none).
+awk '/^    #!\/bin\/bash$/ { on = 1 } on && !/^    / { exit } on { sub(/^    /, ""); print }' "$SRC/docs/torchrun.md" >"$home/proj/job.sh"
+grep -q '^srun trainctl-run ' "$home/proj/job.sh" || fail "docs/torchrun.md has no job script: $(cat "$home/proj/job.sh")"
+printf '#!/bin/sh\nexec python3 %s "$@"\n' "$SRC/tests/e2e/light_launcher.py" >"$home/trainctl-env/bin/torchrun"
+chmod 755 "$home/trainctl-env/bin/torchrun" && chown tcreadme "$home/proj/job.sh" "$home/trainctl-env/bin/torchrun"
+type_line "unset SBATCH_TIMELIMIT"  # the test's 2-minute limit was the array's; this job keeps the page's 4 hours
+type_line "${steps[0]}"
+llm=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' "$shell_log" | tail -n 1)
+echo "$llm" >>"$TEST_DIR/.submitted"
+llm_out() { cat "$home/proj/llm-$1.out" 2>/dev/null || true; }
+llm_said() { grep -qE "$2" <<<"$(llm_out "$1")"; }
+wait_for 120 "job $llm's rank 0 to start" llm_said "$llm" '^train: event=start rank=0 '
+type_line "${steps[1]}"
+grep -qE "^$llm +llm +n" <<<"$(output_of "$typed")" || fail "trainctl status does not list job $llm: $(output_of "$typed")"
+type_line "${steps[2]}"
+wait_for 60 "job $llm's save-switch save" llm_said "$llm" '^train: event=save rank=0 .* why=save-switch'
+type_line "${steps[3]}"
+wait_for 60 "job $llm to end on the kill switch" job_ended "$llm"
+[ "$(job_state "$llm")" = COMPLETED ] || fail "job $llm ended $(job_state "$llm"): $(llm_out "$llm" | tail -n 5)"
+stopped=$(llm_out "$llm" | sed -n 's/^train: event=exit rank=0 .* step=\([0-9]*\) reason=kill-switch.*/\1/p')
+[ -n "$stopped" ] || fail "job $llm's rank 0 did not exit on the kill switch: $(llm_out "$llm" | tail -n 5)"
+type_line "${steps[4]}"
+again=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' "$shell_log" | tail -n 1)
+[ "$again" != "$llm" ] || fail "the page's resubmission printed no job id"
+echo "$again" >>"$TEST_DIR/.submitted"
+wait_for 120 "job $again to resume from step $stopped" llm_said "$again" "^train: event=start rank=0 .* resumed_from=$stopped "
+log "torchrun: job $llm saved on the save switch, stopped at step $stopped on the kill switch (COMPLETED); job $again resumed from it"
 log "PASS: README's quick start as written, as $TEST_USER with the wheel: installed, trained, saved, deadline and resume, kill switch held the array, released, watched, looked at"
