@@ -20,7 +20,8 @@ struct colour {
 };
 constexpr colour kStartup{"#9e9e9e", "start-up"}, kKept{"#2e7d32", "training (kept)"}, kSave{"#1565c0", "save"},
     kLost{"#c62828", "lost work"}, kHung{"#6a1b9a", "hung"}, kEnd{"#cfcfcf", "task end"},
-    kQueue{"#f0a202", "queued (no task running)"}, kRestore{"#5c6bc0", "restore"};
+    kQueue{"#f0a202", "queued (no task running)"}, kRestore{"#5c6bc0", "restore"},
+    kUnsaved{"#a5d6a7", "training (not saved yet)"};
 
 // Only our own text goes in (task names of digits and '_', reasons of words); escaped anyway.
 std::string xml(const std::string& s) {
@@ -129,17 +130,21 @@ std::string run_report_svg(const run_report& r) {
     if (t.restore_s > 0) bar(restored, first, y, kRestore, t.task.name + ": restore");
     for (const auto& sp : t.training)
       bar(sp.from, sp.to, y,
-          sp.kept   ? kKept
-          : sp.hung ? kHung
-                    : kLost,
-          t.task.name + (sp.kept   ? ": training, kept"
-                         : sp.hung ? ": hung"
-                                   : ": training, lost"));
+          sp.kept      ? kKept
+          : sp.hung    ? kHung
+          : sp.unsaved ? kUnsaved
+                       : kLost,
+          t.task.name + (sp.kept      ? ": training, kept"
+                         : sp.hung    ? ": hung"
+                         : sp.unsaved ? ": training, not saved yet"
+                                      : ": training, lost"));
     const std::int64_t until = t.end_event_ms != 0 ? t.end_event_ms : end;
     for (const auto& sv : t.saves)
-      bar(sv.begin_ms, sv.end_ms != 0 ? sv.end_ms : until, y, sv.end_ms != 0 ? kSave : kLost,
+      bar(sv.begin_ms, sv.end_ms != 0 ? sv.end_ms : until, y, sv.end_ms != 0 || t.running ? kSave : kLost,
           t.task.name + ": save at step " + std::to_string(sv.step) + " (" + sv.reason + ")" +
-              (sv.end_ms != 0 ? "" : ", never finished"));
+              (sv.end_ms != 0 ? ""
+               : t.running    ? ", going on"
+                              : ", never finished"));
     if (t.first_step_ms != 0) bar(until, end, y, kEnd, t.task.name + ": end");
     // How the task ended, right of the axis.
     std::string ended = !t.exit_reason.empty() ? t.exit_reason : t.running ? std::string("running") : t.task.state;
@@ -166,7 +171,7 @@ std::string run_report_svg(const run_report& r) {
   // The legend.
   int lx = kLeft;
   const int ly = kTop + static_cast<int>(rows) * kRow + 22;
-  for (const colour* c : {&kStartup, &kRestore, &kKept, &kSave, &kLost, &kHung, &kEnd, &kQueue}) {
+  for (const colour* c : {&kStartup, &kRestore, &kKept, &kUnsaved, &kSave, &kLost, &kHung, &kEnd, &kQueue}) {
     s += "<rect x=\"" + std::to_string(lx) + "\" y=\"" + std::to_string(ly - 10) +
          "\" width=\"12\" height=\"12\" fill=\"" + c->fill + "\"/><text x=\"" + std::to_string(lx + 16) + "\" y=\"" +
          std::to_string(ly) + "\">" + c->label + "</text>\n";

@@ -130,15 +130,19 @@ void account(task_report& t, const std::vector<run_event>& events) {
     if (s.end_ms != 0) kept_until = s.begin_ms;
   std::int64_t cursor = t.first_step_ms;
   for (const save_span& s : t.saves) {
-    if (s.begin_ms > cursor) t.training.push_back({cursor, s.begin_ms, s.begin_ms <= kept_until});
+    if (s.begin_ms > cursor) {
+      const bool kept = s.begin_ms <= kept_until;
+      t.training.push_back({cursor, s.begin_ms, kept, false, !kept && t.running});
+    }
     const std::int64_t save_end = s.end_ms != 0 ? s.end_ms : until;
-    (s.end_ms != 0 ? t.saves_s : t.lost_s) +=
-        static_cast<double>(std::max<std::int64_t>(0, save_end - s.begin_ms)) / 1000.0;
+    (s.end_ms != 0 ? t.saves_s
+     : t.running   ? t.unsaved_s
+                   : t.lost_s) += static_cast<double>(std::max<std::int64_t>(0, save_end - s.begin_ms)) / 1000.0;
     cursor = std::max(cursor, save_end);
   }
   // A task that ended COMPLETED, its loop done without an exit trainctl decided, kept
   // its last work: a loop that finishes saves its result (it is told so in the text).
-  if (until > cursor) t.training.push_back({cursor, until, t.loop_finished});
+  if (until > cursor) t.training.push_back({cursor, until, t.loop_finished, false, t.running});
   if (hang_from != 0) {
     // Lost training from the stall on was a hang's. With --hang-action=save-exit (exit
     // reason hang) the ranks came back from the stall only to save and exit: the save
@@ -148,17 +152,20 @@ void account(task_report& t, const std::vector<run_event>& events) {
     for (const auto& sp : t.training) {
       const bool hangs = !sp.kept || save_exit;
       if (hangs && sp.from < hang_from && hang_from < sp.to) {
-        split.push_back({sp.from, hang_from, sp.kept});
+        split.push_back({sp.from, hang_from, sp.kept, false, sp.unsaved});
         split.push_back({hang_from, sp.to, false, true});
       } else {
         const bool hung = hangs && sp.from >= hang_from;
-        split.push_back({sp.from, sp.to, sp.kept && !hung, hung});
+        split.push_back({sp.from, sp.to, sp.kept && !hung, hung, sp.unsaved && !hung});
       }
     }
     t.training.swap(split);
   }
   for (const auto& sp : t.training)
-    (sp.kept ? t.kept_s : sp.hung ? t.hung_s : t.lost_s) += static_cast<double>(sp.to - sp.from) / 1000.0;
+    (sp.kept      ? t.kept_s
+     : sp.hung    ? t.hung_s
+     : sp.unsaved ? t.unsaved_s
+                  : t.lost_s) += static_cast<double>(sp.to - sp.from) / 1000.0;
 }
 
 // Without accounting (scontrol alone) a requeued job has one record, its newest run's:
@@ -257,6 +264,7 @@ run_report build_run_report(const std::string& job, std::vector<task_record> tas
     r.saves += n * t.saves_s;
     r.lost += n * t.lost_s;
     r.hung += n * t.hung_s;
+    r.unsaved += n * t.unsaved_s;
     r.end += n * t.end_s;
     r.queue_s += t.queue_s;
     if (t.straggler.priced()) {
@@ -323,7 +331,7 @@ std::string run_report_text(const run_report& r) {
     if (t.restore_s >= 0.05) detail += " restore " + span_text(t.restore_s) + " (in its start-up);";
     for (const auto& s : t.saves) {
       const std::string took = s.end_ms != 0 ? span_text(static_cast<double>(s.end_ms - s.begin_ms) / 1000.0)
-                                             : std::string("never finished");
+                                             : std::string(t.running ? "going on" : "never finished");
       detail += " save at step " + std::to_string(s.step) + " (" + s.reason + ", " + took + ");";
     }
     for (const auto& n : t.notices)
@@ -332,7 +340,9 @@ std::string run_report_text(const run_report& r) {
     if (t.hung_s > 0)
       detail += " hung " + span_text(t.hung_s) +
                 (t.exit_reason == "hang" ? " (from the stall to the save);" : " (from the stall to the end);");
-    if (t.kept_s > 0 || t.lost_s > 0) {
+    if (t.unsaved_s > 0)
+      detail += " " + span_text(t.unsaved_s) + " of training since its last save, not saved yet (running);";
+    if (!t.running && (t.kept_s > 0 || t.lost_s > 0)) {
       if (t.kept_step >= 0 && t.last_step > t.kept_step)
         detail += " " + std::to_string(t.last_step - t.kept_step) + " steps after step " + std::to_string(t.kept_step) +
                   " never saved;";
@@ -361,6 +371,11 @@ std::string run_report_text(const run_report& r) {
                 pct(r.startup, alloc), pct(r.restore, alloc), pct(r.saves, alloc), pct(r.lost, alloc),
                 pct(r.hung, alloc), pct(r.end, alloc), span_text(r.queue_s).c_str());
   out += line;
+  if (r.unsaved > 0) {
+    std::snprintf(line, sizeof line, "            and %.1f%% training of the running tasks, not saved yet\n",
+                  pct(r.unsaved, alloc));
+    out += line;
+  }
   out += step_costs_text(r);
   out += checkpoint_advice_text(advise_checkpoints(r));
   return out;
@@ -379,6 +394,7 @@ std::string run_report_json(const run_report& r) {
   j["saves_node_s"] = r.saves;
   j["lost_node_s"] = r.lost;
   j["hung_node_s"] = r.hung;
+  j["unsaved_node_s"] = r.unsaved;
   j["end_node_s"] = r.end;
   j["queue_s"] = r.queue_s;
   j["straggler_node_s"] = r.straggler_tasks > 0 ? json(r.straggler) : json(nullptr);
@@ -409,6 +425,7 @@ std::string run_report_json(const run_report& r) {
     jt["saves_s"] = t.saves_s;
     jt["lost_s"] = t.lost_s;
     jt["hung_s"] = t.hung_s;
+    jt["unsaved_s"] = t.unsaved_s;
     jt["end_s"] = t.end_s;
     jt["exit_reason"] = t.exit_reason.empty() ? json(nullptr) : json(t.exit_reason);
     jt["held_tasks"] = t.held_tasks;

@@ -56,11 +56,15 @@ struct task_report {
   std::int64_t exit_step = -1, kept_step = -1;  // kept: the step of the last finished save
   // Seconds of wall time (times task.nodes for node-seconds).
   double queue_s = 0, startup_s = 0, restore_s = 0, kept_s = 0, saves_s = 0, lost_s = 0, hung_s = 0, end_s = 0;
+  // A running task's training since its last finished save (and a save still going on):
+  // not kept yet, and not lost either, until the task ends.
+  double unsaved_s = 0;
   // Training intervals (unix ms) and whether each was kept, for the picture.
   struct span {
     std::int64_t from, to;
     bool kept;
-    bool hung = false;  // not kept: after a hang's stall began
+    bool hung = false;     // not kept: after a hang's stall began
+    bool unsaved = false;  // not kept: a running task's, since its last finished save
   };
   std::vector<span> training;
   straggler_price straggler;  // what waiting for the slowest rank cost (step_costs.hpp)
@@ -75,6 +79,7 @@ struct run_report {
   std::vector<task_report> tasks;  // by start; tasks not started last
   // Node-seconds over the tasks that started.
   double allocated = 0, productive = 0, startup = 0, restore = 0, saves = 0, lost = 0, hung = 0, end = 0;
+  double unsaved = 0;  // running tasks' training since their last save (task_report::unsaved_s)
   double queue_s = 0;  // wall seconds with no task running
   // Node-seconds of the training (kept or lost) that went to waiting for a straggler,
   // and to slow steps beyond the median: not buckets of their own, parts of training.

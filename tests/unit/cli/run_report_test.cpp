@@ -189,7 +189,31 @@ TEST(RunReport, ARunningTaskIsMeasuredUpToNow) {
   ASSERT_EQ(r.tasks.size(), 1u);
   EXPECT_TRUE(r.tasks[0].running);
   EXPECT_DOUBLE_EQ(r.allocated, 65);
-  EXPECT_DOUBLE_EQ(r.lost, 60) << "not yet saved: counted as lost until a save keeps it";
+  EXPECT_DOUBLE_EQ(r.lost, 0) << "a running task has lost nothing yet";
+  EXPECT_DOUBLE_EQ(r.unsaved, 60) << "its training since the first step: not saved yet";
+  EXPECT_NEAR(r.startup + r.productive + r.saves + r.lost + r.unsaved + r.end, r.allocated, 1e-6);
+}
+
+TEST(RunReport, ARunningTasksWorkSinceItsLastSaveIsNotSavedYetNotLost) {
+  // Running since +0 s, now +65 s: first step +5 s, a save from +20 to +22 s, training
+  // since, and a save begun at +60 s still going on.
+  const std::vector<run_event> events = {ev(5, "88", "first_step", 0), ev(20, "88", "save", 300, -1, "save-switch"),
+                                         ev(22, "88", "saved", -1, 2000),
+                                         ev(60, "88", "save", 1100, -1, "save-switch")};
+  const run_report r = build_run_report("88", {task("88", "88", 0, 3600, 2, "RUNNING")}, events, kS + 65 * kSec);
+  const task_report& t = r.tasks.at(0);
+  EXPECT_DOUBLE_EQ(t.kept_s, 15);
+  EXPECT_DOUBLE_EQ(t.saves_s, 2);
+  EXPECT_DOUBLE_EQ(t.lost_s, 0);
+  EXPECT_DOUBLE_EQ(t.unsaved_s, 43) << "38 s of training and the 5 s of the save going on";
+  EXPECT_DOUBLE_EQ(r.unsaved, 86);
+  const std::string text = run_report_text(r);
+  EXPECT_NE(text.find("save at step 1100 (save-switch, going on)"), std::string::npos) << text;
+  EXPECT_NE(text.find("43.0s of training since its last save, not saved yet (running)"), std::string::npos) << text;
+  EXPECT_NE(text.find("and 66.2% training of the running tasks, not saved yet"), std::string::npos) << text;
+  EXPECT_EQ(text.find("never saved"), std::string::npos) << text;
+  EXPECT_NE(run_report_svg(r).find("training (not saved yet)"), std::string::npos);
+  EXPECT_NE(run_report_json(r).find("\"unsaved_s\":43"), std::string::npos) << run_report_json(r);
 }
 
 TEST(RunReport, EachRunOfARequeuedJobGetsItsOwnEvents) {
