@@ -242,6 +242,35 @@ std::string make_run_dir(uid_t uid, gid_t gid) {
   return dir + " kept being removed while it was made";
 }
 
+// In slurmd, as root: `work` in a child that is the user (uid, their primary group
+// `gid`), waited for. "" or why it could not run.
+std::string as_user_in_child(uid_t uid, gid_t gid, void (*work)(const std::string&, const std::string&),
+                             const std::string& dir, const std::string& job) {
+  const pid_t child = fork();
+  if (child == 0) {
+    if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0 || getuid() != uid) _exit(1);
+    work(dir, job);
+    _exit(0);
+  }
+  if (child < 0) return std::string("fork: ") + std::strerror(errno);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  return "";
+}
+
+gid_t primary_gid(uid_t uid, gid_t fallback) {
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  char buf[4096];
+  return getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr ? pw.pw_gid : fallback;
+}
+
+// The files no process has open in a state directory, the ended job's at once (its
+// processes are gone), others' after a minute (sweep_stale_state).
+void sweep_now(const std::string& dir, const std::string& job) { trainctl::sweep_stale_state(dir, 0, job); }
+void sweep_job(const std::string& dir, const std::string& job) { trainctl::sweep_stale_state(dir, 60, job); }
+
 // In slurmd, as root, when a job has ended on this node: the user's /run/trainctl/<uid>
 // goes when no task of theirs holds it (their last job here ended). As the user, the
 // files no process has open are removed (the claims of the ended job with them); as
@@ -257,25 +286,24 @@ std::string remove_run_dir(uid_t uid, const std::string& job) {
     close(fd);  // another user's, or a task of this user's still holds it
     return "";
   }
-  struct passwd pw {};
-  struct passwd* found = nullptr;
-  char buf[4096];
-  const gid_t gid = getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr ? pw.pw_gid : st.st_gid;
-  const pid_t child = fork();
-  if (child == 0) {
-    if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0 || getuid() != uid) _exit(1);
-    trainctl::sweep_stale_state(dir, 0, job);
-    _exit(0);
-  }
-  int status = 0;
-  while (child > 0 && waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  std::string why;
-  if (child < 0) why = std::string("fork: ") + std::strerror(errno);
+  std::string why = as_user_in_child(uid, primary_gid(uid, st.st_gid), sweep_now, dir, job);
   if (rmdir(dir.c_str()) != 0 && errno != ENOTEMPTY && errno != EEXIST && why.empty())
     why = "rmdir " + dir + ": " + std::strerror(errno);
   close(fd);
   return why;
+}
+
+// In slurmd, as root, when a job has ended on this node: a job that used none of the
+// plugin's options kept its node state (its ranks' own, without a supervisor) in the
+// user's /dev/shm/trainctl-<uid>; ranks killed there (a crash of every rank of the
+// node) left it. As the user, that job's files no process has open go. The directory
+// itself stays (the name is the user's; another job may be about to use it).
+std::string sweep_shm_dir(uid_t uid, const std::string& job) {
+  if (job.empty()) return "";
+  const std::string dir = "/dev/shm/trainctl-" + std::to_string(uid);
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid) return "";
+  return as_user_in_child(uid, primary_gid(uid, st.st_gid), sweep_job, dir, job);
 }
 
 // What the supervisor sets for the processes it starts, for the command the task
@@ -419,8 +447,11 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_job_epilog(spank_t sp, int ac, char** av) 
   uint32_t job = 0;
   if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS) return 0;
   if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) job = 0;
-  const std::string why = remove_run_dir(uid, job != 0 ? std::to_string(job) : "");
+  const std::string id = job != 0 ? std::to_string(job) : "";
+  std::string why = remove_run_dir(uid, id);
   if (!why.empty()) slurm_info("trainctl: the node state directory of uid %u stays: %s", uid, why.c_str());
+  why = sweep_shm_dir(uid, id);
+  if (!why.empty()) slurm_info("trainctl: job %s's node state in /dev/shm stays: %s", id.c_str(), why.c_str());
   return 0;
 }
 

@@ -296,11 +296,12 @@ std::string state_dir(std::string* note = nullptr);
 std::string default_state_path();
 
 // Removes node state files in `dir` that no process has open and that are older than
-// `min_age_s`, with their lock files, and lock and temporary files left without one
-// (what a step killed before it could clean up left). Only for state_dir(), which holds
+// `min_age_s`, with their lock files, lock and temporary files left without one (what a
+// step killed before it could clean up left), and the stack files of processes that are
+// gone, whatever their age. Only for state_dir(), which holds
 // nothing else. Returns how many files it removed; a directory that is not private is
 // left alone. `ended_job`: a job that has ended on this node, whose claims (claim_once)
-// go at once.
+// and node state files (<job>.<step>-<node>, when no process has them open) go at once.
 int sweep_stale_state(const std::string& dir, int min_age_s = 60, const std::string& ended_job = "");
 
 // Whether claim `name` (claim_once) is job `job`'s: once.<what>.<job>.<more>.

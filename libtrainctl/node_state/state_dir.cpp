@@ -230,12 +230,18 @@ int sweep_stale_state(const std::string& dir, int min_age_s, const std::string& 
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
     if (name == "." || name == ".." || fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (!S_ISREG(st.st_mode) || st.st_uid != getuid() || st.st_ctim.tv_sec > old_enough) continue;
-    if (name.compare(0, 7, "stacks.") == 0) {  // a rank's Python stack file: kept while it lives
+    if (!S_ISREG(st.st_mode) || st.st_uid != getuid()) continue;
+    // A rank's Python stack file: kept while its process lives, whatever its age (a new
+    // rank that gets the pid of a dead one creates its file exclusively).
+    if (name.compare(0, 7, "stacks.") == 0) {
       const long pid = std::strtol(name.c_str() + 7, nullptr, 10);
       if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.push_back(name);
       continue;
     }
+    // The ended job's own files go whatever their age: its processes are gone.
+    const bool of_ended_job = !ended_job.empty() && name.size() > ended_job.size() &&
+                              name.compare(0, ended_job.size(), ended_job) == 0 && name[ended_job.size()] == '.';
+    if (st.st_ctim.tv_sec > old_enough && !of_ended_job) continue;
     if (name.compare(0, 5, "once.") == 0) {  // claim_once: kept while its job may still run
       if (st.st_ctim.tv_sec <= old_enough - kOnceKeepS || claim_of_job(name, ended_job)) stale.push_back(name);
       continue;

@@ -10,7 +10,12 @@
 #     exactly 10 saves on every rank (touches under 0.25 s apart would be one).
 #  3. a rank that ignores the exit: named when SLURM's TERM comes, and the job's end is
 #     not logged as an EndTime extension.
-# The three jobs run at once.
+#  4. (plugin) a job that uses none of the plugin's options, 2 independent ranks per node
+#     (no launcher), each node's ranks their own node state's publishers, in the user's
+#     /dev/shm/trainctl-<uid>: both ranks on one node abort, so no process of that node
+#     is left to remove what they used (srun ends the others); once the job has ended
+#     (the plugin's job epilog), no file of it is left there.
+# The jobs run at once.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -116,4 +121,21 @@ wait_for 60 "job $j3 to end" job_ended "$j3"
 grep -q "1 rank process still running [0-9]* s after it was told to exit (kill switch), when SIGTERM came: rank 1 (pid [0-9]*)" \
   "$TEST_DIR/ignore/job.out" || fail "job $j3: the lingering rank was not named: $(grep -i 'still\|rank' "$TEST_DIR/ignore/job.out" | head -5)"
 if grep -q "EndTime moved" "$TEST_DIR/ignore/job.out"; then fail "job $j3: the kill was logged as an EndTime move"; fi
+if [ "$MODE" = plugin ]; then
+  # Job 4: no option, so no supervisor; every rank on the job's second node aborts.
+  mkdir -p "$TEST_DIR/bare" && chown "$TEST_USER" "$TEST_DIR/bare"
+  cat >"$TEST_DIR/bare/job.sh" <<JOB
+#!/bin/bash
+second=\$(scontrol show hostnames "\$SLURM_JOB_NODELIST" | tail -n 1)
+srun --kill-on-bad-exit=1 --ntasks-per-node=2 /usr/bin/python3 $TRAIN --ckpt-dir $TEST_DIR/bare/ckpt --steps 1000000 --crash-on "\$second" --crash-after 20
+JOB
+  chmod 755 "$TEST_DIR/bare/job.sh"
+  j4=$(submit_as_user -N2 --ntasks-per-node=2 --time=5 -o "$TEST_DIR/bare/job.out" "$TEST_DIR/bare/job.sh")
+  wait_for 120 "job $j4 (no plugin option, a node's ranks abort) to end" job_ended "$j4"
+  grep -q "Aborted\|signal 6\|SIGABRT\|core dumped\|exit code 134" "$TEST_DIR/bare/job.out" ||
+    fail "job $j4: no rank aborted: $(tail -n 5 "$TEST_DIR/bare/job.out")"
+  left=$(find "/dev/shm/trainctl-$TEST_UID" -maxdepth 1 -name "$j4.*" 2>/dev/null)
+  [ -z "$left" ] || fail "job $j4 left its node state in /dev/shm/trainctl-$TEST_UID: $left"
+  log "job $j4: no plugin option, every rank of a node aborted; nothing of it left in /dev/shm/trainctl-$TEST_UID"
+fi
 log "PASS ($MODE): damaged state survived and named, 10 saves per rank for 10 touches, the lingering rank named at TERM"

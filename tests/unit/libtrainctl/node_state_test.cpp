@@ -497,6 +497,31 @@ TEST(NodeStateSafety, StaleFilesAreSweptLiveOnesKept) {
   EXPECT_FALSE(trainctl_test::exists(t / "absent"));
 }
 
+// The epilog of a job whose ranks on the node were all killed (no supervisor, nobody left
+// to remove what they used): that job's state goes at once, a running job's young state
+// stays, and the stack file of a process that is gone goes whatever its age.
+TEST(NodeStateSafety, AnEndedJobsStateAndDeadProcessesStacksGoAtOnce) {
+  temp_dir t;
+  const std::string dir = t / "trainctl-1";
+  {
+    node_state_file ended(dir + "/42.0-n2"), other(dir + "/420.0-n2");
+    ended.try_become_publisher();
+  }  // closed, not unlinked
+  const pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  ASSERT_GT(gone, 0);
+  ASSERT_EQ(waitpid(gone, nullptr, 0), gone);
+  trainctl_test::touch(dir + "/stacks." + std::to_string(gone));
+  trainctl_test::touch(dir + "/stacks." + std::to_string(getpid()));
+  // 42.0-n2, its lock, the dead process's stacks
+  EXPECT_EQ(sweep_stale_state(dir, 3600, "42"), 3);
+  EXPECT_FALSE(trainctl_test::exists(dir + "/42.0-n2"));
+  EXPECT_FALSE(trainctl_test::exists(dir + "/42.0-n2.lock"));
+  EXPECT_TRUE(trainctl_test::exists(dir + "/420.0-n2")) << "another job's, young: it may be starting";
+  EXPECT_FALSE(trainctl_test::exists(dir + "/stacks." + std::to_string(gone)));
+  EXPECT_TRUE(trainctl_test::exists(dir + "/stacks." + std::to_string(getpid()))) << "a live process's";
+}
+
 // --on-notice runs once per notice and job though every supervisor on the node sees it.
 TEST(NodeStateSafety, AClaimIsWonOnceAndSweptOnlyWhenAWeekOld) {
   temp_dir t;
