@@ -16,7 +16,7 @@
 #   look:    README's `trainctl status`, `trainctl status JOB` and `trainctl report JOB`
 #            lines, with this job's ids, print what README shows;
 #   faq:     every command line of docs/faq.md ('    $ ...'), in the same shell, exits 0;
-#   torchrun: docs/torchrun.md's batch script, saved as job.sh, with torchrun in the venv
+#   torchrun: docs/torchrun.md's batch script (docs/users.md shows the same), saved as job.sh, with torchrun in the venv
 #            (the light launcher, c10d rendezvous as the page writes it), and its command
 #            lines: submitted, listed, a save, the kill switch (COMPLETED), and the job
 #            submitted again resumes from that save.
@@ -189,6 +189,10 @@ expect steps 4 '^rm kill-switch-llm && sbatch job\.sh$'
 # puts it: here torchrun's process model without torch (the venv has none).
 awk '/^    #!\/bin\/bash$/ { on = 1 } on && !/^    / { exit } on { sub(/^    /, ""); print }' "$SRC/docs/torchrun.md" >"$home/proj/job.sh"
 grep -q '^srun trainctl-run ' "$home/proj/job.sh" || fail "docs/torchrun.md has no job script: $(cat "$home/proj/job.sh")"
+# docs/users.md shows the same script (its trainctl-run section): the one run here.
+users_script=$(awk '/^    #!\/bin\/bash$/ { on = 1 } on && !/^    / { exit } on { sub(/^    /, ""); print }' "$SRC/docs/users.md")
+[ "$users_script" = "$(cat "$home/proj/job.sh")" ] ||
+  fail "docs/users.md's batch script is not docs/torchrun.md's (the one this test runs): $users_script"
 printf '#!/bin/sh\nexec python3 %s "$@"\n' "$SRC/tests/e2e/light_launcher.py" >"$home/trainctl-env/bin/torchrun"
 chmod 755 "$home/trainctl-env/bin/torchrun" && chown tcreadme "$home/proj/job.sh" "$home/trainctl-env/bin/torchrun"
 type_line "unset SBATCH_TIMELIMIT"  # the test's 2-minute limit was the array's; this job keeps the page's 4 hours
