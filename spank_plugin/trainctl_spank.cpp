@@ -242,20 +242,21 @@ std::string make_run_dir(uid_t uid, gid_t gid) {
   return dir + " kept being removed while it was made";
 }
 
-// In slurmd, as root: `work` in a child that is the user (uid, their primary group
-// `gid`), waited for. "" or why it could not run.
-std::string as_user_in_child(uid_t uid, gid_t gid, void (*work)(const std::string&, const std::string&),
-                             const std::string& dir, const std::string& job) {
+// In slurmd, as root: sweep_stale_state(dir, min_age_s, job) in a child that is the
+// user (uid, their primary group `gid`), waited for. "" or why it could not run.
+std::string sweep_as_user(uid_t uid, gid_t gid, const std::string& dir, int min_age_s, const std::string& job) {
   const pid_t child = fork();
   if (child == 0) {
     if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0 || getuid() != uid) _exit(1);
-    work(dir, job);
+    trainctl::sweep_stale_state(dir, min_age_s, job);
     _exit(0);
   }
   if (child < 0) return std::string("fork: ") + std::strerror(errno);
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return "could not sweep " + dir + " as uid " + std::to_string(uid);
   return "";
 }
 
@@ -265,11 +266,6 @@ gid_t primary_gid(uid_t uid, gid_t fallback) {
   char buf[4096];
   return getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr ? pw.pw_gid : fallback;
 }
-
-// The files no process has open in a state directory, the ended job's at once (its
-// processes are gone), others' after a minute (sweep_stale_state).
-void sweep_now(const std::string& dir, const std::string& job) { trainctl::sweep_stale_state(dir, 0, job); }
-void sweep_job(const std::string& dir, const std::string& job) { trainctl::sweep_stale_state(dir, 60, job); }
 
 // In slurmd, as root, when a job has ended on this node: the user's /run/trainctl/<uid>
 // goes when no task of theirs holds it (their last job here ended). As the user, the
@@ -286,7 +282,7 @@ std::string remove_run_dir(uid_t uid, const std::string& job) {
     close(fd);  // another user's, or a task of this user's still holds it
     return "";
   }
-  std::string why = as_user_in_child(uid, primary_gid(uid, st.st_gid), sweep_now, dir, job);
+  std::string why = sweep_as_user(uid, primary_gid(uid, st.st_gid), dir, 0, job);
   if (rmdir(dir.c_str()) != 0 && errno != ENOTEMPTY && errno != EEXIST && why.empty())
     why = "rmdir " + dir + ": " + std::strerror(errno);
   close(fd);
@@ -303,7 +299,8 @@ std::string sweep_shm_dir(uid_t uid, const std::string& job) {
   const std::string dir = "/dev/shm/trainctl-" + std::to_string(uid);
   struct stat st {};
   if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid) return "";
-  return as_user_in_child(uid, primary_gid(uid, st.st_gid), sweep_job, dir, job);
+  // The ended job's files at once (its processes are gone), others' after a minute.
+  return sweep_as_user(uid, primary_gid(uid, st.st_gid), dir, 60, job);
 }
 
 // What the supervisor sets for the processes it starts, for the command the task

@@ -94,14 +94,11 @@ controller::~controller() {
     m.file->unlink_if_last();
     // Without a supervisor, the last rank of a node is the last to use its state: what
     // ranks killed before their own end left (stack files, a crashed step's state) goes
-    // with it, in trainctl's own directory only (never one given by TRAINCTL_STATE).
-    if (!m.sup.present) {
+    // with it, in trainctl's own directory only (the default path's, state_dir(); never
+    // one given by TRAINCTL_STATE).
+    if (!m.sup.present && m.cfg.state_path.empty()) {
       const std::string& path = m.file->path();
-      const std::string dir = path.substr(0, path.rfind('/'));
-      try {
-        if (dir == state_dir()) sweep_stale_state(dir);
-      } catch (const std::exception&) {  // a refused directory: nothing of ours to sweep
-      }
+      sweep_stale_state(path.substr(0, path.rfind('/')));
     }
   }
   if (m.sup.fd >= 0) close(m.sup.fd);
