@@ -51,6 +51,10 @@ expect train 3 '^sbatch --array=1-10%1 train\.slurm'
 expect train 4 '^touch save-switch-train'
 expect train 5 '^touch kill-switch-train'
 expect train 6 '^rm kill-switch-train && scontrol release 4242_\[3-10\]'
+# docs/users.md's templates section shows README's lines: those run here.
+while IFS= read -r l; do
+  grep -qxF -- "$l" <<<"$(printf '%s\n' "${train[@]}")" || fail "docs/users.md's templates line is not README's (run here): $l"
+done < <(awk '/^## The templates/ { on = 1; next } on && /^## / { exit } on && /^    / { sub(/^    /, ""); print }' "$SRC/docs/users.md")
 [ "${#watch[@]}" -eq 4 ] || fail "README.md's quick start: the watch block has ${#watch[@]} lines, not 4"
 expect watch 3 '^sbatch cron/cron-hourly\.slurm'
 [ "${#look[@]}" -eq 3 ] || fail "README.md's quick start: ${#look[@]} '\$ trainctl' lines, not 3"
