@@ -88,6 +88,10 @@ type_line() {
   wait_for 120 "the user's shell to run: $1" ran
   grep -q "^@@ $typed rc=0$" "$shell_log" || { tail -n 20 "$shell_log"; fail "README's line failed: $1"; }
 }
+# submitted: the job id of the last "Submitted batch job N" in the user's shell.
+submitted() { sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' "$shell_log" | tail -n 1; }
+# script_block PAGE: the first indented "#!/bin/bash" block of PAGE, unindented.
+script_block() { awk '/^    #!\/bin\/bash$/ { on = 1 } on && !/^    / { exit } on { sub(/^    /, ""); print }' "$1"; }
 output_of() {  # output_of N: what the N-th typed line printed
   awk -v n="$1" '/^@@ [0-9]+ rc=/ { k++; next } k == n - 1 && !/^\$ / { print }' "$shell_log"
 }
@@ -103,7 +107,7 @@ log "the venv's trainctl: $(grep -m 1 '^trainctl [0-9]' "$shell_log")"
 log "train: README's ${#train[@]} lines, waiting between them for what each one says"
 for i in 0 1 2; do type_line "${train[$i]}"; done
 type_line "${train[3]}"
-job=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' "$shell_log" | tail -n 1)
+job=$(submitted)
 [ -n "$job" ] || fail "README's sbatch line printed no job id: $(tail -n 3 "$shell_log")"
 echo "$job" >>"$TEST_DIR/.submitted"
 ev=$home/proj/logs/train
@@ -140,7 +144,7 @@ log "README's release line: task 3 resumed from step $task2_saved"
 
 log "watch: README's ${#watch[@]} lines (the cron chain beside the training, its task 3)"
 for l in "${watch[@]}"; do type_line "$l"; done
-chain=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' "$shell_log" | tail -n 1)
+chain=$(submitted)
 [ "$chain" != "$job" ] || fail "README's cron sbatch line printed no job id"
 echo "$chain" >>"$TEST_DIR/.submitted"
 tick_out=$home/proj/cron-hourly-$chain.out
@@ -191,17 +195,17 @@ expect steps 3 '^touch kill-switch-llm$'
 expect steps 4 '^rm kill-switch-llm && sbatch job\.sh$'
 # The page's batch script, as the user saves it, and torchrun where `pip install torch`
 # puts it: here torchrun's process model without torch (the venv has none).
-awk '/^    #!\/bin\/bash$/ { on = 1 } on && !/^    / { exit } on { sub(/^    /, ""); print }' "$SRC/docs/torchrun.md" >"$home/proj/job.sh"
+script_block "$SRC/docs/torchrun.md" >"$home/proj/job.sh"
 grep -q '^srun trainctl-run ' "$home/proj/job.sh" || fail "docs/torchrun.md has no job script: $(cat "$home/proj/job.sh")"
 # docs/users.md shows the same script (its trainctl-run section): the one run here.
-users_script=$(awk '/^    #!\/bin\/bash$/ { on = 1 } on && !/^    / { exit } on { sub(/^    /, ""); print }' "$SRC/docs/users.md")
+users_script=$(script_block "$SRC/docs/users.md")
 [ "$users_script" = "$(cat "$home/proj/job.sh")" ] ||
   fail "docs/users.md's batch script is not docs/torchrun.md's (the one this test runs): $users_script"
 printf '#!/bin/sh\nexec python3 %s "$@"\n' "$SRC/tests/e2e/light_launcher.py" >"$home/trainctl-env/bin/torchrun"
 chmod 755 "$home/trainctl-env/bin/torchrun" && chown tcreadme "$home/proj/job.sh" "$home/trainctl-env/bin/torchrun"
 type_line "unset SBATCH_TIMELIMIT"  # the test's 2-minute limit was the array's; this job keeps the page's 4 hours
 type_line "${steps[0]}"
-llm=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' "$shell_log" | tail -n 1)
+llm=$(submitted)
 echo "$llm" >>"$TEST_DIR/.submitted"
 llm_out() { cat "$home/proj/llm-$1.out" 2>/dev/null || true; }
 llm_said() { grep -qE "$2" <<<"$(llm_out "$1")"; }
@@ -216,7 +220,7 @@ wait_for 60 "job $llm to end on the kill switch" job_ended "$llm"
 stopped=$(llm_out "$llm" | sed -n 's/^train: event=exit rank=0 .* step=\([0-9]*\) reason=kill-switch.*/\1/p')
 [ -n "$stopped" ] || fail "job $llm's rank 0 did not exit on the kill switch: $(llm_out "$llm" | tail -n 5)"
 type_line "${steps[4]}"
-again=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' "$shell_log" | tail -n 1)
+again=$(submitted)
 [ "$again" != "$llm" ] || fail "the page's resubmission printed no job id"
 echo "$again" >>"$TEST_DIR/.submitted"
 wait_for 120 "job $again to resume from step $stopped" llm_said "$again" "^train: event=start rank=0 .* resumed_from=$stopped "
