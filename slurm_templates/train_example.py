@@ -323,13 +323,14 @@ def train(args, run):
                 run.log("ignore-exit", step=step, reason=d.reason)
             ignoring = True
             continue
-        # no-progress: the last runs crashed before getting past the step this one resumed
-        # at; nothing is new since the checkpoint, so no save (a large model's takes minutes).
-        if d.save or (d.exit and d.reason != "no-progress"):
+        # d.saved: what there is to keep is saved already (no-progress: the last runs crashed
+        # before getting past the step this one resumed at; or a supervisor went away during
+        # the save just made), so no save (a large model's takes minutes).
+        if d.save or (d.exit and not d.saved):
             with ctl.phase("save"):  # ends the save on trainctl's timeline when it ends
                 run.save(step, d.reason or d.save_reason)
         if d.exit:
-            run.log("exit", step=step, reason=d.reason, work_s=round(work_s, 4), worked_steps=worked)
+            run.log("exit", step=step, reason=d.reason, saved=d.saved, work_s=round(work_s, 4), worked_steps=worked)
             return 0
     run.save(args.steps - 1, "finished")
     if run.rank == 0:

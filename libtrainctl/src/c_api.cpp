@@ -47,7 +47,9 @@ int guarded(F&& f) noexcept {
   }
 }
 
-int bits_of(const trainctl::decision& d) { return (d.exit ? TRAINCTL_EXIT : 0) | (d.save ? TRAINCTL_SAVE : 0); }
+int bits_of(const trainctl::decision& d) {
+  return (d.exit ? TRAINCTL_EXIT : 0) | (d.save ? TRAINCTL_SAVE : 0) | (d.exit && d.saved ? TRAINCTL_SAVED : 0);
+}
 
 struct reduce_failed {};
 

@@ -95,8 +95,11 @@ struct loop_position {
   bool phase_slots_full_said = false;
   std::int64_t save_started_us = 0;  // when a save or exit was decided, until the next call
   bool exit_save_timed = false;      // the save at the exit decision is being (or was) timed
-  std::int64_t quiet_since_ms = 0;   // the last agreement or phase change of this rank (unix ms)
-  std::int64_t last_check_ms = 0;    // the last check() (unix ms, coarse; 0: none)
+  // The save that ended at this rank's last call was being made when its supervisor went
+  // away: the exit that brings needs no other save. Voted at the next agreement.
+  bool saved_as_supervisor_went = false;
+  std::int64_t quiet_since_ms = 0;  // the last agreement or phase change of this rank (unix ms)
+  std::int64_t last_check_ms = 0;   // the last check() (unix ms, coarse; 0: none)
   bool first_step_noted = false;
   std::int64_t last_step = -1;
 };
@@ -108,6 +111,7 @@ struct supervisor_link {
   std::uint64_t signal_mask = 0;  // the notice signals this rank catches
   // When this rank first caught a notice signal while supervised (steady us; 0: none).
   mutable std::atomic<std::int64_t> signal_caught_us{0};
+  std::atomic<bool> gone{false};  // the watcher saw the supervisor die
 };
 
 struct controller::impl {

@@ -11,7 +11,8 @@
 namespace trainctl {
 
 // Vote layout: one element per exit reason (0/1), the step times, the freshest EndTime
-// read, then one token per switch. The step times ride in the same MAX reduction: the
+// read, whether a rank's last save was made as its supervisor went away, then one token
+// per switch. The step times ride in the same MAX reduction: the
 // slowest rank's work per step (with its rank in the low bits, so the maximum also names
 // it) and the negated fastest (so the maximum is the minimum); so does the EndTime news
 // (pack_end_news: the maximum is the latest read).
@@ -26,7 +27,8 @@ enum vote_index : std::size_t {
   kVotePeer = 7,
   kVoteEndTime = 8,
   kVoteNoProgress = 9,
-  kVoteSwitch0 = 10
+  kVoteSavedAsSupervisorWent = 10,  // 1: the exit this brings needs no save (decision::saved)
+  kVoteSwitch0 = 11
 };
 
 // One row per exit reason that a node-state flag raises, in the order the decision

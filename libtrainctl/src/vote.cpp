@@ -71,7 +71,13 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
   if (len < kVoteLen)
     throw std::invalid_argument("trainctl: vote vector needs " + std::to_string(kVoteLen) + " elements");
   impl& m = *impl_;
-  if (m.pos.save_started_us != 0) m.end_of_save();
+  if (m.pos.save_started_us != 0) {
+    // Gone before the save ended (it is seen only after the decision that began it: a
+    // supervisor gone before that brought the exit there). Another save now would cost
+    // as long again, in a task SLURM counts as ended, for a step or two of training.
+    if (m.sup.gone.load(std::memory_order_acquire)) m.pos.saved_as_supervisor_went = true;
+    m.end_of_save();
+  }
   if (!m.pos.first_step_noted) {
     m.pos.first_step_noted = true;
     m.note_event("first_step", step, -1, "");
@@ -110,6 +116,7 @@ void controller::impl::fill_vote(std::int64_t* v, std::size_t len) const {
   const node_state& n = state();
   v[kVoteEndTime] =
       pack_end_news(n.end_ms.load(std::memory_order_acquire), n.end_read_ms.load(std::memory_order_acquire));
+  v[kVoteSavedAsSupervisorWent] = pos.saved_as_supervisor_went;
   for (std::size_t i = 0; i < sw.list.size(); ++i) v[kVoteSwitch0 + i] = token_of(sw.list[i]);
 }
 
@@ -177,6 +184,7 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
     if (!reason.empty()) {
       m.decided.exit = true;
       m.decided.reason = reason;
+      m.decided.saved = reason == "no-progress" || r[kVoteSavedAsSupervisorWent] != 0;
       m.local_bits.fetch_or(kFlagDecided, std::memory_order_release);
       // The notice before the exit it brought, on the timeline; a notice the ranks agreed
       // on counts though this node's supervisor may not have published it yet.
@@ -190,24 +198,34 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
                  "step this one resumed at; it ends now, and the job with exit status 93 (the supervisor's log "
                  "names them; TRAINCTL_NO_PROGRESS_RUNS=0 turns this off)\n",
                  static_cast<long long>(step));
+      else if (m.cfg.rank == 0 && m.decided.saved)
+        log_line(kLogInfo,
+                 "trainctl: exit at step %lld: %s, without a save: a supervisor went away during the save the "
+                 "ranks just made, which is the last\n",
+                 static_cast<long long>(step), reason.c_str());
       else if (m.cfg.rank == 0)
         log_line(kLogInfo, "trainctl: exit at step %lld: %s\n", static_cast<long long>(step), reason.c_str());
     }
   }
   d.exit = m.decided.exit;
+  d.saved = m.decided.saved;
   d.reason = m.decided.reason;
+  m.pos.saved_as_supervisor_went = false;  // voted: it counts for the exit this agreement decides, or none
   m.consume_saves(step, r, d, agreed);
-  // The loop saves now (on d.save, and on the first d.exit); the save ends at its next
-  // call, or with the rank after an exit.
+  // The loop saves now (on d.save, and on the first d.exit unless d.saved); the save ends
+  // at its next call, or with the rank after an exit.
   if (d.save || (d.exit && !m.pos.exit_save_timed)) {
     const bool exit_save = d.exit && !m.pos.exit_save_timed;
     m.note_event(exit_save ? "exit" : "save", step, -1, exit_save ? d.reason : d.save_reason);
-    m.pos.save_started_us = steady_us();
-    m.show_phase(kPhaseSave);  // the hang clock gives the save its own budget
+    const bool saves = d.save || !d.saved;  // an exit without a save is no save's length
+    if (saves) {
+      m.pos.save_started_us = steady_us();
+      m.show_phase(kPhaseSave);  // the hang clock gives the save its own budget
+    }
     m.pos.exit_save_timed = m.pos.exit_save_timed || d.exit;
     // The supervisor learns from an exit save the time limit cuts short (its beat is
     // this call's, the last this rank makes).
-    if (exit_save && m.beat != nullptr) m.beat->exiting.store(1, std::memory_order_release);
+    if (exit_save && saves && m.beat != nullptr) m.beat->exiting.store(1, std::memory_order_release);
   }
   // An agreement the supervisor's hang flag (--hang-action=save-exit) reached ends the
   // window that held the stall: the report counts that time as hung, so it is neither a

@@ -64,8 +64,10 @@ void controller::impl::fall_back_to_private(const std::string& why) {
 void controller::impl::on_supervisor_gone() {
   log_line(kLogWarning,
            "trainctl: the supervisor of this task is gone (killed or crashed): for SLURM the task has ended, so "
-           "rank %d saves and exits as after a notice rather than run on outside the job's control\n",
+           "rank %d saves and exits as after a notice rather than run on outside the job's control (a save it "
+           "is making now is that save)\n",
            cfg.rank);
+  sup.gone.store(true, std::memory_order_release);
   local_bits.fetch_or(kFlagSignal, std::memory_order_release);
   close(sup.fd);
   sup.fd = -1;

@@ -6,8 +6,8 @@
         train_step(batch)
         d = ctl.check(step)          # agreed across ranks when torch.distributed is up;
                                      # MPI: ctl.check(step, allreduce=trainctl.mpi_allreduce(comm))
-        if d.save: save_checkpoint(step)
-        if d.exit: save_checkpoint(step); sys.exit(0)   # d.reason says why
+        if d.save or (d.exit and not d.saved): save_checkpoint(step)
+        if d.exit: sys.exit(0)       # d.reason says why
 
 Imports on Python 3.8+ with no compiler and without torch; the C library
 (libtrainctl.so.0) is loaded when the first Controller is made.

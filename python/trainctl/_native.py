@@ -12,6 +12,7 @@ import sysconfig
 VOTE_LEN = 24
 EXIT = 1
 SAVE = 2
+SAVED = 4  # with EXIT: exit without a save
 SWITCH_EXIT = 1
 SWITCH_SAVE = 2
 _EINVAL = -1

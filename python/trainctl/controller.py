@@ -17,12 +17,16 @@ class Decision(NamedTuple):
     kill-switch, deadline, preempted, memory, hang, peer-failed, signal, or a user switch's name; or
     no-progress: the array's last runs crashed before getting past the step this run resumed at
     (exit without a save: nothing is new since the checkpoint).
-    A named tuple: compared, printed and unpacked (`exit, save, reason, save_reason = d`)."""
+    `saved` comes with some exits: what there is to keep is saved already, so the loop exits
+    without a save (no-progress; or a supervisor went away during the save the ranks just
+    made, and that save is the last). The loop saves on `d.save or (d.exit and not d.saved)`.
+    A named tuple: compared, printed and unpacked (`exit, save, reason, save_reason, saved = d`)."""
 
     exit: bool = False
     save: bool = False
     reason: str = ""
     save_reason: str = ""
+    saved: bool = False
 
 
 _SETTINGS = ("kill_switch", "save_switch", "deadline", "memory_min_free", "memory_threshold", "gpu_min_free",
@@ -261,12 +265,12 @@ class Controller:
         else:
             due = _check(L.trainctl_vote(self._ctl, step, self._vote, _native.VOTE_LEN))
             if not due:
-                return Decision(self.last.exit, False, self.last.reason, "")
+                return Decision(self.last.exit, False, self.last.reason, "", self.last.saved)
             self._reduce(allreduce)
             bits = _check(L.trainctl_decide(self._ctl, step, self._vote, _native.VOTE_LEN))
         self.last = Decision(bool(bits & _native.EXIT), bool(bits & _native.SAVE),
                              L.trainctl_exit_reason(self._ctl).decode(),
-                             L.trainctl_save_reason(self._ctl).decode())
+                             L.trainctl_save_reason(self._ctl).decode(), bool(bits & _native.SAVED))
         return self.last
 
     def _reduce(self, allreduce):

@@ -58,7 +58,7 @@ def _make_callback_class():
             d = self._ctl.check(state.global_step)
             if d.save or d.exit:
                 self.decision, self.step = d, state.global_step
-                if d.save or d.reason != "no-progress":  # no-progress: nothing new since the resume
+                if d.save or not d.saved:  # saved: no-progress, or the save just made is the last
                     control.should_save = True
             if d.exit:
                 control.should_training_stop = True

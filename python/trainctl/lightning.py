@@ -81,7 +81,7 @@ def _make_callback_class(base):
             if not (d.save or d.exit):
                 return
             self.decision, self.step = d, step
-            if d.save or d.reason != "no-progress":  # no-progress: nothing new since the resume
+            if d.save or not d.saved:  # saved: no-progress, or the save just made is the last
                 os.makedirs(self.ckpt_dir, exist_ok=True)
                 with self._ctl.phase("save"):
                     trainer.save_checkpoint(os.path.join(self.ckpt_dir, "step_%d.ckpt" % step))

@@ -5,9 +5,9 @@
 #  1. kill -9 of one of two supervisors on a node (independent tasks): its rank hears of
 #     it and saves and exits at once; the other ranks still get the deadline on time;
 #     nothing of the user's is left after the job.
-#  2. kill -9 of the only supervisor on a node, over torchrun: the ranks under the
-#     launcher see it through the supervisor's pidfd; all 4 save and exit at one step;
-#     nothing is left.
+#  2. kill -9 of the only supervisor on a node, over torchrun, during a save-switch save
+#     of 8 s: the ranks under the launcher see it through the supervisor's pidfd; all 4
+#     exit at one step without saving again (that save is the last); nothing is left.
 #  3. SIGSTOP of both supervisors of a node from when the ranks train until 12 s past
 #     the deadline: a rank takes over the node state, a save-switch touch reaches both
 #     ranks, the deadline comes on time, and the job completes after SIGCONT.
@@ -102,13 +102,15 @@ j1=$(submit_as_user -N2 --ntasks-per-node=2 --time=2 $(plugin_opts kill) -o "$TE
 cgroup=""
 [ "${TRAINCTL_E2E_VARIANT:-}" = cgroup ] && cgroup=1
 if [ -z "$cgroup" ]; then
-  log "job 2 ($MODE): torchrun, 1 task per node, 2 ranks each; the supervisor on n2 is killed"
+  log "job 2 ($MODE): torchrun, 1 task per node, 2 ranks each; the supervisor of task 1 is killed during a save"
   as_user mkdir -p "$TEST_DIR/launcher/events"
   wrap=""
-  [ "$MODE" = run ] && wrap="$BUILD/bin/trainctl-run --kill-switch=$TEST_DIR/launcher/KILL --poll-interval=1s --"
+  [ "$MODE" = run ] && wrap="$BUILD/bin/trainctl-run --kill-switch=$TEST_DIR/launcher/KILL \
+--save-switch=$TEST_DIR/launcher/SAVE --poll-interval=1s --"
   cat >"$TEST_DIR/launcher/job.sh" <<JOB
 #!/bin/bash
 srun --ntasks-per-node=1 bash -c 'exec $wrap $torchrun_cmd --ckpt-dir $TEST_DIR/launcher/ckpt --steps 1000000 \
+  --save-time 8 \
   --events "$TEST_DIR/launcher/events/rank{rank}.jsonl"'
 JOB
   # shellcheck disable=SC2046
@@ -182,18 +184,30 @@ log "job 3: one save per rank and the deadline on time while both supervisors we
 # Job 2 last: its torchrun may take a minute to start beside other tests.
 if [ -z "$cgroup" ]; then
   wait_for 180 "job 2's 4 ranks" at_least launcher start 4
+  as_user touch "$TEST_DIR/launcher/SAVE"
+  # Rank 0's marker while the save of 8 s goes on (every rank saves at the same step).
+  wait_for 30 "job 2's save to begin" test -e "$TEST_DIR/launcher/ckpt/SAVING"
   sup2=$(supervisor_of "$j2" 1) || fail "no supervisor of job $j2 task 1"
   kill -9 "$sup2"
-  log "job 2: killed the supervisor on n2 (pid $sup2)"
+  [ -e "$TEST_DIR/launcher/ckpt/SAVING" ] || fail "job 2: the save ended before the supervisor was killed"
+  log "job 2: killed the supervisor of task 1 (pid $sup2) during the save-switch save"
   launcher_gone() { [ -z "$(pgrep -u "$TEST_USER" -f "$TEST_DIR/launcher" || true)" ]; }
   wait_for 60 "job 2 to end" job_ended "$j2"
   read -r -a e2 <<<"$(events launcher exit | awk '{print $2, $3}' | sort -u | tr '\n' ' ')"
   [ "$(count launcher exit)" = 4 ] || fail "job 2: $(count launcher exit) of 4 ranks exited: $(events launcher exit)"
   { [ "${#e2[@]}" = 2 ] && [ "${e2[1]}" = signal ]; } || fail "job 2: expected one step, reason signal: $(events launcher exit)"
-  [ "$(count launcher save)" = 4 ] || fail "job 2: $(count launcher save) saves, not 4"
+  saves=$(events launcher save | awk '{print $3}' | sort | uniq -c | tr -s ' ' | tr '\n' ',')
+  [ "$saves" = " 4 save-switch," ] || fail "job 2: saves (count, why): $saves not 4 of the save switch alone"
+  # The template's exit event says whether the decision said the state was saved.
+  unsaved=$(python3 -c 'import glob, json, sys
+print(sum(1 for f in glob.glob(sys.argv[1] + "/rank*.jsonl") for e in map(json.loads, open(f))
+          if e["event"] == "exit" and e.get("saved") is not True))' "$TEST_DIR/launcher/events")
+  [ "$unsaved" = 0 ] || fail "job 2: $unsaved exits were not told the save was made: $(events launcher exit)"
   grep -q "the supervisor of this task is gone" "$TEST_DIR/launcher/job.out" || fail "job 2: no line about the supervisor's death"
+  grep -q "without a save: a supervisor went away during the save" "$TEST_DIR/launcher/job.out" ||
+    fail "job 2: no line saying why the exit made no save"
   wait_for 20 "job 2's processes to go" launcher_gone
-  log "job 2: all 4 ranks saved and exited at step ${e2[0]} (signal) after their supervisor died; nothing left"
+  log "job 2: all 4 ranks exited at step ${e2[0]} (signal) without saving again after their supervisor died during the save; nothing left"
 fi
 
 end=$((SECONDS + 30))
@@ -203,5 +217,5 @@ until no_user_processes; do
 done
 log "nothing of $TEST_USER's is left after jobs 1-3"
 what="supervisor killed (rank saved at once, others on time)"
-[ -n "$cgroup" ] || what+=", launcher's supervisor killed (4 ranks at one step)"
+[ -n "$cgroup" ] || what+=", launcher's supervisor killed during a save (4 ranks at one step, one save)"
 log "PASS ($MODE${cgroup:+, cgroup}): $what, supervisors stopped (save and deadline on time); nothing left"

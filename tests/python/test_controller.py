@@ -260,10 +260,10 @@ class PackageTest(unittest.TestCase):
     def test_a_decision_is_a_named_tuple(self):
         # Compared, printed and unpacked as a value: no attribute can be set on it by mistake.
         d = trainctl.Decision(True, reason="deadline")
-        self.assertEqual(d, (True, False, "deadline", ""))
-        self.assertEqual(repr(d), "Decision(exit=True, save=False, reason='deadline', save_reason='')")
-        exit_, save, reason, _ = d
-        self.assertEqual((exit_, save, reason), (True, False, "deadline"))
+        self.assertEqual(d, (True, False, "deadline", "", False))
+        self.assertEqual(repr(d), "Decision(exit=True, save=False, reason='deadline', save_reason='', saved=False)")
+        exit_, save, reason, _, saved = d
+        self.assertEqual((exit_, save, reason, saved), (True, False, "deadline", False))
         with self.assertRaises(AttributeError):
             d.exit = False
 

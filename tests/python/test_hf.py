@@ -51,6 +51,18 @@ class TrainerCallbackTest(unittest.TestCase):
         self.assertEqual((cb.step, cb.decision.exit, cb.decision.reason), (3, True, "kill-switch"))
         ctl.close()
 
+    def test_an_exit_whose_state_is_saved_stops_without_a_save(self):
+        # decision.saved: no-progress, or a supervisor went away during the save just made.
+        from trainctl.hf import TrainctlCallback
+
+        class Deciding:
+            def check(self, step):
+                return trainctl.Decision(True, reason="no-progress", saved=True)
+
+        control = self.step(TrainctlCallback(Deciding()), 5)
+        self.assertTrue(control.should_training_stop)
+        self.assertFalse(control.should_save)
+
 
 if __name__ == "__main__":
     unittest.main()

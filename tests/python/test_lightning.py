@@ -43,6 +43,19 @@ class _Trainer:
         self.saved.append(os.path.basename(path))
 
 
+class _Deciding:
+    """A stand-in Controller whose every check() returns one decision."""
+
+    def __init__(self, decision):
+        self.decision = decision
+
+    def check(self, step):
+        return self.decision
+
+    def phase(self, name):
+        raise AssertionError("no phase expected: nothing is saved")
+
+
 class CallbackTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="trainctl-lightning-")
@@ -81,6 +94,15 @@ class CallbackTest(unittest.TestCase):
         self.assertEqual((self.cb.decision.exit, self.cb.decision.reason), (True, "kill-switch"))
         self.assertEqual(self.cb.last_checkpoint(), os.path.join(self.ckpt, "step_3.ckpt"))
         self.cb.on_fit_end(trainer, None)
+
+    def test_an_exit_whose_state_is_saved_stops_the_fit_without_a_checkpoint(self):
+        # decision.saved: no-progress, or a supervisor went away during the save just made.
+        cb = tl._make_callback_class(object)(self.ckpt, _Deciding(trainctl.Decision(True, reason="signal", saved=True)))
+        trainer = _Trainer()
+        cb.on_fit_start(trainer, None)
+        trainer.global_step = 4
+        cb.on_train_batch_end(trainer, None, None, None, 4)
+        self.assertEqual((trainer.saved, trainer.should_stop), ([], True))
 
     def test_lightnings_own_auto_requeue_is_named_once_at_fit_start(self):
         with self.assertLogs("trainctl", "WARNING") as said:

@@ -75,6 +75,10 @@ class TRAINCTL_API config {
 struct decision {
   bool exit = false;
   bool save = false;
+  // With exit: what there is to keep is saved already, so the loop exits without a save.
+  // For no-progress (nothing is new since the checkpoint), and when a rank's supervisor
+  // went away during the save the ranks were making: that save is the last.
+  bool saved = false;
   std::string reason;       // kill-switch, deadline, preempted, memory, hang, peer-failed, signal, a switch name,
                             // or no-progress (this run resumed where the last ones failed: exit, no save)
   std::string save_reason;  // save-switch or a user save switch's name

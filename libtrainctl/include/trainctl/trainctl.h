@@ -8,7 +8,10 @@
  *     int d = trainctl_check(ctl, step, my_allreduce_max, comm);  // agreed on every rank
  *     if (d < 0) ...;                                              // error code
  *     if (d & TRAINCTL_SAVE) save_checkpoint(step);
- *     if (d & TRAINCTL_EXIT) { save_checkpoint(step); break; }     // trainctl_exit_reason(ctl)
+ *     if (d & TRAINCTL_EXIT) {                                     // trainctl_exit_reason(ctl) says why
+ *       if (!(d & TRAINCTL_SAVED)) save_checkpoint(step);
+ *       break;
+ *     }
  *   }
  *   trainctl_destroy(ctl);
  *
@@ -47,9 +50,14 @@ extern "C" {
 #define TRAINCTL_EREDUCE (-4) /* the reduce callback reported failure */
 #define TRAINCTL_EINTERNAL (-5)
 
-/* Decision bits returned by trainctl_check / trainctl_decide. */
+/* Decision bits returned by trainctl_check / trainctl_decide; test each with &, as
+ * later versions may add bits. TRAINCTL_SAVED comes with TRAINCTL_EXIT only: what there
+ * is to keep is saved already, so exit without a save ("no-progress": nothing is new
+ * since the checkpoint; or a supervisor went away during the save the ranks just made,
+ * and that save is the last). */
 #define TRAINCTL_EXIT 1
 #define TRAINCTL_SAVE 2
+#define TRAINCTL_SAVED 4
 
 /* Elements of the vote vector that trainctl_check reduces with MAX across ranks. */
 #define TRAINCTL_VOTE_LEN 24

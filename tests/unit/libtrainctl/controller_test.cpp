@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -604,6 +605,85 @@ TEST(Controller, ASignalSeenByOneRankStopsAllAtTheSameStep) {
   EXPECT_EQ(ds[0].reason, "preempted");
   EXPECT_EQ(ds[1].reason, "preempted");
   EXPECT_TRUE(w.ranks[0]->should_exit()) << "an agreed exit is sticky";
+}
+
+// A supervisor that dies: this test forks one (A), which forks a process (B) with two
+// ranks agreeing as a world does: rank 0 under A, on node0; rank 1 on node1, without one.
+// When B says so (after a save was decided at step 1 if `during_save`, else after a plain
+// step), the test kills A. B then waits until rank 0 has seen it and takes step 2; its
+// decisions come back as "exit saved reason" per rank.
+std::string decisions_after_the_supervisor_dies(const temp_dir& t, bool during_save) {
+  int said[2], told[2];
+  if (pipe(said) != 0 || pipe(told) != 0) return "pipe failed";
+  const pid_t a = fork();
+  if (a == 0) {
+    if (fork() == 0) {  // B
+      close(said[0]);
+      close(told[1]);
+      std::string out;
+      {
+        setenv("TRAINCTL_SUPERVISOR_PID", std::to_string(getppid()).c_str(), 1);
+        config c0 = base_config(t, "node0"), c1 = base_config(t, "node1");
+        c0.set("rank", "0");
+        c1.set("rank", "1");
+        controller r0(c0);
+        unsetenv("TRAINCTL_SUPERVISOR_PID");
+        controller r1(c1);
+        auto step = [&](std::int64_t s) {
+          std::int64_t v0[kVoteLen], v1[kVoteLen], m[kVoteLen];
+          r0.vote(s, v0, kVoteLen);
+          r1.vote(s, v1, kVoteLen);
+          for (std::size_t k = 0; k < kVoteLen; ++k) m[k] = std::max(v0[k], v1[k]);
+          return std::vector<decision>{r0.decide(s, m, kVoteLen), r1.decide(s, m, kVoteLen)};
+        };
+        if (during_save) touch(t / "SAVE");
+        bool ready = !during_save;  // the watcher counts the touch within its poll
+        for (int tries = 0; tries < 200 && !ready; ++tries) {
+          ready = step(1)[0].save;
+          if (!ready) std::this_thread::sleep_for(20ms);
+        }
+        if (!during_save) step(1);
+        char go = ready ? 'S' : 'N';
+        if (write(said[1], &go, 1) != 1 || (ready && read(told[0], &go, 1) != 1)) ready = false;
+        if (!ready) out = "no save decided at step 1";
+        // The loop is saving now (or training); its supervisor dies meanwhile.
+        if (ready && !wait_until([&] { return r0.should_exit(); })) out = "rank 0 never saw its supervisor go";
+        if (ready)
+          for (const decision& d : step(2))
+            out += std::to_string(d.exit) + " " + std::to_string(d.saved) + " " + d.reason + "|";
+      }
+      if (write(said[1], out.data(), out.size()) < 0) _exit(1);
+      _exit(0);
+    }
+    pause();  // A: the supervisor, until killed
+    _exit(0);
+  }
+  close(said[1]);
+  close(told[0]);
+  char c = 0;
+  std::string out;
+  const bool go = read(said[0], &c, 1) == 1 && c == 'S';
+  kill(a, SIGKILL);
+  waitpid(a, nullptr, 0);
+  if (go && write(told[1], &c, 1) != 1) out = "pipe";
+  char buf[256];
+  for (ssize_t n; (n = read(said[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  close(said[0]);
+  close(told[1]);
+  return out;
+}
+
+// The supervisor went away during a save: that save is the last, on every rank; another
+// would take as long again (seen: 8 s more, both checkpoints complete).
+TEST(Controller, ASupervisorGoneDuringASaveExitsEveryRankWithoutAnother) {
+  temp_dir t;
+  EXPECT_EQ(decisions_after_the_supervisor_dies(t, true), "1 1 signal|1 1 signal|");
+}
+
+// Gone while the ranks train: every rank saves and exits at one step.
+TEST(Controller, ASupervisorGoneWhileTrainingExitsEveryRankWithASave) {
+  temp_dir t;
+  EXPECT_EQ(decisions_after_the_supervisor_dies(t, false), "1 0 signal|1 0 signal|");
 }
 
 // A rank whose supervisor is this test's parent process (an ancestor, as a real one is),
