@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "env.hpp"
 #include "parse.hpp"
@@ -254,6 +255,24 @@ std::vector<bad_node> read_bad_nodes(const std::string& path) {
 }
 
 bool is_suspicion(const bad_node& b) { return b.reason.rfind(kSuspectedCrash, 0) == 0; }
+
+namespace {
+constexpr std::string_view kConvicted = "crashed (";
+constexpr std::string_view kInRank = " in rank ";
+}  // namespace
+
+std::string crash_finding_reason(const std::string& how, int rank, const std::string& array, const std::string& lead) {
+  const std::string who = rank >= 0 ? std::string(kInRank) + std::to_string(rank) : std::string(" in a rank");
+  return std::string(kConvicted) + how + who + (array.empty() ? "" : kOfArray + array) +
+         ", the first death of the job; " + lead + ")";
+}
+
+bool same_rank_died_first_elsewhere(const bad_node& b, const std::string& host, int rank, const std::string& array) {
+  if (rank < 0 || array.empty() || b.host == host || b.reason.rfind(kConvicted, 0) != 0) return false;
+  const std::string named = std::string(kInRank) + std::to_string(rank) + kOfArray + array + ",";
+  const std::size_t end_of_how = b.reason.find(kInRank);
+  return end_of_how != std::string::npos && b.reason.compare(end_of_how, named.size(), named) == 0;
+}
 
 namespace {
 

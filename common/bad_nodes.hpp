@@ -73,6 +73,16 @@ inline constexpr const char* kSuspectedCrash = "crashed, suspected";
 inline constexpr const char* kOfArray = " of array ";
 bool is_suspicion(const bad_node& b);
 
+// A conviction's reason names how the first rank died, which rank it was (-1: not
+// known, the rank died before its first check()) and, in an array, the array (the
+// program): "crashed (SIGSEGV in rank 5 of array 123, the first death of the job; LEAD)".
+std::string crash_finding_reason(const std::string& how, int rank, const std::string& array, const std::string& lead);
+// Whether `b` convicted another host than `host` because rank `rank` of array `array`
+// died first there. When it did and that rank dies first again here, the crash follows
+// the rank to whichever node it runs on: the program's (its data shard, its part of the
+// model), not a node's.
+bool same_rank_died_first_elsewhere(const bad_node& b, const std::string& host, int rank, const std::string& array);
+
 // The hosts to keep off: findings younger than `expiry` (never suspicions),
 // newest first, each host once, at most `cap` of them (so a run never excludes itself
 // off the cluster).

@@ -297,9 +297,11 @@ void crash_culprit::command_ended(const end_facts& f) {
   }
   if (!judge && nodes < 2) return;
   const std::string logs = dir_.dir, leaf = evidence_leaf(), me = node_name();
-  const std::int64_t mine = first_death_ms_;
-  const int st = first_death_status_;
-  const pid_t pid = first_dead_;
+  death first;
+  first.ms = first_death_ms_;
+  first.status = first_death_status_;
+  first.pid = first_dead_;
+  first.rank = f.rank_of && first.pid > 0 ? f.rank_of(first.pid) : -1;
   const std::int64_t skew = clock_skew_ms();
   const std::string job = opts_.job_id;
   child_spec spec;
@@ -314,7 +316,7 @@ void crash_culprit::command_ended(const end_facts& f) {
       return out.str();
     }
     bool blamed = false;
-    if (judge) blamed = judge_first_death(fd, me, mine, st, pid, skew, job, nodes < 2, out);
+    if (judge) blamed = judge_first_death(fd, me, first, skew, job, nodes < 2, out);
     why = nodes >= 2 ? close_evidence(fd, dir, me, nodes, blamed) : "";
     if (nodes < 2 && !blamed) {  // one node: nothing to compare with, nothing kept
       unlinkat(fd, me.c_str(), 0);
@@ -333,8 +335,11 @@ void crash_culprit::command_ended(const end_facts& f) {
 // Whether this node's first rank death makes it the culprit (see the header); writes
 // this node's line when the death was not published yet, and what it found to `out`.
 // Runs in the judging child.
-bool crash_culprit::judge_first_death(int fd, const std::string& me, std::int64_t mine, int st, pid_t pid,
-                                      std::int64_t skew, const std::string& job, bool alone, std::ostringstream& out) {
+bool crash_culprit::judge_first_death(int fd, const std::string& me, const death& first, std::int64_t skew,
+                                      const std::string& job, bool alone, std::ostringstream& out) {
+  const std::int64_t mine = first.ms;
+  const int st = first.status;
+  const pid_t pid = first.pid;
   struct stat own {};
   std::string err;  // written at the death already, unless the command itself was the rank
   if (fstatat(fd, me.c_str(), &own, AT_SYMLINK_NOFOLLOW) != 0)
@@ -365,27 +370,59 @@ bool crash_culprit::judge_first_death(int fd, const std::string& me, std::int64_
   const std::string lead = next_other < 0
                                ? "no other node's rank died"
                                : "the next node (" + closest + ") " + to_ms_text(next_other - mine) + " later";
+  // The array names the program: its tasks' crashes are one program's.
+  const std::string array = env_text("SLURM_ARRAY_JOB_ID"), path = bad_nodes_path();
   bad_node b;
   b.when = mine / 1000;
   b.host = me;
   b.job = job;
   b.gpus = gpu_uuids();
-  b.reason = "crashed (" + how_it_ended(st) + " in a rank, the first death of the job; " + lead + ")";
-  if (alone) {  // nothing to compare with: the program's fault as likely as the node's
-    // The array names the program: its tasks crashing on one node (SLURM's pick on an
-    // idle cluster) are one program's crashes, no evidence against the node.
-    const std::string array = env_text("SLURM_ARRAY_JOB_ID");
+  b.reason = crash_finding_reason(how_it_ended(st), first.rank, array, lead);
+  std::string follows;
+  if (!alone) follows = when_the_crash_follows_the_rank(path, me, first, how_it_ended(st), array, out);
+  if (!follows.empty()) {
+    b.reason = follows;
+    alone = true;      // remembered as a suspicion: no node is to blame
+  } else if (alone) {  // nothing to compare with: the program's fault as likely as the node's
+    // Its tasks crashing on one node (SLURM's pick on an idle cluster) are no evidence
+    // against the node.
     b.reason = std::string(kSuspectedCrash) + " (" + how_it_ended(st) + " in a rank of a one-node job" +
                (array.empty() ? "" : std::string(kOfArray) + array) +
                "; no node is kept off for a crash with nothing to compare with)";
   }
-  const std::string path = bad_nodes_path(), e2 = record_bad_node(path, b);
+  const std::string e2 = record_bad_node(path, b);
   const std::string as = alone ? " as a suspect (" : " as a bad node (";
   out << (e2.empty() ? "remembered " + me + as + b.reason + ") in " + path
                      : "could not remember " + me + as.substr(0, as.size() - 2) + ": " + e2)
       << "\n";
   if (!err.empty()) out << "crash: " << err << "\n";
   return e2.empty();
+}
+
+// A rank dying first on one node, then (another task of the array) first on another:
+// what fails is that rank's work, wherever it runs, so neither node is to blame.
+std::string crash_culprit::when_the_crash_follows_the_rank(const std::string& path, const std::string& me,
+                                                           const death& first, const std::string& how,
+                                                           const std::string& array, std::ostringstream& out) {
+  if (first.rank < 0 || array.empty() || path.empty()) return "";
+  std::size_t removed = 0;
+  std::vector<bad_node> forgiven;
+  const std::string why = forget_findings(
+      path, [&](const bad_node& b) { return same_rank_died_first_elsewhere(b, me, first.rank, array); }, &removed,
+      &forgiven);
+  if (!why.empty()) out << "crash: could not read the earlier findings of array " << array << ": " << why << "\n";
+  if (forgiven.empty()) return "";
+  std::string hosts, jobs;
+  for (const bad_node& b : forgiven) {
+    if ((" " + hosts + ",").find(" " + b.host + ",") == std::string::npos)
+      hosts += (hosts.empty() ? "" : ", ") + b.host;
+    if ((" " + jobs + ",").find(" " + b.job + ",") == std::string::npos) jobs += (jobs.empty() ? "" : ", ") + b.job;
+  }
+  out << "forgave " << hosts << ": rank " << first.rank << " of array " << array << " died first there (job " << jobs
+      << ") and on " << me << " now: the crash follows the rank to whichever node it runs on, so it is the "
+      << "program's, not a node's\n";
+  return std::string(kSuspectedCrash) + " (" + how + " in rank " + std::to_string(first.rank) + kOfArray + array +
+         ", which died first on " + hosts + " before; the crash follows the rank, not a node)";
 }
 
 }  // namespace trainctl

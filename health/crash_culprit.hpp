@@ -53,6 +53,7 @@ class crash_culprit {
     bool command_is_launcher = false;
     bool hung = false;                          // a hang was found: trainctl ends the ranks
     std::function<std::string()> state_damage;  // the node state's damage ("" none), asked only for a SIGBUS
+    std::function<int(pid_t)> rank_of;          // the rank a process was (its beat slot), -1: not known
   };
   // The command ended: judges this node (may wait a few seconds for the other nodes).
   void command_ended(const end_facts& f);
@@ -69,8 +70,20 @@ class crash_culprit {
   bool sigbus_of_damaged_state(const end_facts& f);
   void settle_evidence();
   std::string evidence_leaf() const;
-  static bool judge_first_death(int fd, const std::string& me, std::int64_t mine, int st, pid_t pid, std::int64_t skew,
+  // The first death: when (mine), how (st), which process and rank.
+  struct death {
+    std::int64_t ms = 0;
+    int status = -1;
+    pid_t pid = 0;
+    int rank = -1;
+  };
+  static bool judge_first_death(int fd, const std::string& me, const death& first, std::int64_t skew,
                                 const std::string& job, bool alone, std::ostringstream& out);
+  // The same array's rank died first on another node before: those findings are
+  // forgiven, and this one is a suspicion. Returns its reason then, else "".
+  static std::string when_the_crash_follows_the_rank(const std::string& path, const std::string& me, const death& first,
+                                                     const std::string& how, const std::string& array,
+                                                     std::ostringstream& out);
 
   const supervisor_options& opts_;
   const log_dir_status& dir_;

@@ -407,6 +407,14 @@ std::optional<node_health::program_death> node_health::command_ended(int status)
   f.state_damage = [this] {
     return !state_damage_.empty() ? state_damage_ : state_ != nullptr ? state_->damage() : "";
   };
+  // A rank that crashed never cleared its beat slot: its pid and rank are still there.
+  f.rank_of = [this](pid_t pid) {
+    if (state_ == nullptr || !has_header(state_->get())) return -1;
+    for (const rank_beat& b : state_->get().beats)
+      if (b.pid.load(std::memory_order_acquire) == pid && b.beat_ms.load(std::memory_order_acquire) > 0)
+        return static_cast<int>(b.rank.load(std::memory_order_relaxed));
+    return -1;
+  };
   culprit_.command_ended(f);
   if (culprit_.program_death_status() < 0) return std::nullopt;
   program_death d;

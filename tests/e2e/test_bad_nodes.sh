@@ -39,7 +39,7 @@ wait_for 120 "task 2 to train" bash -c "[ \$(cat $ev/rank*.jsonl 2>/dev/null | g
 [ -s "$TRAINCTL_BAD_NODES" ] || fail "nothing recorded: $(cat "$TEST_DIR"/bad-*.out)"
 log "recorded: $(cat "$TRAINCTL_BAD_NODES")"
 [ "$(wc -l <"$TRAINCTL_BAD_NODES")" -eq 1 ] || fail "expected one finding (the first node to fail)"
-grep -q "^[0-9]* n2 job=$task1 .*reason=crashed (SIGABRT in a rank, the first death of the job" "$TRAINCTL_BAD_NODES" ||
+grep -q "^[0-9]* n2 job=$task1 .*reason=crashed (SIGABRT in rank [01] of array $job, the first death of the job" "$TRAINCTL_BAD_NODES" ||
   fail "the finding is not n2's crash: $(cat "$TRAINCTL_BAD_NODES")"
 node2=$(job_field "${job}_2" NodeList)
 [ "$node2" = "n[1,3]" ] || fail "task 2 runs on '$node2', not n1 and n3"

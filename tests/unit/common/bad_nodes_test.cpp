@@ -208,3 +208,38 @@ TEST(BadNodes, ForgettingANodeKeepsTheOthersAndFollowsNoLink) {
   EXPECT_NE(forget_bad_node(t / "link", "n2", &removed), "") << "a link in place of the memory is refused";
   EXPECT_EQ(read_bad_nodes(path).size(), 2u);
 }
+
+// Rank 5 of array 77 died first on n3 (convicted); now it died first on n1: the crash
+// follows the rank. Only that rank's convictions in that array on other hosts count:
+// not another rank's, another array's, a suspicion, a finding without a rank, or n1's own.
+TEST(BadNodes, ACrashThatFollowsTheRankFindsTheNodesItBlamedBefore) {
+  const auto finding = [](const std::string& host, const std::string& reason) {
+    bad_node b;
+    b.host = host;
+    b.reason = reason;
+    return b;
+  };
+  const std::string lead = "the next node (n2) 310 ms later";
+  EXPECT_EQ(crash_finding_reason("SIGSEGV", 5, "77", lead),
+            "crashed (SIGSEGV in rank 5 of array 77, the first death of the job; the next node (n2) 310 ms later)");
+  EXPECT_EQ(crash_finding_reason("SIGABRT", -1, "", "no other node's rank died"),
+            "crashed (SIGABRT in a rank, the first death of the job; no other node's rank died)");
+  EXPECT_TRUE(
+      same_rank_died_first_elsewhere(finding("n3", crash_finding_reason("SIGSEGV", 5, "77", lead)), "n1", 5, "77"));
+  EXPECT_TRUE(
+      same_rank_died_first_elsewhere(finding("n3", crash_finding_reason("SIGABRT", 5, "77", lead)), "n1", 5, "77"))
+      << "a rank's crash is the program's whatever the signal";
+  for (const bad_node& other : {
+           finding("n3", crash_finding_reason("SIGSEGV", 55, "77", lead)),
+           finding("n3", crash_finding_reason("SIGSEGV", 5, "771", lead)),
+           finding("n3", crash_finding_reason("SIGSEGV", 5, "", lead)),
+           finding("n3", crash_finding_reason("SIGSEGV", -1, "77", lead)),
+           finding("n1", crash_finding_reason("SIGSEGV", 5, "77", lead)),
+           finding("n3", std::string(kSuspectedCrash) + " (SIGSEGV in rank 5 of array 77, a one-node job)"),
+           finding("n3", "hung (rank 5 of array 77)"),
+       })
+    EXPECT_FALSE(same_rank_died_first_elsewhere(other, "n1", 5, "77")) << other.host << ": " << other.reason;
+  EXPECT_FALSE(
+      same_rank_died_first_elsewhere(finding("n3", crash_finding_reason("SIGSEGV", 5, "77", lead)), "n1", -1, "77"))
+      << "a rank not known here matches nothing";
+}
