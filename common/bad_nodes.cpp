@@ -254,6 +254,16 @@ std::vector<bad_node> read_bad_nodes(const std::string& path) {
   return out;
 }
 
+std::chrono::seconds bad_node_expiry() {
+  try {
+    const std::string e = env_text("TRAINCTL_BAD_NODE_EXPIRY");
+    if (!e.empty()) return std::chrono::seconds(parse_duration(e, 'h').count() / 1000);
+  } catch (const parse_error&) {
+    // the default below
+  }
+  return std::chrono::hours(24);
+}
+
 bool is_suspicion(const bad_node& b) { return b.reason.rfind(kSuspectedCrash, 0) == 0; }
 
 namespace {

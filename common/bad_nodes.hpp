@@ -47,6 +47,10 @@ std::string read_private(const std::string& path, std::size_t max, std::string* 
 // $HOME/.local/state/trainctl/bad_nodes; "" when none of them can be named.
 std::string bad_nodes_path();
 
+// How long a finding keeps a node off: TRAINCTL_BAD_NODE_EXPIRY (a duration, hours by
+// default), else 24 h; a malformed value counts as 24 h (`trainctl bad-nodes` says so).
+std::chrono::seconds bad_node_expiry();
+
 // Appends one finding (creating the directory, 0700). Returns "" or why it could not;
 // a host that is not valid_node_name is refused.
 std::string record_bad_node(const std::string& path, const bad_node& b);

@@ -59,6 +59,9 @@ bool parse_line(const std::string& line, run_event* e) {
     } else if (key == "reason") {
       if (!is_word(value)) return false;
       e->reason = value;
+    } else if (key == "node") {
+      if (!valid_node_name(value)) return false;
+      e->node = value;
     } else if (key == "works") {
       if (!parse_works(value, &e->works)) return false;
     } else if (is_word(key) && all_digits(value, 15) && e->figures.size() < 16) {
@@ -92,6 +95,7 @@ std::string format_run_event(const run_event& e) {
   if (!e.reason.empty()) line += " reason=" + (is_word(e.reason) ? e.reason : std::string("other"));
   if (e.task >= 0) line += " task=" + std::to_string(e.task);
   if (e.restart >= 0) line += " restart=" + std::to_string(e.restart);
+  if (valid_node_name(e.node)) line += " node=" + e.node;
   for (const auto& [key, value] : e.figures)
     if (is_word(key) && value >= 0) line += " " + key + "=" + std::to_string(value);
   std::string works;

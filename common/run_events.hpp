@@ -1,7 +1,7 @@
 // What happened in each task of a job array, for `trainctl report`: one file per array
 // (or single job) in the per-user state directory on the shared home, one line per
 // event:
-//   <unix ms> job=<SLURM_JOB_ID> <event> [step=<n>] [ms=<n>] [reason=<word>] [task=<n>] [restart=<n>]
+//   <unix ms> job=<SLURM_JOB_ID> <event> [step=<n>] [ms=<n>] [reason=<word>] [task=<n>] [restart=<n>] [node=<name>]
 // Events: first_step (the first check of rank 0), save and exit (a decision, with its
 // step and reason), saved (that save ended, ms = how long it took), end (rank 0's
 // controller ends), notice (a notice reached rank 0's node state; reason = its kind:
@@ -34,6 +34,9 @@ struct run_event {
   // SLURM_RESTART_COUNT (-1: unknown, as in lines of trainctl before 0.9).
   std::int64_t task = -1;
   std::int64_t restart = -1;
+  // task_end: the node the batch script ran on (the job's first; a one-node job's only
+  // one): where the program ran, for the bad-node contrast (bad_node_contrast.hpp).
+  std::string node;
   // Other figures, each `key=<digits>` (key a word): step_times (steps, median_us,
   // mad_us, outliers, excess_us) and compute (steps, slowest_us, marked).
   std::vector<std::pair<std::string, std::int64_t>> figures;

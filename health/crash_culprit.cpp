@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "bad_node_contrast.hpp"
 #include "bad_nodes.hpp"
 #include "env.hpp"
 #include "gpu_memory.hpp"
@@ -395,6 +396,12 @@ bool crash_culprit::judge_first_death(int fd, const std::string& me, const death
   out << (e2.empty() ? "remembered " + me + as + b.reason + ") in " + path
                      : "could not remember " + me + as.substr(0, as.size() - 2) + ": " + e2)
       << "\n";
+  // A suspicion of a program that ran cleanly elsewhere: with another such program's,
+  // the node is convicted by contrast.
+  if (alone && e2.empty() && follows.empty()) {
+    const std::string line = convict_by_contrast(path, me, mine / 1000, bad_node_expiry());
+    if (!line.empty()) out << line << "\n";
+  }
   if (!err.empty()) out << "crash: " << err << "\n";
   return e2.empty();
 }

@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
+#include <sstream>
 #include <vector>
 
+#include "bad_node_contrast.hpp"
 #include "bad_nodes.hpp"
 #include "env.hpp"
 #include "no_progress.hpp"
@@ -268,7 +271,36 @@ void run_end::note_task_end(int child_status, bool preempted) {
   e.reason = no_progress_                                               ? "no-progress"
              : preempted || was_claimed(preempted_marker(opts_.job_id)) ? "preempted"
                                                                         : task_end_reason(child_status);
+  e.node = node_name();
   append_event_bounded(format_run_event(e), "cannot note how this run ended (the no-progress count reads it)");
+  if (e.reason == "ok") convict_where_this_program_crashed(e.node);
+}
+
+// This program (the array) ran cleanly here: a node where it crashed (a suspicion) may
+// now be convicted by contrast (bad_node_contrast.hpp). In a child: the home may stall.
+void run_end::convict_where_this_program_crashed(const std::string& here) const {
+  const std::string array = env_text("SLURM_ARRAY_JOB_ID"), path = bad_nodes_path();
+  if (array.empty() || path.empty()) return;
+  child_spec spec;
+  spec.deadline = milliseconds(10000);
+  spec.ignore_signals = opts_.notices;
+  spec.work = [array, path, here] {
+    const std::int64_t now = unix_now_ms() / 1000;
+    const std::chrono::seconds expiry = bad_node_expiry();
+    std::set<std::string> crashed_on;
+    for (const bad_node& b : read_bad_nodes(path))
+      if (now - b.when < expiry.count() && b.host != here && suspicion_array(b) == array) crashed_on.insert(b.host);
+    std::string said;
+    for (const std::string& host : crashed_on) {
+      const std::string line = convict_by_contrast(path, host, now, expiry);
+      if (!line.empty()) said += line + "\n";
+    }
+    return said;
+  };
+  const child_result r = run_child(spec);
+  std::istringstream lines(r.ok() ? r.output : "could not judge the nodes where this program crashed: " + r.error);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) log_.line("%s", line.c_str());
 }
 
 // What a straggler cost (`trainctl report`): each rank's work per step over the steps

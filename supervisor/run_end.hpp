@@ -63,6 +63,7 @@ class run_end {
   void note_hang(std::int64_t stall_ms);
 
  private:
+  void convict_where_this_program_crashed(const std::string& here) const;
   void append_event_bounded(const std::string& line, const char* what) const;
   void cancel_rest_of_array() const;
   void forgive_crash_loop_nodes(const std::vector<array_run>& runs, const std::string& jobs) const;

@@ -1,0 +1,74 @@
+#include "bad_node_contrast.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace trainctl {
+
+namespace {
+constexpr const char* kByContrast = "crashed in programs that ran cleanly on other nodes (";
+}  // namespace
+
+std::string suspicion_array(const bad_node& b) {
+  if (!is_suspicion(b)) return "";
+  const std::size_t at = b.reason.find(kOfArray);
+  if (at == std::string::npos) return "";
+  std::size_t end = at + std::string(kOfArray).size(), from = end;
+  while (end < b.reason.size() && b.reason[end] >= '0' && b.reason[end] <= '9') ++end;
+  return b.reason.substr(from, end - from);
+}
+
+std::vector<clean_elsewhere> programs_clean_elsewhere(
+    const std::string& host, const std::vector<bad_node>& recent,
+    const std::function<std::vector<run_event>(const std::string& array)>& events_of) {
+  std::set<std::string> arrays, crashed_elsewhere;
+  for (const bad_node& b : recent) {
+    const std::string array = suspicion_array(b);
+    if (array.empty()) continue;
+    (b.host == host ? arrays : crashed_elsewhere).insert(array);
+  }
+  std::vector<clean_elsewhere> out;
+  for (const std::string& array : arrays) {
+    if (crashed_elsewhere.count(array) != 0) continue;
+    for (const run_event& e : events_of(array))
+      if (e.what == "task_end" && e.reason == "ok" && !e.node.empty() && e.node != host) {
+        out.push_back({array, e.node});
+        break;
+      }
+  }
+  return out;
+}
+
+std::string convict_by_contrast(const std::string& path, const std::string& host, std::int64_t now_s,
+                                std::chrono::seconds expiry) {
+  if (path.empty() || !valid_node_name(host)) return "";
+  std::vector<bad_node> recent;
+  for (const bad_node& b : read_bad_nodes(path))
+    if (now_s - b.when < expiry.count()) recent.push_back(b);
+  for (const bad_node& b : recent)
+    if (b.host == host && !is_suspicion(b)) return "";  // kept off already
+  const auto clean = programs_clean_elsewhere(host, recent, [](const std::string& array) {
+    std::string why;
+    return read_run_events(run_events_path(array), &why);
+  });
+  if (clean.size() < kContrastPrograms) return "";
+  bad_node b;
+  b.when = now_s;
+  b.host = host;
+  b.job = "0";
+  b.gpus = "-";
+  b.reason = kByContrast;
+  for (std::size_t i = 0; i < clean.size(); ++i)
+    b.reason += (i == 0 ? "array " : ", array ") + clean[i].array + " ran cleanly on " + clean[i].clean_on;
+  b.reason += ")";
+  for (auto it = recent.rbegin(); it != recent.rend(); ++it)
+    if (it->host == host && is_suspicion(*it)) {
+      b.job = it->job;  // the newest crash that made the case
+      break;
+    }
+  const std::string why = record_bad_node(path, b);
+  if (!why.empty()) return "could not remember " + host + " as a bad node by contrast: " + why;
+  return "remembered " + host + " as a bad node: " + b.reason;
+}
+
+}  // namespace trainctl

@@ -1,0 +1,92 @@
+#include "bad_node_contrast.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+
+#include "fixture.hpp"
+
+using namespace trainctl;
+
+namespace {
+
+bad_node suspicion(const std::string& host, const std::string& array, std::int64_t when = 1000) {
+  bad_node b;
+  b.when = when;
+  b.host = host;
+  b.job = "9" + array;
+  b.gpus = "-";
+  b.reason = std::string(kSuspectedCrash) + " (SIGSEGV in a rank of a one-node job" + kOfArray + array +
+             "; no node is kept off for a crash with nothing to compare with)";
+  return b;
+}
+
+run_event task_end(const std::string& node, const std::string& reason) {
+  run_event e;
+  e.ms = 1;
+  e.job = "1";
+  e.what = "task_end";
+  e.reason = reason;
+  e.node = node;
+  return e;
+}
+
+}  // namespace
+
+TEST(BadNodeContrast, TheArrayOfASuspicionIsItsProgram) {
+  EXPECT_EQ(suspicion_array(suspicion("n1", "4242")), "4242");
+  bad_node convicted = suspicion("n1", "4242");
+  convicted.reason = "crashed (SIGSEGV in rank 1 of array 4242, the first death of the job; ...)";
+  EXPECT_EQ(suspicion_array(convicted), "") << "only suspicions wait for a contrast";
+  bad_node lone = suspicion("n1", "1");
+  lone.reason = std::string(kSuspectedCrash) + " (SIGABRT in a rank of a one-node job; ...)";
+  EXPECT_EQ(suspicion_array(lone), "") << "a job outside an array names no program";
+}
+
+// Programs 10 and 20 crashed on n1 and ran cleanly on n2 and n3: both count. Program 30
+// crashed on n1 and on n2: it crashes anywhere. Program 40 never ran cleanly elsewhere
+// (its only ok is on n1 itself, its other run failed). Program 50 has no events at all.
+TEST(BadNodeContrast, OnlyProgramsThatRanCleanlyElsewhereAndCrashedOnlyHereCount) {
+  const std::map<std::string, std::vector<run_event>> events = {
+      {"10", {task_end("n1", "failed"), task_end("n2", "ok")}},
+      {"20", {task_end("n3", "preempted"), task_end("n3", "ok")}},
+      {"30", {task_end("n3", "ok")}},
+      {"40", {task_end("n1", "ok"), task_end("n2", "failed"), task_end("", "ok")}},
+  };
+  const auto of = [&](const std::string& a) {
+    const auto it = events.find(a);
+    return it == events.end() ? std::vector<run_event>{} : it->second;
+  };
+  const std::vector<bad_node> recent = {suspicion("n1", "10"), suspicion("n1", "20"), suspicion("n1", "30"),
+                                        suspicion("n2", "30"), suspicion("n1", "40"), suspicion("n1", "50")};
+  const auto clean = programs_clean_elsewhere("n1", recent, of);
+  ASSERT_EQ(clean.size(), 2u);
+  EXPECT_EQ(clean[0].array + "@" + clean[0].clean_on, "10@n2");
+  EXPECT_EQ(clean[1].array + "@" + clean[1].clean_on, "20@n3");
+  EXPECT_TRUE(programs_clean_elsewhere("n2", recent, of).empty()) << "30 crashed on n1 too";
+}
+
+// On the files: one program is not enough; the second convicts n1 once, and a node
+// convicted already is left alone. Run events from TRAINCTL_RUN_EVENTS_DIR.
+TEST(BadNodeContrast, TwoProgramsConvictTheNodeOnceInTheMemory) {
+  trainctl_test::temp_dir t;
+  setenv("TRAINCTL_RUN_EVENTS_DIR", (t / "runs").c_str(), 1);
+  const std::string path = t / "bad_nodes";
+  for (const std::string array : {"10", "20"}) {
+    run_event ok = task_end("n2", "ok");
+    EXPECT_EQ(append_run_events(run_events_path(array), format_run_event(ok)), "");
+  }
+  ASSERT_EQ(record_bad_node(path, suspicion("n1", "10")), "");
+  EXPECT_EQ(convict_by_contrast(path, "n1", 2000, std::chrono::hours(24)), "") << "one program";
+  ASSERT_EQ(record_bad_node(path, suspicion("n1", "20")), "");
+  EXPECT_EQ(convict_by_contrast(path, "n1", 2000, std::chrono::hours(24)),
+            "remembered n1 as a bad node: crashed in programs that ran cleanly on other nodes (array 10 ran cleanly "
+            "on n2, array 20 ran cleanly on n2)");
+  EXPECT_EQ(nodes_to_exclude(read_bad_nodes(path), 2000, std::chrono::hours(24), 4), std::vector<std::string>{"n1"});
+  EXPECT_EQ(convict_by_contrast(path, "n1", 2001, std::chrono::hours(24)), "") << "convicted already";
+  EXPECT_EQ(read_bad_nodes(path).size(), 3u);
+  EXPECT_EQ(convict_by_contrast(path, "n1", 1000 + 25 * 3600, std::chrono::hours(24)), "")
+      << "suspicions past the expiry count for nothing";
+  unsetenv("TRAINCTL_RUN_EVENTS_DIR");
+}
