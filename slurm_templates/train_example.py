@@ -272,7 +272,8 @@ def train(args, run):
         with ctl.phase("restore"):  # trainctl report counts it apart from the rest of the start-up
             time.sleep(args.restore_time)  # model.load_state_dict(...) from it goes here
     start = 0 if last is None else last + 1
-    run.log("start", step=start, world=run.world, resumed_from=last, restore_s=round(time.time() - began, 3))
+    run.log("start", step=start, world=run.world, resumed_from=last, restore_s=round(time.time() - began, 3),
+            run_id=trainctl.run_id())  # the same in every task and requeue: your logger's run id
     step_time = args.step_time * (args.slow_factor if run.rank == args.slow_rank else 1)
     crash_at = start + args.crash_after if args.crash_after else args.crash_at
     model = optimizer = None

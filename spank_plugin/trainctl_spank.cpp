@@ -43,6 +43,7 @@ extern "C" {
 #include "node_state.hpp"
 #include "options.hpp"
 #include "parse.hpp"
+#include "run_id.hpp"
 #include "spank_args.hpp"
 #include "supervised_step.hpp"
 #include "switch_paths.hpp"
@@ -533,13 +534,16 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     char pid[24];
     std::snprintf(pid, sizeof pid, "%d", static_cast<int>(supervisor));
     spank_setenv(sp, "TRAINCTL_SUPERVISOR_PID", pid, 1);
-    const std::string step = trainctl::supervised_step([env](const char* name) {
+    const auto task_env = [env](const char* name) {
       const std::size_t n = std::strlen(name);
       for (char** e = env; e != nullptr && *e != nullptr; ++e)
         if (std::strncmp(*e, name, n) == 0 && (*e)[n] == '=') return std::string(*e + n + 1);
       return std::string();
-    });
+    };
+    const std::string step = trainctl::supervised_step(task_env);
     spank_setenv(sp, trainctl::kSupervisedVar, step.c_str(), 1);
+    const std::string run = trainctl::run_id(task_env);
+    if (!run.empty()) spank_setenv(sp, trainctl::kRunIdVar, run.c_str(), 1);
     if (!renv.state.empty()) spank_setenv(sp, "TRAINCTL_STATE", renv.state.c_str(), 1);
     if (!renv.log_dir.empty()) spank_setenv(sp, "TRAINCTL_LOG_DIR", renv.log_dir.c_str(), 1);
     if (!renv.bad_nodes.empty()) spank_setenv(sp, "TRAINCTL_BAD_NODES", renv.bad_nodes.c_str(), 1);

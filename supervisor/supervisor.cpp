@@ -18,6 +18,7 @@
 #include "parse.hpp"
 #include "publisher.hpp"
 #include "query_schedule.hpp"
+#include "run_id.hpp"
 #include "run_progress.hpp"
 #include "stack_dump.hpp"
 #include "supervised_step.hpp"
@@ -142,7 +143,12 @@ void task_supervisor::export_environment() {
   // A batch script can tell it already runs under one; trainctl-run adds no second one.
   setenv(kSupervisedVar, supervised_step([](const char* name) { return env_text(name); }).c_str(), 1);
   setenv("TRAINCTL_SUPERVISOR_PID", std::to_string(getpid()).c_str(), 1);  // ranks allow its stack readers
-  setenv("TRAINCTL_LOG_DIR", resolve_log_dir(opts_.log_dir).c_str(), 1);   // slow_nodes beside the stacks
+  const std::string own = env_text(kRunIdVar), id = run_id([](const char*name) { return env_text(name); });
+  if (!own.empty() && own != id)
+    log_.line("%s is not a run id (accepted: 1-64 of letters, digits, '_', '.', '-'): the ranks get '%s'", kRunIdVar,
+              id.c_str());
+  if (!id.empty()) setenv(kRunIdVar, id.c_str(), 1);
+  setenv("TRAINCTL_LOG_DIR", resolve_log_dir(opts_.log_dir).c_str(), 1);  // slow_nodes beside the stacks
   if (!bad_nodes_path().empty()) setenv("TRAINCTL_BAD_NODES", bad_nodes_path().c_str(), 1);
 }
 

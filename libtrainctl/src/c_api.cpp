@@ -61,6 +61,18 @@ extern "C" {
 
 int trainctl_version(void) { return TRAINCTL_VERSION_NUMBER; }
 
+int trainctl_run_id(char* buf, size_t len) {
+  return guarded([&] {
+    const std::string id = trainctl::controller::run_id();
+    if (buf != nullptr && len > 0) {
+      const size_t n = std::min(len - 1, id.size());
+      std::memcpy(buf, id.data(), n);
+      buf[n] = '\0';
+    }
+    return static_cast<int>(id.size());
+  });
+}
+
 int trainctl_set_log_fn(trainctl_log_fn fn, void* user) {
   try {
     trainctl::set_log_sink(fn, user);

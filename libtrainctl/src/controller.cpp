@@ -1,4 +1,5 @@
 #include "controller_impl.hpp"
+#include "run_id.hpp"
 
 namespace trainctl {
 namespace {
@@ -166,6 +167,13 @@ void controller::set_deadline(double unix_seconds) {
 void controller::set_rank(int rank) {
   if (rank < 0) throw std::invalid_argument("trainctl: rank: negative; accepted: 0 or more");
   impl_->cfg.rank = rank;
+}
+
+std::string controller::run_id() {
+  return trainctl::run_id([](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v != nullptr ? v : "");
+  });
 }
 
 const std::string& controller::state_path() const {

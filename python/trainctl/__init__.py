@@ -13,6 +13,7 @@ Imports on Python 3.8+ with no compiler and without torch; the C library
 (libtrainctl.so.0) is loaded when the first Controller is made.
 """
 
+import os
 from typing import Any
 
 from ._native import TrainctlError, VOTE_LEN
@@ -20,8 +21,8 @@ from .controller import Controller, Decision, mpi_allreduce
 from .collectives import watch_collectives
 from .ddp import watch_ddp
 
-__all__ = ["Controller", "Decision", "TrainctlError", "VOTE_LEN", "mpi_allreduce", "version", "watch_collectives",
-           "watch_ddp"]
+__all__ = ["Controller", "Decision", "TrainctlError", "VOTE_LEN", "mpi_allreduce", "run_id", "version",
+           "watch_collectives", "watch_ddp"]
 
 
 def __getattr__(name: str) -> Any:
@@ -34,6 +35,23 @@ def __getattr__(name: str) -> Any:
         import importlib
         return importlib.import_module("." + name, __name__)
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
+
+
+def run_id() -> str:
+    """The run's id, the same in every task of a job array and every requeue of a job: for
+    a logger that resumes a run (`wandb.init(id=trainctl.run_id(), resume="allow")`, an
+    MLflow run name, a TensorBoard directory). TRAINCTL_RUN_ID when set to 1-64 of
+    [A-Za-z0-9_.-] (give a job submitted again the id of the one it goes on from), else
+    <SLURM_CLUSTER_NAME>-<SLURM_ARRAY_JOB_ID, else SLURM_JOB_ID>; "" outside a SLURM job."""
+    import ctypes
+    from ._native import lib
+    fn = getattr(lib(), "trainctl_run_id", None)
+    if fn is None:  # a library before 0.1.1: what a supervisor set, if any
+        return os.environ.get("TRAINCTL_RUN_ID", "")
+    fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t]
+    buf = ctypes.create_string_buffer(80)
+    fn(buf, len(buf))
+    return buf.value.decode()
 
 
 def version() -> str:

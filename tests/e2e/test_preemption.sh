@@ -67,10 +67,14 @@ for MODE in run plugin; do
 done
 wait_for 120 "both requeued jobs to start again" both_at_least start 8
 log "the requeued jobs started again"
+cluster=$(scontrol show config | awk '$1 == "ClusterName" {print $3}')
 for MODE in run plugin; do
   j=${job[$MODE]}
   resumed=$(python3 -c 'import glob,json,sys; s=[json.loads(l) for f in glob.glob(sys.argv[1]+"/rank*.jsonl") for l in open(f) if "\"start\"" in l]; print(" ".join(sorted({str(e["step"]) for e in s if e["resumed_from"] is not None})))' "$TEST_DIR/events-$MODE")
   [ "$resumed" = "$((saved[$MODE] + 1))" ] || fail "$MODE: the requeued run started at step(s) $resumed, not $((saved[$MODE] + 1))"
+  # The logger's run id: one for every rank of both runs, the job's on its cluster.
+  ids=$(python3 -c 'import glob,json,sys; print(" ".join(sorted({str(json.loads(l).get("run_id")) for f in glob.glob(sys.argv[1]+"/rank*.jsonl") for l in open(f) if "\"start\"" in l})))' "$TEST_DIR/events-$MODE")
+  [ "$ids" = "$cluster-$j" ] || fail "$MODE: the ranks' run ids across the requeue: '$ids', not '$cluster-$j'"
   wait_for 120 "job $j to finish" job_ended "$j"
   [ "$(job_state "$j")" = COMPLETED ] || fail "$MODE: job $j ended $(job_state "$j")"
   # A preemption that moves EndTime inside the graceful exit is the preemption's doing,
@@ -86,7 +90,7 @@ for MODE in run plugin; do
     grep -q "trainctl-run.*: $said" "$TEST_DIR/job-$MODE.out" ||
       fail "run: on SLURM $slurm, $run_tool did not say '$said': $(grep -h 'preempted' "$TEST_DIR/job-$MODE.out" | head -n 5)"
   fi
-  log "$MODE: preempted at step ${saved[$MODE]}, requeued once, resumed at step $resumed, COMPLETED"
+  log "$MODE: preempted at step ${saved[$MODE]}, requeued once, resumed at step $resumed (run id $ids in both runs), COMPLETED"
 done
 # trainctl report shows both runs of each job: the preempted one with its save, notice
 # and exit, then the one that completed. Where the cluster keeps accounting, sacct -D

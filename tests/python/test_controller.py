@@ -238,6 +238,24 @@ def _load_from(pkg):
 
 
 class PackageTest(unittest.TestCase):
+    def test_the_run_id_is_the_arrays_on_its_cluster_or_the_users_own(self):
+        saved = {k: os.environ.get(k) for k in ("TRAINCTL_RUN_ID", "SLURM_CLUSTER_NAME", "SLURM_ARRAY_JOB_ID",
+                                                "SLURM_JOB_ID")}
+        try:
+            for k in saved:
+                os.environ.pop(k, None)
+            self.assertEqual(trainctl.run_id(), "")
+            os.environ.update(SLURM_CLUSTER_NAME="alps", SLURM_ARRAY_JOB_ID="4242", SLURM_JOB_ID="4250")
+            self.assertEqual(trainctl.run_id(), "alps-4242")
+            os.environ["TRAINCTL_RUN_ID"] = "llama-7b.run-3"
+            self.assertEqual(trainctl.run_id(), "llama-7b.run-3")
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
     def test_package_parses_as_python_3_8(self):
         import ast
         pkg = os.path.dirname(trainctl.__file__)

@@ -134,6 +134,9 @@ class TRAINCTL_API controller {
   void set_rank(int rank);
   int check_every() const;
   const std::string& state_path() const;
+  // The run's id, the same in every task of an array and every requeue (trainctl.h:
+  // trainctl_run_id); "" outside a SLURM job.
+  static std::string run_id();
   // Metadata requests (stat calls) made by this node's publishers so far.
   std::uint64_t stat_calls() const;
 

@@ -85,6 +85,12 @@ TRAINCTL_EXPORT const char* trainctl_last_error(void);
 typedef void (*trainctl_log_fn)(int level, const char* line, void* user);
 TRAINCTL_EXPORT int trainctl_set_log_fn(trainctl_log_fn fn, void* user);
 
+/* The run's id, the same in every task of a job array and every requeue of a job (for
+ * a logger's run id: W&B, MLflow, TensorBoard): TRAINCTL_RUN_ID when set to 1-64 of
+ * [A-Za-z0-9_.-], else <SLURM_CLUSTER_NAME>-<SLURM_ARRAY_JOB_ID or SLURM_JOB_ID>; ""
+ * outside a SLURM job. Copies it into buf (always NUL-terminated); returns its length. */
+TRAINCTL_EXPORT int trainctl_run_id(char* buf, size_t len);
+
 /* A configuration read from the environment (malformed values are reported on stderr
  * and fall back to documented defaults). */
 TRAINCTL_EXPORT int trainctl_config_create(trainctl_config** out);
