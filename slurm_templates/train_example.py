@@ -68,6 +68,17 @@ def own_dir(path):
     return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
 
 
+def step_list(text):
+    """--crash-at's value: steps separated by commas."""
+    try:
+        steps = [int(x) for x in text.split(",")]
+    except ValueError:
+        steps = []
+    if not steps or min(steps) < 0:
+        raise argparse.ArgumentTypeError("'%s': accepted: a step or steps separated by commas, e.g. 18,33,29" % text)
+    return steps
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ckpt-dir", required=True, help="checkpoints go to DIR/step_NNNNNNNN/")
@@ -97,12 +108,14 @@ def parse_args():
                         help="hang in a Python loop, or inside a C call (a mutex locked twice)")
     faults.add_argument("--crash-on", metavar="NODE", help="ranks on this node (a name or a glob: '*' for every "
                         "node) crash at --crash-at, as on a node with a broken GPU")
-    faults.add_argument("--crash-at", type=int, default=50)
+    faults.add_argument("--crash-at", type=step_list, default=[50], metavar="STEP[,STEP...]",
+                        help="the step; with several, task N of an array takes the Nth (cycling), as a node "
+                        "failing at random times would")
     faults.add_argument("--crash-after", type=int, default=0, metavar="STEPS",
                         help="crash this many steps after the step the run resumed at, instead of at --crash-at")
-    faults.add_argument("--crash-how", choices=("abort", "exception", "sigkill"), default="abort",
-                        help="abort: SIGABRT, as a fault of the node would; exception: the program raises; "
-                        "sigkill: SIGKILL, as the OOM killer or a memory limit ends a process")
+    faults.add_argument("--crash-how", choices=("abort", "segv", "exception", "sigkill"), default="abort",
+                        help="abort, segv: SIGABRT or SIGSEGV, as a fault of the node would; exception: the "
+                        "program raises; sigkill: SIGKILL, as the OOM killer or a memory limit ends a process")
     faults.add_argument("--stuck-save", type=int, default=0, metavar="N",
                         help="the Nth save of this run and every later one never finishes, as on a stuck file "
                         "system (0: none)")
@@ -275,7 +288,8 @@ def train(args, run):
     run.log("start", step=start, world=run.world, resumed_from=last, restore_s=round(time.time() - began, 3),
             run_id=trainctl.run_id())  # the same in every task and requeue: your logger's run id
     step_time = args.step_time * (args.slow_factor if run.rank == args.slow_rank else 1)
-    crash_at = start + args.crash_after if args.crash_after else args.crash_at
+    task = int(os.environ.get("SLURM_ARRAY_TASK_ID", "1") or 1)
+    crash_at = start + args.crash_after if args.crash_after else args.crash_at[(task - 1) % len(args.crash_at)]
     model = optimizer = None
     if args.ddp:
         from torch.nn.parallel import DistributedDataParallel
@@ -299,6 +313,8 @@ def train(args, run):
                 raise RuntimeError("a bug in the training program")
             if args.crash_how == "sigkill":
                 os.kill(os.getpid(), 9)  # SIGKILL
+            if args.crash_how == "segv":
+                os.kill(os.getpid(), 11)  # SIGSEGV
             os.abort()
         began = time.monotonic()
         if model is not None:  # forward, backward (DDP all_reduces the gradients), step
