@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # e2e-modes: run
-# The crash culprit under a launcher with torchrun's process model, 3 nodes x 1 rank, 10
-# runs as 10 steps of one job: the rank on n2 (not the job's first node) aborts (SIGABRT)
+# The crash culprit under a launcher with torchrun's process model, 3 nodes x 1 rank, 8
+# runs as 8 steps of one job: the rank on n2 (not the job's first node) aborts (SIGABRT)
 # at step 15; the ranks on n1 and n3 fail at their next agreement, a step (0.2 s) later
 # ("connection closed by peer"), as under gloo, where they took 300-380 ms.
-# Only n2 may be remembered as a bad node, in 10 runs out of 10, whichever node's
+# Only n2 may be remembered as a bad node, in 8 runs out of 8, whichever node's
 # supervisor finishes first. Then an 11th run where the rank on n2 raises an exception
 # (a bug of the program, status 1): no node is blamed, and the log says so. Prints the
 # gap between the culprit's death and the next node's in every run.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-RUNS=${CULPRIT_RUNS:-10}
+RUNS=${CULPRIT_RUNS:-8}
 port=$(free_port $((RUNS + 1)))  # one per step
 step_line() {  # one torchrun step over the 3 nodes; $1: how the rank on n2 crashes
   printf '%s\n' "srun --ntasks-per-node=1 $BUILD/bin/trainctl-run -- bash -c 'exec ${TORCHRUN[*]} \

@@ -191,4 +191,4 @@ assert cp["advised_s"] and abs(cp["advised_s"] - advised) <= 0.02 * advised, (ad
 assert cp["between_s"] and abs(cp["between_s"] - now) <= 0.02 * now, (now, cp)
 PY
 fi
-log "PASS ($MODE): a crash loop ends at its 4th task with exit 93 (one before any check() at its 3rd), the rest of the array cancelled, its nodes forgiven or the outside kill named"
+log "PASS ($MODE): a crash loop ends at its 4th task with exit 93 (one before any check() at its 3rd), the rest of the array cancelled; findings kept when the runs died at different steps, forgiven when at one place, or the outside kill named"
