@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 
 namespace trainctl {
 
@@ -24,7 +25,10 @@ std::vector<clean_elsewhere> programs_clean_elsewhere(
   std::set<std::string> arrays, crashed_elsewhere;
   for (const bad_node& b : recent) {
     const std::string array = suspicion_array(b);
-    if (array.empty()) continue;
+    const std::string_view reason(b.reason), follows(kFollowsTheRank);
+    const bool program_fault =
+        reason.size() >= follows.size() && reason.substr(reason.size() - follows.size()) == follows;
+    if (array.empty() || program_fault) continue;
     (b.host == host ? arrays : crashed_elsewhere).insert(array);
   }
   std::vector<clean_elsewhere> out;

@@ -59,13 +59,7 @@ namespace {
 // with the file locked; the new file replaces it by rename, so a reader sees the old or
 // the new file whole, and a waiting append sees it was replaced.
 void trim_bad_nodes(const std::string& path, std::int64_t now_s) {
-  std::int64_t keep_s = kKeepAtLeast.count();
-  try {
-    const std::string e = env_text("TRAINCTL_BAD_NODE_EXPIRY");
-    if (!e.empty()) keep_s = std::max<std::int64_t>(keep_s, parse_duration(e, 'h').count() / 1000);
-  } catch (const parse_error&) {
-    // the readers say so; the horizon stays at its floor
-  }
+  const std::int64_t keep_s = std::max(kKeepAtLeast, bad_node_expiry()).count();
   std::vector<bad_node> all = read_bad_nodes(path);
   std::vector<bad_node> kept;
   for (const auto& b : all)

@@ -86,6 +86,9 @@ std::string crash_finding_reason(const std::string& how, int rank, const std::st
 // the rank to whichever node it runs on: the program's (its data shard, its part of the
 // model), not a node's.
 bool same_rank_died_first_elsewhere(const bad_node& b, const std::string& host, int rank, const std::string& array);
+// How such a crash is remembered (a suspicion), at the end of its reason: the program's
+// fault, so it is no evidence against a node either (bad_node_contrast.hpp).
+inline constexpr const char* kFollowsTheRank = "the crash follows the rank, not a node)";
 
 // The hosts to keep off: findings younger than `expiry` (never suspicions),
 // newest first, each host once, at most `cap` of them (so a run never excludes itself

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -419,17 +420,22 @@ std::string crash_culprit::when_the_crash_follows_the_rank(const std::string& pa
       &forgiven);
   if (!why.empty()) out << "crash: could not read the earlier findings of array " << array << ": " << why << "\n";
   if (forgiven.empty()) return "";
-  std::string hosts, jobs;
+  std::set<std::string> host_set, job_set;
   for (const bad_node& b : forgiven) {
-    if ((" " + hosts + ",").find(" " + b.host + ",") == std::string::npos)
-      hosts += (hosts.empty() ? "" : ", ") + b.host;
-    if ((" " + jobs + ",").find(" " + b.job + ",") == std::string::npos) jobs += (jobs.empty() ? "" : ", ") + b.job;
+    host_set.insert(b.host);
+    job_set.insert(b.job);
   }
-  out << "forgave " << hosts << ": rank " << first.rank << " of array " << array << " died first there (job " << jobs
-      << ") and on " << me << " now: the crash follows the rank to whichever node it runs on, so it is the "
-      << "program's, not a node's\n";
+  const auto joined = [](const std::set<std::string>& items) {
+    std::string text;
+    for (const std::string& i : items) text += (text.empty() ? "" : ", ") + i;
+    return text;
+  };
+  const std::string hosts = joined(host_set);
+  out << "forgave " << hosts << ": rank " << first.rank << " of array " << array << " died first there (job "
+      << joined(job_set) << ") and on " << me << " now: the crash follows the rank to whichever node it runs on, "
+      << "so it is the program's, not a node's\n";
   return std::string(kSuspectedCrash) + " (" + how + " in rank " + std::to_string(first.rank) + kOfArray + array +
-         ", which died first on " + hosts + " before; the crash follows the rank, not a node)";
+         ", which died first on " + hosts + " before; " + kFollowsTheRank;
 }
 
 }  // namespace trainctl

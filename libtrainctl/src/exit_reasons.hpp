@@ -34,21 +34,24 @@ enum vote_index : std::size_t {
 // One row per exit reason that a node-state flag raises, in the order the decision
 // picks them when several are agreed on (after the kill switch, before the other exit
 // switches): its vote element, its flag, its name in the decision and the run events,
-// and whether it is a notice on `trainctl report`'s timeline.
+// whether it is a notice on `trainctl report`'s timeline, and whether the loop saves
+// on it (decision::saved when not).
 struct exit_reason {
   vote_index vote;
   std::uint32_t flag;
   const char* name;
   bool notice;
+  bool saves;
 };
 inline constexpr exit_reason kExitReasons[] = {
-    {kVotePreempted, kFlagPreempted, "preempted", true},
-    {kVoteDeadline, kFlagDeadline, "deadline", true},
-    {kVoteNoProgress, kFlagNoProgress, "no-progress", false},  // the breaker's own line, not a notice
-    {kVoteMemory, kFlagMemory, "memory", true},
-    {kVoteHang, kFlagHang, "hang", true},
-    {kVotePeer, kFlagPeer, "peer-failed", true},
-    {kVoteSignal, kFlagSignal, "signal", true},
+    {kVotePreempted, kFlagPreempted, "preempted", true, true},
+    {kVoteDeadline, kFlagDeadline, "deadline", true, true},
+    // The breaker's own line, not a notice; nothing is new since the checkpoint.
+    {kVoteNoProgress, kFlagNoProgress, "no-progress", false, false},
+    {kVoteMemory, kFlagMemory, "memory", true, true},
+    {kVoteHang, kFlagHang, "hang", true, true},
+    {kVotePeer, kFlagPeer, "peer-failed", true, true},
+    {kVoteSignal, kFlagSignal, "signal", true, true},
 };
 
 }  // namespace trainctl

@@ -184,7 +184,10 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
     if (!reason.empty()) {
       m.decided.exit = true;
       m.decided.reason = reason;
-      m.decided.saved = reason == "no-progress" || r[kVoteSavedAsSupervisorWent] != 0;
+      bool saves = true;  // an exit switch's too
+      for (const exit_reason& e : kExitReasons)
+        if (reason == e.name) saves = e.saves;
+      m.decided.saved = !saves || r[kVoteSavedAsSupervisorWent] != 0;
       m.local_bits.fetch_or(kFlagDecided, std::memory_order_release);
       // The notice before the exit it brought, on the timeline; a notice the ranks agreed
       // on counts though this node's supervisor may not have published it yet.

@@ -47,19 +47,25 @@ TEST(BadNodeContrast, TheArrayOfASuspicionIsItsProgram) {
 // Programs 10 and 20 crashed on n1 and ran cleanly on n2 and n3: both count. Program 30
 // crashed on n1 and on n2: it crashes anywhere. Program 40 never ran cleanly elsewhere
 // (its only ok is on n1 itself, its other run failed). Program 50 has no events at all.
+// Program 60's suspicion says its crash followed a rank.
 TEST(BadNodeContrast, OnlyProgramsThatRanCleanlyElsewhereAndCrashedOnlyHereCount) {
   const std::map<std::string, std::vector<run_event>> events = {
       {"10", {task_end("n1", "failed"), task_end("n2", "ok")}},
       {"20", {task_end("n3", "preempted"), task_end("n3", "ok")}},
       {"30", {task_end("n3", "ok")}},
       {"40", {task_end("n1", "ok"), task_end("n2", "failed"), task_end("", "ok")}},
+      {"60", {task_end("n2", "ok")}},
   };
   const auto of = [&](const std::string& a) {
     const auto it = events.find(a);
     return it == events.end() ? std::vector<run_event>{} : it->second;
   };
-  const std::vector<bad_node> recent = {suspicion("n1", "10"), suspicion("n1", "20"), suspicion("n1", "30"),
-                                        suspicion("n2", "30"), suspicion("n1", "40"), suspicion("n1", "50")};
+  std::vector<bad_node> recent = {suspicion("n1", "10"), suspicion("n1", "20"), suspicion("n1", "30"),
+                                  suspicion("n2", "30"), suspicion("n1", "40"), suspicion("n1", "50"),
+                                  suspicion("n1", "60")};
+  // Program 60's crash followed its rank here (crash_culprit): the program's, no evidence.
+  recent.back().reason = std::string(kSuspectedCrash) + " (SIGSEGV in rank 1 of array 60, which died first on n3 " +
+                         "before; " + kFollowsTheRank;
   const auto clean = programs_clean_elsewhere("n1", recent, of);
   ASSERT_EQ(clean.size(), 2u);
   EXPECT_EQ(clean[0].array + "@" + clean[0].clean_on, "10@n2");
