@@ -19,9 +19,12 @@ srun --ntasks-per-node=1 $BUILD/bin/trainctl-run -- bash -c "exec ${TORCHRUN[*]}
 JOB
 job=$(submit --hold --array=1-2%1 -N2 -w n1,n2 --time=5 -o "$TEST_DIR/task-%a.out" "$TEST_DIR/job.sh")
 scontrol update jobid="${job}_2" ReqNodeList=n1,n3 || fail "could not move task 2 of $job to n1 and n3"
-scontrol release "$job" || fail "could not release $job"
+# One after the other: with n2 busy beside other tests, SLURM would start task 2 first.
+scontrol release "${job}_1" || fail "could not release task 1 of $job"
 log "submitted array $job: rank 1 aborts at step 15, on n2 in task 1 and on n3 in task 2"
-wait_for 240 "the array to end" array_gone "$job"
+wait_for 180 "task 1 to end" job_ended "${job}_1"
+scontrol release "${job}_2" || fail "could not release task 2 of $job"
+wait_for 180 "the array to end" array_gone "$job"
 touch "$TRAINCTL_BAD_NODES"
 log "bad-node memory: $(cat "$TRAINCTL_BAD_NODES")"
 grep -qF "remembered n2 as a bad node (crashed (SIGABRT in rank 1 of array $job, the first death of the job" \
