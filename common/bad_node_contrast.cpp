@@ -1,6 +1,5 @@
 #include "bad_node_contrast.hpp"
 
-#include <algorithm>
 #include <set>
 #include <string_view>
 

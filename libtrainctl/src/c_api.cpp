@@ -47,6 +47,17 @@ int guarded(F&& f) noexcept {
   }
 }
 
+// Copies `text` into the caller's buf (always NUL-terminated, cut to len - 1) and
+// returns its full length, as the C ABI's string getters promise.
+int copy_out(const std::string& text, char* buf, size_t len) {
+  if (buf != nullptr && len > 0) {
+    const size_t n = std::min(len - 1, text.size());
+    std::memcpy(buf, text.data(), n);
+    buf[n] = '\0';
+  }
+  return static_cast<int>(text.size());
+}
+
 int bits_of(const trainctl::decision& d) {
   return (d.exit ? TRAINCTL_EXIT : 0) | (d.save ? TRAINCTL_SAVE : 0) | (d.exit && d.saved ? TRAINCTL_SAVED : 0);
 }
@@ -62,15 +73,7 @@ extern "C" {
 int trainctl_version(void) { return TRAINCTL_VERSION_NUMBER; }
 
 int trainctl_run_id(char* buf, size_t len) {
-  return guarded([&] {
-    const std::string id = trainctl::controller::run_id();
-    if (buf != nullptr && len > 0) {
-      const size_t n = std::min(len - 1, id.size());
-      std::memcpy(buf, id.data(), n);
-      buf[n] = '\0';
-    }
-    return static_cast<int>(id.size());
-  });
+  return guarded([&] { return copy_out(trainctl::controller::run_id(), buf, len); });
 }
 
 int trainctl_set_log_fn(trainctl_log_fn fn, void* user) {
@@ -126,15 +129,7 @@ int trainctl_config_set(trainctl_config* cfg, const char* key, const char* value
 int trainctl_config_get(const trainctl_config* cfg, const char* key, char* buf, size_t len) {
   if (cfg == nullptr || key == nullptr)
     return fail(TRAINCTL_EINVAL, "trainctl_config_get: cfg and key must not be NULL");
-  return guarded([&] {
-    const std::string v = cfg->cfg.get(key);
-    if (buf != nullptr && len > 0) {
-      const size_t n = std::min(len - 1, v.size());
-      std::memcpy(buf, v.data(), n);
-      buf[n] = '\0';
-    }
-    return static_cast<int>(v.size());
-  });
+  return guarded([&] { return copy_out(cfg->cfg.get(key), buf, len); });
 }
 
 int trainctl_create(const trainctl_config* cfg, trainctl_ctl** out) {
