@@ -87,6 +87,10 @@ struct rank_beat {
   std::atomic<std::int64_t> timed_steps;
   std::atomic<std::int64_t> work_total_us;
   std::atomic<std::int64_t> slowest_total_us;
+  // The last save this rank committed (ctl.saved): 1 + its step (0: none yet) and when
+  // (unix ms). The supervisor records, as it ends, which ranks committed which step.
+  std::atomic<std::int64_t> committed_step1;
+  std::atomic<std::int64_t> committed_ms;
 };
 constexpr std::int32_t kPhaseTraining = 0;
 constexpr std::int32_t kPhaseSave = 1;
@@ -104,7 +108,7 @@ struct phase_slot {
 
 struct node_state {
   static constexpr std::uint64_t kMagic = 0x31534c5443444e54ull;  // "TNDCTLS1"
-  static constexpr std::uint32_t kVersion = 9;
+  static constexpr std::uint32_t kVersion = 10;
 
   std::uint64_t magic;
   std::uint32_t version;

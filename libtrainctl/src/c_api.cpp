@@ -72,6 +72,13 @@ extern "C" {
 
 int trainctl_version(void) { return TRAINCTL_VERSION_NUMBER; }
 
+int trainctl_resume_path(const char* dir, char* buf, size_t len) {
+  if (dir == nullptr || *dir == '\0')
+    return fail(TRAINCTL_EINVAL,
+                "trainctl: resume_path: no directory given; accepted: the directory the checkpoints are saved in");
+  return guarded([&] { return copy_out(trainctl::controller::resume_path(dir), buf, len); });
+}
+
 int trainctl_run_id(char* buf, size_t len) {
   return guarded([&] { return copy_out(trainctl::controller::run_id(), buf, len); });
 }
@@ -241,6 +248,15 @@ int trainctl_phase_end(trainctl_ctl* ctl) {
   if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_phase_end: ctl is NULL");
   return guarded([&] {
     ctl->ctl.phase_end();
+    return TRAINCTL_OK;
+  });
+}
+
+int trainctl_saved(trainctl_ctl* ctl, int64_t step, const char* path) {
+  if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_saved: ctl is NULL");
+  if (path == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_saved: path is NULL");
+  return guarded([&] {
+    ctl->ctl.saved(step, path);
     return TRAINCTL_OK;
   });
 }

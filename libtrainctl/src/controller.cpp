@@ -1,3 +1,4 @@
+#include "committed_saves.hpp"
 #include "controller_impl.hpp"
 #include "run_id.hpp"
 
@@ -167,6 +168,26 @@ void controller::set_deadline(double unix_seconds) {
 void controller::set_rank(int rank) {
   if (rank < 0) throw std::invalid_argument("trainctl: rank: negative; accepted: 0 or more");
   impl_->cfg.rank = rank;
+}
+
+void controller::saved(std::int64_t step, const std::string& path) {
+  const int rank = impl_->cfg.rank;
+  const long world = world_size();
+  if (rank >= world)
+    throw std::invalid_argument("trainctl: saved(): this process is rank " + std::to_string(rank) +
+                                " but the world has " + std::to_string(world) +
+                                " (WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMIX_SIZE, PMI_SIZE or SLURM_NTASKS); accepted: "
+                                "a rank below the world size");
+  commit_checkpoint(path, commit_marker{step, rank, world, run_id()});
+  if (impl_->beat != nullptr) {
+    impl_->beat->committed_ms.store(unix_now_ms(), std::memory_order_relaxed);
+    impl_->beat->committed_step1.store(step + 1, std::memory_order_release);
+  }
+}
+
+std::string controller::resume_path(const std::string& dir) {
+  const auto found = newest_committed(dir);
+  return found ? found->path : std::string();
 }
 
 std::string controller::run_id() {

@@ -52,6 +52,10 @@ namespace trainctl {
 
 constexpr std::size_t kMaxLocalSwitches = kVoteLen - kVoteSwitch0;
 
+// How many ranks the launcher says there are (the first variable set, as for the rank):
+// WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMIX_SIZE, PMI_SIZE, SLURM_NTASKS; 1 when none is.
+long world_size();
+
 inline std::int64_t clock_us(clockid_t clock) {
   timespec ts{};
   clock_gettime(clock, &ts);

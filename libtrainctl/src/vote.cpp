@@ -15,15 +15,6 @@ std::int64_t pack_end_news(std::int64_t end_ms, std::int64_t read_ms) {
   return (read_s << 32) | end_s;
 }
 
-// How many ranks the launcher says there are (the first variable set, as for the rank).
-long world_size() {
-  for (const char* name : {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
-    const char* v = std::getenv(name);
-    if (v != nullptr && *v != '\0') return std::strtol(v, nullptr, 10);
-  }
-  return 1;
-}
-
 // Under a supervisor the same signal reached it too (SLURM signals every process of the
 // step), and it tells within its classification wait (2 s) what the signal means:
 // preempted, the deadline, or a plain signal, through the node state's flags. A rank that
@@ -34,6 +25,14 @@ long world_size() {
 constexpr std::int64_t kSupervisorClassifiesUs = 3'000'000;
 
 }  // namespace
+
+long world_size() {
+  for (const char* name : {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return std::strtol(v, nullptr, 10);
+  }
+  return 1;
+}
 
 bool controller::impl::caught_signal_counts() const noexcept {
   if ((g_signals_seen.load(std::memory_order_acquire) & sup.signal_mask) == 0) return false;

@@ -1,28 +1,33 @@
 """trainctl: the flags a training loop polls to stop or checkpoint in time.
 
     import trainctl
-    ctl = trainctl.Controller()      # reads the environment, starts watching
-    for step, batch in enumerate(loader):
-        train_step(batch)
-        d = ctl.check(step)          # agreed across ranks when torch.distributed is up;
-                                     # MPI: ctl.check(step, allreduce=trainctl.mpi_allreduce(comm))
-        if d.save or (d.exit and not d.saved): save_checkpoint(step)
-        if d.exit: sys.exit(0)       # d.reason says why
+    ctl = trainctl.Controller()             # reads the environment, starts watching
+    ckpt = trainctl.resume_path("ckpt")     # the newest save every rank committed; None: fresh
+    start = load_checkpoint(ckpt) + 1 if ckpt else 0
+    for step in range(start, steps):
+        train_step()
+        d = ctl.check(step)                 # agreed across ranks when torch.distributed is up;
+                                            # MPI: ctl.check(step, allreduce=trainctl.mpi_allreduce(comm))
+        if d.save or (d.exit and not d.saved):
+            path = save_checkpoint(step)    # a name per save: ckpt/step_00001200/
+            ctl.saved(step, path)           # on every rank, once its part is in place
+        if d.exit: sys.exit(0)              # d.reason says why
 
 Imports on Python 3.8+ with no compiler and without torch; the C library
 (libtrainctl.so.0) is loaded when the first Controller is made.
 """
 
+import ctypes
 import os
-from typing import Any
+from typing import Any, Optional, Union
 
 from ._native import TrainctlError, VOTE_LEN
 from .controller import Controller, Decision, mpi_allreduce
 from .collectives import watch_collectives
 from .ddp import watch_ddp
 
-__all__ = ["Controller", "Decision", "TrainctlError", "VOTE_LEN", "mpi_allreduce", "run_id", "version",
-           "watch_collectives", "watch_ddp"]
+__all__ = ["Controller", "Decision", "TrainctlError", "VOTE_LEN", "mpi_allreduce", "resume_path", "run_id",
+           "version", "watch_collectives", "watch_ddp"]
 
 
 def __getattr__(name: str) -> Any:
@@ -52,6 +57,24 @@ def run_id() -> str:
     buf = ctypes.create_string_buffer(80)
     fn(buf, len(buf))
     return buf.value.decode()
+
+
+def resume_path(ckpt_dir: Union[str, "os.PathLike[str]"]) -> Optional[str]:
+    """Where to resume: the checkpoint in `ckpt_dir` (a directory or a file in it) with the
+    highest step that every rank of its world committed with Controller.saved(); None for
+    a fresh start (nothing committed yet, or no `ckpt_dir`). Never a save some rank did not
+    finish, never through a link, never a file another user put there. TrainctlError when
+    `ckpt_dir` exists but cannot be read."""
+    from . import _native
+    fn = _native.optional("trainctl_resume_path")
+    directory = os.fsencode(ckpt_dir)
+    size = 4096
+    while True:
+        buf = ctypes.create_string_buffer(size)
+        n = _native.check(fn(directory, buf, size))
+        if n < size:
+            return os.fsdecode(buf.value) if n > 0 else None
+        size = n + 1
 
 
 def version() -> str:

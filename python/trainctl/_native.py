@@ -16,6 +16,7 @@ SAVED = 4  # with EXIT: exit without a save
 SWITCH_EXIT = 1
 SWITCH_SAVE = 2
 _EINVAL = -1
+_EINTERNAL = -5
 EREDUCE = -4  # TRAINCTL_EREDUCE: the reduction failed
 
 
@@ -222,6 +223,26 @@ def lib():
         atexit.register(set_log, _LOG_FN(), None)
     _lib = L
     return L
+
+
+# Functions newer than the library's first release: bound when first used, so that the
+# package still loads an older libtrainctl.so.0 and says what it lacks only when asked.
+_OPTIONAL = {
+    "trainctl_saved": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p]),
+    "trainctl_resume_path": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
+}
+
+
+def optional(name):
+    """The library's function `name` (in _OPTIONAL), or TrainctlError naming the version
+    that has it when the loaded library is older."""
+    fn = getattr(lib(), name, None)
+    if fn is None:
+        n = lib().trainctl_version()
+        raise TrainctlError(_EINTERNAL, "trainctl: the loaded libtrainctl (%d.%d.%d) has no %s: install the library "
+                            "that came with this package" % (n // 10000, n // 100 % 100, n % 100, name))
+    fn.restype, fn.argtypes = _OPTIONAL[name]
+    return fn
 
 
 def check(rc):

@@ -3,7 +3,7 @@
 import ctypes
 import os
 import sys
-from typing import Any, Callable, ContextManager, List, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Callable, ContextManager, List, Mapping, NamedTuple, Optional, Sequence, Union
 
 # The reduction check() may be given: the votes in, every rank's MAX out (see mpi_allreduce).
 Allreduce = Callable[[List[int]], Sequence[int]]
@@ -329,6 +329,20 @@ class Controller:
         --hang-timeout. Mark it on every rank, also ranks that only wait for rank 0.
         The name is 1-31 of letters, digits, '_', '.', '-' (ValueError otherwise)."""
         return _PhaseSection(self, name)
+
+    # -- committed saves ------------------------------------------------------------
+    def saved(self, step: int, path: Union[str, "os.PathLike[str]"]) -> None:
+        """This rank's part of the save at `step` is in place at `path`: the checkpoint's
+        directory, or its file, of this user's and no link. Call it on every rank once the
+        files it waits for are written (after rank 0's save and a barrier, when only rank 0
+        writes); trainctl.resume_path() then finds the save complete only when every rank
+        of the world did. Give each save its own name (the step in it): a name reused for
+        every save keeps the last save's commitment while the next one overwrites it.
+        ValueError when `path` is no such checkpoint; TrainctlError when the small marker
+        (.trainctl-committed.RANK inside the directory, .NAME.trainctl-committed.RANK
+        beside the file) cannot be written."""
+        fn = _native.optional("trainctl_saved")
+        _check(fn(self._ctl, int(step), os.fsencode(path)))
 
     # -- settings that may change while running --------------------------------------
     def set_deadline(self, unix_seconds: float) -> None:

@@ -55,6 +55,33 @@ class ControllerTest(unittest.TestCase):
             self.assertEqual(exits[0][1], "kill-switch")
             self.assertFalse(os.path.exists(self.save))
 
+    def test_resume_path_is_the_newest_save_every_rank_committed(self):
+        ckpt = os.path.join(self.dir, "ckpt")
+        self.assertIsNone(trainctl.resume_path(ckpt))  # a fresh start
+        old = os.environ.get("WORLD_SIZE")
+        os.environ["WORLD_SIZE"] = "2"
+        try:
+            ranks = [self.make(rank=str(r), state_path=os.path.join(self.dir, "state%d" % r)) for r in (0, 1)]
+            for step, committing in ((100, ranks), (200, ranks[:1])):  # rank 1's save at 200 raised
+                path = os.path.join(ckpt, "step_%08d" % step)
+                os.makedirs(path)
+                for ctl in committing:
+                    ctl.saved(step, path)
+            self.assertEqual(trainctl.resume_path(ckpt), os.path.join(ckpt, "step_00000100"))
+            ranks[1].saved(200, os.path.join(ckpt, "step_00000200"))
+            self.assertEqual(trainctl.resume_path(ckpt), os.path.join(ckpt, "step_00000200"))
+            os.symlink(os.path.join(ckpt, "step_00000200"), os.path.join(ckpt, "step_00000300"))
+            with self.assertRaisesRegex(ValueError, "is a link; accepted: the checkpoint"):
+                ranks[0].saved(300, os.path.join(ckpt, "step_00000300"))
+            self.assertEqual(trainctl.resume_path(ckpt), os.path.join(ckpt, "step_00000200"))
+            for ctl in ranks:
+                ctl.close()
+        finally:
+            if old is None:
+                os.environ.pop("WORLD_SIZE", None)
+            else:
+                os.environ["WORLD_SIZE"] = old
+
     def test_should_exit_and_should_save(self):
         with self.make() as ctl:
             self.assertFalse(ctl.should_exit())

@@ -129,6 +129,14 @@ class TRAINCTL_API controller {
   void phase_begin(const std::string& name);
   void phase_end();
 
+  // This rank's part of the save at `step` is in place at `path` (the checkpoint's
+  // directory or file): call it on every rank after the save (trainctl.h: trainctl_saved).
+  // Throws std::invalid_argument when `path` is not a checkpoint of this user's.
+  void saved(std::int64_t step, const std::string& path);
+  // The newest checkpoint in `dir` that every rank committed with saved(); "" for none
+  // (a fresh start). trainctl.h: trainctl_resume_path.
+  static std::string resume_path(const std::string& dir);
+
   void set_deadline(double unix_seconds);  // 0 clears it
   void add_switch(bool exit, const std::string& name, const std::string& path);
   void set_rank(int rank);

@@ -147,6 +147,22 @@ TRAINCTL_EXPORT int trainctl_compute_end(trainctl_ctl* ctl);
 TRAINCTL_EXPORT int trainctl_phase_begin(trainctl_ctl* ctl, const char* name);
 TRAINCTL_EXPORT int trainctl_phase_end(trainctl_ctl* ctl);
 
+/* Committed saves. After this rank's files of the save at `step` are in place, it says
+ * so: `path` is the checkpoint's directory, or its file, this user's and no link (a name
+ * written once: the step in it). Every rank calls it, also ranks that wrote nothing
+ * themselves, once the files they wait for are there. A small marker per rank goes
+ * inside the directory (.trainctl-committed.RANK) or beside the file
+ * (.NAME.trainctl-committed.RANK), and the supervisor records which ranks committed.
+ * TRAINCTL_EINVAL for a path that is not such a checkpoint, TRAINCTL_ESYSTEM when the
+ * marker cannot be written. */
+TRAINCTL_EXPORT int trainctl_saved(trainctl_ctl* ctl, int64_t step, const char* path);
+/* Where to resume: the checkpoint in `dir` with the highest step that every rank of its
+ * world committed with trainctl_saved, never a half-written one, a link or another
+ * user's file. Copies its path into buf (always NUL-terminated) and returns its length;
+ * 0 when there is none or `dir` does not exist (a fresh start); TRAINCTL_ESYSTEM when
+ * `dir` cannot be read. No controller is needed. */
+TRAINCTL_EXPORT int trainctl_resume_path(const char* dir, char* buf, size_t len);
+
 TRAINCTL_EXPORT int trainctl_set_deadline(trainctl_ctl* ctl, double unix_seconds);
 TRAINCTL_EXPORT int trainctl_add_switch(trainctl_ctl* ctl, int kind, const char* name, const char* path);
 TRAINCTL_EXPORT int trainctl_set_rank(trainctl_ctl* ctl, int rank);

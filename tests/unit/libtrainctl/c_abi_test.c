@@ -99,6 +99,25 @@ int main(void) {
     int64_t v[4];
     EXPECT(trainctl_vote(ctl, 0, v, 4) == TRAINCTL_EINVAL); /* too short */
   }
+  /* A committed save, and where to resume: its path, cut to the buffer, full length returned. */
+  {
+    char ckpt[300], marker[340], where[16];
+    unsetenv("WORLD_SIZE");
+    unsetenv("SLURM_NTASKS");
+    EXPECT(trainctl_saved(NULL, 0, dir) == TRAINCTL_EINVAL);
+    EXPECT(trainctl_resume_path(NULL, buf, sizeof buf) == TRAINCTL_EINVAL);
+    EXPECT(trainctl_resume_path(dir, buf, sizeof buf) == 0 && buf[0] == '\0'); /* nothing committed */
+    snprintf(ckpt, sizeof ckpt, "%s/step_7", dir);
+    EXPECT(trainctl_saved(ctl, 7, ckpt) == TRAINCTL_EINVAL); /* not there */
+    EXPECT(strstr(trainctl_last_error(), "does not exist; accepted:") != NULL);
+    fclose(fopen(ckpt, "w"));
+    EXPECT(trainctl_saved(ctl, 7, ckpt) == TRAINCTL_OK);
+    rc = trainctl_resume_path(dir, where, sizeof where);
+    EXPECT(rc == (int)strlen(ckpt) && strncmp(where, ckpt, sizeof where - 1) == 0 && where[sizeof where - 1] == '\0');
+    snprintf(marker, sizeof marker, "%s/.step_7.trainctl-committed.0", dir);
+    unlink(marker);
+    unlink(ckpt);
+  }
   trainctl_destroy(ctl);
 
   unlink(kill_path);
