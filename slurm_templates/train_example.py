@@ -4,8 +4,8 @@
 Runs under torchrun (torch.distributed on gloo, or nccl when CUDA is there), under MPI
 with --mpi (mpi4py; `srun --mpi=pmix` or `mpirun`), or alone without torch; torch is
 imported only where it is used (several ranks without --mpi, --ddp, --allreduce).
-It resumes from the newest complete checkpoint, saves when trainctl says so, and
-exits cleanly (status 0) when trainctl asks for an exit, saying why.
+It resumes from the newest checkpoint every rank committed (trainctl.resume_path), saves
+when trainctl says so, and exits cleanly (status 0) when trainctl asks for an exit, saying why.
 
     python3 train_example.py --ckpt-dir ckpt --steps 1000
     srun --mpi=pmix -n 4 python3 train_example.py --mpi --ckpt-dir ckpt
@@ -15,6 +15,7 @@ import argparse
 import fnmatch
 import json
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -57,15 +58,6 @@ def open_own(path, append=False):
         os.ftruncate(fd, 0)
     os.set_blocking(fd, True)
     return os.fdopen(fd, "a" if append else "w", buffering=1 if append else -1)
-
-
-def own_dir(path):
-    """Whether PATH is a directory of this user's, reached by no link at its last step."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
 
 
 def step_list(text):
@@ -119,6 +111,9 @@ def parse_args():
     faults.add_argument("--stuck-save", type=int, default=0, metavar="N",
                         help="the Nth save of this run and every later one never finishes, as on a stuck file "
                         "system (0: none)")
+    faults.add_argument("--fail-save-rank", type=int, default=-1, metavar="RANK",
+                        help="this rank's part of every save fails (it raises, as on a full disk): no save "
+                        "is committed, so the next run resumes from an earlier one")
     faults.add_argument("--hang-before-init", type=int, default=-1, metavar="RANK",
                         help="this rank never joins the process group: every rank hangs in init")
     p.add_argument("--ddp", action="store_true",
@@ -222,19 +217,9 @@ class Run:
             dist.destroy_process_group()
 
     # -- checkpoints: written whole under a temporary name, then renamed ---------------
-    def newest_checkpoint(self):
-        try:
-            names = sorted(n for n in os.listdir(self.args.ckpt_dir) if n.startswith("step_"))
-        except FileNotFoundError:
-            return None
-        for name in reversed(names):  # yours only: not one a teammate put there
-            d = os.path.join(self.args.ckpt_dir, name)
-            if name[len("step_"):].isdigit() and own_dir(d) and os.path.isfile(os.path.join(d, "COMPLETE")):
-                return int(name[len("step_"):])
-        return None
-
-    def save(self, step, why):
+    def save(self, ctl, step, why):
         began = time.time()
+        final = os.path.join(self.args.ckpt_dir, "step_%08d" % step)
         if self.rank == 0:
             # SAVING exists while a save is in progress: trainwatch log-stall
             # --save-marker allows a longer silence then (cron/trainwatch.conf.example).
@@ -245,7 +230,6 @@ class Run:
             except OSError as e:  # the save goes on without its marker
                 print("train: no save marker: %s" % e, file=sys.stderr, flush=True)
                 marker = None
-            final = os.path.join(self.args.ckpt_dir, "step_%08d" % step)
             tmp = tempfile.mkdtemp(prefix="step_%08d.tmp." % step, dir=self.args.ckpt_dir)
             self.saves += 1
             with open(os.path.join(tmp, "state.json"), "w") as f:
@@ -253,15 +237,20 @@ class Run:
                 time.sleep(self.args.save_time)
                 while 0 < self.args.stuck_save <= self.saves:
                     time.sleep(1)
-            with open(os.path.join(tmp, "COMPLETE"), "w") as f:
-                f.write("%d\n" % step)
             os.chmod(tmp, 0o755)  # mkdtemp's is 0700: readable as your other files are
-            if os.path.lexists(final):
-                final += ".again.%d" % os.getpid()
-            os.rename(tmp, final)
+            if os.path.lexists(final):  # this step saved before, and not by every rank: replaced whole
+                aside = tempfile.mkdtemp(prefix=".replaced.", dir=self.args.ckpt_dir)
+                os.rename(final, os.path.join(aside, "old"))
+                os.rename(tmp, final)
+                shutil.rmtree(aside)
+            else:
+                os.rename(tmp, final)
             if marker:
                 os.unlink(marker)
         self.barrier()  # every rank leaves the save together
+        if self.rank == self.args.fail_save_rank:
+            raise OSError("rank %d: its part of the save at step %d failed (as on a full disk)" % (self.rank, step))
+        ctl.saved(step, final)  # this rank's part is in place: resume_path counts the save once all ranks did
         self.log("save", step=step, why=why, took=round(time.time() - began, 3))
 
 
@@ -280,10 +269,12 @@ def train(args, run):
         import faulthandler
         faulthandler.enable()
     began = time.time()
-    last = run.newest_checkpoint()
-    if last is not None:
+    resume, last = trainctl.resume_path(args.ckpt_dir), None  # None: nothing committed yet, a fresh start
+    if resume is not None:
         with ctl.phase("restore"):  # trainctl report counts it apart from the rest of the start-up
-            time.sleep(args.restore_time)  # model.load_state_dict(...) from it goes here
+            with open(os.path.join(resume, "state.json")) as f:
+                last = json.load(f)["step"]  # model.load_state_dict(...) from it goes here
+            time.sleep(args.restore_time)
     start = 0 if last is None else last + 1
     run.log("start", step=start, world=run.world, resumed_from=last, restore_s=round(time.time() - began, 3),
             run_id=trainctl.run_id())  # the same in every task and requeue: your logger's run id
@@ -345,11 +336,11 @@ def train(args, run):
         # the save just made), so no save (a large model's takes minutes).
         if d.save or (d.exit and not d.saved):
             with ctl.phase("save"):  # ends the save on trainctl's timeline when it ends
-                run.save(step, d.reason or d.save_reason)
+                run.save(ctl, step, d.reason or d.save_reason)
         if d.exit:
             run.log("exit", step=step, reason=d.reason, saved=d.saved, work_s=round(work_s, 4), worked_steps=worked)
             return 0
-    run.save(args.steps - 1, "finished")
+    run.save(ctl, args.steps - 1, "finished")
     if run.rank == 0:
         open_own(os.path.join(args.ckpt_dir, "FINISHED")).close()
     run.log("finished", step=args.steps - 1)

@@ -1,10 +1,10 @@
 """Hugging Face transformers: the Trainer saves and stops at the step all ranks agreed.
 
+    import trainctl
     from trainctl.hf import TrainctlCallback
     stop = TrainctlCallback()        # a Controller from the environment, made at train begin
     trainer = Trainer(model=model, args=args, train_dataset=data, callbacks=[stop])
-    last = get_last_checkpoint(args.output_dir) if os.path.isdir(args.output_dir) else None
-    trainer.train(resume_from_checkpoint=last)   # transformers.trainer_utils.get_last_checkpoint
+    trainer.train(resume_from_checkpoint=trainctl.resume_path(args.output_dir))  # None: fresh
     if stop.decision.exit:           # a kill switch, the deadline, a notice: all saved
         print("stopped at step", stop.step, "because", stop.decision.reason)
 
@@ -16,6 +16,12 @@ memory) also sets `should_training_stop`, so train() returns after that checkpoi
 exit for `no-progress` (the array's last runs crashed before getting past the step this
 one resumed at) stops without one.
 
+Every save the Trainer makes (its own save steps too) is committed on each rank once its
+part is written (on_save: the model and trainer state on rank 0, each rank's RNG state),
+so trainctl.resume_path(args.output_dir) resumes from the newest checkpoint-<step> that
+every rank finished, never one a rank died in; transformers' get_last_checkpoint takes
+the newest directory, finished or not.
+
 Evaluations and saves are phases for the hang clock: from the step end that asks for one
 (should_evaluate, should_save) to on_evaluate / on_save, every rank is "in phase eval" or
 "saving", judged by that phase's budget (--hang-phase-timeout, else learnt) instead of
@@ -25,9 +31,14 @@ Neither `import trainctl` nor `import trainctl.hf` imports transformers: the cla
 made, as a TrainerCallback, when TrainctlCallback is first named (PEP 562).
 """
 
+import logging
+import os
+
 from .controller import Controller, Decision
 
 __all__ = ["TrainctlCallback"]
+
+_log = logging.getLogger("trainctl")
 
 
 def _make_callback_class():
@@ -77,6 +88,14 @@ def _make_callback_class():
             return control
 
         def on_save(self, args, state, control, **kwargs):
+            # The Trainer wrote checkpoint-<step> (transformers' PREFIX_CHECKPOINT_DIR) in
+            # output_dir; this rank's part of it is in place.
+            path = os.path.join(args.output_dir, "checkpoint-%d" % state.global_step)
+            if os.path.isdir(path):
+                self._ctl.saved(state.global_step, path)
+            else:  # hyperparameter search saves under a run directory of its own
+                _log.warning("trainctl: %s is not there on this rank: this save is not committed, so "
+                             "trainctl.resume_path will not resume from it", path)
             if self._open == "save":
                 self._leave()
             return control

@@ -5,7 +5,7 @@
     from trainctl.lightning import TrainctlCallback
     stop = TrainctlCallback("checkpoints")   # where its saves go: checkpoints/step_<n>.ckpt
     trainer = pl.Trainer(callbacks=[stop], plugins=[SLURMEnvironment(auto_requeue=False)])
-    trainer.fit(model, datamodule, ckpt_path=stop.last_checkpoint())   # None the first time
+    trainer.fit(model, datamodule, ckpt_path=stop.last_checkpoint())   # None: a fresh start
     if stop.decision.exit:                   # a kill switch, the deadline, a notice: all saved
         print("stopped at step", stop.step, "because", stop.decision.reason)
 
@@ -15,7 +15,10 @@ decision at the same step. A save (save switch) writes the checkpoint through
 trainer.save_checkpoint on every rank (Lightning's rank 0 writes the file). An exit
 (kill switch, deadline, notice, memory) saves the same way and sets trainer.should_stop,
 so fit() returns after the batch; an exit for `no-progress` (the array's last runs
-crashed before getting past the step this one resumed at) stops without a save.
+crashed before getting past the step this one resumed at) stops without a save. Each of
+its saves is committed on every rank once save_checkpoint returned there, and
+last_checkpoint() is trainctl.resume_path(ckpt_dir): the newest save every rank
+finished, never one a rank died in. ckpt_dir must be one directory every node sees.
 
 `SLURMEnvironment(auto_requeue=False)` matters: Lightning's own auto-requeue also acts on
 SIGUSR1, the signal trainctl relays before the time limit. With both, Lightning requeues
@@ -33,8 +36,8 @@ first named (PEP 562).
 
 import logging
 import os
-import re
 
+from . import resume_path
 from .controller import Controller, Decision
 
 __all__ = ["TrainctlCallback"]
@@ -59,13 +62,9 @@ def _make_callback_class(base):
             self._in_eval = False
 
         def last_checkpoint(self):
-            """The newest step_<n>.ckpt in ckpt_dir, or None: fit(ckpt_path=...) resumes there."""
-            try:
-                names = os.listdir(self.ckpt_dir)
-            except OSError:
-                return None
-            steps = [int(m.group(1)) for m in (re.fullmatch(r"step_(\d+)\.ckpt", n) for n in names) if m]
-            return os.path.join(self.ckpt_dir, "step_%d.ckpt" % max(steps)) if steps else None
+            """The newest checkpoint in ckpt_dir that every rank committed, or None:
+            fit(ckpt_path=...) resumes there (trainctl.resume_path)."""
+            return resume_path(self.ckpt_dir)
 
         def on_fit_start(self, trainer, pl_module):
             if self._ctl is None:
@@ -83,8 +82,15 @@ def _make_callback_class(base):
             self.decision, self.step = d, step
             if d.save or not d.saved:  # saved: no-progress, or the save just made is the last
                 os.makedirs(self.ckpt_dir, exist_ok=True)
+                path = os.path.join(self.ckpt_dir, "step_%d.ckpt" % step)
                 with self._ctl.phase("save"):
-                    trainer.save_checkpoint(os.path.join(self.ckpt_dir, "step_%d.ckpt" % step))
+                    trainer.save_checkpoint(path)  # rank 0 writes it; every rank waits for it there
+                    if os.path.isfile(path):
+                        self._ctl.saved(step, path)
+                    else:
+                        _log.warning("trainctl: %s is not there on this rank: this save is not committed, "
+                                     "so the next run will not resume from it; give ckpt_dir as a directory "
+                                     "every node sees", path)
             if d.exit:
                 trainer.should_stop = True
 

@@ -5,12 +5,11 @@
 
 Each rank writes to EVENTS_DIR/rank<R>.jsonl a "start" line before train() and an "exit"
 line when it returns: the step of trainctl's decision and the decision. Resumes from the
-newest checkpoint in OUTPUT_DIR. Every 40 steps the Trainer evaluates on a slow dataset
+newest checkpoint in OUTPUT_DIR that every rank committed. Every 40 steps the Trainer evaluates on a slow dataset
 (EVAL_SECONDS, default 15, per rank: longer than the test's hang timeout) and each rank
 writes an "evaluated" line.
 """
 
-import glob
 import json
 import os
 import sys
@@ -18,6 +17,7 @@ import sys
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments
 
+import trainctl
 from trainctl.hf import TrainctlCallback
 
 
@@ -70,7 +70,6 @@ def main():
     trainer = Trainer(model=model, args=args, train_dataset=Tokens(4096, 16, 64),
                       eval_dataset=SlowTokens(float(os.environ.get("EVAL_SECONDS", "15"))),
                       callbacks=[stop, Evaluated()])
-    done = sorted(glob.glob(os.path.join(out, "checkpoint-*")), key=lambda p: int(p.rsplit("-", 1)[1]))
     os.makedirs(events, exist_ok=True)
 
     def event(**fields):
@@ -78,7 +77,7 @@ def main():
             f.write(json.dumps(dict(rank=rank, **fields)) + "\n")
 
     event(event="start")
-    trainer.train(resume_from_checkpoint=done[-1] if done else None)
+    trainer.train(resume_from_checkpoint=trainctl.resume_path(out))  # the newest every rank committed
     event(event="exit", step=stop.step, global_step=trainer.state.global_step, exit=stop.decision.exit,
           reason=stop.decision.reason)
     return 0

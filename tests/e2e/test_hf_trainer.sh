@@ -53,4 +53,9 @@ read -r n steps reasons < <(exit_summary)
 step=$(python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).readlines()[-1])["step"])' "$TEST_DIR/events/rank0.jsonl")
 [ -d "$out/checkpoint-$step" ] || fail "no checkpoint-$step after the stop; have: $(checkpoints | tr '\n' ' ')"
 [ "$(checkpoints | wc -l)" -eq 2 ] || fail "expected 2 checkpoints, got: $(checkpoints | tr '\n' ' ')"
-log "PASS: one agreed save ($saved), then all 4 ranks stopped at step $step with checkpoint-$step; job COMPLETED"
+committed=$(find "$out/checkpoint-$step" -maxdepth 1 -name '.trainctl-committed.*' -printf '%f\n' | sort | tr '\n' ' ')
+[ "$committed" = ".trainctl-committed.0 .trainctl-committed.1 .trainctl-committed.2 .trainctl-committed.3 " ] ||
+  fail "checkpoint-$step was not committed by every rank: $committed"
+resume=$(python3 -c 'import sys, trainctl; print(trainctl.resume_path(sys.argv[1]))' "$out")
+[ "$resume" = "$out/checkpoint-$step" ] || fail "resume_path gave $resume, not checkpoint-$step"
+log "PASS: one agreed save ($saved), then all 4 ranks stopped at step $step with checkpoint-$step, committed by each and resume_path's; job COMPLETED"

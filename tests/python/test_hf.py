@@ -51,6 +51,26 @@ class TrainerCallbackTest(unittest.TestCase):
         self.assertEqual((cb.step, cb.decision.exit, cb.decision.reason), (3, True, "kill-switch"))
         ctl.close()
 
+    def test_on_save_commits_the_checkpoint_resume_path_then_returns(self):
+        from types import SimpleNamespace
+
+        from transformers import TrainerControl, TrainerState
+
+        from trainctl.hf import TrainctlCallback
+        ctl = trainctl.Controller(signals="none", state_path=os.path.join(self.dir, "state"), rank="0")
+        cb, out = TrainctlCallback(ctl), os.path.join(self.dir, "out")
+        state, args = TrainerState(), SimpleNamespace(output_dir=out)
+        os.makedirs(os.path.join(out, "checkpoint-7"))
+        state.global_step = 7
+        cb.on_save(args, state, TrainerControl())
+        self.assertEqual(trainctl.resume_path(out), os.path.join(out, "checkpoint-7"))
+        state.global_step = 9  # saved elsewhere (a hyperparameter search's run directory)
+        with self.assertLogs("trainctl", "WARNING") as said:
+            cb.on_save(args, state, TrainerControl())
+        self.assertIn("checkpoint-9 is not there on this rank", said.output[0])
+        self.assertEqual(trainctl.resume_path(out), os.path.join(out, "checkpoint-7"))
+        ctl.close()
+
     def test_an_exit_whose_state_is_saved_stops_without_a_save(self):
         # decision.saved: no-progress, or a supervisor went away during the save just made.
         from trainctl.hf import TrainctlCallback

@@ -93,6 +93,8 @@ class CallbackTest(unittest.TestCase):
         self.assertEqual((trainer.saved, trainer.should_stop), (["step_2.ckpt", "step_3.ckpt"], True))
         self.assertEqual((self.cb.decision.exit, self.cb.decision.reason), (True, "kill-switch"))
         self.assertEqual(self.cb.last_checkpoint(), os.path.join(self.ckpt, "step_3.ckpt"))
+        trainer.save_checkpoint(os.path.join(self.ckpt, "step_9.ckpt"))  # written, never committed
+        self.assertEqual(self.cb.last_checkpoint(), os.path.join(self.ckpt, "step_3.ckpt"))
         self.cb.on_fit_end(trainer, None)
 
     def test_an_exit_whose_state_is_saved_stops_the_fit_without_a_checkpoint(self):

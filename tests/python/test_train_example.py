@@ -37,8 +37,9 @@ class TrainExampleTest(unittest.TestCase):
             return [json.loads(line) for line in f]
 
     def checkpoints(self):
+        """The saves every rank (here: one) committed."""
         return sorted(os.path.basename(d) for d in glob.glob(self.ckpt + "/step_*")
-                      if os.path.exists(os.path.join(d, "COMPLETE")))
+                      if os.path.exists(os.path.join(d, ".trainctl-committed.0")))
 
     def test_trains_to_the_end(self):
         ev = self.run_example(25)
@@ -59,6 +60,25 @@ class TrainExampleTest(unittest.TestCase):
         self.assertEqual((start["step"], start["resumed_from"]), (1, 0))
         self.assertEqual(ev[-1]["event"], "finished")
 
+    def test_a_save_one_rank_did_not_commit_is_not_resumed_from(self):
+        # The first run commits step 0 on the kill switch; the second run's save of the
+        # last step fails on its only rank (it raises): the third resumes from step 0 again.
+        open(self.kill, "w").close()
+        self.run_example(25)
+        os.unlink(self.kill)
+        env = dict(os.environ, TRAINCTL_STATE=os.path.join(self.dir, "state"), TRAINCTL_SIGNALS="none")
+        p = subprocess.run([sys.executable, EXAMPLE, "--ckpt-dir", self.ckpt, "--steps", "25", "--step-time", "0",
+                            "--fail-save-rank", "0"], env=env, capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("its part of the save at step 24 failed", p.stderr)
+        self.assertTrue(os.path.isdir(os.path.join(self.ckpt, "step_00000024")), "the failed save's files")
+        self.assertEqual(self.checkpoints(), ["step_00000000"])
+        ev = self.run_example(25)
+        self.assertEqual([e["resumed_from"] for e in ev if e["event"] == "start"][-1], 0)
+        self.assertEqual(ev[-1]["event"], "finished")
+        self.assertEqual(self.checkpoints(), ["step_00000000", "step_00000024"], "the failed save replaced whole")
+        self.assertEqual([n for n in os.listdir(self.ckpt) if n.startswith(".replaced")], [])
+
     def test_a_teammates_links_touch_nothing_outside(self):
         # Issue 33: in a group-writable project directory a teammate's SAVING link made
         # the save truncate a file of the user's, and an events link appended to .bashrc.
@@ -75,8 +95,8 @@ class TrainExampleTest(unittest.TestCase):
         os.symlink(bashrc, os.path.join(self.dir, "events.jsonl"))
         planted = os.path.join(self.dir, "elsewhere")
         os.mkdir(planted)
-        with open(os.path.join(planted, "COMPLETE"), "w") as f:
-            f.write("99\n")
+        with open(os.path.join(planted, ".trainctl-committed.0"), "w") as f:
+            f.write("trainctl-commit 1 step=99 rank=0 world=1 run=-\n")
         os.symlink(planted, os.path.join(self.ckpt, "step_00000099"))
         env = dict(os.environ, TRAINCTL_STATE=os.path.join(self.dir, "state"), TRAINCTL_SIGNALS="none")
         p = subprocess.run([sys.executable, EXAMPLE, "--ckpt-dir", self.ckpt, "--steps", "5", "--step-time", "0",
