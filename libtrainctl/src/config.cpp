@@ -98,6 +98,8 @@ void config::impl::set(std::string_view key, std::string_view value) {
     state_path = value.empty() ? "" : absolute(value);
   } else if (key == "rank") {
     rank = static_cast<int>(parse_int(value, 0, 1 << 30));
+  } else if (key == "world_size") {
+    world_size = static_cast<int>(parse_int(value, 0, 1 << 20));
   } else if (key == "straggler_factor") {
     straggler_factor = parse_factor(value);
   } else if (key == "straggler_agreements") {
@@ -108,7 +110,7 @@ void config::impl::set(std::string_view key, std::string_view value) {
     throw std::invalid_argument("trainctl: unknown setting '" + std::string(key) +
                                 "'; accepted: kill_switch, save_switch, exit_switches, save_switches, deadline, "
                                 "memory_min_free, gpu_min_free, poll_interval, signals, check_every, state_path, rank, "
-                                "straggler_factor, straggler_agreements, log_dir");
+                                "world_size, straggler_factor, straggler_agreements, log_dir");
   }
 }
 
@@ -130,6 +132,7 @@ std::string config::impl::get(std::string_view key) const {
   if (key == "check_every") return std::to_string(check_every);
   if (key == "state_path") return state_path;
   if (key == "rank") return std::to_string(rank);
+  if (key == "world_size") return std::to_string(world_size);
   if (key == "straggler_factor") {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", straggler_factor);

@@ -25,6 +25,7 @@ struct config::impl {
   int check_every = 10;
   std::string state_path;  // empty: default_state_path()
   int rank = 0;
+  int world_size = 0;             // the ranks whose saves make one checkpoint; 0: the launcher's (world_size())
   double straggler_factor = 1.5;  // slowest vs fastest rank's work per step; 0: off
   int straggler_agreements = 5;   // in a row, before a rank is reported
   std::string log_dir;            // empty: $SLURM_SUBMIT_DIR, else the working directory

@@ -172,12 +172,13 @@ void controller::set_rank(int rank) {
 
 void controller::saved(std::int64_t step, const std::string& path) {
   const int rank = impl_->cfg.rank;
-  const long world = world_size();
+  const long world = impl_->cfg.world_size > 0 ? impl_->cfg.world_size : world_size();
   if (rank >= world)
-    throw std::invalid_argument("trainctl: saved(): this process is rank " + std::to_string(rank) +
-                                " but the world has " + std::to_string(world) +
-                                " (WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMIX_SIZE, PMI_SIZE or SLURM_NTASKS); accepted: "
-                                "a rank below the world size");
+    throw std::invalid_argument(
+        "trainctl: saved(): this process is rank " + std::to_string(rank) + " but the world has " +
+        std::to_string(world) +
+        " (the setting world_size, else WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMIX_SIZE, PMI_SIZE or "
+        "SLURM_NTASKS); accepted: a rank below the world size");
   commit_checkpoint(path, commit_marker{step, rank, world, run_id()});
   if (impl_->beat != nullptr) {
     impl_->beat->committed_ms.store(unix_now_ms(), std::memory_order_relaxed);

@@ -30,7 +30,7 @@ class Decision(NamedTuple):
 
 
 _SETTINGS = ("kill_switch", "save_switch", "deadline", "memory_min_free", "memory_threshold", "gpu_min_free",
-             "poll_interval", "signals", "check_every", "state_path", "rank", "straggler_factor",
+             "poll_interval", "signals", "check_every", "state_path", "rank", "world_size", "straggler_factor",
              "straggler_agreements", "log_dir")
 
 
@@ -194,8 +194,10 @@ class Controller:
     arguments override it: kill_switch, save_switch, deadline (unix seconds),
     memory_min_free ("5%" or "2G" left), gpu_min_free, poll_interval ("10s"), signals
     ("USR1,TERM" or "none"), check_every (steps between agreements), state_path, rank,
-    exit_switches / save_switches ({name: path}). The rank comes from RANK,
-    OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID unless `rank` is given."""
+    world_size, exit_switches / save_switches ({name: path}). The rank comes from RANK,
+    OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID unless `rank` is given;
+    world_size, the ranks whose saves make one checkpoint (saved()), from WORLD_SIZE,
+    OMPI_COMM_WORLD_SIZE, PMIX_SIZE, PMI_SIZE or SLURM_NTASKS unless it is given."""
 
     def __init__(self, exit_switches: Optional[Mapping[str, str]] = None,
                  save_switches: Optional[Mapping[str, str]] = None, **settings: Any) -> None:

@@ -68,6 +68,9 @@ class ControllerTest(unittest.TestCase):
                 for ctl in committing:
                     ctl.saved(step, path)
             self.assertEqual(trainctl.resume_path(ckpt), os.path.join(ckpt, "step_00000100"))
+            with self.assertRaisesRegex(ValueError, "rank 1 but the world has 1"):
+                self.make(rank="1", world_size=1, state_path=os.path.join(self.dir, "alone")).saved(
+                    200, os.path.join(ckpt, "step_00000200"))
             ranks[1].saved(200, os.path.join(ckpt, "step_00000200"))
             self.assertEqual(trainctl.resume_path(ckpt), os.path.join(ckpt, "step_00000200"))
             os.symlink(os.path.join(ckpt, "step_00000200"), os.path.join(ckpt, "step_00000300"))

@@ -49,6 +49,8 @@ constexpr std::size_t kVoteLen = 24;
 //   state_path        TRAINCTL_STATE            node state file (per job step and node)
 //   rank              RANK, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID (the first set)
 //                                               this process's rank; rank 0 removes switches
+//   world_size        WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMIX_SIZE, PMI_SIZE or SLURM_NTASKS (the first set)
+//                                               the ranks whose saves make one checkpoint (saved(); 0: those)
 //   straggler_factor  TRAINCTL_STRAGGLER_FACTOR slowest/fastest rank's work per step that makes the
 //                                               slowest a straggler (1.5); 0: off
 //   straggler_agreements TRAINCTL_STRAGGLER_AGREEMENTS  agreements in a row before it is reported (5)
