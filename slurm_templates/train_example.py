@@ -71,6 +71,15 @@ def step_list(text):
     return steps
 
 
+def rank_and_save(text):
+    """--fail-save's value: RANK:N."""
+    rank, _, n = text.partition(":")
+    if not (rank.isdigit() and n.isdigit() and int(n) > 0):
+        raise argparse.ArgumentTypeError("'%s': accepted: RANK:N, a rank and the save of this run that fails (1 "
+                                         "for the first), e.g. 3:2" % text)
+    return int(rank), int(n)
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ckpt-dir", required=True, help="checkpoints go to DIR/step_NNNNNNNN/")
@@ -111,9 +120,9 @@ def parse_args():
     faults.add_argument("--stuck-save", type=int, default=0, metavar="N",
                         help="the Nth save of this run and every later one never finishes, as on a stuck file "
                         "system (0: none)")
-    faults.add_argument("--fail-save-rank", type=int, default=-1, metavar="RANK",
-                        help="this rank's part of every save fails (it raises, as on a full disk): no save "
-                        "is committed, so the next run resumes from an earlier one")
+    faults.add_argument("--fail-save", type=rank_and_save, metavar="RANK:N",
+                        help="rank RANK's part of the Nth save of this run fails (it raises, as on a full disk): "
+                        "that save is not committed, so the next run resumes from an earlier one")
     faults.add_argument("--hang-before-init", type=int, default=-1, metavar="RANK",
                         help="this rank never joins the process group: every rank hangs in init")
     p.add_argument("--ddp", action="store_true",
@@ -186,7 +195,7 @@ class Run:
                 print("train: no GPU visible (torch.cuda.is_available() is False): torch.distributed on gloo, "
                       "on the CPU", file=sys.stderr, flush=True)
         self.events = None
-        self.saves = 0
+        self.saves = self.attempts = 0  # rank 0's saves written; this rank's saves
         if args.events:
             path = args.events.replace("{rank}", str(self.rank))
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -248,9 +257,11 @@ class Run:
             if marker:
                 os.unlink(marker)
         self.barrier()  # every rank leaves the save together
-        if self.rank == self.args.fail_save_rank:
+        self.attempts += 1
+        if self.args.fail_save == (self.rank, self.attempts):
             raise OSError("rank %d: its part of the save at step %d failed (as on a full disk)" % (self.rank, step))
-        ctl.saved(step, final)  # this rank's part is in place: resume_path counts the save once all ranks did
+        if self.world > 1 or self.rank == 0:  # a process alone (srun -n 2, no launcher) other than 0 wrote nothing
+            ctl.saved(step, final)  # this rank's part is in place: resume_path counts the save once all ranks did
         self.log("save", step=step, why=why, took=round(time.time() - began, 3))
 
 
@@ -264,7 +275,7 @@ def main(group=None):
 
 
 def train(args, run):
-    ctl = trainctl.Controller()
+    ctl = trainctl.Controller(world_size=run.world)  # the ranks that save together: all, or this one alone
     if args.faulthandler:
         import faulthandler
         faulthandler.enable()

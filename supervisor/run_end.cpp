@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "node_state.hpp"
 #include "parse.hpp"
 #include "run_events.hpp"
+#include "save_commits.hpp"
 #include "slurm_api.hpp"
 #include "slurm_job.hpp"
 #include "slurm_release.hpp"
@@ -328,6 +330,32 @@ void run_end::note_compute(const node_state& ns) {
   if (e.works.empty()) return;
   e.figures = {{"steps", steps}, {"slowest_us", slowest_us}, {"marked", marked}};
   append_event_bounded(format_run_event(e), "cannot note the ranks' step times for `trainctl report`");
+}
+
+void run_end::note_commits(const node_state& ns) {
+  std::map<std::int32_t, std::pair<std::int64_t, rank_save>> latest;  // rank: its newest process's slot
+  for (const rank_beat& b : ns.beats) {
+    rank_save r;
+    r.rank = b.rank.load(std::memory_order_acquire);
+    const std::int64_t beat_ms = b.beat_ms.load(std::memory_order_relaxed);
+    // A slot no process ever checked in from is all zeros: no rank 0.
+    if (r.rank < 0 || beat_ms <= 0 || (latest.count(r.rank) != 0 && latest[r.rank].first >= beat_ms)) continue;
+    r.asked_step = b.asked_step1.load(std::memory_order_acquire) - 1;
+    r.asked_ms = b.asked_ms.load(std::memory_order_relaxed);
+    r.committed_step = b.committed_step1.load(std::memory_order_acquire) - 1;
+    r.committed_ms = b.committed_ms.load(std::memory_order_relaxed);
+    latest[r.rank] = {beat_ms, r};
+  }
+  std::vector<rank_save> ranks;
+  ranks.reserve(latest.size());
+  for (const auto& [rank, slot] : latest) ranks.push_back(slot.second);
+  const auto commits = judge_save_commits(ranks);
+  if (!commits) return;
+  const std::string node = env_text("SLURMD_NODENAME");
+  log_.line("%s", save_commits_line(*commits, node).c_str());
+  if (opts_.job_id.empty()) return;
+  append_event_bounded(save_commits_events(*commits, opts_.job_id, node, unix_now_ms()),
+                       "cannot note which ranks committed the last save for `trainctl report`");
 }
 
 void run_end::note_death(int status, std::int64_t step) {

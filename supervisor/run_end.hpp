@@ -55,6 +55,9 @@ class run_end {
   // Each rank's work per step and the slowest rank's, from the ranks' heartbeat slots
   // (the node state's publisher, as it ends).
   void note_compute(const node_state& ns);
+  // Whether this node's ranks committed the last save they were asked for (ctl.saved):
+  // a line in the task's log and run events (save_commits.hpp). The publisher, as it ends.
+  void note_commits(const node_state& ns);
   // This node's first rank death, the program's own (wait status `status`, after the
   // ranks agreed on step `step`, -1 none): how the run died, for the breaker's lines and
   // its forgiveness (run_progress.hpp).

@@ -206,8 +206,10 @@ int task_supervisor::finish() {
   // The switch as the node state had it last (no stat of a shared path here).
   if (holds_array() && state_ && (state_->get().flags.load(std::memory_order_acquire) & kFlagExitSwitch) != 0)
     end_.hold_rest_of_array(opts_.kill_switch);
-  if (std::getenv("SLURM_JOB_ID") != nullptr && state_ && publishes() && state_->damage().empty())
-    end_.note_compute(state_->get());
+  if (state_ && publishes() && state_->damage().empty()) {
+    end_.note_commits(state_->get());
+    if (std::getenv("SLURM_JOB_ID") != nullptr) end_.note_compute(state_->get());
+  }
   if (opts_.batch) end_.note_task_end(procs_.status(), preempted_);
   close_state();
   // Quiet on success, as GNU tools are: every rank's task of every job said status 0.

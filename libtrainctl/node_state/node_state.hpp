@@ -87,8 +87,11 @@ struct rank_beat {
   std::atomic<std::int64_t> timed_steps;
   std::atomic<std::int64_t> work_total_us;
   std::atomic<std::int64_t> slowest_total_us;
-  // The last save this rank committed (ctl.saved): 1 + its step (0: none yet) and when
-  // (unix ms). The supervisor records, as it ends, which ranks committed which step.
+  // The last save trainctl asked this rank for (a save, or an exit with a save) and the
+  // last it committed (ctl.saved): 1 + its step (0: none yet) and when (unix ms). The
+  // supervisor records, as it ends, which ranks committed the save they were asked for.
+  std::atomic<std::int64_t> asked_step1;
+  std::atomic<std::int64_t> asked_ms;
   std::atomic<std::int64_t> committed_step1;
   std::atomic<std::int64_t> committed_ms;
 };

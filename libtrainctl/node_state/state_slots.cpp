@@ -85,6 +85,8 @@ int claim_beat_slot(node_state& ns, std::int32_t pid) {
       b.timed_steps.store(0, std::memory_order_relaxed);
       b.work_total_us.store(0, std::memory_order_relaxed);
       b.slowest_total_us.store(0, std::memory_order_relaxed);
+      b.asked_step1.store(0, std::memory_order_relaxed);
+      b.asked_ms.store(0, std::memory_order_relaxed);
       b.committed_step1.store(0, std::memory_order_relaxed);
       b.committed_ms.store(0, std::memory_order_relaxed);
       b.rank.store(-1, std::memory_order_release);

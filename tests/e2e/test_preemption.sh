@@ -5,8 +5,9 @@
 # Preemption with GraceTime, for trainctl-run and the plugin at once: two low-priority
 # requeueable jobs (one with trainctl-run in each task on the slurm.conf without the
 # plugin, one under the plugin) are preempted by one high-priority job; each job's
-# ranks save within the grace (reason preempted); each job is requeued, restarts, and
-# resumes at its saved step + 1. trainctl report shows both runs of each, the
+# ranks save within the grace (reason preempted) and commit the save (each node's
+# supervisor says so); each job is requeued, restarts, and resumes at its saved step + 1
+# (trainctl.resume_path). trainctl report shows both runs of each, the
 # preempted one's kept training as its rank 0 logged it, nothing lost. Both modes in
 # one test: it runs alone, and the two would wait for the same preemption twice.
 # Each job is requeued once: by the controller where the release requeues a preempted
@@ -81,6 +82,9 @@ for MODE in run plugin; do
   # not a stopped supervisor's (issue 34, item 7).
   ! grep -q "stopped or busy" "$TEST_DIR/job-$MODE.out" ||
     fail "$MODE: the preemption's deadline was blamed on a stopped supervisor: $(grep "stopped or busy" "$TEST_DIR/job-$MODE.out")"
+  # The preemption's save, committed on every rank (ctl.saved): each node's supervisor says so.
+  [ "$(grep -c "the save at step ${saved[$MODE]} is committed by every rank on " "$TEST_DIR/job-$MODE.out")" = 2 ] ||
+    fail "$MODE: not both nodes said the save at step ${saved[$MODE]} is committed: $(grep 'the save at' "$TEST_DIR/job-$MODE.out")"
   # Requeued once, by the one the node's SLURM release leaves it to.
   [ "$(job_field "$j" Restarts)" = 1 ] || fail "$MODE: job $j was started $(job_field "$j" Restarts) more times, not once"
   if [ "$MODE" = run ]; then

@@ -68,7 +68,7 @@ class TrainExampleTest(unittest.TestCase):
         os.unlink(self.kill)
         env = dict(os.environ, TRAINCTL_STATE=os.path.join(self.dir, "state"), TRAINCTL_SIGNALS="none")
         p = subprocess.run([sys.executable, EXAMPLE, "--ckpt-dir", self.ckpt, "--steps", "25", "--step-time", "0",
-                            "--fail-save-rank", "0"], env=env, capture_output=True, text=True, timeout=60)
+                            "--fail-save", "0:1"], env=env, capture_output=True, text=True, timeout=60)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("its part of the save at step 24 failed", p.stderr)
         self.assertTrue(os.path.isdir(os.path.join(self.ckpt, "step_00000024")), "the failed save's files")
