@@ -77,13 +77,18 @@ void account(task_report& t, const std::vector<run_event>& events) {
       t.saves.push_back(s);
     } else if (e.what == "saved" && !t.saves.empty() && t.saves.back().end_ms == 0) {
       t.saves.back().end_ms = clamp(e.ms);
-      t.kept_step = t.saves.back().step;
     } else if (e.what == "restore" && t.first_step_ms == 0 && e.took_ms >= 0) {
       restore_s += static_cast<double>(e.took_ms) / 1000.0;
     } else if (e.what == "end") {
       t.end_event_ms = clamp(e.ms);
       t.last_step = e.step;
       if (e.took_ms >= 0) t.last_agreement_ms = clamp(e.ms - e.took_ms);
+    } else if (e.what == "uncommitted") {
+      for (auto s = t.saves.rbegin(); s != t.saves.rend(); ++s)
+        if (s->step == e.step) {
+          s->uncommitted.push_back(e.figure("rank"));
+          break;
+        }
     } else if (e.what == "held") {
       t.held_tasks = std::max<std::int64_t>(0, e.figure("tasks", 0));
     } else if (e.what == "notice") {
@@ -94,6 +99,13 @@ void account(task_report& t, const std::vector<run_event>& events) {
       if (!again) t.notices.emplace_back(clamp(e.ms), e.reason);
       if (e.reason == "hang" && e.took_ms >= 0 && hang_from == 0) hang_from = clamp(e.ms - e.took_ms);
     }
+  }
+  // A save a rank did not commit is no save to resume from: its time and the training
+  // before it are lost, and the steps kept are the last committed save's.
+  t.kept_step = -1;
+  for (save_span& s : t.saves) {
+    if (!s.uncommitted.empty()) s.end_ms = 0;
+    if (s.end_ms != 0) t.kept_step = s.step;
   }
   t.loop_finished = t.exit_reason.empty() && t.end_event_ms != 0 && t.task.state == "COMPLETED";
   const std::int64_t last = t.last_step >= 0 ? t.last_step : t.exit_step;
@@ -330,8 +342,13 @@ std::string run_report_text(const run_report& r) {
       detail += " an earlier run, from trainctl's events (no accounting record: it began before its first event);";
     if (t.restore_s >= 0.05) detail += " restore " + span_text(t.restore_s) + " (in its start-up);";
     for (const auto& s : t.saves) {
-      const std::string took = s.end_ms != 0 ? span_text(static_cast<double>(s.end_ms - s.begin_ms) / 1000.0)
-                                             : std::string(t.running ? "going on" : "never finished");
+      std::string ranks;
+      for (const std::int64_t r : s.uncommitted) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+      const std::string took =
+          s.end_ms != 0    ? span_text(static_cast<double>(s.end_ms - s.begin_ms) / 1000.0)
+          : !ranks.empty() ? "not committed by rank" + std::string(s.uncommitted.size() > 1 ? "s " : " ") + ranks
+          : t.running      ? "going on"
+                           : "never finished";
       detail += " save at step " + std::to_string(s.step) + " (" + s.reason + ", " + took + ");";
     }
     for (const auto& n : t.notices)
@@ -435,7 +452,8 @@ std::string run_report_json(const run_report& r) {
           {{"step", s.step},
            {"reason", s.reason},
            {"exit", s.exit},
-           {"took_s", s.end_ms != 0 ? json(static_cast<double>(s.end_ms - s.begin_ms) / 1000.0) : json(nullptr)}});
+           {"took_s", s.end_ms != 0 ? json(static_cast<double>(s.end_ms - s.begin_ms) / 1000.0) : json(nullptr)},
+           {"uncommitted_ranks", s.uncommitted}});
     jt["notices"] = json::array();
     for (const auto& n : t.notices)
       jt["notices"].push_back({{"kind", n.second}, {"at_s", static_cast<double>(n.first - t.task.start_ms) / 1000.0}});

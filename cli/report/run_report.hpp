@@ -9,7 +9,9 @@
 //   restore    the loop loading its checkpoint, where it marks it (ctl.phase("restore"))
 //              before its first step
 //   training   between saves; kept when a save that finished follows it (or the loop
-//              finished on its own and the task COMPLETED: its last save is assumed)
+//              finished on its own and the task COMPLETED: its last save is assumed);
+//              a save some rank did not commit (its supervisor's `uncommitted` event)
+//              never finished
 //   saves      each save's decision .. its end (the rank's next check, or its end)
 //   lost       training after the last finished save, and a save that never finished
 //   hung       the part of that from a hang's stall on (the supervisor's hang notice
@@ -38,6 +40,9 @@ struct save_span {
   std::int64_t step = -1;
   std::string reason;
   bool exit = false;  // the save at the exit decision
+  // Ranks whose supervisor said they did not commit it (ctl.saved): the save counts as
+  // never finished, whatever rank 0 did, since resume_path will not resume from it.
+  std::vector<std::int64_t> uncommitted;
 };
 
 struct task_report {

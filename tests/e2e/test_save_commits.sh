@@ -6,7 +6,8 @@
 # disk; the loop's --fail-save 3:2). The supervisor of the ranks 0 and 1 says they
 # committed it; the other says rank 3 did not, and names the last save it did commit;
 # the run events keep both. trainctl.resume_path gives the save-switch save, and task 2
-# resumes from it, not from the save rank 3 never finished.
+# resumes from it, not from the save rank 3 never finished; trainctl report counts that
+# save as never finished and the steps after the save-switch save as lost.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -49,4 +50,9 @@ print(sorted({json.loads(l)["resumed_from"] for l in sys.stdin if "\"start\"" in
 [ "$resumed" = "[$s1]" ] || fail "task 2 resumed from $resumed, not from the committed save at $s1"
 scancel "$job"
 wait_for 60 "task 2 to end" job_ended "${job}_2"
+report=$("$BUILD/bin/trainctl" report --no-svg "$job") || fail "trainctl report $job failed: $report"
+grep -qE "^  ${job}_1:.* save at step $s1 \(save-switch, [0-9.]+s\); save at step $s2 \(signal, not committed by rank 3\);" \
+  <<<"$report" || fail "the report does not show the save rank 3 did not commit: $report"
+grep -qE "^  ${job}_1:.* $((s2 - s1)) steps after step $s1 never saved;" <<<"$report" ||
+  fail "the report does not count the steps after the committed save as lost: $report"
 log "PASS: rank 3 did not commit the save at $s2 and the supervisor said so; task 2 resumed from the save at $s1"

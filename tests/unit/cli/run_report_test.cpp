@@ -176,6 +176,28 @@ TEST(RunReport, TheBreakdownAddsUpToTheAllocationAndKeepsOnlySavedWork) {
   EXPECT_NE(run_report_json(r).find("\"goodput\":0.52"), std::string::npos);
 }
 
+// Rank 3's part of the deadline's save failed: rank 0 finished it, but the supervisor
+// of rank 3's node said it was not committed, so resume_path goes back to step 400 and
+// the training after that save, and this one, are lost.
+TEST(RunReport, ASaveARankDidNotCommitKeepsNothingAfterTheLastCommittedOne) {
+  std::vector<run_event> events = {ev(10, "1301", "first_step", 0),   ev(30, "1301", "save", 400, -1, "save-switch"),
+                                   ev(33, "1301", "saved", -1, 3000), ev(50, "1301", "exit", 740, -1, "deadline"),
+                                   ev(54, "1301", "saved", -1, 4000), ev(54, "1301", "end", 740),
+                                   ev(55, "1301", "uncommitted", 740)};
+  events.back().figures = {{"rank", 3}, {"last", 400}};
+  const run_report r = build_run_report("1301", {task("1301", "1301", 0, 56, 2)}, events, kS + 100 * kSec);
+  const task_report& t = r.tasks[0];
+  EXPECT_EQ(t.kept_step, 400);
+  EXPECT_DOUBLE_EQ(t.kept_s, 20);  // 10..30
+  EXPECT_DOUBLE_EQ(t.saves_s, 3);
+  EXPECT_DOUBLE_EQ(t.lost_s, 21) << "33..50 of training and the 4 s of the save rank 3 did not commit";
+  EXPECT_NEAR(r.startup + r.productive + r.saves + r.lost + r.end, r.allocated, 1e-6);
+  const std::string text = run_report_text(r);
+  EXPECT_NE(text.find("save at step 740 (deadline, not committed by rank 3);"), std::string::npos) << text;
+  EXPECT_NE(text.find("340 steps after step 400 never saved"), std::string::npos) << text;
+  EXPECT_NE(run_report_json(r).find("\"uncommitted_ranks\":[3]"), std::string::npos);
+}
+
 TEST(RunReport, ATaskWithoutEventsCountsNothingAsKept) {
   const run_report r = build_run_report("77", {task("77", "77", 0, 100, 4)}, {}, kS + 200 * kSec);
   EXPECT_DOUBLE_EQ(r.allocated, 400);
