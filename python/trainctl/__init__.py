@@ -25,9 +25,10 @@ from ._native import TrainctlError, VOTE_LEN
 from .controller import Controller, Decision, mpi_allreduce
 from .collectives import watch_collectives
 from .ddp import watch_ddp
+from .workers import dataloader_worker_init
 
-__all__ = ["Controller", "Decision", "TrainctlError", "VOTE_LEN", "mpi_allreduce", "resume_path", "run_id",
-           "version", "watch_collectives", "watch_ddp"]
+__all__ = ["Controller", "Decision", "TrainctlError", "VOTE_LEN", "dataloader_worker_init", "mpi_allreduce",
+           "resume_path", "run_id", "version", "watch_collectives", "watch_ddp"]
 
 
 def __getattr__(name: str) -> Any:

@@ -10,6 +10,7 @@ Allreduce = Callable[[List[int]], Sequence[int]]
 
 from . import _native
 from ._native import TrainctlError, check as _check, lib as _lib
+from .workers import protect_forked_workers
 
 
 class Decision(NamedTuple):
@@ -225,6 +226,10 @@ class Controller:
             for name, path in (switches or {}).items():
                 _check(L.trainctl_add_switch(self._ctl, kind, name.encode(), str(path).encode()))
         self._stacks = None if _AT_IMPORT else _register_stack_dump(self.state_path)
+        # DataLoader workers forked from now on live through the notices (workers.py).
+        given = settings.get("signals")
+        protect_forked_workers(None if given is None else ",".join(str(v) for v in given)
+                               if isinstance(given, (list, tuple)) else str(given))
         # Bound once: the poll is then one ctypes call and no attribute lookups.
         self._poll = L.trainctl_should_exit
         self._vote = (ctypes.c_int64 * _native.VOTE_LEN)()

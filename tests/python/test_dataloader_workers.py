@@ -1,0 +1,92 @@
+"""A torch DataLoader's workers through the SIGTERM SLURM sends to every process of the
+step at a preemption (KempnerForge#177): the rank catches it and saves at its next step,
+but torch's worker dies of it, and the rank's next batch raised "DataLoader worker ...
+exited unexpectedly" before the save. Workers forked once a Controller exists ignore the
+notice signals; workers forked before it are not protected: the control, which dies.
+Runs a Python with torch (Debian's /usr/bin/python3) in a session of its own, as a rank
+in a job step, and signals the whole session as slurmstepd does."""
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import trainctl
+
+LOOP = r"""
+import sys, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+import trainctl
+
+class Slow(Dataset):
+    def __len__(self):
+        return 1000000
+    def __getitem__(self, i):
+        time.sleep(0.01)
+        return torch.ones(4)
+
+loader = DataLoader(Slow(), batch_size=4, num_workers=2)
+batches = iter(loader) if sys.argv[1] == "workers-first" else None  # forked before the Controller
+ctl = trainctl.Controller(signals="USR1,TERM", state_path=sys.argv[2])
+batches = batches or iter(loader)
+for step, batch in enumerate(batches):
+    if step == 1:
+        print("ready", flush=True)  # the workers have made batches: the test signals the session
+    d = ctl.check(step)
+    if d.exit:
+        next(batches)  # a save reads from the loader too (its state, a last batch)
+        print("saved at step %d: %s" % (step, d.reason), flush=True)
+        sys.exit(0)
+"""
+
+
+def python_with_torch():
+    probe = "import importlib.util, sys; sys.exit(not importlib.util.find_spec('torch'))"
+    return next((p for p in ("/usr/bin/python3", sys.executable)
+                 if os.path.exists(p) and subprocess.run([p, "-c", probe], capture_output=True).returncode == 0),
+                None)
+
+
+class DataLoaderWorkersTest(unittest.TestCase):
+    def run_rank(self, python, order):
+        with tempfile.TemporaryDirectory(prefix="trainctl-dl-") as d:
+            env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(trainctl.__file__))))
+            env.pop("TRAINCTL_STATE", None)
+            p = subprocess.Popen([python, "-c", LOOP, order, os.path.join(d, "state")], env=env, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                first = p.stdout.readline()  # "ready", or the rank's last words when it failed first
+                if first.strip() == "ready":
+                    os.killpg(p.pid, signal.SIGTERM)  # the rank and its workers, as SLURM does
+                out, _ = p.communicate(timeout=60)
+                out = first + out
+            finally:
+                if p.poll() is None:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait()
+            return p.returncode, out
+
+    def test_workers_forked_after_the_controller_live_through_sigterm(self):
+        python = python_with_torch()
+        if python is None:
+            self.skipTest("no Python with torch here")
+        rc, out = self.run_rank(python, "controller-first")
+        self.assertEqual(rc, 0, out)
+        self.assertRegex(out, r"saved at step \d+: signal")
+        rc, out = self.run_rank(python, "workers-first")
+        self.assertNotEqual(rc, 0, "the control: unprotected workers die, and so does the rank: " + out)
+        self.assertRegex(out, r"DataLoader worker \(pid.*(exited unexpectedly|is killed by signal)")
+
+    def test_notice_signals_are_read_as_the_controller_reads_them(self):
+        from trainctl.workers import notice_signals
+        self.assertEqual(notice_signals("USR1,TERM"), [signal.SIGUSR1, signal.SIGTERM])
+        self.assertEqual(notice_signals("SIGUSR2, 15"), [signal.SIGUSR2, signal.SIGTERM])
+        self.assertEqual(notice_signals("none"), [])
+        self.assertEqual(notice_signals("KILL,BOGUS"), [], "SIGKILL cannot be ignored; a bad name is skipped")
+
+
+if __name__ == "__main__":
+    unittest.main()
