@@ -10,12 +10,17 @@ the rank catches (TRAINCTL_SIGNALS, USR1,TERM by default) when anyone but its ra
 them; it still ends when its rank shuts the loader down or sends it SIGTERM (at the
 rank's exit), when its rank is gone (torch's watchdog, within 5 s), and at SLURM's SIGKILL.
 
-Workers forked from the rank (torch's default on Linux) are protected once a Controller
-exists: nothing to add. Workers that start a fresh interpreter (multiprocessing_context
-"spawn" or "forkserver") are not forked from it: give them the worker_init_fn
+Workers forked from the rank (multiprocessing's default start method on Linux up to
+Python 3.13, or multiprocessing_context="fork") are protected once a Controller exists:
+nothing to add. Spawned workers (multiprocessing_context="spawn") are not forked from the
+rank: give them the worker_init_fn
 
     DataLoader(data, num_workers=4, multiprocessing_context="spawn",
                worker_init_fn=trainctl.dataloader_worker_init)
+
+Workers from the fork server (Python 3.14's default start method) are not protected: the
+server itself dies of SLURM's SIGTERM, and torch's workers end with it. Give such a
+DataLoader multiprocessing_context="fork" (or "spawn" with the worker_init_fn).
 """
 
 import os
@@ -65,16 +70,35 @@ def dataloader_worker_init(worker_id: Optional[int] = None) -> None:
         # stop): that one still ends the worker, as torch's own handler does. SIGTERM is
         # blocked in every thread and taken by one that reads who sent it.
         parent = os.getppid()
+        rank = _parent_of(parent) if _is_forkserver(parent) else parent
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-        threading.Thread(target=_end_on_the_ranks_sigterm, args=(parent,), name="trainctl-worker-sigterm",
+        threading.Thread(target=_end_on_the_ranks_sigterm, args=(parent, rank), name="trainctl-worker-sigterm",
                          daemon=True).start()
 
 
-def _end_on_the_ranks_sigterm(parent: int) -> None:
+def _end_on_the_ranks_sigterm(parent: int, rank: int) -> None:
     while True:
         info = signal.sigwaitinfo({signal.SIGTERM})
-        if info.si_pid == parent or os.getppid() != parent:
+        if info.si_pid in (parent, rank) or os.getppid() != parent:
             os._exit(0)
+
+
+def _is_forkserver(pid: int) -> bool:
+    """Whether `pid` is multiprocessing's fork server (Python 3.14's default start method
+    on Linux), whose parent is the rank."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return b"multiprocessing.forkserver" in f.read(4096)
+    except OSError:
+        return False
+
+
+def _parent_of(pid: int) -> int:
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            return int(f.read(4096).rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return pid
 
 
 def _patch_forked_worker() -> None:

@@ -2,7 +2,8 @@
 step at a preemption (KempnerForge#177): the rank catches it and saves at its next step,
 but torch's worker dies of it, and the rank's next batch raised "DataLoader worker ...
 exited unexpectedly" before the save. Workers forked once a Controller exists ignore the
-notice signals; workers forked before it are not protected: the control, which dies.
+notice signals, and so do spawned workers that run trainctl.dataloader_worker_init;
+workers forked before it are not protected: the control, which dies.
 Runs a Python with torch (Debian's /usr/bin/python3) in a session of its own, as a rank
 in a job step, and signals the whole session as slurmstepd does."""
 
@@ -21,25 +22,31 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 import trainctl
 
+
 class Slow(Dataset):
     def __len__(self):
         return 1000000
+
     def __getitem__(self, i):
         time.sleep(0.01)
         return torch.ones(4)
 
-loader = DataLoader(Slow(), batch_size=4, num_workers=2)
-batches = iter(loader) if sys.argv[1] == "workers-first" else None  # forked before the Controller
-ctl = trainctl.Controller(signals="USR1,TERM", state_path=sys.argv[2])
-batches = batches or iter(loader)
-for step, batch in enumerate(batches):
-    if step == 1:
-        print("ready", flush=True)  # the workers have made batches: the test signals the session
-    d = ctl.check(step)
-    if d.exit:
-        next(batches)  # a save reads from the loader too (its state, a last batch)
-        print("saved at step %d: %s" % (step, d.reason), flush=True)
-        sys.exit(0)
+
+if __name__ == "__main__":
+    order, context, state = sys.argv[1:]
+    init = trainctl.dataloader_worker_init if context != "fork" else None  # a fresh interpreter: no fork hook
+    loader = DataLoader(Slow(), batch_size=4, num_workers=2, multiprocessing_context=context, worker_init_fn=init)
+    batches = iter(loader) if order == "workers-first" else None  # forked before the Controller
+    ctl = trainctl.Controller(signals="USR1,TERM", state_path=state)
+    batches = batches or iter(loader)
+    for step, batch in enumerate(batches):
+        if step == 1:
+            print("ready", flush=True)  # the workers have made batches: the test signals the session
+        d = ctl.check(step)
+        if d.exit:
+            next(batches)  # a save reads from the loader too (its state, a last batch)
+            print("saved at step %d: %s" % (step, d.reason), flush=True)
+            sys.exit(0)
 """
 
 
@@ -51,11 +58,14 @@ def python_with_torch():
 
 
 class DataLoaderWorkersTest(unittest.TestCase):
-    def run_rank(self, python, order):
+    def run_rank(self, python, order, context):
         with tempfile.TemporaryDirectory(prefix="trainctl-dl-") as d:
+            loop = os.path.join(d, "loop.py")  # a file: "spawn" workers import the dataset from it
+            with open(loop, "w") as f:
+                f.write(LOOP)
             env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(trainctl.__file__))))
             env.pop("TRAINCTL_STATE", None)
-            p = subprocess.Popen([python, "-c", LOOP, order, os.path.join(d, "state")], env=env, text=True,
+            p = subprocess.Popen([python, loop, order, context, os.path.join(d, "state")], env=env, text=True,
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
             try:
                 first = p.stdout.readline()  # "ready", or the rank's last words when it failed first
@@ -69,14 +79,17 @@ class DataLoaderWorkersTest(unittest.TestCase):
                     p.wait()
             return p.returncode, out
 
-    def test_workers_forked_after_the_controller_live_through_sigterm(self):
+    def test_workers_live_through_sigterm_and_end_with_their_rank(self):
         python = python_with_torch()
         if python is None:
             self.skipTest("no Python with torch here")
-        rc, out = self.run_rank(python, "controller-first")
-        self.assertEqual(rc, 0, out)
-        self.assertRegex(out, r"saved at step \d+: signal")
-        rc, out = self.run_rank(python, "workers-first")
+        # Forked from the rank (the default up to Python 3.13): protected by the Controller.
+        # Spawned from it: by trainctl.dataloader_worker_init.
+        for context in ("fork", "spawn"):
+            rc, out = self.run_rank(python, "controller-first", context)
+            self.assertEqual(rc, 0, context + ": " + out)
+            self.assertRegex(out, r"saved at step \d+: signal", context)
+        rc, out = self.run_rank(python, "workers-first", "fork")
         self.assertNotEqual(rc, 0, "the control: unprotected workers die, and so does the rank: " + out)
         self.assertRegex(out, r"DataLoader worker \(pid.*(exited unexpectedly|is killed by signal)")
 
