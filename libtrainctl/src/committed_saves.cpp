@@ -159,13 +159,15 @@ void commit_checkpoint(const std::string& given, const commit_marker& m) {
   if (name.size() + 16 > kMaxNameBytes)  // room for the temporary name's suffix
     throw std::invalid_argument("trainctl: saved(): the name of '" + given +
                                 "' is too long to mark beside it; accepted: a file name of up to 200 bytes");
+  // The directory the caller named may be a link (a checkpoint directory on scratch, linked
+  // from the project's); the names inside it are opened without following one.
   owned_fd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir) throw_errno("trainctl: saved(): cannot open " + parent);
   write_whole(dir.get(), name, text, parent + "/" + name);
 }
 
 std::optional<committed_checkpoint> newest_committed(const std::string& path) {
-  owned_fd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  owned_fd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));  // the caller's: may be a link, as above
   if (!dir) {
     if (errno == ENOENT) return std::nullopt;  // a fresh start
     throw_errno("trainctl: resume_path(): cannot read " + path);
