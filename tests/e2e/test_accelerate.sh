@@ -20,7 +20,7 @@ supervised_job "$TEST_DIR/job.sh" --save-switch="$SAVE_SWITCH"
 job=$(submit -N2 --ntasks-per-node=1 --time=10 "${JOB_OPTS[@]}" -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
 log "submitted job $job ($(/usr/bin/python3 -c 'import accelerate; print("accelerate", accelerate.__version__)'))"
 wait_for 180 "4 ranks started" events_at_least start 4
-sleep 2
+wait_for 60 "the ranks past step 20" ranks_past "$job" 4 20
 
 log "touching the save switch"
 touch "$SAVE_SWITCH"

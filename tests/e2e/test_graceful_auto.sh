@@ -23,7 +23,7 @@ log "submitted array $job: saves take 20 s (task 1), 30 s (task 2)"
 store=$TRAINCTL_SAVE_TIMES_DIR/$job
 
 wait_for 120 "task 1's ranks" events_at_least start 4
-sleep 3
+wait_for 60 "task 1's ranks past step 20" ranks_past "${job}_1" 4 20
 touch "$TEST_DIR/KILL_1"
 log "task 1: touched its kill switch; its save takes 20 s"
 wait_for 120 "task 1 to end" job_ended "${job}_1"

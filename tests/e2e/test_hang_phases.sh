@@ -38,7 +38,8 @@ log "submitted job $job: 25 s evaluations every 100 steps, hang timeout 10 s"
 findings() { grep -c 'hang: rank' "$TEST_DIR/job.out" || true; }
 wait_for 120 "4 ranks started" events_at_least start 4
 wait_for 240 "the 3rd evaluation to begin on every rank" events_at_least eval 12
-sleep 28  # the 3rd evaluation, 25 s
+# The 3rd evaluation (25 s, at step 300) has ended on a rank once it checked step 301.
+wait_for 90 "the 3rd evaluation to end on every rank" ranks_past "$job" 4 300
 [ "$(findings)" -eq 0 ] || fail "a hang was found during the evaluations: $(grep 'hang:' "$TEST_DIR/job.out")"
 grep -q "hang: a rank in phase 'eval' counts as hung after 30m (no 'eval' phase has finished yet in this job array)" \
   "$TEST_DIR/job.out" || fail "the first evaluation's budget was not said: $(grep 'hang:' "$TEST_DIR/job.out")"

@@ -12,7 +12,7 @@ supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL"
 job=$(submit -N2 --ntasks-per-node=1 --time=10 --array=1-5%1 "${JOB_OPTS[@]}" -o "$TEST_DIR/job-%a.out" "$TEST_DIR/job.sh")
 log "submitted array $job ($MODE)"
 wait_for 120 "4 ranks of the first task started" events_at_least start 4
-sleep 2
+wait_for 60 "the first task's ranks past step 20" ranks_past "${job}_1" 4 20
 log "touch the kill switch"
 touch "$TEST_DIR/KILL"
 wait_for 120 "the first task to end" job_ended "${job}_1"

@@ -123,7 +123,8 @@ if [ "$MODE" = plugin ]; then
   [ "$(stat -c '%U %a' "/run/trainctl/$alice_uid")" = "alice 700" ] ||
     fail "no private /run/trainctl/$alice_uid while job 1 runs: $(stat -c '%U %a' "/run/trainctl/$alice_uid" 2>&1)"
 fi
-sleep 2
+alice_ranks_past() { TEST_USER=alice ranks_past "$@"; }
+wait_for 60 "alice's ranks past step 20" alice_ranks_past "$job" 4 20
 log "bob touches the save switch"
 as bob touch "$sw/SAVE" || fail "bob cannot touch alice's save switch"
 wait_for 40 "4 saves" events_at_least save 4

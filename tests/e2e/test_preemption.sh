@@ -43,7 +43,7 @@ for MODE in run plugin; do
 done
 log "submitted low-priority jobs ${job[run]} ($run_tool) and ${job[plugin]} (plugin)"
 wait_for 120 "4 ranks of each job started" both_at_least start 4
-sleep 3
+for MODE in run plugin; do wait_for 60 "job ${job[$MODE]}'s ranks past step 20" ranks_past "${job[$MODE]}" 4 20; done
 high=$(submit -p high -N3 --exclusive --time=2 -o /dev/null --wrap "sleep 5")
 log "submitted high-priority job $high on all 3 nodes"
 wait_for 60 "4 ranks of each job to exit" both_at_least exit 4

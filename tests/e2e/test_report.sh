@@ -61,18 +61,22 @@ log "submitted array $job as alice: deadline 30 s before the 3-minute limit, sav
 rank0_events() { cat "$TEST_DIR"/events/rank0.jsonl 2>/dev/null || true; }
 rank0_starts() { rank0_events | grep -c '"event": "start"' || true; }
 first_steps_at_least() { [ "$(rank0_starts)" -ge "$1" ]; }
+rank0_last_start() { rank0_events | grep '"event": "start"' | tail -1 | python3 -c 'import json, sys; print(json.load(sys.stdin)["step"])'; }
 
 wait_for 120 "task 1's ranks" events_at_least start 4
-sleep 8
+wait_for 60 "task 1's ranks past step 100" ranks_past "${job}_1" 4 100
 touch "$TEST_DIR/SAVE"
 log "task 1: touched the save switch; its rank 1 stalls at step 400"
 wait_for 120 "task 1 to end" job_ended "${job}_1"
 wait_for 120 "task 2's rank 0" first_steps_at_least 2
-sleep 2
+start2=$(rank0_last_start)
+wait_for 60 "task 2's ranks past step $((start2 + 20))" ranks_past "${job}_2" 4 $((start2 + 20))
 touch "$TEST_DIR/SAVE"
 log "task 2: touched the save switch; the ranks on its second node crash 160 steps after its first"
 wait_for 120 "task 3's rank 0" first_steps_at_least 3
-sleep 14  # some 90 steps of 0.15 s: one step more or less is 1 % of the straggler's price
+start3=$(rank0_last_start)
+# Some 90 steps of 0.15 s: one step more or less is 1 % of the straggler's price.
+wait_for 90 "task 3's ranks past step $((start3 + 90))" ranks_past "${job}_3" 4 $((start3 + 90))
 touch "$TEST_DIR/KILL"
 log "task 3: touched the kill switch"
 wait_for 120 "task 3 to end" job_ended "${job}_3"

@@ -12,7 +12,7 @@ supervised_job "$TEST_DIR/job.sh" --kill-switch="$TEST_DIR/KILL"
 job=$(submit -N2 --ntasks-per-node=1 --time=10 "${JOB_OPTS[@]}" -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
 log "submitted job $job"
 wait_for 120 "4 ranks started" events_at_least start 4
-sleep 2
+wait_for 60 "the ranks past step 20" ranks_past "$job" 4 20
 log "scancel --signal=USR1 $job"
 scancel --signal=USR1 "$job"
 wait_for 60 "the job to end" job_ended "$job"

@@ -19,7 +19,7 @@ chmod 755 "$TEST_DIR/job.sh"
 job=$(submit_as_user -N1 --time=5 -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
 log "job $job submitted as $TEST_USER: torchrun, 2 workers, one restart allowed"
 wait_for 120 "2 workers started" events_at_least start 2
-sleep 2
+wait_for 60 "the workers past step 20" ranks_past "$job" 2 20
 
 dir=/dev/shm/trainctl-$TEST_UID
 node=$(squeue -h -j "$job" -o %N)  # beside other tests the job may run on any node
@@ -42,7 +42,6 @@ log "killed worker pid $worker: torchrun restarts the workers"
 wait_for 120 "2 restarted workers started" events_at_least start 4
 wait_for 30 "the restarted workers to find the supervisor's copy" \
   bash -c "[ \$(grep -c 'shares its supervisor.s open copy' '$TEST_DIR/job.out') -ge 2 ]"
-sleep 2
 
 as_user touch "$TEST_DIR/SAVE"
 log "touched the save switch"

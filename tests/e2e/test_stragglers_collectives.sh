@@ -14,7 +14,7 @@ logs_slow=$TEST_DIR/logs_slow logs_even=$TEST_DIR/logs_even
 mkdir -p "$logs_slow" "$logs_even"
 TRAIN_ARGS="--allreduce --slow-rank 1 --slow-factor 3" supervised_job "$TEST_DIR/slow.sh" --kill-switch="$TEST_DIR/KILL" \
   --log-dir="$logs_slow"
-TRAIN_ARGS=--allreduce EVENTS_DIR=$TEST_DIR/events_even supervised_job "$TEST_DIR/even.sh" --kill-switch="$TEST_DIR/KILL" \
+STEPS=400 TRAIN_ARGS=--allreduce EVENTS_DIR=$TEST_DIR/events_even supervised_job "$TEST_DIR/even.sh" \
   --log-dir="$logs_even"
 slow=$(TRAINCTL_LOG_DIR=$logs_slow submit -N1 --ntasks-per-node=1 --time=10 -o "$TEST_DIR/slow.out" "$TEST_DIR/slow.sh")
 even=$(TRAINCTL_LOG_DIR=$logs_even submit -N1 --ntasks-per-node=1 --time=10 -o "$TEST_DIR/even.out" "$TEST_DIR/even.sh")
@@ -22,10 +22,11 @@ log "submitted job $slow (rank 1 slowed 3x) and job $even (even), both plain dis
 wait_for 120 "2 ranks of the slow job started" events_at_least start 2
 wait_for 90 "the straggler report" test -s "$logs_slow/slow_nodes"
 wait_for 120 "2 ranks of the even job started" bash -c "[ \$(cat $TEST_DIR/events_even/rank*.jsonl 2>/dev/null | grep -c '\"start\"') -ge 2 ]"
-sleep 20  # the even job: 400 steps, 40 agreements, 8 straggler windows; room for a wrong second report
+# The even job's 400 steps (40 agreements, 8 straggler windows) are the slow job's room
+# for a wrong second report.
+wait_for 120 "the even job's 400 steps" job_ended "$even"
 touch "$TEST_DIR/KILL"
 wait_for 60 "the slow job to end" job_ended "$slow"
-wait_for 60 "the even job to end" job_ended "$even"
 log "slow_nodes: $(cat "$logs_slow/slow_nodes")"
 [ "$(wc -l <"$logs_slow/slow_nodes")" -eq 1 ] || fail "expected one report"
 grep -q " rank=1 job=$slow " "$logs_slow/slow_nodes" || fail "the report does not name rank 1"

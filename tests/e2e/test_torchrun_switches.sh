@@ -21,7 +21,7 @@ JOB
 job=$(submit -N2 --ntasks-per-node=1 --time=10 -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
 log "submitted job $job"
 wait_for 120 "4 ranks started" events_at_least start 4
-sleep 2
+wait_for 60 "the ranks past step 20" ranks_past "$job" 4 20
 
 log "touching the save switch"
 touch "$SAVE_SWITCH"

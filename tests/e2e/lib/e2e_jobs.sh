@@ -82,3 +82,20 @@ supervised_job() {
     JOB_OPTS=()
   fi
 }
+
+# ranks_past JOB RANKS STEP: trainctl status, as the job's user (TEST_USER, else this
+# one), sees RANKS ranks of JOB (a job or an array task, 12_3), each past STEP: for a test
+# that needs the loop some steps on, whatever the machine's load (wait_for 60 "..."
+# ranks_past ...), instead of a sleep sized for an idle machine.
+ranks_past() {
+  local view
+  if [ -n "${TEST_USER:-}" ]; then
+    view=$(as_user "$BUILD/bin/trainctl" status --json "$1" 2>/dev/null) || return 1
+  else
+    view=$("$BUILD/bin/trainctl" status --json "$1" 2>/dev/null) || return 1
+  fi
+  python3 -c 'import json, sys
+ranks = json.loads(sys.stdin.read())["ranks"]
+steps = [r["step"] for r in ranks if r["step"] is not None]
+sys.exit(0 if len(steps) >= int(sys.argv[1]) and min(steps) > int(sys.argv[2]) else 1)' "$2" "$3" <<<"$view"
+}
