@@ -63,9 +63,9 @@ checkpoint_advice advise_checkpoints(const run_report& r) {
   if (a.saves == 0) {
     a.too_little = "no save finished yet: the save cost is not known";
   } else if (a.interruptions < kMinInterruptions) {
-    a.too_little = std::to_string(a.interruptions) + " interruption" + (a.interruptions == 1 ? "" : "s") + " in " +
-                   report_span(a.training_s) + " of training; at least " + std::to_string(kMinInterruptions) +
-                   " are needed to estimate how often they come";
+    a.too_little = std::to_string(a.interruptions) + " interruption" + (a.interruptions == 1 ? "" : "s") +
+                   " that lost work in " + report_span(a.training_s) + " of training; at least " +
+                   std::to_string(kMinInterruptions) + " are needed to estimate how often they come";
   } else {
     const double m = a.mtbi_s();
     a.advised_s = a.save_s < m / 2 ? std::sqrt(2 * a.save_s * m) - a.save_s : m;
@@ -76,7 +76,8 @@ checkpoint_advice advise_checkpoints(const run_report& r) {
 std::string checkpoint_advice_text(const checkpoint_advice& a) {
   char line[512];
   std::string out;
-  std::snprintf(line, sizeof line, "checkpoints save cost %s (median of %d); %d interruption%s in %s of training%s\n",
+  std::snprintf(line, sizeof line,
+                "checkpoints save cost %s (median of %d); %d interruption%s that lost work in %s of training%s\n",
                 report_span(a.save_s).c_str(), a.saves, a.interruptions, a.interruptions == 1 ? "" : "s",
                 report_span(a.training_s).c_str(),
                 a.interruptions > 0 ? (" (one per " + report_span(a.mtbi_s()) + ")").c_str() : "");

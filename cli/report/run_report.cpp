@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint_advice.hpp"
+#include "interruptions.hpp"
 #include "parse.hpp"
 #include "slurm_job.hpp"
 
@@ -53,8 +54,8 @@ std::string step_costs_text(const run_report& r) {
 // Walks the task's events (in time order) into saves, marks and the breakdown.
 void account(task_report& t, const std::vector<run_event>& events) {
   const std::int64_t start = t.task.start_ms, end = t.task.end_ms;
-  std::int64_t hang_from = 0;  // when the ranks stalled, from a hang notice
-  double restore_s = 0;        // the loop's restore before its first step
+  std::int64_t& hang_from = t.hang_from_ms;  // when the ranks stalled, from a hang notice
+  double restore_s = 0;                      // the loop's restore before its first step
   // SLURM keeps whole seconds: the task really ended up to 999 ms after its EndTime, and
   // a rank's last events (its end, a crash's last check()) can lie there.
   const std::int64_t last_ms = end + 999;
@@ -374,6 +375,7 @@ std::string run_report_text(const run_report& r) {
     detail.back() = '\n';
     out += detail;
   }
+  out += interruptions_text(find_interruptions(r));
   const double alloc = r.allocated;
   std::snprintf(line, sizeof line,
                 "\nallocated   %.2f node-hours (%s of wall time from the first start to the last end)\n"
@@ -425,6 +427,21 @@ std::string run_report_json(const run_report& r) {
                       {"between_s", a.between_s > 0 ? json(a.between_s) : json(nullptr)},
                       {"advised_s", a.advised_s > 0 ? json(a.advised_s) : json(nullptr)},
                       {"too_little", a.too_little.empty() ? json(nullptr) : json(a.too_little)}};
+  const interruption_costs ic = find_interruptions(r);
+  j["interruptions"] = json::array();
+  for (const interruption& x : ic.each)
+    j["interruptions"].push_back({{"task", x.run->task.name},
+                                  {"job_id", x.run->task.job_id},
+                                  {"cause", x.cause},
+                                  {"detect_s", x.detect_s >= 0 ? json(x.detect_s) : json(nullptr)},
+                                  {"teardown_s", x.teardown_s},
+                                  {"resumed_by", x.resumed != nullptr ? json(x.resumed->task.name) : json(nullptr)},
+                                  {"queue_s", x.resumed != nullptr ? json(x.queue_s) : json(nullptr)},
+                                  {"startup_s", x.resumed != nullptr ? json(x.startup_s) : json(nullptr)},
+                                  {"restore_s", x.resumed != nullptr ? json(x.restore_s) : json(nullptr)},
+                                  {"replayed_steps", x.replayed_steps >= 0 ? json(x.replayed_steps) : json(nullptr)},
+                                  {"replayed_s", x.replayed_s}});
+  j["interruption_causes"] = ic.causes;
   j["tasks"] = json::array();
   for (const auto& t : r.tasks) {
     json jt;

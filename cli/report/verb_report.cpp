@@ -1,5 +1,5 @@
 // trainctl report JOB [--svg FILE | --no-svg] [--json]: where the node-hours of a job
-// array (or one job) went, its goodput, and its timeline as a picture.
+// array (or one job) went, what each interruption cost, its goodput, and its timeline as a picture.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -15,8 +15,10 @@ int verb_report(int argc, char** argv) {
   CLI::App app{
       "Reports where the node-hours of JOB (a job array, one of its tasks, or one job) went: for each task its queue "
       "wait, start-up to the first step, training kept by a finished save, each save and how long it took, the "
-      "notice and exit reason, and the work lost after the last save; then allocated and productive node-hours "
-      "and the goodput (kept training / allocated). Tasks come from sacct (or scontrol while slurmctld still "
+      "notice and exit reason, and the work lost after the last save; each interruption (a preemption, time limit, "
+      "crash, hang, kill switch...) with what it cost until the next run trained again (detection, teardown, "
+      "queue, start-up, restore, steps trained again); then allocated and productive node-hours and the goodput "
+      "(kept training / allocated). Tasks come from sacct (or scontrol while slurmctld still "
       "holds them), the rest from what trainctl recorded in ~/.local/state/trainctl/runs. Writes the timeline "
       "as SVG.",
       "trainctl report"};

@@ -97,7 +97,7 @@ fi
 cd "$TEST_DIR"
 out=$(as_user "$BUILD/bin/trainctl" report "$job" 2>"$TEST_DIR/report.err") ||
   fail "trainctl report failed: $(cat "$TEST_DIR/report.err")"
-printf '%s\n' "$out"
+printf '%s\n' "$out" | tee "$TEST_DIR/report.txt"
 [ -s "$TEST_DIR/report-$job.svg" ] || fail "no timeline report-$job.svg"
 for t in 1 3; do
   grep -qE "^${job}_$t +COMPLETED +2 " <<<"$out" || fail "no row for task $t"
@@ -123,8 +123,8 @@ done >"$TEST_DIR/slurm_times"
 cat "$TEST_DIR"/events/rank*.jsonl | grep '"event": "crash"' >"$TEST_DIR/crash.json" || fail "no rank logged its crash"
 grep -h '"event": "hang"' "$TEST_DIR"/events/rank1.jsonl | head -1 >"$TEST_DIR/stall.json" || fail "rank 1 logged no stall"
 python3 - "$TEST_DIR/report.json" "$TEST_DIR/events/rank0.jsonl" "$TEST_DIR/slurm_times" "$TEST_DIR/report-$job.svg" \
-  "$TEST_DIR/crash.json" "$TEST_DIR/stall.json" "$TEST_DIR/events" <<'PY' ||
-import glob, json, statistics, sys, time, xml.etree.ElementTree as ET
+  "$TEST_DIR/crash.json" "$TEST_DIR/stall.json" "$TEST_DIR/events" "$TEST_DIR/report.txt" <<'PY' ||
+import glob, json, re, statistics, sys, time, xml.etree.ElementTree as ET
 report = json.load(open(sys.argv[1]))
 assert report["schema"] == 1, report.get("schema")
 events = [json.loads(l) for l in open(sys.argv[2])]
@@ -212,6 +212,40 @@ for task in report["tasks"][:2]:
     price = task["straggler"]
     print("straggler, %s: %s" % (task["task"], price))
     assert price is None or price["slowest_step_s"] - price["median_step_s"] < 0.02, price
+# Each interruption and its cost: task 1's hang (saved at its exit: nothing trained
+# again), task 2's crash (the steps from its save to the crash, trained again by task 3),
+# task 3's kill switch (nobody resumed it). The table's total row is the sum of its rows.
+inter = report["interruptions"]
+print("interruptions:", json.dumps(inter))
+assert [(x["task"][-2:], x["cause"], x["resumed_by"] and x["resumed_by"][-2:]) for x in inter] == [
+    ("_1", "hang", "_2"), ("_2", "crash", "_3"), ("_3", "kill switch", None)], inter
+assert report["interruption_causes"] == {"hang": 1, "crash": 1, "kill switch": 1}, report["interruption_causes"]
+tasks = report["tasks"]
+for x, nxt in zip(inter[:2], tasks[1:]):
+    assert (x["queue_s"], x["startup_s"], x["restore_s"]) == (nxt["queue_s"], nxt["startup_s"], nxt["restore_s"]), (x, nxt)
+stall = json.load(open(sys.argv[6]))["time"]
+hang_notice = slurm[1][0] + tasks[0]["notices"][0]["at_s"]
+assert abs(inter[0]["detect_s"] - (hang_notice - stall)) <= 1.5, (inter[0], hang_notice - stall)
+assert inter[0]["replayed_steps"] == 0 and inter[0]["replayed_s"] <= 1, inter[0]
+crash = json.loads(open(sys.argv[5]).readline())["step"]
+kept2 = runs[2]["step"] - 1  # task 3 resumed from task 2's save
+print("task 2: crashed at step %d, task 3 resumed after step %d: %d steps trained again (program's log), %s (report)" % (
+    crash, kept2, crash - kept2, inter[1]["replayed_steps"]))
+assert inter[1]["detect_s"] is None and abs(inter[1]["replayed_steps"] - (crash - kept2)) <= 2, inter[1]
+assert inter[2]["replayed_steps"] == 0 and inter[2]["queue_s"] is None, inter[2]
+def secs(x):
+    m = re.fullmatch(r"(?:(\d+)m)?([\d.]+)s", x)
+    return 60 * int(m.group(1) or 0) + float(m.group(2))
+lines = open(sys.argv[8]).read().splitlines()
+head = next(i for i, l in enumerate(lines) if l.startswith("TASK") and "DETECT" in l)
+rows, total = lines[head + 1:head + 4], lines[head + 4]
+assert total.startswith("total "), total
+# The columns of detect, teardown, queue, start-up and restore ("-": nothing to count).
+for a, b in ((29, 37), (38, 47), (48, 56), (57, 66), (67, 75)):
+    cells = [r[a:b].strip() for r in rows]
+    summed = sum(secs(c) for c in cells if c != "-")
+    assert abs(summed - secs(total[a:b].strip())) <= 0.15, (a, cells, total)
+print("the interruptions' total row is the sum of their rows:", lines[head + 4])
 svg = ET.parse(sys.argv[4]).getroot()
 assert svg.tag.endswith("svg"), svg.tag
 texts = [t.text for t in svg.iter() if t.tag.endswith("text")]

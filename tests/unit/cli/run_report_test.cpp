@@ -403,8 +403,9 @@ TEST(RunReport, TheCheckpointIntervalFollowsYoungAndDalyFromTheRunsOwnNumbers) {
   tasks.resize(1);
   const checkpoint_advice one = advise_checkpoints(build_run_report("2000", tasks, events, kS + 100000 * kSec));
   EXPECT_EQ(one.advised_s, 0);
-  EXPECT_EQ(one.too_little,
-            "1 interruption in 24m50s of training; at least 3 are needed to estimate how often they come");
+  EXPECT_EQ(
+      one.too_little,
+      "1 interruption that lost work in 24m50s of training; at least 3 are needed to estimate how often they come");
 
   // Rank 0's end says how long after its last agreement it came (a crash's teardown, an
   // exit's save): training ends at that agreement, +1300 s here, not at +1500.
