@@ -14,7 +14,8 @@
 #   watch:   the cron chain from $share with README's two watchdogs, its first tick runs
 #            both against the training job, and both find it well (exit 0);
 #   look:    README's `trainctl status`, `trainctl status JOB` and `trainctl report JOB`
-#            lines, with this job's ids, print what README shows;
+#            lines, with this job's ids, print what README shows (the report: both tasks and
+#            both interruptions, task 1's time limit resumed at its save);
 #   faq:     every command line of docs/faq.md ('    $ ...'), in the same shell, exits 0;
 #   torchrun: docs/torchrun.md's batch script (docs/users.md shows the same), saved as job.sh, with torchrun in the venv
 #            (the light launcher, c10d rendezvous as the page writes it), and its command
@@ -60,7 +61,7 @@ expect watch 3 '^sbatch cron/cron-hourly\.slurm'
 [ "${#look[@]}" -eq 3 ] || fail "README.md's quick start: ${#look[@]} '\$ trainctl' lines, not 3"
 expect look 0 '^trainctl status +#'
 expect look 1 '^trainctl status 1371 '
-expect look 2 '^trainctl report 1862 '
+expect look 2 '^trainctl report 5154 '
 
 # --- the wheel --------------------------------------------------------------------------
 the_wheel
@@ -172,10 +173,13 @@ grep -qE "^($running|${job}_[0-9]+) +train +n" <<<"$(output_of "$typed")" ||
 type_line "${look[1]//1371/$running}"
 grep -qE "^job ($running|${job}_[0-9]+) \(train\) RUNNING on n.*: 4 ranks on 2 nodes$" <<<"$(output_of "$typed")" ||
   fail "trainctl status $running: $(output_of "$typed")"
-type_line "${look[2]//1862/$job}"
+type_line "${look[2]//5154/$job}"
 report=$(output_of "$typed")
 grep -qE "^${job}_1 +COMPLETED +2 .* deadline at step $TASK1_STEP$" <<<"$report" || fail "trainctl report $job: no task 1: $report"
 grep -qE "^${job}_2 +COMPLETED +2 .* kill-switch at step $task2_saved$" <<<"$report" || fail "trainctl report $job: no task 2: $report"
+grep -qE "^interruptions 2 \(kill switch 1, time limit 1\)" <<<"$report" || fail "trainctl report $job: not its 2 interruptions: $report"
+grep -qE "^${job}_1 +time limit +[0-9.]+s .* 0 steps \([0-9.]+s\)$" <<<"$report" ||
+  fail "trainctl report $job: task 1's time limit is not an interruption resumed at its save: $report"
 grep -qE "^goodput +[0-9.]+%" <<<"$report" || fail "trainctl report $job: no goodput: $report"
 log "faq: docs/faq.md's command lines, as written but for the example ids (array 4242)"
 mapfile -t faq < <(sed -n 's/^    \$ //p' "$SRC/docs/faq.md")
