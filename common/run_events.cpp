@@ -1,6 +1,7 @@
 #include "run_events.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <sstream>
 
@@ -37,6 +38,28 @@ bool parse_works(const std::string& value, std::vector<std::pair<std::int64_t, s
   return !out->empty();
 }
 
+// run_event::text on disk and back: printable ASCII, no space (the fields' separator).
+constexpr std::size_t kMaxText = 200;
+std::string encode_text(const std::string& text) {
+  std::string out;
+  for (char c : text.substr(0, kMaxText))
+    out += c == ' ' ? "%20" : c == '%' ? "%25" : c < ' ' || c > '~' ? "?" : std::string(1, c);
+  return out;
+}
+std::string decode_text(const std::string& value) {
+  std::string out;
+  for (std::size_t i = 0; i < value.size() && out.size() < kMaxText; ++i) {
+    char c = value[i];
+    if (c == '%' && i + 2 < value.size() && std::isxdigit(static_cast<unsigned char>(value[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(value[i + 2]))) {
+      c = static_cast<char>(std::stoi(value.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    }
+    out += c < ' ' || c > '~' ? '?' : c;
+  }
+  return out;
+}
+
 bool parse_line(const std::string& line, run_event* e) {
   std::istringstream in(line);
   std::string ms, job, what, field;
@@ -64,6 +87,8 @@ bool parse_line(const std::string& line, run_event* e) {
       e->node = value;
     } else if (key == "works") {
       if (!parse_works(value, &e->works)) return false;
+    } else if (key == "text") {
+      e->text = decode_text(value);
     } else if (is_word(key) && all_digits(value, 15) && e->figures.size() < 16) {
       e->figures.emplace_back(key, std::strtoll(value.c_str(), nullptr, 10));
     }  // other keys: from a newer trainctl, ignored
@@ -102,6 +127,7 @@ std::string format_run_event(const run_event& e) {
   for (const auto& [rank, us] : e.works)
     if (rank >= 0 && us >= 0) works += (works.empty() ? "" : ",") + std::to_string(rank) + ":" + std::to_string(us);
   if (!works.empty()) line += " works=" + works;
+  if (!e.text.empty()) line += " text=" + encode_text(e.text);
   return line + "\n";
 }
 

@@ -10,7 +10,9 @@
 // step times as it ends: step_times.hpp), compute (each rank's work and the slowest
 // rank's over the steps timed, per node, from its supervisor as it ends: what a
 // straggler cost), death (a node's first rank death that trainctl did not cause, from
-// its supervisor: reason = SIGKILL, SIGSEGV, ... or exit; step = the last agreed).
+// its supervisor: reason = SIGKILL, SIGSEGV, ... or exit; step = the last agreed; node;
+// rank, at (unix ms of the death), status (an exit's status) and text, the error it
+// died of, where known).
 // Written by rank 0's controller, from its watcher thread, never the training loop (a
 // hang and task_end by a supervisor); read back only as this user's regular file.
 #pragma once
@@ -43,6 +45,10 @@ struct run_event {
   // compute: each rank of the node and its work over the timed steps (us), as
   // `works=<rank>:<us>,...`.
   std::vector<std::pair<std::int64_t, std::int64_t>> works;
+  // death: the error the rank died of, as its loop noted it (rank_beat::error): one line
+  // of printable ASCII, at most 200 characters; on disk `text=` with ' ' and '%' as %20
+  // and %25, last on the line.
+  std::string text;
   std::int64_t figure(const std::string& key, std::int64_t otherwise = -1) const;
 };
 

@@ -60,6 +60,9 @@ class crash_culprit {
   // After command_ended: this node's first rank death when the program died of its own
   // (not by trainctl's doing, not of trainctl's damaged state): its wait status, or -1.
   int program_death_status() const { return program_death_status_; }
+  // This node's first rank death seen (0: none), and when.
+  pid_t first_dead() const { return first_dead_; }
+  std::int64_t first_death_ms() const { return first_death_ms_; }
 
   // A status the loop reaped: true when it was the evidence writer's.
   bool reaped(pid_t pid, int status);

@@ -259,7 +259,19 @@ void node_health::note_death(pid_t pid, std::int64_t when_ms, int wait_status) {
   auto& w = ranks_[pid];
   w.died_ms = when_ms;
   w.wait_status = wait_status;
+  // Read now: a restarted rank may take the dead one's slot later.
+  if (const rank_beat* b = beat_of(pid)) {
+    w.rank = b->rank.load(std::memory_order_relaxed);
+    w.error = rank_error(*b);
+  }
   culprit_.rank_died(pid, when_ms, wait_status);
+}
+
+const rank_beat* node_health::beat_of(pid_t pid) const {
+  if (state_ == nullptr || !has_header(state_->get()) || pid <= 0) return nullptr;
+  for (const rank_beat& b : state_->get().beats)
+    if (b.pid.load(std::memory_order_acquire) == pid && b.beat_ms.load(std::memory_order_acquire) > 0) return &b;
+  return nullptr;
 }
 
 // A rank quiet for longer than its phase's budget is hung: training ranks after
@@ -409,16 +421,32 @@ std::optional<node_health::program_death> node_health::command_ended(int status)
   };
   // A rank that crashed never cleared its beat slot: its pid and rank are still there.
   f.rank_of = [this](pid_t pid) {
-    if (state_ == nullptr || !has_header(state_->get())) return -1;
-    for (const rank_beat& b : state_->get().beats)
-      if (b.pid.load(std::memory_order_acquire) == pid && b.beat_ms.load(std::memory_order_acquire) > 0)
-        return static_cast<int>(b.rank.load(std::memory_order_relaxed));
-    return -1;
+    const rank_beat* b = beat_of(pid);
+    return b != nullptr ? static_cast<int>(b->rank.load(std::memory_order_relaxed)) : -1;
   };
   culprit_.command_ended(f);
   if (culprit_.program_death_status() < 0) return std::nullopt;
   program_death d;
   d.status = culprit_.program_death_status();
+  d.died_ms = culprit_.first_death_ms();
+  const pid_t first = culprit_.first_dead();
+  const auto w = ranks_.find(first);
+  if (w != ranks_.end() && (w->second.rank >= 0 || !w->second.error.empty())) {
+    d.rank = w->second.rank;
+    d.error = w->second.error;
+  } else if (const rank_beat* b = beat_of(first)) {  // the command itself was the rank
+    d.rank = b->rank.load(std::memory_order_relaxed);
+    d.error = rank_error(*b);
+  }
+  if (!d.error.empty()) {
+    const int st = d.status;
+    log("crash: " +
+        (d.rank >= 0 ? "rank " + std::to_string(d.rank) + " (pid " + std::to_string(first) + ")"
+                     : "pid " + std::to_string(first)) +
+        " was the first rank to end on this node, with " +
+        (WIFSIGNALED(st) ? "SIG" + signal_name(WTERMSIG(st)) : "exit status " + std::to_string(WEXITSTATUS(st))) +
+        ": `" + d.error + "`");
+  }
   if (state_ != nullptr && has_header(state_->get()))
     for (const rank_beat& b : state_->get().beats)
       if (b.beat_ms.load(std::memory_order_acquire) > 0)

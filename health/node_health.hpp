@@ -46,6 +46,7 @@
 namespace trainctl {
 
 class node_state_file;
+struct rank_beat;
 
 class node_health {
  public:
@@ -92,6 +93,9 @@ class node_health {
   struct program_death {
     int status = -1;         // its wait status
     std::int64_t step = -1;  // -1: before any check()
+    int rank = -1;           // the rank that died first on this node (-1: not known)
+    std::int64_t died_ms = 0;
+    std::string error;  // the error it died of, as its loop noted it (rank_beat::error), "" none
   };
   // The command ended with `status`: decides on the crash culprit. May wait (bounded,
   // a few seconds) for the other nodes' evidence; the loop is over by then.
@@ -110,7 +114,11 @@ class node_health {
     int fd = -1;               // pidfd
     std::int64_t died_ms = 0;  // when the pidfd turned readable
     int wait_status = -1;      // read from the zombie's /proc stat; -1 unknown
+    int rank = -1;             // from its heartbeat slot, read at its death
+    std::string error;         // the error its loop noted in that slot
   };
+  // The heartbeat slot of `pid` (a crashed rank never cleared it), nullptr: none.
+  const rank_beat* beat_of(pid_t pid) const;
   void log(const std::string& line) const { log_(line); }
   void watch_new_ranks();
   void on_deaths();

@@ -358,7 +358,7 @@ void run_end::note_commits(const node_state& ns) {
                        "cannot note which ranks committed the last save for `trainctl report`");
 }
 
-void run_end::note_death(int status, std::int64_t step) {
+void run_end::note_death(int status, std::int64_t step, int rank, std::int64_t died_ms, const std::string& error) {
   if (opts_.job_id.empty()) return;
   run_event e;
   e.ms = unix_now_ms();
@@ -366,6 +366,11 @@ void run_end::note_death(int status, std::int64_t step) {
   e.what = "death";
   e.step = step;
   e.reason = WIFSIGNALED(status) ? "SIG" + signal_name(WTERMSIG(status)) : "exit";
+  e.node = node_name();
+  if (rank >= 0) e.figures.emplace_back("rank", rank);
+  if (died_ms > 0) e.figures.emplace_back("at", died_ms);
+  if (WIFEXITED(status)) e.figures.emplace_back("status", WEXITSTATUS(status));
+  e.text = error;
   append_event_bounded(format_run_event(e), "cannot note how the ranks died (the no-progress breaker reads it)");
 }
 

@@ -199,7 +199,8 @@ int task_supervisor::finish() {
   }
   hook_.finish();  // before end_leftovers, which would count it as left behind
   health_.abandon();
-  if (const auto death = health_.command_ended(procs_.status())) end_.note_death(death->status, death->step);
+  if (const auto death = health_.command_ended(procs_.status()))
+    end_.note_death(death->status, death->step, death->rank, death->died_ms, death->error);
   procs_.end_leftovers();
   learn_save_time();  // the save the ranks made before they exited
   if (opts_.batch) end_.requeue_if_preempted(term_seen_ || preempted_);

@@ -103,6 +103,7 @@ interruption_costs find_interruptions(const run_report& r) {
     c.restore_s += x.restore_s;
     c.replayed_s += x.replayed_s;
     if (x.replayed_steps > 0) c.replayed_steps += x.replayed_steps;
+    c.steps_unknown += x.replayed_steps < 0;
     c.each.push_back(std::move(x));
   }
   return c;
@@ -134,7 +135,9 @@ std::string interruptions_text(const interruption_costs& c) {
   std::snprintf(line, sizeof line, "%-14s %-13s %8s %9s %8s %9s %8s  %s\n", "total", "",
                 report_span(c.detect_s).c_str(), report_span(c.teardown_s).c_str(), report_span(c.queue_s).c_str(),
                 report_span(c.startup_s).c_str(), report_span(c.restore_s).c_str(),
-                replayed(c.replayed_steps, c.replayed_s).c_str());
+                c.steps_unknown == static_cast<int>(c.each.size())
+                    ? replayed(-1, c.replayed_s).c_str()
+                    : ((c.steps_unknown > 0 ? "at least " : "") + replayed(c.replayed_steps, c.replayed_s)).c_str());
   return out + line +
          "(detect: the fault to trainctl's decision; teardown: the decision to the run's end; queue, start-up and "
          "restore: the next run's; replayed: training after the last committed save, trained again)\n";

@@ -44,7 +44,8 @@ struct interruption_costs {
   std::map<std::string, int> causes;
   // Sums of the rows (detect over the rows that have one).
   double detect_s = 0, teardown_s = 0, queue_s = 0, startup_s = 0, restore_s = 0, replayed_s = 0;
-  std::int64_t replayed_steps = 0;
+  std::int64_t replayed_steps = 0;  // over the rows that know theirs
+  int steps_unknown = 0;            // rows whose steps are not known
 };
 
 // From the report's runs (which must outlive the result: it points into them).

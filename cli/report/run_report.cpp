@@ -51,10 +51,57 @@ std::string step_costs_text(const run_report& r) {
   return out;
 }
 
+// The clock skew between nodes that a first death must lead by to be called first (the
+// supervisors' crash rule's default, TRAINCTL_CLOCK_SKEW_MS).
+constexpr double kClockSkewS = 0.05;
+
+// The first death's clause of a task's detail line ("" when none was recorded).
+std::string first_death_clause(const task_report::death& d) {
+  if (d.ms == 0) return "";
+  char lead[32] = "";
+  if (d.lead_s >= 0 && d.lead_s < 1)
+    std::snprintf(lead, sizeof lead, "%.0f ms", d.lead_s * 1000);
+  else if (d.lead_s >= 1)
+    std::snprintf(lead, sizeof lead, "%s", report_span(d.lead_s).c_str());
+  std::string s = " " + (d.rank >= 0 ? "rank " + std::to_string(d.rank) : std::string("a rank")) +
+                  (d.node.empty() ? "" : " on " + d.node);
+  if (d.lead_s < 0)
+    s += " died first (" + d.how + ")";
+  else if (d.lead_s > kClockSkewS)
+    s += " died first (" + d.how + "), " + lead + " before the next node's";
+  else
+    s += " died (" + d.how + ") " + lead +
+         " before a rank of another node, within the nodes' clock skew: maybe not first";
+  if (!d.error.empty()) s += ": `" + d.error + "`";
+  return s + ";";
+}
+
+// The earliest of the nodes' first deaths (when each came: `at`, else when it was
+// written), and its lead over the next node's.
+void first_death_of(task_report& t, const std::vector<const run_event*>& deaths) {
+  const auto at = [](const run_event* e) { return e->figure("at", e->ms); };
+  const run_event* first = nullptr;
+  for (const run_event* e : deaths)
+    if (first == nullptr || at(e) < at(first)) first = e;
+  if (first == nullptr) return;
+  auto& d = t.first_death;
+  d.ms = at(first);
+  d.rank = first->figure("rank");
+  d.node = first->node;
+  d.how = first->reason == "exit" ? "exit status " + std::to_string(first->figure("status", 1)) : first->reason;
+  d.error = first->text;
+  for (const run_event* e : deaths)
+    if (e->node != first->node) {
+      const double lead = static_cast<double>(at(e) - d.ms) / 1000.0;
+      if (d.lead_s < 0 || lead < d.lead_s) d.lead_s = lead;
+    }
+}
+
 // Walks the task's events (in time order) into saves, marks and the breakdown.
 void account(task_report& t, const std::vector<run_event>& events) {
   const std::int64_t start = t.task.start_ms, end = t.task.end_ms;
   std::int64_t& hang_from = t.hang_from_ms;  // when the ranks stalled, from a hang notice
+  std::vector<const run_event*> deaths;      // each node's first rank death of its own
   double restore_s = 0;                      // the loop's restore before its first step
   // SLURM keeps whole seconds: the task really ended up to 999 ms after its EndTime, and
   // a rank's last events (its end, a crash's last check()) can lie there.
@@ -90,6 +137,8 @@ void account(task_report& t, const std::vector<run_event>& events) {
           s->uncommitted.push_back(e.figure("rank"));
           break;
         }
+    } else if (e.what == "death") {
+      deaths.push_back(&e);
     } else if (e.what == "held") {
       t.held_tasks = std::max<std::int64_t>(0, e.figure("tasks", 0));
     } else if (e.what == "notice") {
@@ -101,6 +150,7 @@ void account(task_report& t, const std::vector<run_event>& events) {
       if (e.reason == "hang" && e.took_ms >= 0 && hang_from == 0) hang_from = clamp(e.ms - e.took_ms);
     }
   }
+  first_death_of(t, deaths);
   // A save a rank did not commit is no save to resume from: its time and the training
   // before it are lost, and the steps kept are the last committed save's.
   t.kept_step = -1;
@@ -335,8 +385,9 @@ std::string run_report_text(const run_report& r) {
   for (const auto& t : r.tasks) {  // each save and notice, for the tasks that have them
     const std::string straggler = straggler_clause(t.straggler, t.task.nodes);
     const std::string slow = slow_steps_clause(t.slow, t.task.nodes);
+    const std::string death = first_death_clause(t.first_death);
     if (t.saves.empty() && t.notices.empty() && t.restore_s < 0.05 && straggler.empty() && slow.empty() &&
-        t.held_tasks == 0 && t.damaged.empty() && !t.task.from_events)
+        t.held_tasks == 0 && t.damaged.empty() && !t.task.from_events && death.empty())
       continue;
     std::string detail = "  " + t.task.name + ":";
     if (t.task.from_events)
@@ -367,7 +418,7 @@ std::string run_report_text(const run_report& r) {
       else if (t.kept_step < 0 && t.first_step >= 0 && t.lost_s > 0)
         detail += " no save finished: every step of this task was lost;";
     }
-    detail += straggler + slow;
+    detail += death + straggler + slow;
     if (t.held_tasks > 0)
       detail += " the kill switch held the array's " + std::to_string(t.held_tasks) +
                 " pending tasks (rm the switch and scontrol release them to go on);";
@@ -490,6 +541,14 @@ std::string run_report_json(const run_report& r) {
                            : json{{"steps", sl.steps},       {"median_step_s", sl.median_s},
                                   {"mad_s", sl.mad_s},       {"threshold_s", sl.threshold_s()},
                                   {"outliers", sl.outliers}, {"node_s", sl.excess_s * std::max(1, t.task.nodes)}};
+    const task_report::death& d = t.first_death;
+    jt["first_death"] = d.ms == 0 ? json(nullptr)
+                                  : json{{"rank", d.rank >= 0 ? json(d.rank) : json(nullptr)},
+                                         {"node", d.node.empty() ? json(nullptr) : json(d.node)},
+                                         {"how", d.how},
+                                         {"error", d.error.empty() ? json(nullptr) : json(d.error)},
+                                         {"at", format_slurm_timestamp(d.ms)},
+                                         {"lead_s", d.lead_s >= 0 ? json(d.lead_s) : json(nullptr)}};
     jt["damaged"] = t.damaged;
     j["tasks"].push_back(jt);
   }

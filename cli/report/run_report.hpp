@@ -73,6 +73,15 @@ struct task_report {
     bool unsaved = false;  // not kept: a running task's, since its last finished save
   };
   std::vector<span> training;
+  // The first rank to die of its own (the nodes' supervisors' `death` events): when, which
+  // rank on which node, how, the error its loop noted, and how long before the next
+  // node's death it came (-1: no other node's was recorded). ms 0: no death recorded.
+  struct death {
+    std::int64_t ms = 0;
+    std::int64_t rank = -1;
+    std::string node, how, error;
+    double lead_s = -1;
+  } first_death;
   straggler_price straggler;  // what waiting for the slowest rank cost (step_costs.hpp)
   slow_steps slow;            // rank 0's steps over the median + 3 MAD
   // Figures no real run can have (more time than the task had), from a damaged events

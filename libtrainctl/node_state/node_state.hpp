@@ -57,6 +57,7 @@ struct switch_slot {
 // the supervisor (hang detection) and trainwatch-like readers. Claimed by a CAS on pid
 // (0: free); a slot whose pid is gone is claimed again.
 constexpr int kMaxRanks = 64;
+constexpr int kMaxError = 200;
 struct rank_beat {
   std::atomic<std::int32_t> pid;
   std::atomic<std::int32_t> rank;
@@ -94,6 +95,11 @@ struct rank_beat {
   std::atomic<std::int64_t> asked_ms;
   std::atomic<std::int64_t> committed_step1;
   std::atomic<std::int64_t> committed_ms;
+  // The error this rank is dying of, as its loop said it (an uncaught Python exception's
+  // last line: the package's excepthook), for the crash finding and the run events: the
+  // text (printable ASCII, written once), then its length (release). 0: none.
+  std::atomic<std::int32_t> error_len;
+  char error[kMaxError];
 };
 constexpr std::int32_t kPhaseTraining = 0;
 constexpr std::int32_t kPhaseSave = 1;
@@ -111,7 +117,7 @@ struct phase_slot {
 
 struct node_state {
   static constexpr std::uint64_t kMagic = 0x31534c5443444e54ull;  // "TNDCTLS1"
-  static constexpr std::uint32_t kVersion = 10;
+  static constexpr std::uint32_t kVersion = 11;
 
   std::uint64_t magic;
   std::uint32_t version;
@@ -288,6 +294,14 @@ void raise_to(std::atomic<std::int64_t>& longest, std::int64_t ms);
 // A heartbeat slot for process `pid` in `ns` (its own slot again if it has one; a free
 // one or one whose process is gone otherwise); -1 when all 64 are taken by live ones.
 int claim_beat_slot(node_state& ns, std::int32_t pid);
+
+// `text`'s first line as one line a terminal shows as it is: printable ASCII, anything
+// else '?', at most `max` characters.
+std::string printable_line(const std::string& text, std::size_t max);
+// The error rank `b` is dying of (rank_beat::error): written once by the rank (a second
+// call keeps the first, the error it is dying of), read by its supervisor ("" none).
+void note_rank_error(rank_beat& b, const std::string& text);
+std::string rank_error(const rank_beat& b);
 
 // Where this user's node state files live on this node: $XDG_RUNTIME_DIR/trainctl when
 // XDG_RUNTIME_DIR names a directory of this user; else /run/trainctl/<uid> when the

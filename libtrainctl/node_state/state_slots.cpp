@@ -89,11 +89,33 @@ int claim_beat_slot(node_state& ns, std::int32_t pid) {
       b.asked_ms.store(0, std::memory_order_relaxed);
       b.committed_step1.store(0, std::memory_order_relaxed);
       b.committed_ms.store(0, std::memory_order_relaxed);
+      b.error_len.store(0, std::memory_order_relaxed);
       b.rank.store(-1, std::memory_order_release);
       return i;
     }
   }
   return -1;
+}
+
+std::string printable_line(const std::string& text, std::size_t max) {
+  std::string out = text.substr(0, text.find('\n'));
+  if (out.size() > max) out.resize(max);
+  for (char& c : out)
+    if (c < ' ' || c > '~') c = '?';
+  return out;
+}
+
+void note_rank_error(rank_beat& b, const std::string& text) {
+  if (b.error_len.load(std::memory_order_acquire) != 0) return;
+  const std::string line = printable_line(text, kMaxError);
+  std::memcpy(b.error, line.data(), line.size());
+  b.error_len.store(static_cast<std::int32_t>(line.size()), std::memory_order_release);
+}
+
+std::string rank_error(const rank_beat& b) {
+  const std::int32_t n = b.error_len.load(std::memory_order_acquire);
+  if (n <= 0 || n > kMaxError) return "";
+  return printable_line(std::string(b.error, static_cast<std::size_t>(n)), kMaxError);
 }
 
 }  // namespace trainctl

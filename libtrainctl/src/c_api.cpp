@@ -261,6 +261,15 @@ int trainctl_saved(trainctl_ctl* ctl, int64_t step, const char* path) {
   });
 }
 
+int trainctl_note_error(trainctl_ctl* ctl, const char* text) {
+  if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_note_error: ctl is NULL");
+  if (text == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_note_error: text is NULL");
+  return guarded([&] {
+    ctl->ctl.note_error(text);
+    return TRAINCTL_OK;
+  });
+}
+
 int trainctl_check_every(const trainctl_ctl* ctl) {
   if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_check_every: ctl is NULL");
   return ctl->ctl.check_every();

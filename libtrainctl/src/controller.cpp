@@ -85,7 +85,11 @@ controller::~controller() {
   if (m.pos.first_step_noted)
     m.note_event("end", m.pos.last_step, m.pos.last_check_ms != 0 ? unix_now_ms() - m.pos.last_check_ms : -1, "");
   m.events.flush_at_end(m.straggler_dir());
-  if (m.beat != nullptr) m.beat->pid.store(0, std::memory_order_release);
+  // A rank dying of the error it noted keeps its slot, as a crashed one does: its
+  // supervisor reads the error there when it sees the death (the slot is claimed again
+  // once the process is gone).
+  if (m.beat != nullptr && m.beat->error_len.load(std::memory_order_acquire) == 0)
+    m.beat->pid.store(0, std::memory_order_release);
   if (m.sw.remove_at_ms.load() != 0) {  // this rank ends: the file must not start the next job with a save
     std::lock_guard<std::recursive_mutex> hold(m.sw.mu);
     for (const auto& s : m.sw.list)
@@ -184,6 +188,10 @@ void controller::saved(std::int64_t step, const std::string& path) {
     impl_->beat->committed_ms.store(unix_now_ms(), std::memory_order_relaxed);
     impl_->beat->committed_step1.store(step + 1, std::memory_order_release);
   }
+}
+
+void controller::note_error(const std::string& text) {
+  if (impl_->beat != nullptr) note_rank_error(*impl_->beat, text);
 }
 
 std::string controller::resume_path(const std::string& dir) {

@@ -230,6 +230,7 @@ def lib():
 _OPTIONAL = {
     "trainctl_saved": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p]),
     "trainctl_resume_path": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
+    "trainctl_note_error": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]),
 }
 
 

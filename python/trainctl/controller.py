@@ -10,6 +10,7 @@ Allreduce = Callable[[List[int]], Sequence[int]]
 
 from . import _native
 from ._native import TrainctlError, check as _check, lib as _lib
+from .last_error import note_uncaught_errors
 from .workers import protect_forked_workers
 
 
@@ -230,6 +231,8 @@ class Controller:
         given = settings.get("signals")
         protect_forked_workers(None if given is None else ",".join(str(v) for v in given)
                                if isinstance(given, (list, tuple)) else str(given))
+        # An uncaught exception's line goes to the crash finding (last_error.py).
+        note_uncaught_errors(self)
         # Bound once: the poll is then one ctypes call and no attribute lookups.
         self._poll = L.trainctl_should_exit
         self._vote = (ctypes.c_int64 * _native.VOTE_LEN)()
@@ -350,6 +353,21 @@ class Controller:
         beside the file) cannot be written."""
         fn = _native.optional("trainctl_saved")
         _check(fn(self._ctl, int(step), os.fsencode(path)))
+
+    def note_error(self, text: str) -> None:
+        """The error this rank is about to die of: its first line (printable ASCII, 200
+        characters at most) goes into the rank's heartbeat slot, where the supervisor's
+        crash finding and `trainctl report` name it when this rank dies first. The first
+        call counts. An uncaught exception is noted without this call (the excepthook the
+        Controller installs); call it where the loop catches the error and exits itself.
+        Nothing is noted by an older library that lacks the call, or without a node state."""
+        if self._ctl is None:
+            return
+        fn = getattr(self._L, "trainctl_note_error", None)
+        if fn is None:
+            return
+        fn.restype, fn.argtypes = _native._OPTIONAL["trainctl_note_error"]
+        _check(fn(self._ctl, str(text).encode("utf-8", "replace")))
 
     # -- settings that may change while running --------------------------------------
     def set_deadline(self, unix_seconds: float) -> None:

@@ -6,7 +6,8 @@
 # ("connection closed by peer"), as under gloo, where they took 300-380 ms.
 # Only n2 may be remembered as a bad node, in 8 runs out of 8, whichever node's
 # supervisor finishes first. Then an 11th run where the rank on n2 raises an exception
-# (a bug of the program, status 1): no node is blamed, and the log says so. Prints the
+# (a bug of the program, status 1): no node is blamed, and the log says so and names the
+# error n2's rank raised. Prints the
 # gap between the culprit's death and the next node's in every run.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -47,4 +48,6 @@ last=$RUNS
 grep -q "crash: the first rank to end on this node .* ended with exit status 1, not a fault of the node: no node is blamed" \
   "$TEST_DIR/job.out" || fail "the exception run did not say why nobody was blamed: $(grep 'crash' "$TEST_DIR/job.out" | tail -3)"
 [ "$(grep -c "^[0-9]* n2 job=$job " "$TRAINCTL_BAD_NODES")" -eq "$RUNS" ] || fail "the exception run ($last) blamed n2"
+grep -qE "\[n2 task 1\]: crash: rank 1 \(pid [0-9]+\) was the first rank to end on this node, with exit status 1: \`RuntimeError: a bug in the training program \(train_example\.py:[0-9]+ in [a-z_]+\)\`" \
+  "$TEST_DIR/job.out" || fail "the exception run's log does not name the error: $(grep 'crash' "$TEST_DIR/job.out" | tail -3)"
 log "PASS: n2 blamed $blamed_n2/$RUNS times for its abort, never n1 or n3; the exception blamed nobody"

@@ -10,7 +10,8 @@
 #     the steps before the stall are kept, the stall is counted as hung, and neither a
 #     straggler's wait nor slow steps;
 #   task 2: a save-switch save, then the ranks of its second node crash 160 steps (8 s)
-#     after the task's first step: that work is lost, and counted as lost;
+#     after the task's first step (a RuntimeError): that work is lost, and counted as
+#     lost; the report and the task's log name the first rank to die and its error;
 #   task 3: rank 3 (on its second node) is a straggler, its steps 3 times as long; then the kill
 #     switch, and its save.
 # The report's tasks (from sacct, where the local cluster runs slurmdbd, else from
@@ -43,7 +44,7 @@ if [ "$SLURM_ARRAY_TASK_ID" = 2 ]; then
   last=$(find "$CKPT" -maxdepth 1 -name 'step_*' ! -name '*.*' -printf '%f\n' | sed 's/^step_0*//' | sort -n | tail -1)
   # The allocation's last node, not a name: beside other tests the task may get n1 and n3.
   second=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | tail -n 1)
-  export CRASH="--crash-on $second --crash-at $((last + 160))"
+  export CRASH="--crash-on $second --crash-at $((last + 160)) --crash-how exception"
 fi
 if [ "$SLURM_ARRAY_TASK_ID" = 3 ]; then export CRASH="--slow-rank 3 --slow-factor 3"; fi
 SNIP
@@ -112,6 +113,10 @@ grep -qE "^  ${job}_1: save at step [0-9]+ \(save-switch, 2\.[0-9]s\); save at s
 grep -qE "^  ${job}_1: .*; notice hang at \+[0-9ms.]+; hung [0-9ms.]+ \(from the stall to the save\)(;|$)" <<<"$out" ||
   fail "task 1's one notice, the hang, and its stall are not marked (or more were)"
 grep -q "^tasks from $source_expected" <<<"$out" || fail "the tasks did not come from $source_expected"
+grep -qE "^  ${job}_2: .* rank [0-9] on n[0-9] died (first )?\(exit status 1\).*: \`RuntimeError: a bug in the training program \(train_example\.py:[0-9]+ in [a-z_]+\)\`" <<<"$out" ||
+  fail "task 2's first death and its error are not named"
+grep -qE "crash: rank [0-9] \(pid [0-9]+\) was the first rank to end on this node, with exit status 1: \`RuntimeError: a bug in the training program \(train_example\.py:[0-9]+ in [a-z_]+\)\`" \
+  "$TEST_DIR/task2.out" || fail "task 2's log does not name the error its first rank died of: $(grep 'crash' "$TEST_DIR/task2.out")"
 
 as_user "$BUILD/bin/trainctl" report --json --no-svg "$job" >"$TEST_DIR/report.json" || fail "report --json failed"
 # The expected figures, from the training program's own log and SLURM's times.
@@ -233,6 +238,14 @@ print("task 2: crashed at step %d, task 3 resumed after step %d: %d steps traine
     crash, kept2, crash - kept2, inter[1]["replayed_steps"]))
 assert inter[1]["detect_s"] is None and abs(inter[1]["replayed_steps"] - (crash - kept2)) <= 2, inter[1]
 assert inter[2]["replayed_steps"] == 0 and inter[2]["queue_s"] is None, inter[2]
+# The first rank to die in task 2: one of the crashing node's, with the error it raised.
+death = tasks[1]["first_death"]
+crashed = json.loads(open(sys.argv[5]).readline())
+print("task 2: the first death:", death)
+assert death and death["node"] == crashed["node"] and death["how"] == "exit status 1", (death, crashed)
+assert death["rank"] in {json.loads(l)["rank"] for l in open(sys.argv[5])}, death
+assert death["error"].startswith("RuntimeError: a bug in the training program (train_example.py:"), death
+assert all(t["first_death"] is None for t in (tasks[0], tasks[2])), "trainctl ended tasks 1 and 3's ranks"
 def secs(x):
     m = re.fullmatch(r"(?:(\d+)m)?([\d.]+)s", x)
     return 60 * int(m.group(1) or 0) + float(m.group(2))

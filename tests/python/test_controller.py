@@ -176,6 +176,41 @@ class ControllerTest(unittest.TestCase):
                 self.assertIn("trainctl: exit at step 0: kill-switch", out.stderr)
                 self.assertEqual(out.stdout.strip(), "exit True")
 
+    def test_an_uncaught_exception_is_noted_for_the_crash_finding_and_still_printed(self):
+        # The line noted, through the library's call (wrapped here to see it), and the
+        # traceback of the hook that was there before, on stderr as always.
+        code = """if True:
+            import sys, trainctl
+            real = trainctl.Controller.note_error
+            def seen(self, text):
+                print("NOTED " + text, flush=True)
+                real(self, text)
+            trainctl.Controller.note_error = seen
+            ctl = trainctl.Controller(state_path=sys.argv[1], signals="none")
+            ctl.check(0)
+            def step():
+                raise RuntimeError("CUDA error: an illegal memory access\\nmore")
+            step()
+        """
+        out = subprocess.run([sys.executable, "-c", code, os.path.join(self.dir, "state")], capture_output=True,
+                             text=True, timeout=60)
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertEqual(out.stdout, "NOTED RuntimeError: CUDA error: an illegal memory access (<string>:11 in step)\n",
+                         out.stderr)
+        self.assertIn("Traceback (most recent call last)", out.stderr)
+        self.assertIn("RuntimeError: CUDA error: an illegal memory access", out.stderr)
+        # Ctrl-C is no error of the program's, and a closed Controller notes nothing.
+        code = """if True:
+            import sys, trainctl
+            trainctl.Controller.note_error = lambda self, text: print("NOTED " + text, flush=True)
+            ctl = trainctl.Controller(state_path=sys.argv[1], signals="none")
+            raise KeyboardInterrupt
+        """
+        out = subprocess.run([sys.executable, "-c", code, os.path.join(self.dir, "state2")], capture_output=True,
+                             text=True, timeout=60)
+        self.assertEqual(out.stdout, "", out.stderr)
+        self.assertIn("KeyboardInterrupt", out.stderr)
+
     def test_an_allreduce_callable_makes_every_rank_agree(self):
         # Two "ranks" in two threads, each with its own node state and kill switch; only
         # rank 0's switch is touched. The callable stands in for MPI's MAX allreduce.

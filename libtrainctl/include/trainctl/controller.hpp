@@ -135,6 +135,11 @@ class TRAINCTL_API controller {
   // directory or file): call it on every rank after the save (trainctl.h: trainctl_saved).
   // Throws std::invalid_argument when `path` is not a checkpoint of this user's.
   void saved(std::int64_t step, const std::string& path);
+
+  // The error this rank is about to die of (trainctl.h: trainctl_note_error): its first
+  // line goes into the rank's heartbeat slot, where the supervisor's crash finding and
+  // `trainctl report` name it. The first call counts.
+  void note_error(const std::string& text);
   // The newest checkpoint in `dir` that every rank committed with saved(); "" for none
   // (a fresh start). trainctl.h: trainctl_resume_path.
   static std::string resume_path(const std::string& dir);

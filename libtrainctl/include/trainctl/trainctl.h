@@ -163,6 +163,14 @@ TRAINCTL_EXPORT int trainctl_saved(trainctl_ctl* ctl, int64_t step, const char* 
  * `dir` cannot be read. No controller is needed. */
 TRAINCTL_EXPORT int trainctl_resume_path(const char* dir, char* buf, size_t len);
 
+/* The error this rank is about to die of (an uncaught exception's last line, "what():"
+ * of a C++ one): its first line, as printable ASCII of at most 200 characters, goes into
+ * the rank's heartbeat slot, where the supervisor's crash finding, the task's log and
+ * `trainctl report` name it when this rank is the first to die. The first call counts;
+ * a rank whose node state is not open records nothing. The Python package calls it from
+ * its excepthook. TRAINCTL_EINVAL for NULL. */
+TRAINCTL_EXPORT int trainctl_note_error(trainctl_ctl* ctl, const char* text);
+
 TRAINCTL_EXPORT int trainctl_set_deadline(trainctl_ctl* ctl, double unix_seconds);
 TRAINCTL_EXPORT int trainctl_add_switch(trainctl_ctl* ctl, int kind, const char* name, const char* path);
 TRAINCTL_EXPORT int trainctl_set_rank(trainctl_ctl* ctl, int rank);

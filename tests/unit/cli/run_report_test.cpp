@@ -8,6 +8,8 @@
 
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "checkpoint_advice.hpp"
 #include "fixture.hpp"
 #include "run_events.hpp"
@@ -565,4 +567,60 @@ TEST(RunReport, WithoutAccountingARequeuedJobsEarlierRunComesFromItsEvents) {
   // A task_end of another array task under the same id (an older array) is not its run.
   events[5].task = 3;
   EXPECT_EQ(build_run_report("920", {now}, events, kS + 200 * kSec).tasks.size(), 1u);
+}
+
+// Each node's supervisor records its first rank death of its own; the report names the
+// earliest, its error and its lead over the next node's, and says when that lead is
+// within the nodes' clock skew.
+TEST(RunReport, TheFirstRankToDieIsNamedWithItsError) {
+  auto death = [](std::int64_t at_ms, const std::string& node, std::int64_t rank, const std::string& reason,
+                  const std::string& text) {
+    run_event e = ev(40, "95", "death", 300, -1, reason);
+    e.node = node;
+    e.figures = {{"rank", rank}, {"at", kS + at_ms}};
+    if (reason == "exit") e.figures.emplace_back("status", 1);
+    e.text = text;
+    return e;
+  };
+  const std::vector<run_event> base = {ev(5, "95", "first_step", 0)};
+  auto report = [&](std::vector<run_event> deaths) {
+    std::vector<run_event> events = base;
+    events.insert(events.end(), deaths.begin(), deaths.end());
+    return build_run_report("95", {task("95", "95", 0, 45, 2, "FAILED")}, events, kS + 100 * kSec);
+  };
+  const run_report r = report({death(30'450, "n1", 0, "exit", "RuntimeError: [gloo] Connection closed by peer"),
+                               death(30'000, "n2", 3, "exit", "RuntimeError: CUDA error: an illegal memory access")});
+  const task_report::death& d = r.tasks[0].first_death;
+  EXPECT_EQ(d.rank, 3);
+  EXPECT_EQ(d.node, "n2");
+  EXPECT_NEAR(d.lead_s, 0.45, 1e-9);
+  const std::string text = run_report_text(r);
+  EXPECT_NE(text.find("rank 3 on n2 died first (exit status 1), 450 ms before the next node's: `RuntimeError: CUDA "
+                      "error: an illegal memory access`"),
+            std::string::npos)
+      << text;
+  const auto j = nlohmann::json::parse(run_report_json(r));
+  EXPECT_EQ(j["tasks"][0]["first_death"]["error"], "RuntimeError: CUDA error: an illegal memory access");
+  EXPECT_EQ(j["tasks"][0]["first_death"]["rank"], 3);
+
+  const std::string close =
+      run_report_text(report({death(30'020, "n1", 0, "SIGSEGV", ""), death(30'000, "n2", 3, "SIGABRT", "")}));
+  EXPECT_NE(close.find("rank 3 on n2 died (SIGABRT) 20 ms before a rank of another node, within the nodes' clock skew: "
+                       "maybe not first\n"),
+            std::string::npos)
+      << close;
+  const std::string alone = run_report_text(report({death(30'000, "n2", 3, "SIGSEGV", "")}));
+  EXPECT_NE(alone.find("rank 3 on n2 died first (SIGSEGV)\n"), std::string::npos) << alone;
+}
+
+TEST(RunEvents, AnErrorsTextRoundTripsAsOneFieldAndStaysPrintable) {
+  run_event e = ev(10, "96", "death", 5, -1, "exit");
+  e.text = "ValueError: 100% of 2 bad\x1b[0m (a b.py:3 in f)";
+  const std::string line = format_run_event(e);
+  EXPECT_EQ(line.find('\x1b'), std::string::npos) << line;
+  const auto back = parse_run_events(line + line.substr(0, line.size() - 1) + " text=%1b%5bx%zz\n");
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].text, "ValueError: 100% of 2 bad?[0m (a b.py:3 in f)");
+  EXPECT_EQ(back[0].reason, "exit");
+  EXPECT_EQ(back[1].text, "?[x%zz") << "a later text= replaces; a control character decodes to '?'";
 }

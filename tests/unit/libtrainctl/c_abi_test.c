@@ -118,6 +118,10 @@ int main(void) {
     unlink(marker);
     unlink(ckpt);
   }
+  /* The error this rank dies of: NULL refused, a line accepted. */
+  EXPECT(trainctl_note_error(NULL, "x") == TRAINCTL_EINVAL);
+  EXPECT(trainctl_note_error(ctl, NULL) == TRAINCTL_EINVAL);
+  EXPECT(trainctl_note_error(ctl, "RuntimeError: a bug") == TRAINCTL_OK);
   trainctl_destroy(ctl);
 
   unlink(kill_path);

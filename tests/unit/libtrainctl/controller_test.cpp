@@ -1139,6 +1139,34 @@ TEST(Controller, ARankWithoutAHeartbeatSlotSaysItIsNotWatched) {
   }
 }
 
+// A rank that noted the error it dies of keeps its heartbeat slot as it ends (as a
+// crashed one does), so that its supervisor reads the error at its death; one that ends
+// without an error frees it.
+TEST(Controller, ARankDyingOfANotedErrorKeepsItsSlotForTheSupervisor) {
+  temp_dir t;
+  node_state_file f(t / "state-node0");
+  node_state& ns = f.get();
+  auto mine = [&]() -> const rank_beat* {
+    for (const auto& b : ns.beats)
+      if (b.pid.load() == getpid()) return &b;
+    return nullptr;
+  };
+  {
+    controller ctl(base_config(t));
+    ctl.check(0);
+    ctl.note_error("RuntimeError: a bug in the training program (train.py:7 in main)");
+  }
+  ASSERT_NE(mine(), nullptr) << "the slot is kept";
+  EXPECT_EQ(rank_error(*mine()), "RuntimeError: a bug in the training program (train.py:7 in main)");
+  const_cast<rank_beat*>(mine())->pid.store(0);  // as when the process is gone and the slot is claimed
+  {
+    controller ctl(base_config(t));
+    ctl.check(0);
+    EXPECT_EQ(rank_error(*mine()), "") << "a new process starts without the last one's error";
+  }
+  EXPECT_EQ(mine(), nullptr) << "no error: the slot is freed";
+}
+
 TEST(Stragglers, AnEvenRunReportsNobody) {
   temp_dir t;
   threaded_world w;
