@@ -61,7 +61,7 @@ expect watch 3 '^sbatch cron/cron-hourly\.slurm'
 [ "${#look[@]}" -eq 3 ] || fail "README.md's quick start: ${#look[@]} '\$ trainctl' lines, not 3"
 expect look 0 '^trainctl status +#'
 expect look 1 '^trainctl status 1371 '
-expect look 2 '^trainctl report 5154 '
+expect look 2 '^trainctl report 5175 '
 
 # --- the wheel --------------------------------------------------------------------------
 the_wheel
@@ -173,7 +173,7 @@ grep -qE "^($running|${job}_[0-9]+) +train +n" <<<"$(output_of "$typed")" ||
 type_line "${look[1]//1371/$running}"
 grep -qE "^job ($running|${job}_[0-9]+) \(train\) RUNNING on n.*: 4 ranks on 2 nodes$" <<<"$(output_of "$typed")" ||
   fail "trainctl status $running: $(output_of "$typed")"
-type_line "${look[2]//5154/$job}"
+type_line "${look[2]//5175/$job}"
 report=$(output_of "$typed")
 grep -qE "^${job}_1 +COMPLETED +2 .* deadline at step $TASK1_STEP$" <<<"$report" || fail "trainctl report $job: no task 1: $report"
 grep -qE "^${job}_2 +COMPLETED +2 .* kill-switch at step $task2_saved$" <<<"$report" || fail "trainctl report $job: no task 2: $report"
