@@ -25,6 +25,7 @@ std::vector<array_run> array_runs(const std::vector<run_event>& events) {
     array_run& r = runs[it->second];
     if (e.what == "first_step" && r.first_step < 0 && e.step >= 0) r.first_step = e.step;
     if (e.what == "notice" && e.reason == "preempted") r.preempted = true;
+    if (e.what == "notice" && e.reason == "deadline") r.deadline = true;
     if (e.what == "death" && !e.reason.empty() && (r.death_ms == 0 || e.ms < r.death_ms)) {
       r.death_ms = e.ms;
       r.death_step = e.step;
@@ -55,7 +56,7 @@ progress_count runs_without_progress(const std::vector<array_run>& runs, const a
   for (auto r = runs.rbegin(); r != runs.rend(); ++r) {
     if (r->end_ms == 0 && r->job == current.job && is_current) continue;  // the run going now
     if (r->end_ms == 0) break;  // its supervisor never said how it ended: unknown
-    if (r->end != "failed" || r->preempted || r->first_step < 0 || next->first_step < 0) break;
+    if (r->end != "failed" || r->preempted || r->deadline || r->first_step < 0 || next->first_step < 0) break;
     if (!is_current && next->start_ms < r->end_ms) break;  // side by side
     if (!comes_after(*r, *next)) break;                    // another array's run, or out of order
     if (next->first_step > r->first_step) break;           // it saved something the next one used
@@ -76,7 +77,7 @@ progress_count runs_failing_before_check(const std::vector<array_run>& runs, con
   const array_run* next = &current;
   for (auto r = runs.rbegin(); r != runs.rend(); ++r) {
     if (r->job == current.job && (r->end_ms == 0 || r->start_ms >= current.start_ms)) continue;  // this run
-    if (r->end_ms == 0 || r->end != "failed" || r->preempted || r->first_step >= 0) break;
+    if (r->end_ms == 0 || r->end != "failed" || r->preempted || r->deadline || r->first_step >= 0) break;
     if (next->start_ms < r->end_ms || !comes_after(*r, *next)) break;
     ++c.runs;
     c.jobs = r->job + " " + c.jobs;

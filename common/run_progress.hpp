@@ -7,7 +7,8 @@
 // preempted, or no-progress: the breaker ended it); rank 0's controller writes `first_step`, the step
 // the loop resumed at, and the notices. A run made no progress when all of these hold:
 //  - it ended failed (ok is progress enough: a sweep's task, a clean deadline exit);
-//  - no preemption came in it (a preempted run that could not save is not the loop's);
+//  - no preemption came in it, nor its deadline (a run that could not save before the
+//    scheduler took its nodes or its time ran out is not the loop's failure);
 //  - it and the run after it both reached their first check() (else: unknown);
 //  - the run after it started after it ended (tasks side by side are independent);
 //  - the run after it comes later in the same array: a higher array index, or the same
@@ -46,6 +47,7 @@ struct array_run {
   std::int64_t first_step = -1;  // the step it resumed at; -1: no check() reached
   std::string end;               // task_end's reason: ok, failed, preempted, no-progress; "" none
   bool preempted = false;        // a preemption notice reached it
+  bool deadline = false;         // its deadline notice reached it: the time limit ended it
   std::int64_t task = -1;        // SLURM_ARRAY_TASK_ID; -1: not an array (from task_end)
   std::int64_t restart = -1;     // SLURM_RESTART_COUNT; -1: unknown (no task_end, or an old one)
   // The run's first rank death (the earliest `death` event of its nodes): when (0: none

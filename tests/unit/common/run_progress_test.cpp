@@ -97,6 +97,32 @@ TEST(RunProgress, OnlyEvidenceCounts) {
   EXPECT_EQ(count(sweep, "104", 0), 1) << "a sweep's tasks run side by side: each is its own";
 }
 
+// Preemptions and time limits are no failure of the loop's: an array preempted, or cut
+// by its time limit, three times before its first save (each run resumed at step 0 and
+// ended failed) counts nothing, and the breaker does not end the fourth.
+TEST(RunProgress, AnArrayPreemptedOrCutByItsLimitBeforeItsFirstSaveStillRuns) {
+  // Three runs that resumed at `first` and failed, each with `notice` ("" none) before its end.
+  auto runs = [](std::int64_t first, const std::string& notice) {
+    std::vector<run_event> ev;
+    for (int i = 0; i < 3; ++i) {
+      const std::string job = std::to_string(101 + i);
+      run(ev, job, 70 * i, 0, first, "");
+      if (!notice.empty()) ev.push_back({(70 * i + 50) * 1000, job, "notice", -1, -1, notice});
+      ev.push_back({(70 * i + 60) * 1000, job, "task_end", -1, -1, "failed", task_of(job), 0});
+    }
+    return ev;
+  };
+  array_run fourth = now("104");  // failing now, before its first check() too
+  fourth.start_ms = 210000;
+  EXPECT_EQ(count(runs(0, ""), "104", 0), 3) << "crashes: counted";
+  EXPECT_EQ(runs_failing_before_check(array_runs(runs(-1, "")), fourth).runs, 4);
+  for (const char* notice : {"preempted", "deadline"}) {
+    EXPECT_EQ(count(runs(0, notice), "104", 0), 0) << notice;
+    EXPECT_EQ(runs_failing_before_check(array_runs(runs(-1, notice)), fourth).runs, 1)
+        << notice << ": only the run going now";
+  }
+}
+
 // A requeued job keeps its id: each start is a run of its own, split at its task_end.
 TEST(RunProgress, ARequeuedJobsStartsAreRunsOfTheirOwn) {
   std::vector<run_event> ev;
