@@ -107,7 +107,7 @@ job_status parse_status_lines(const std::string& text, const status_job& job) {
     const size_t sp = line.find(' ');
     const std::string kind = line.substr(0, sp);
     const std::string host = scontrol_field(line, "host");
-    const bool known = kind == "node" || kind == "rank" || kind == "switch" || kind == "error";
+    const bool known = kind == "node" || kind == "rank" || kind == "switch" || kind == "error" || kind == "died";
     if (!known) {
       if (!line.empty()) s.other.push_back(line);
       continue;
@@ -133,6 +133,13 @@ job_status parse_status_lines(const std::string& text, const status_job& job) {
       n.published_age_ms = pub > 0 ? now - pub : -1;
       n.longest_save_ms = num(line, "longest_save_ms");
       s.nodes.push_back(n);
+    } else if (kind == "died") {
+      status_death d;
+      d.node = host;
+      d.rank = static_cast<int>(num(line, "rank"));
+      d.pid = static_cast<int>(num(line, "pid"));
+      d.error = tail_field(line, "error");
+      s.deaths.push_back(d);
     } else if (kind == "rank") {
       status_rank r;
       r.node = host;
@@ -191,6 +198,9 @@ std::vector<std::string> status_findings(const job_status& s) {
     }
   if ((all_flags(s) & kFlagHang) != 0)
     out.push_back("a supervisor found a hang (its stacks are in the job's log directory)");
+  for (const auto& d : s.deaths)
+    out.push_back((d.rank >= 0 ? "rank " + std::to_string(d.rank) : std::string("a rank")) + " on " + d.node +
+                  " (pid " + std::to_string(d.pid) + ") died of `" + d.error + "`");
   return out;
 }
 

@@ -60,10 +60,19 @@ struct status_job {
   std::int64_t now_ms = 0;  // when the view was made (the login node's clock)
 };
 
+// A rank process of the job that died of an error its loop noted (rank_beat::error),
+// while the job runs on (a launcher restarting its workers, or the step ending).
+struct status_death {
+  std::string node, error;
+  int rank = -1;
+  int pid = 0;
+};
+
 struct job_status {
   status_job job;
   std::vector<status_node> nodes;
   std::vector<status_rank> ranks;  // sorted by rank
+  std::vector<status_death> deaths;
   std::vector<status_switch> switches;
   std::vector<std::string> errors;  // "host: text"
   std::vector<std::string> other;   // lines that are none of the above (srun's own)

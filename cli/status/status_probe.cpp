@@ -90,6 +90,12 @@ void print_state(std::string& out, const std::string& host, const node_state& n,
   out += line;
   for (const auto& b : n.beats) {
     const int pid = b.pid.load();
+    const std::string error = rank_error(b);
+    if (pid > 0 && !error.empty() && !live_rank_of_job(pid, job_id)) {  // kept for its supervisor
+      std::snprintf(line, sizeof line, "died host=%s rank=%d pid=%d error=", host.c_str(), b.rank.load(), pid);
+      out += line + error + "\n";
+      continue;
+    }
     if (!live_rank_of_job(pid, job_id)) continue;
     const std::int64_t beat = b.beat_ms.load();
     int rank = b.rank.load();

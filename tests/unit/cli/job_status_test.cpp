@@ -165,3 +165,19 @@ TEST(JobStatus, ControlCharactersInTheTableAreShownEscaped) {
   EXPECT_NE(table.find("train\\x1b]0;owned\\x07\\x1b[2J"), std::string::npos) << table;
   EXPECT_NE(table.find('\n'), std::string::npos) << "line ends stay";
 }
+
+// A rank that died of an error its loop noted, while the job runs on (its launcher
+// restarts the workers): named with its error, as one finding.
+TEST(JobStatus, ARankThatDiedOfANotedErrorIsAFindingWithTheError) {
+  const std::string text = std::string(kTwoNodes) +
+                           "died host=n2 rank=3 pid=22 error=RuntimeError: CUDA error: an illegal memory access "
+                           "(train.py:212 in step)\n";
+  const job_status s = parse_status_lines(text, facts());
+  ASSERT_EQ(s.deaths.size(), 1u);
+  EXPECT_EQ(s.other.size(), 1u) << "only srun's own line is other";
+  const auto findings = status_findings(s);
+  ASSERT_EQ(findings.size(), 2u);
+  EXPECT_EQ(
+      findings[1],
+      "rank 3 on n2 (pid 22) died of `RuntimeError: CUDA error: an illegal memory access (train.py:212 in step)`");
+}
