@@ -177,6 +177,26 @@ class _PhaseSection:
         return False
 
 
+class _SavingSection:
+    """ctl.saving(step, path): the save phase around the block, then saved() if it did
+    not raise."""
+    __slots__ = ("_ctl", "_step", "_path", "_phase")
+
+    def __init__(self, ctl, step, path):
+        self._ctl, self._step, self._path = ctl, step, path
+        self._phase = _PhaseSection(ctl, "save")
+
+    def __enter__(self):
+        self._phase.__enter__()
+        return self
+
+    def __exit__(self, kind, value, tb):
+        self._phase.__exit__(kind, value, tb)
+        if kind is None:
+            self._ctl.saved(self._step, self._path)
+        return False
+
+
 class _ComputeSection:
     __slots__ = ("_ctl",)
 
@@ -368,6 +388,14 @@ class Controller:
             return
         fn.restype, fn.argtypes = _native._OPTIONAL["trainctl_note_error"]
         _check(fn(self._ctl, str(text).encode("utf-8", "replace")))
+
+    def saving(self, step: int, path: Union[str, "os.PathLike[str]"]) -> ContextManager[Any]:
+        """`with ctl.saving(step, path): save_checkpoint(path)`: the save is a phase for the
+        hang clock ("save") while the block runs, and once the block ends without an
+        exception this rank's part is committed (saved(step, path)). A block that raises
+        commits nothing: resume_path() then goes back to the save before. Where rank 0
+        alone writes, put the barrier inside the block, so every rank commits after it."""
+        return _SavingSection(self, step, path)
 
     # -- settings that may change while running --------------------------------------
     def set_deadline(self, unix_seconds: float) -> None:

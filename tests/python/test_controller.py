@@ -85,6 +85,33 @@ class ControllerTest(unittest.TestCase):
             else:
                 os.environ["WORLD_SIZE"] = old
 
+    def test_saving_commits_a_save_that_ended_and_not_one_that_raised(self):
+        ckpt = os.path.join(self.dir, "ckpt")
+        old = os.environ.get("WORLD_SIZE")
+        os.environ["WORLD_SIZE"] = "1"
+        try:
+            with self.make() as ctl:
+                first = os.path.join(ckpt, "step_00000010")
+                with ctl.saving(10, first):
+                    os.makedirs(first)
+                    self.assertIsNone(trainctl.resume_path(ckpt), "not committed inside the block")
+                self.assertEqual(trainctl.resume_path(ckpt), first)
+                second = os.path.join(ckpt, "step_00000020")
+                with self.assertRaises(OSError):
+                    with ctl.saving(20, second):
+                        os.makedirs(second)
+                        raise OSError(28, "No space left on device")
+                self.assertEqual(trainctl.resume_path(ckpt), first, "the save that raised is not resumed from")
+                ctl.phase_begin("eval")  # the save's phase was closed, even by the exception
+                ctl.phase_end()
+                with self.assertRaisesRegex(ValueError, "phase"):
+                    ctl.phase_end()
+        finally:
+            if old is None:
+                os.environ.pop("WORLD_SIZE", None)
+            else:
+                os.environ["WORLD_SIZE"] = old
+
     def test_should_exit_and_should_save(self):
         with self.make() as ctl:
             self.assertFalse(ctl.should_exit())
