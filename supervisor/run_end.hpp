@@ -60,9 +60,8 @@ class run_end {
   void note_commits(const node_state& ns);
   // This node's first rank death, the program's own (wait status `status`, after the
   // ranks agreed on step `step`, -1 none): how the run died, for the breaker's lines and
-  // its forgiveness (run_progress.hpp).
-  // This node's first rank death that trainctl did not cause: how (a wait status), the
-  // last step agreed, the rank (-1 not known), when, and the error it died of ("" none).
+  // its forgiveness (run_progress.hpp); the rank (-1 not known), when, and the error it
+  // died of ("" none), for `trainctl report`'s first death.
   void note_death(int status, std::int64_t step, int rank, std::int64_t died_ms, const std::string& error);
   // A hang on the report's timeline, with how long the ranks had stalled.
   void note_hang(std::int64_t stall_ms);

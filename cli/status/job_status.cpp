@@ -138,7 +138,7 @@ job_status parse_status_lines(const std::string& text, const status_job& job) {
       d.node = host;
       d.rank = static_cast<int>(num(line, "rank"));
       d.pid = static_cast<int>(num(line, "pid"));
-      d.error = tail_field(line, "error");
+      d.error = printable_line(tail_field(line, "error"), kMaxError);  // as the table shows it
       s.deaths.push_back(d);
     } else if (kind == "rank") {
       status_rank r;
