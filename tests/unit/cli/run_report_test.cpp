@@ -12,41 +12,15 @@
 
 #include "checkpoint_advice.hpp"
 #include "fixture.hpp"
+#include "report_events.hpp"
 #include "run_events.hpp"
 
 using namespace trainctl;
 
-namespace {
-
-constexpr std::int64_t kS = 1'700'000'000'000;  // a start, unix ms
-constexpr std::int64_t kSec = 1000;
-
-run_event ev(std::int64_t at_s, const std::string& job, const std::string& what, std::int64_t step = -1,
-             std::int64_t took = -1, const std::string& reason = "") {
-  run_event e;
-  e.ms = kS + at_s * kSec;
-  e.job = job;
-  e.what = what;
-  e.step = step;
-  e.took_ms = took;
-  e.reason = reason;
-  return e;
-}
-
-task_record task(const std::string& id, const std::string& name, std::int64_t start_s, std::int64_t end_s, int nodes,
-                 const std::string& state = "COMPLETED") {
-  task_record t;
-  t.job_id = id;
-  t.name = name;
-  t.state = state;
-  t.submit_ms = kS - 20 * kSec;
-  t.start_ms = start_s < 0 ? 0 : kS + start_s * kSec;
-  t.end_ms = end_s < 0 ? 0 : kS + end_s * kSec;
-  t.nodes = nodes;
-  return t;
-}
-
-}  // namespace
+using trainctl_test::ev;
+using trainctl_test::kS;
+using trainctl_test::kSec;
+using trainctl_test::task;
 
 TEST(RunEvents, LinesRoundTripAndJunkIsSkipped) {
   trainctl_test::temp_dir t;
