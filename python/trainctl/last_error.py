@@ -21,9 +21,17 @@ _installed = [False]
 
 
 def describe(kind: type, value: BaseException, tb: Any) -> str:
-    """One line: the exception's last line (its first line, for a message of several),
+    """One line: the exception's type and message, as its traceback's last line shows
+    them (the first line of a message of several, without the notes Python 3.11 adds),
     then where it was raised (the innermost frame)."""
-    line = traceback.format_exception_only(kind, value)[-1].strip().split("\n")[0]
+    name = kind.__qualname__
+    if kind.__module__ not in ("builtins", "__main__"):
+        name = kind.__module__ + "." + name
+    try:
+        message = str(value).split("\n")[0]
+    except Exception:  # a __str__ that raises: the type alone
+        message = ""
+    line = name + (": " + message if message else "")
     frames = traceback.extract_tb(tb) if tb is not None else []
     if frames:
         f = frames[-1]
