@@ -91,7 +91,11 @@ class DataLoaderWorkersTest(unittest.TestCase):
             self.assertRegex(out, r"saved at step \d+: signal", context)
         rc, out = self.run_rank(python, "workers-first", "fork")
         self.assertNotEqual(rc, 0, "the control: unprotected workers die, and so does the rank: " + out)
-        self.assertRegex(out, r"DataLoader worker \(pid.*(exited unexpectedly|is killed by signal)")
+        # How the dead worker shows depends on where the rank was: waiting for a batch
+        # ("DataLoader worker ... exited unexpectedly"), or taking one whose shared memory
+        # the worker was handing over (ConnectionResetError, seen on torch 2.6).
+        self.assertRegex(out, r"DataLoader worker \(pid.*(exited unexpectedly|is killed by signal)|ConnectionResetError")
+        self.assertNotIn("saved at step", out, "the control's rank saved")
 
     def test_notice_signals_are_read_as_the_controller_reads_them(self):
         from trainctl.workers import notice_signals
