@@ -44,7 +44,11 @@ if __name__ == "__main__":
             print("ready", flush=True)  # the workers have made batches: the test signals the session
         d = ctl.check(step)
         if d.exit:
-            next(batches)  # a save reads from the loader too (its state, a last batch)
+            # A save reads from the loader too (its state, the batches in flight): more
+            # batches than the loader holds ready (2 workers x prefetch_factor 2), so that
+            # the rank needs live workers, whatever the workers had made before the signal.
+            for _ in range(8):
+                next(batches)
             print("saved at step %d: %s" % (step, d.reason), flush=True)
             sys.exit(0)
 """
