@@ -8,6 +8,7 @@ import sys
 import tempfile
 import time
 import unittest
+from unittest import mock
 
 import trainctl
 
@@ -58,9 +59,7 @@ class ControllerTest(unittest.TestCase):
     def test_resume_path_is_the_newest_save_every_rank_committed(self):
         ckpt = os.path.join(self.dir, "ckpt")
         self.assertIsNone(trainctl.resume_path(ckpt))  # a fresh start
-        old = os.environ.get("WORLD_SIZE")
-        os.environ["WORLD_SIZE"] = "2"
-        try:
+        with mock.patch.dict(os.environ, {"WORLD_SIZE": "2"}):
             ranks = [self.make(rank=str(r), state_path=os.path.join(self.dir, "state%d" % r)) for r in (0, 1)]
             for step, committing in ((100, ranks), (200, ranks[:1])):  # rank 1's save at 200 raised
                 path = os.path.join(ckpt, "step_%08d" % step)
@@ -79,17 +78,10 @@ class ControllerTest(unittest.TestCase):
             self.assertEqual(trainctl.resume_path(ckpt), os.path.join(ckpt, "step_00000200"))
             for ctl in ranks:
                 ctl.close()
-        finally:
-            if old is None:
-                os.environ.pop("WORLD_SIZE", None)
-            else:
-                os.environ["WORLD_SIZE"] = old
 
     def test_saving_commits_a_save_that_ended_and_not_one_that_raised(self):
         ckpt = os.path.join(self.dir, "ckpt")
-        old = os.environ.get("WORLD_SIZE")
-        os.environ["WORLD_SIZE"] = "1"
-        try:
+        with mock.patch.dict(os.environ, {"WORLD_SIZE": "1"}):
             with self.make() as ctl:
                 first = os.path.join(ckpt, "step_00000010")
                 with ctl.saving(10, first):
@@ -106,11 +98,6 @@ class ControllerTest(unittest.TestCase):
                 ctl.phase_end()
                 with self.assertRaisesRegex(ValueError, "phase"):
                     ctl.phase_end()
-        finally:
-            if old is None:
-                os.environ.pop("WORLD_SIZE", None)
-            else:
-                os.environ["WORLD_SIZE"] = old
 
     def test_should_exit_and_should_save(self):
         with self.make() as ctl:
