@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdlib>
+#include <functional>
 #include <string>
 
 namespace trainctl {
@@ -10,5 +11,9 @@ inline std::string env_text(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr ? v : "";
 }
+
+// Where code also runs with another environment than its own (the plugin reads the
+// job's through spank_getenv): a variable's text, "" when unset. env_text is one.
+using env_lookup = std::function<std::string(const char*)>;
 
 }  // namespace trainctl

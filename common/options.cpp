@@ -47,7 +47,7 @@ milliseconds parse_on_notice_timeout(std::string_view text) {
   try {
     return bounded(text, 's', milliseconds(1000), kOnNoticeTimeoutMax);
   } catch (const parse_error& e) {
-    throw parse_error(std::string(kOnNoticeTimeout.name) + ": " + e.what());
+    throw parse_error(std::string("--on-notice-timeout") + ": " + e.what());
   }
 }
 
@@ -57,12 +57,12 @@ milliseconds parse_hang_timeout(std::string_view text) {
   try {
     return bounded(text, 'm', milliseconds(1000), milliseconds(7LL * 24 * 3600 * 1000));
   } catch (const parse_error& e) {
-    throw parse_error(std::string(kHangTimeout.name) + ": " + e.what() + " (or auto, or off)");
+    throw parse_error(std::string("--hang-timeout") + ": " + e.what() + " (or auto, or off)");
   }
 }
 
 std::vector<std::pair<std::string, milliseconds>> parse_hang_phase_timeout(std::string_view text) {
-  const std::string name = kHangPhaseTimeout.name;
+  const std::string name = "--hang-phase-timeout";
   std::vector<std::pair<std::string, milliseconds>> out;
   if (text.empty())
     throw parse_error(name + ": empty; accepted: NAME=DURATION[,NAME=DURATION...], e.g. save=20m,eval=1h");
@@ -97,7 +97,7 @@ int parse_hang_action(std::string_view text) {
   if (text == "alert") return 0;
   if (text == "save-exit") return 1;
   if (text == "end-step") return 2;
-  throw parse_error(std::string(kHangAction.name) + ": '" + std::string(text) +
+  throw parse_error(std::string("--hang-action") + ": '" + std::string(text) +
                     "'; accepted: alert, save-exit, end-step");
 }
 
@@ -107,13 +107,13 @@ int parse_no_progress_runs(std::string_view text) {
   errno = 0;
   const long n = t.empty() || !std::isdigit(static_cast<unsigned char>(t[0])) ? -1 : std::strtol(t.c_str(), &end, 10);
   if (n < 0 || n > 1000 || errno != 0 || end == nullptr || *end != '\0')
-    throw parse_error(std::string(kNoProgressRuns.name) + ": '" + t +
+    throw parse_error(std::string("--no-progress-runs") + ": '" + t +
                       "'; accepted: a count of runs from 0 (off) to 1000");
   return static_cast<int>(n);
 }
 
 std::string check_on_notice(std::string_view command) {
-  const std::string name = kOnNotice.name;
+  const std::string name = "--on-notice";
   if (command.size() >= 4096) throw parse_error(name + ": the command is longer than 4095 characters");
   if (command.find('\n') != std::string_view::npos)
     throw parse_error(name + ": the command spans lines; accepted: one line of shell (put more in a script)");
@@ -163,8 +163,6 @@ std::vector<int> parse_notice_signal_list(std::string_view text) {
     if (!is_notice_signal(sig)) parse_notice_signal(std::to_string(sig));  // throws with the reason
   return out;
 }
-
-std::string flag_spec::with(const std::string& value) const { return std::string(name) + "=" + value; }
 
 std::vector<int> default_shield() { return {std::begin(kDefaultShield), std::end(kDefaultShield)}; }
 std::vector<int> default_notices() { return {SIGTERM, SIGUSR1, SIGUSR2}; }

@@ -10,6 +10,7 @@
 
 #include "options.hpp"
 #include "parse.hpp"
+#include "run_option_table.hpp"
 
 namespace trainctl {
 namespace {
@@ -23,19 +24,20 @@ bool parse_bool(const std::string& key, const std::string& v) {
 }  // namespace
 
 std::vector<plugin_option_doc> plugin_option_docs(int default_signal) {
-  namespace opt = option;
-  return {
-      {opt::kGracefulExit.bare(), "DURATION", false, opt::kGracefulExit.help},
-      {opt::kKillSwitch.bare(), "PATH", true, std::string(opt::kKillSwitch.help) + "; exported as KILL_SWITCH"},
-      {opt::kSaveSwitch.bare(), "PATH", true, std::string(opt::kSaveSwitch.help) + "; exported as SAVE_SWITCH"},
-      {opt::kGracefulSignal.bare(), "SIG", false,
-       std::string(opt::kGracefulSignal.help) + " (default " + signal_name(default_signal) + ")"},
-      {opt::kOnNotice.bare(), "COMMAND", false,
-       std::string(opt::kOnNotice.help) + " (time limit " + format_duration(opt::kOnNoticeTimeoutDefault) + ")"},
-      {opt::kHangTimeout.bare(), "DURATION", false, opt::kHangTimeout.help},
-      {opt::kHangAction.bare(), "ACTION", false, opt::kHangAction.help},
-      {opt::kHangPhaseTimeout.bare(), "NAME=DURATION,...", false, opt::kHangPhaseTimeout.help},
-  };
+  std::vector<plugin_option_doc> docs;
+  for (const run_option& r : run_option_table()) {
+    if (!r.in_plugin()) continue;
+    const std::string name = r.name;
+    std::string help = r.help;
+    // What the plugin does beyond the supervisor's option, and the site's default.
+    if (name == "--kill-switch") help += "; exported as KILL_SWITCH";
+    if (name == "--save-switch") help += "; exported as SAVE_SWITCH";
+    if (name == "--on-notice") help += " (time limit " + format_duration(option::kOnNoticeTimeoutDefault) + ")";
+    const std::string shown = name == "--graceful-signal" ? signal_name(default_signal) : r.shown_default();
+    if (!shown.empty()) help += " (default " + shown + ")";
+    docs.push_back({r.bare(), r.metavar != nullptr ? r.metavar : "", r.value_optional, help});
+  }
+  return docs;
 }
 
 void apply_site_argument(site_settings& s, const std::string& arg) {
@@ -79,14 +81,6 @@ void apply_site_argument(site_settings& s, const std::string& arg) {
   }
 }
 
-std::chrono::milliseconds check_graceful_exit(const std::string& value) {
-  try {
-    return option::parse_graceful_exit(value);
-  } catch (const parse_error& e) {
-    throw parse_error("--graceful-exit=" + value + ": " + e.what());
-  }
-}
-
 int check_graceful_signal(const std::string& value, const site_settings& s) {
   int sig = 0;
   try {
@@ -102,13 +96,6 @@ int check_graceful_signal(const std::string& value, const site_settings& s) {
     throw parse_error("--graceful-signal=" + value + ": not allowed here; accepted: " + list);
   }
   return sig;
-}
-
-std::string check_switch_path(const std::string& option, const std::string& value) {
-  if (value.empty()) return value;  // the documented default
-  if (value.size() >= 1024) throw parse_error("--" + option + ": the path is longer than 1023 characters");
-  if (value.find('\n') != std::string::npos) throw parse_error("--" + option + ": the path contains a newline");
-  return value;
 }
 
 std::string untrusted_supervisor(const std::string& path) {

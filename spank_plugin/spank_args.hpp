@@ -26,15 +26,13 @@ struct site_settings {
 // the value and what is accepted.
 void apply_site_argument(site_settings& s, const std::string& arg);
 
-// Validation of user options as srun/sbatch/salloc receive them; each throws
-// parse_error with one line that names the option.
-std::chrono::milliseconds check_graceful_exit(const std::string& value);
+// The site's rule on --graceful-signal (signals=), beyond the option's own parse
+// (run_option_table): throws parse_error with one line that names the option.
 int check_graceful_signal(const std::string& value, const site_settings& s);
-std::string check_switch_path(const std::string& option, const std::string& value);
 
-// The plugin's user options, in the order of its option table (srun --help lists them
-// so): the name without "--", the word for its value, whether the value may be left out
-// (a switch's default path), and the help text (the supervisor's, options.hpp, with
+// The plugin's user options, the rows of run_option_table it offers, in the table's
+// order (srun --help lists them so): the name without "--", the word for its value, whether
+// the value may be left out (a switch's default path), and the help text (the row's, with
 // what the plugin adds; `default_signal` is the site's). srun --help and the generated
 // trainctl_spank(8) both show these.
 struct plugin_option_doc {

@@ -1,6 +1,6 @@
-// trainctl's SPANK plugin: --graceful-exit, --kill-switch, --save-switch and
-// --graceful-signal on srun, sbatch and salloc, and every task run under the trainctl
-// supervisor (trainctl-run). Thin on purpose: options, validation, site defaults,
+// trainctl's SPANK plugin: the supervisor's options that run_option_table offers to
+// srun, sbatch and salloc (--graceful-exit, --kill-switch, --save-switch, ...), and
+// every task run under the trainctl supervisor (trainctl-run). Thin on purpose: options, validation, site defaults,
 // environment, starting the supervisor; the supervisor does the rest.
 //
 // Contexts: option callbacks run in srun/sbatch/salloc (remote=0: validate and refuse)
@@ -44,6 +44,7 @@ extern "C" {
 #include "options.hpp"
 #include "parse.hpp"
 #include "run_id.hpp"
+#include "run_option_table.hpp"
 #include "spank_args.hpp"
 #include "supervised_step.hpp"
 #include "switch_paths.hpp"
@@ -79,113 +80,73 @@ namespace {
 
 using trainctl::parse_error;
 
-enum option_id {
-  kGracefulExit = 1,
-  kKillSwitch,
-  kSaveSwitch,
-  kGracefulSignal,
-  kOnNotice,
-  kHangTimeout,
-  kHangAction,
-  kHangPhaseTimeout
-};
-
 // One process holds one copy: srun/sbatch, or one slurmstepd.
 struct state {
   trainctl::site_settings site;
-  bool graceful_given = false, kill_given = false, save_given = false, signal_given = false, notice_given = false;
-  std::chrono::milliseconds graceful_exit{0}, hang_timeout{0};
-  std::string kill_switch, save_switch, on_notice, hang_action, hang_phase_timeout;
-  int graceful_signal = trainctl::option::kGracefulSignalDefault;
+  // The plugin's options (the rows of run_option_table it offers), as given and as
+  // parsed by the same rows the supervisor parses them with.
+  std::vector<trainctl::given_option> given;
+  trainctl::supervisor_options opts;
   int run_dir_hold = -1;  // the task's shared lock on the user's run directory (make_run_dir)
 } g;
 
+// `val` is the row's index in run_option_table, plus one.
 int option_cb(int val, const char* optarg, int remote) {
+  const auto& table = trainctl::run_option_table();
+  if (val < 1 || static_cast<std::size_t>(val) > table.size()) return -1;
+  const trainctl::run_option& row = table[val - 1];
   std::string value = optarg != nullptr ? optarg : "";
   // An option given without its optional value reaches the steps of a batch script
   // through SLURM_SPANK_OPTION_... as the text "(null)" (22.05): that is no value.
   if (value == "(null)") value.clear();
   try {
-    switch (val) {
-      case kGracefulExit:
-        g.graceful_exit = trainctl::check_graceful_exit(value);
-        g.graceful_given = true;
-        break;
-      case kKillSwitch:
-        g.kill_switch = trainctl::check_switch_path("kill-switch", value);
-        g.kill_given = true;
-        break;
-      case kSaveSwitch:
-        g.save_switch = trainctl::check_switch_path("save-switch", value);
-        g.save_given = true;
-        break;
-      case kGracefulSignal:
-        g.graceful_signal = trainctl::check_graceful_signal(value, g.site);
-        g.signal_given = true;
-        break;
-      case kOnNotice:
-        g.on_notice = trainctl::option::check_on_notice(value);
-        g.notice_given = !g.on_notice.empty();
-        break;
-      case kHangTimeout:
-        g.hang_timeout = trainctl::option::parse_hang_timeout(value);
-        break;
-      case kHangAction:
-        trainctl::option::parse_hang_action(value);
-        g.hang_action = value;
-        break;
-      case kHangPhaseTimeout:
-        trainctl::option::parse_hang_phase_timeout(value);
-        g.hang_phase_timeout = value;
-        break;
-      default:
-        return -1;
-    }
+    trainctl::apply_run_option(row, g.opts, value);
+    if (std::strcmp(row.name, "--graceful-signal") == 0) trainctl::check_graceful_signal(value, g.site);
   } catch (const parse_error& e) {
     // remote == 0: srun/sbatch/salloc print this and submit nothing.
     slurm_error("trainctl: %s", e.what());
     return -1;
   }
+  for (auto& o : g.given)
+    if (o.row == &row) o.value = value;
+  if (!trainctl::is_given(g.given, row.name)) g.given.push_back({&row, value});
   (void)remote;
   return 0;
 }
 
-// The names and help texts are the supervisor's (options.hpp); slurm_spank_init fills
-// the usage lines in from them, with the site's defaults.
-struct spank_option g_options[] = {{const_cast<char*>(trainctl::option::kGracefulExit.bare()),
-                                    const_cast<char*>("DURATION"), nullptr, 1, kGracefulExit, option_cb},
-                                   {const_cast<char*>(trainctl::option::kKillSwitch.bare()), const_cast<char*>("PATH"),
-                                    nullptr, 2, kKillSwitch, option_cb},
-                                   {const_cast<char*>(trainctl::option::kSaveSwitch.bare()), const_cast<char*>("PATH"),
-                                    nullptr, 2, kSaveSwitch, option_cb},
-                                   {const_cast<char*>(trainctl::option::kGracefulSignal.bare()),
-                                    const_cast<char*>("SIG"), nullptr, 1, kGracefulSignal, option_cb},
-                                   {const_cast<char*>(trainctl::option::kOnNotice.bare()), const_cast<char*>("COMMAND"),
-                                    nullptr, 1, kOnNotice, option_cb},
-                                   {const_cast<char*>(trainctl::option::kHangTimeout.bare()),
-                                    const_cast<char*>("DURATION"), nullptr, 1, kHangTimeout, option_cb},
-                                   {const_cast<char*>(trainctl::option::kHangAction.bare()),
-                                    const_cast<char*>("ACTION"), nullptr, 1, kHangAction, option_cb},
-                                   {const_cast<char*>(trainctl::option::kHangPhaseTimeout.bare()),
-                                    const_cast<char*>("NAME=DURATION,..."), nullptr, 1, kHangPhaseTimeout, option_cb},
-                                   SPANK_OPTIONS_TABLE_END};
-
-// "trainctl: " + the shared help + what the plugin adds; alive as long as the plugin.
-// The texts are plugin_option_docs', which trainctl_spank(8) is made from, by name.
-void fill_usage() {
+// The rows the plugin offers, with "trainctl: " + their help (plugin_option_docs', from
+// which trainctl_spank(8) is made too) and the site's defaults; alive as long as the plugin.
+std::vector<spank_option>& plugin_options() {
+  static std::vector<spank_option> options;
   static std::vector<std::string> usage;
+  if (!options.empty()) return options;
   const auto docs = trainctl::plugin_option_docs(g.site.default_signal);
-  usage.clear();
   usage.reserve(docs.size());
   for (const auto& d : docs) usage.push_back("trainctl: " + d.help);
-  for (spank_option* o = g_options; o->name != nullptr; ++o)
-    for (size_t i = 0; i < docs.size(); ++i)
-      if (std::strcmp(o->name, docs[i].name) == 0) o->usage = &usage[i][0];
+  const auto& table = trainctl::run_option_table();
+  for (std::size_t i = 0; i < table.size(); ++i)
+    for (std::size_t d = 0; d < docs.size(); ++d)
+      if (std::strcmp(table[i].bare(), docs[d].name) == 0)
+        options.push_back({const_cast<char*>(docs[d].name), const_cast<char*>(docs[d].value), &usage[d][0],
+                           table[i].metavar == nullptr ? 0
+                           : table[i].value_optional   ? 2
+                                                       : 1,
+                           static_cast<int>(i + 1), option_cb});
+  return options;
 }
 
+// Whether this task runs under the supervisor: any option given, but those that only
+// change how a supervised task is watched, and those given as "none".
 bool active() {
-  return g.graceful_given || g.kill_given || g.save_given || g.signal_given || g.notice_given ||
-         g.hang_timeout.count() != 0 || g.site.always || g.site.default_graceful_exit.count() > 0;
+  if (g.site.always || g.site.default_graceful_exit.count() > 0) return true;
+  for (const auto& o : g.given) {
+    const std::string name = o.row->name;
+    if (name == "--hang-action" || name == "--hang-phase-timeout") continue;
+    if (name == "--on-notice" && g.opts.on_notice.empty()) continue;
+    if (name == "--hang-timeout" && g.opts.hang_timeout.count() == 0) continue;
+    return true;
+  }
+  return false;
 }
 
 std::string job_env(spank_t sp, const char* name) {
@@ -197,8 +158,10 @@ std::string job_env(spank_t sp, const char* name) {
 // The switch paths, filled in from the defaults where the option had no value.
 void resolve_switches(spank_t sp) {
   const std::string submit = job_env(sp, "SLURM_SUBMIT_DIR"), name = job_env(sp, "SLURM_JOB_NAME");
-  if (g.kill_given && g.kill_switch.empty()) g.kill_switch = trainctl::default_switch_path("kill-switch", submit, name);
-  if (g.save_given && g.save_switch.empty()) g.save_switch = trainctl::default_switch_path("save-switch", submit, name);
+  if (trainctl::is_given(g.given, "--kill-switch") && g.opts.kill_switch.empty())
+    g.opts.kill_switch = trainctl::default_switch_path("kill-switch", submit, name);
+  if (trainctl::is_given(g.given, "--save-switch") && g.opts.save_switch.empty())
+    g.opts.save_switch = trainctl::default_switch_path("save-switch", submit, name);
 }
 
 // The per-user node state directory, /run/trainctl/<uid> (0700, the user's), under a
@@ -386,8 +349,8 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
                   e.what());
     }
   }
-  g.graceful_signal = g.site.default_signal;
-  g.graceful_exit = g.site.default_graceful_exit;
+  g.opts.graceful_signal = g.site.default_signal;
+  g.opts.graceful_exit = g.site.default_graceful_exit;
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
   // In slurmstepd, a supervisor that cannot be run fails the job here, and the failure
   // mode above keeps the node in service. Before 25.05 a failure here drains the node,
@@ -400,10 +363,9 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
     return -1;
   }
 #endif
-  fill_usage();
-  for (struct spank_option* o = g_options; o->name != nullptr; ++o) {
-    if (spank_option_register(sp, o) != ESPANK_SUCCESS) {
-      slurm_error("trainctl: cannot register --%s", o->name);
+  for (spank_option& o : plugin_options()) {
+    if (spank_option_register(sp, &o) != ESPANK_SUCCESS) {
+      slurm_error("trainctl: cannot register --%s", o.name);
       return -1;
     }
   }
@@ -417,8 +379,8 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_user_init(spank_t sp, int ac, char** av) {
   (void)av;
   if (!active()) return 0;
   resolve_switches(sp);
-  if (!g.kill_switch.empty()) spank_setenv(sp, "KILL_SWITCH", g.kill_switch.c_str(), 1);
-  if (!g.save_switch.empty()) spank_setenv(sp, "SAVE_SWITCH", g.save_switch.c_str(), 1);
+  if (!g.opts.kill_switch.empty()) spank_setenv(sp, "KILL_SWITCH", g.opts.kill_switch.c_str(), 1);
+  if (!g.opts.save_switch.empty()) spank_setenv(sp, "SAVE_SWITCH", g.opts.save_switch.c_str(), 1);
   return 0;
 }
 
@@ -473,26 +435,31 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   const bool batch = step == SLURM_BATCH_SCRIPT;
 
   namespace opt = trainctl::option;
+  const auto flag = [](const char* name) -> const trainctl::run_option& { return trainctl::run_option_named(name); };
   auto ms = [](std::chrono::milliseconds d) { return std::to_string(d.count()) + "ms"; };
   std::vector<std::string> args{g.site.supervisor};
-  if (batch) args.emplace_back(opt::kBatch.name);
-  if (g.graceful_exit == opt::kGracefulExitAuto)
-    args.push_back(opt::kGracefulExit.with("auto"));
-  else if (g.graceful_exit.count() > 0)
-    args.push_back(opt::kGracefulExit.with(ms(g.graceful_exit)));
-  if (!g.kill_switch.empty()) args.push_back(opt::kKillSwitch.with(g.kill_switch));
-  if (!g.save_switch.empty()) args.push_back(opt::kSaveSwitch.with(g.save_switch));
-  args.push_back(opt::kGracefulSignal.with(trainctl::signal_name(g.graceful_signal)));
-  args.push_back(opt::kPollInterval.with(ms(g.site.poll_interval)));
-  args.push_back(opt::kEndtimePoll.with(ms(g.site.endtime_poll)));
-  if (!g.site.launchers.empty()) args.push_back(opt::kLaunchers.with(g.site.launchers));
-  if (!g.site.shield) args.emplace_back(opt::kNoShield.name);
-  if (!g.on_notice.empty()) args.push_back(opt::kOnNotice.with(g.on_notice));
-  if (g.hang_timeout == opt::kHangTimeoutAuto) args.push_back(opt::kHangTimeout.with("auto"));
-  if (g.hang_timeout.count() > 0) args.push_back(opt::kHangTimeout.with(ms(g.hang_timeout)));
-  if (g.hang_timeout.count() != 0 && !g.hang_phase_timeout.empty())
-    args.push_back(opt::kHangPhaseTimeout.with(g.hang_phase_timeout));
-  if (!g.hang_action.empty()) args.push_back(opt::kHangAction.with(g.hang_action));
+  // What the site sets, or the plugin resolves, the options given can change.
+  if (batch) args.emplace_back(flag("--batch").name);
+  if (g.opts.graceful_exit == opt::kGracefulExitAuto)
+    args.push_back(flag("--graceful-exit").with("auto"));
+  else if (g.opts.graceful_exit.count() > 0)
+    args.push_back(flag("--graceful-exit").with(ms(g.opts.graceful_exit)));
+  if (!g.opts.kill_switch.empty()) args.push_back(flag("--kill-switch").with(g.opts.kill_switch));
+  if (!g.opts.save_switch.empty()) args.push_back(flag("--save-switch").with(g.opts.save_switch));
+  args.push_back(flag("--graceful-signal").with(trainctl::signal_name(g.opts.graceful_signal)));
+  args.push_back(flag("--poll-interval").with(ms(g.site.poll_interval)));
+  args.push_back(flag("--endtime-poll").with(ms(g.site.endtime_poll)));
+  if (!g.site.launchers.empty()) args.push_back(flag("--launchers").with(g.site.launchers));
+  if (!g.site.shield) args.emplace_back(flag("--no-shield").name);
+  // Every other option passes on as given: the supervisor parses it with the same row.
+  for (const auto& o : g.given) {
+    const std::string name = o.row->name;
+    if (name == "--graceful-exit" || name == "--kill-switch" || name == "--save-switch" || name == "--graceful-signal")
+      continue;
+    if (name == "--hang-phase-timeout" && g.opts.hang_timeout.count() == 0) continue;  // no hang is looked for
+    const bool bare = o.row->metavar == nullptr || (o.row->value_optional && o.value.empty());
+    args.push_back(bare ? name : o.row->with(o.value));
+  }
   const rank_env renv = env_for_ranks(sp, batch);
   if (!renv.state.empty()) args.push_back("--state=" + renv.state);
 
@@ -524,13 +491,13 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     if (g.run_dir_hold >= 0) close(g.run_dir_hold);  // the supervisor holds it, not the command
     if (g.site.shield) {
       for (int sig : trainctl::option::kDefaultShield) signal(sig, SIG_IGN);
-      signal(g.graceful_signal, SIG_IGN);
+      signal(g.opts.graceful_signal, SIG_IGN);
     }
     // The supervisor's death (OOM killer, kill -9) reaches the command as a notice, and
     // its ranks know whom to watch and to allow as ptracer (the supervisor sets these
     // itself only for commands it starts).
-    prctl(PR_SET_PDEATHSIG, g.graceful_signal);
-    if (getppid() != supervisor) raise(g.graceful_signal);
+    prctl(PR_SET_PDEATHSIG, g.opts.graceful_signal);
+    if (getppid() != supervisor) raise(g.opts.graceful_signal);
     char pid[24];
     std::snprintf(pid, sizeof pid, "%d", static_cast<int>(supervisor));
     spank_setenv(sp, "TRAINCTL_SUPERVISOR_PID", pid, 1);
@@ -549,7 +516,7 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     if (!renv.bad_nodes.empty()) spank_setenv(sp, "TRAINCTL_BAD_NODES", renv.bad_nodes.c_str(), 1);
     return 0;  // slurmstepd goes on and execs the user's command here
   }
-  args.insert(args.begin() + 1, opt::kAdopt.with(std::to_string(child)));
+  args.insert(args.begin() + 1, std::string(trainctl::kAdoptFlag) + "=" + std::to_string(child));
   std::vector<char*> argv;
   argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(&a[0]);

@@ -22,6 +22,7 @@
 #include "job_status.hpp"
 #include "options.hpp"
 #include "parse.hpp"
+#include "run_option_table.hpp"
 #include "stack_dump.hpp"
 #include "supervised_step.hpp"
 #include "supervisor.hpp"
@@ -44,22 +45,14 @@ constexpr int kUsageStatus = 125;
   std::exit(kUsageStatus);
 }
 
-// What trainctl-run's command line says, as given: validated into supervisor_options by
-// supervisor_options_from (one line and exit 125 on bad input).
+// What trainctl-run's command line says, as given: the table's options (run_option_table)
+// with their text, validated by supervisor_options_from (one line and exit 125 on bad
+// input), and the helpers the verbs start on the job's nodes.
 struct run_args {
-  std::string graceful, deadline, kill_switch, save_switch, launchers, state, shield, on_notice;
-  std::string on_notice_timeout = format_duration(option::kOnNoticeTimeoutDefault);
-  std::string hang_timeout = "off", hang_start_timeout, hang_phase_timeout, hang_action = "alert", log_dir;
-  std::string no_progress_runs;
-  std::string signal_text = signal_name(option::kGracefulSignalDefault);
-  std::string poll = format_duration(option::kPollIntervalDefault);
-  std::string endtime_poll = format_duration(option::kEndtimePollDefault);
-  bool no_shield = false, batch = false;
+  std::vector<std::string> values;       // one per table row, as given
+  std::vector<CLI::Option*> table_opts;  // one per table row: given when counted
   long adopt = 0;
   std::vector<std::string> command;
-  CLI::Option* ks = nullptr;  // --kill-switch and --save-switch: given bare, or not at all
-  CLI::Option* ss = nullptr;
-  CLI::Option* npr = nullptr;
   // The old one-shot flags (gone), and the helpers the verbs start on the job's nodes.
   std::string dump_job, dump_here, stacks_dir, mark_bad, status_here, status_every;
   bool bad_nodes = false;
@@ -67,35 +60,22 @@ struct run_args {
 };
 
 void add_run_options(CLI::App& app, run_args& a) {
-  app.add_option(option::kGracefulExit.name, a.graceful, option::kGracefulExit.help);
-  app.add_option("--deadline", a.deadline, "ask the ranks to exit at this unix time (seconds)");
-  a.ks = app.add_option(option::kKillSwitch.name, a.kill_switch,
-                        std::string(option::kKillSwitch.help) + "; given bare: $KILL_SWITCH if set")
-             ->expected(0, 1);
-  a.ss = app.add_option(option::kSaveSwitch.name, a.save_switch,
-                        std::string(option::kSaveSwitch.help) + "; given bare: $SAVE_SWITCH if set")
-             ->expected(0, 1);
-  app.add_option(option::kGracefulSignal.name, a.signal_text,
-                 std::string(option::kGracefulSignal.help) + " (default " + a.signal_text + ")");
-  app.add_option("--shield", a.shield,
-                 "signals the command ignores so they cannot kill a launcher (default TERM,USR1 "
-                 "and the graceful signal)");
-  app.add_flag(option::kNoShield.name, a.no_shield, option::kNoShield.help);
-  app.add_option(option::kPollInterval.name, a.poll,
-                 std::string(option::kPollInterval.help) + " (default " + a.poll + ")");
-  app.add_option(option::kEndtimePoll.name, a.endtime_poll,
-                 std::string(option::kEndtimePoll.help) + " (default " + a.endtime_poll + ")");
-  app.add_option(option::kLaunchers.name, a.launchers, option::kLaunchers.help);
-  app.add_flag(option::kBatch.name, a.batch, option::kBatch.help);
-  app.add_option(option::kOnNotice.name, a.on_notice, option::kOnNotice.help);
-  app.add_option(option::kOnNoticeTimeout.name, a.on_notice_timeout,
-                 std::string(option::kOnNoticeTimeout.help) + " (default " + a.on_notice_timeout + ")");
-  app.add_option(option::kHangTimeout.name, a.hang_timeout, option::kHangTimeout.help);
-  app.add_option(option::kHangPhaseTimeout.name, a.hang_phase_timeout, option::kHangPhaseTimeout.help);
-  app.add_option(option::kHangStartTimeout.name, a.hang_start_timeout, option::kHangStartTimeout.help);
-  app.add_option(option::kHangAction.name, a.hang_action, std::string(option::kHangAction.help) + " (default alert)");
-  app.add_option(option::kLogDir.name, a.log_dir, option::kLogDir.help);
-  a.npr = app.add_option(option::kNoProgressRuns.name, a.no_progress_runs, option::kNoProgressRuns.help);
+  const std::vector<run_option>& table = run_option_table();
+  a.values.resize(table.size());
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const run_option& r = table[i];
+    std::string help = r.help;
+    if (r.value_optional)
+      help += std::string("; given bare: $") + (r.bare()[0] == 'k' ? "KILL" : "SAVE") + "_SWITCH if set";
+    const std::string shown = r.shown_default();
+    if (!shown.empty()) help += " (default " + shown + ")";
+    CLI::Option* o =
+        r.metavar == nullptr ? app.add_flag(r.name)->description(help) : app.add_option(r.name, a.values[i], help);
+    if (r.metavar != nullptr) o->type_name(r.metavar);
+    if (r.value_optional) o->expected(0, 1);
+    if (r.hidden()) o->group("");
+    a.table_opts.push_back(o);
+  }
   // The old one-shot flags, gone into trainctl's verbs: hidden, each answering with the
   // verb that does it now (better than "did you mean" for a line in an old script).
   app.add_option("--dump-stacks", a.dump_job)->group("");
@@ -107,8 +87,8 @@ void add_run_options(CLI::App& app, run_args& a) {
   app.add_option("--stacks-log-dir", a.stacks_dir, "with --dump-stacks-here: the log directory")->group("");
   app.add_option("--status-here", a.status_here, "the part of trainctl status that runs on each node")->group("");
   app.add_option("--status-every", a.status_every, "with --status-here: again at this interval")->group("");
-  app.add_option(option::kAdopt.name, a.adopt, option::kAdopt.help)->group("");
-  app.add_option("--state", a.state, "node state file (default: per job step and node)")->group("");
+  app.add_option(kAdoptFlag, a.adopt, "supervise this existing child instead of starting COMMAND (SPANK plugin)")
+      ->group("");
   app.add_option("command", a.command, "the command to run")->expected(-1);
   app.positionals_at_end(true);
 }
@@ -139,92 +119,20 @@ int run_one_shot(const run_args& a) {
   return -1;
 }
 
-supervisor_options supervisor_options_from(const run_args& a) {
+supervisor_options options_of(const run_args& a) {
+  const std::vector<run_option>& table = run_option_table();
+  std::vector<given_option> given;
+  for (std::size_t i = 0; i < table.size(); ++i)
+    if (a.table_opts[i]->count() > 0) given.push_back({&table[i], a.values[i]});
   supervisor_options o;
   try {
-    if (!a.graceful.empty()) o.graceful_exit = option::parse_graceful_exit(a.graceful);
-  } catch (const parse_error& e) {
-    usage_error(std::string("--graceful-exit: ") + e.what());
-  }
-  try {
-    if (!a.deadline.empty()) o.deadline = parse_unix_time(a.deadline);
-  } catch (const parse_error& e) {
-    usage_error(std::string("--deadline: ") + e.what());
-  }
-  try {
-    o.graceful_signal = option::parse_notice_signal(a.signal_text);
-  } catch (const parse_error& e) {
-    usage_error(std::string("--graceful-signal: ") + e.what());
-  }
-  try {
-    if (!a.no_shield) {
-      o.shield = a.shield.empty() ? option::default_shield() : option::parse_notice_signal_list(a.shield);
-      if (std::find(o.shield.begin(), o.shield.end(), o.graceful_signal) == o.shield.end())
-        o.shield.push_back(o.graceful_signal);
-    } else {
-      o.shield.clear();
-    }
-  } catch (const parse_error& e) {
-    usage_error(std::string("--shield: ") + e.what());
-  }
-  try {
-    o.poll_interval = option::parse_poll_interval(a.poll);
-  } catch (const parse_error& e) {
-    usage_error(std::string("--poll-interval: ") + e.what());
-  }
-  try {
-    o.endtime_poll = option::parse_endtime_poll(a.endtime_poll);
-  } catch (const parse_error& e) {
-    usage_error(std::string("--endtime-poll: ") + e.what());
-  }
-  try {
-    o.hang_timeout = option::parse_hang_timeout(a.hang_timeout);
-    if (!a.hang_start_timeout.empty()) {
-      try {
-        o.hang_start_timeout = option::parse_hang_timeout(a.hang_start_timeout);
-        if (o.hang_start_timeout == option::kHangTimeoutAuto)
-          throw parse_error(std::string(option::kHangTimeout.name) +
-                            ": 'auto' is for --hang-timeout only; accepted: a duration such as 20m, or off");
-      } catch (const parse_error& e) {
-        const std::string what = e.what();  // names --hang-timeout, whose rules it shares
-        throw parse_error(std::string(option::kHangStartTimeout.name) +
-                          what.substr(std::strlen(option::kHangTimeout.name)));
-      }
-    } else if (o.hang_timeout == option::kHangTimeoutAuto) {
-      o.hang_start_timeout = std::chrono::minutes(30);  // nothing to learn a start from: auto's first-time budget
-    } else if (o.hang_timeout.count() > 0) {
-      o.hang_start_timeout = std::max(3 * o.hang_timeout, std::chrono::milliseconds(std::chrono::minutes(10)));
-    }
-    if (!a.hang_phase_timeout.empty()) {
-      for (const auto& [phase, budget] : option::parse_hang_phase_timeout(a.hang_phase_timeout))
-        o.hang_phase_timeouts[phase] = budget;
-      if (o.hang_timeout.count() == 0)
-        throw parse_error(std::string(option::kHangPhaseTimeout.name) +
-                          " needs --hang-timeout (a duration or auto): without it no hang is looked for");
-    }
-    o.on_hang = static_cast<trainctl::hang_action>(option::parse_hang_action(a.hang_action));
-    o.log_dir = a.log_dir;
-    o.on_notice_timeout = option::parse_on_notice_timeout(a.on_notice_timeout);
-    o.on_notice = option::check_on_notice(a.on_notice);
-    if (a.npr->count() > 0) o.no_progress_runs = option::parse_no_progress_runs(a.no_progress_runs);
+    o = supervisor_options_from(given, env_text);
   } catch (const parse_error& e) {
     usage_error(e.what());
   }
-  for (std::string_view name : split(a.launchers, ','))
-    if (!name.empty()) o.launchers.emplace_back(name);
-  const std::string submit = env("SLURM_SUBMIT_DIR"), job_name = env("SLURM_JOB_NAME");
-  // Given with a path: that path. Given bare: $KILL_SWITCH (or $SAVE_SWITCH), else the
-  // default. Not given: whatever the environment says, possibly nothing.
-  auto resolve = [&](const CLI::Option* opt, const std::string& value, const char* var, const char* kind) {
-    if (opt->count() == 0) return env(var);
-    if (!value.empty()) return value;
-    return !env(var).empty() ? env(var) : default_switch_path(kind, submit, job_name);
-  };
-  o.kill_switch = resolve(a.ks, a.kill_switch, "KILL_SWITCH", "kill-switch");
-  o.save_switch = resolve(a.ss, a.save_switch, "SAVE_SWITCH", "save-switch");
   // From the job's environment (the plugin's path too): a typo there must not stop the
   // job, which may already run; it gets one line and the default.
-  if (a.npr->count() == 0 && !env("TRAINCTL_NO_PROGRESS_RUNS").empty()) {
+  if (!is_given(given, "--no-progress-runs") && !env("TRAINCTL_NO_PROGRESS_RUNS").empty()) {
     try {
       o.no_progress_runs = option::parse_no_progress_runs(env("TRAINCTL_NO_PROGRESS_RUNS"));
     } catch (const parse_error&) {
@@ -232,9 +140,7 @@ supervisor_options supervisor_options_from(const run_args& a) {
                    prog.c_str(), env("TRAINCTL_NO_PROGRESS_RUNS").c_str(), option::kNoProgressRunsDefault);
     }
   }
-  o.batch = a.batch;
   o.job_id = env("SLURM_JOB_ID");
-  o.state_path = a.state;
   const std::string task = env("SLURM_PROCID");
   o.log_prefix = "trainctl-run" + (env("SLURMD_NODENAME").empty()
                                        ? std::string()
@@ -309,7 +215,7 @@ int run(const std::string& program, int argc, char** argv) {
   }
 
   if (const int status = run_one_shot(a); status >= 0) return status;
-  const supervisor_options o = supervisor_options_from(a);
+  const supervisor_options o = options_of(a);
   if (a.adopt <= 0 && a.command.empty()) usage_error("no command given; usage: " + prog + " [options] -- COMMAND...");
   if (a.adopt <= 0) pass_on_if_supervised(a.command);
 

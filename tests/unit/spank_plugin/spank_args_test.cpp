@@ -6,6 +6,7 @@
 
 #include "fixture.hpp"
 #include "parse.hpp"
+#include "run_option_table.hpp"
 #include "switch_paths.hpp"
 
 using namespace trainctl;
@@ -28,6 +29,15 @@ TEST(SpankArgs, SiteArguments) {
     EXPECT_THROW(apply_site_argument(s, bad), parse_error) << bad;
 }
 
+namespace {
+// --graceful-exit as the plugin parses it: by the supervisor's own row.
+milliseconds check_graceful_exit(const std::string& value) {
+  supervisor_options o;
+  apply_run_option(run_option_named("--graceful-exit"), o, value);
+  return o.graceful_exit;
+}
+}  // namespace
+
 TEST(SpankArgs, GracefulExitAsTheIssueLists) {
   EXPECT_EQ(check_graceful_exit("10"), milliseconds(600000)) << "a bare number is minutes";
   EXPECT_EQ(check_graceful_exit("90s"), milliseconds(90000));
@@ -38,7 +48,7 @@ TEST(SpankArgs, GracefulExitAsTheIssueLists) {
       check_graceful_exit(bad);
       ADD_FAILURE() << bad;
     } catch (const parse_error& e) {
-      EXPECT_EQ(std::string(e.what()).rfind("--graceful-exit=", 0), 0u) << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind("--graceful-exit: ", 0), 0u) << e.what();
     }
   }
 }
@@ -67,6 +77,25 @@ TEST(SpankArgs, SameLimitsAsTrainctlRun) {
     EXPECT_THROW(apply_site_argument(s, bad), parse_error) << bad;
   site_settings open;
   EXPECT_THROW(check_graceful_signal("SEGV", open), parse_error);
+}
+
+// srun --help and trainctl_spank(8) show the rows the table offers to the plugin, in its order.
+TEST(SpankArgs, PluginOptionsAreTheTablesPluginRows) {
+  const auto docs = plugin_option_docs(SIGUSR2);
+  std::vector<std::string> rows, shown;
+  for (const run_option& r : run_option_table())
+    if (r.in_plugin()) rows.push_back(r.bare());
+  for (const auto& d : docs) shown.push_back(d.name);
+  EXPECT_EQ(shown, rows);
+  EXPECT_EQ(shown.front(), "graceful-exit");
+  for (const auto& d : docs) {
+    const std::string help = d.help, name = d.name;
+    if (name == "graceful-signal") EXPECT_NE(help.find("(default USR2)"), std::string::npos) << "the site's default";
+    if (name == "kill-switch") {
+      EXPECT_TRUE(d.value_optional);
+      EXPECT_NE(help.find("exported as KILL_SWITCH"), std::string::npos);
+    }
+  }
 }
 
 // Every job runs the supervisor: a copy another user could replace is refused.
