@@ -45,6 +45,14 @@ const std::vector<run_option> kTable = {
      [](supervisor_options& o, const std::string& v) { o.shield = option::parse_notice_signal_list(v); }},
     {"--no-shield", nullptr, false, row::kRun, "do not shield the command from any signal", none,
      [](supervisor_options& o, const std::string&) { o.shield.clear(); }},
+    {"--notice-signals", "SIGNALS", false, row::kPlugin,
+     "more signals that are a notice, as TERM, USR1 and USR2 are: a supervisor that receives one tells the ranks "
+     "to save and exit (e.g. XCPU, where a site or a script sends the job that)",
+     none,
+     [](supervisor_options& o, const std::string& v) {
+       for (int sig : option::parse_notice_signal_list(v))
+         if (std::find(o.notices.begin(), o.notices.end(), sig) == o.notices.end()) o.notices.push_back(sig);
+     }},
     {"--poll-interval", "DURATION", false, row::kRun, "how often the switch files are stat'ed",
      [] { return format_duration(option::kPollIntervalDefault); },
      [](supervisor_options& o, const std::string& v) { o.poll_interval = option::parse_poll_interval(v); }},

@@ -76,7 +76,8 @@ TEST(RunOptionTable, EachRowFillsItsField) {
                                      {"--hang-action", "save-exit"},
                                      {"--log-dir", "/scratch/logs"},
                                      {"--no-progress-runs", "0"},
-                                     {"--state", "/run/x"}});
+                                     {"--state", "/run/x"},
+                                     {"--notice-signals", "XCPU,TERM"}});
   EXPECT_EQ(o.graceful_exit, milliseconds(600000)) << "a bare number is minutes";
   EXPECT_EQ(o.deadline, 1700000000.0);
   EXPECT_EQ(o.graceful_signal, SIGUSR2);
@@ -95,6 +96,7 @@ TEST(RunOptionTable, EachRowFillsItsField) {
   EXPECT_EQ(o.log_dir, "/scratch/logs");
   EXPECT_EQ(o.no_progress_runs, 0);
   EXPECT_EQ(o.state_path, "/run/x");
+  EXPECT_EQ(o.notices, (std::vector<int>{SIGTERM, SIGUSR1, SIGUSR2, SIGXCPU})) << "added to the defaults, once each";
 }
 
 TEST(RunOptionTable, RulesThatJoinOptions) {
@@ -135,7 +137,8 @@ TEST(RunOptionTable, EveryBadValueNamesItsOption) {
                                                                                   {"--hang-timeout", "never"},
                                                                                   {"--hang-phase-timeout", "eval"},
                                                                                   {"--hang-action", "panic"},
-                                                                                  {"--no-progress-runs", "-1"}}) {
+                                                                                  {"--no-progress-runs", "-1"},
+                                                                                  {"--notice-signals", "KILL"}}) {
     const std::string line = refusal({{"--hang-timeout", "5m"}, {name, bad}});
     EXPECT_EQ(line.rfind(std::string(name) + ": ", 0), 0u) << name << " " << bad << ": " << line;
     EXPECT_EQ(line.find('\n'), std::string::npos) << line;
