@@ -10,6 +10,7 @@
 
 #include "env.hpp"
 #include "node_state.hpp"
+#include "once_markers.hpp"
 #include "parse.hpp"
 #include "slurm_job.hpp"
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "once_markers.hpp"
 #include "parse.hpp"
 #include "ranks.hpp"
 #include "task_supervisor.hpp"

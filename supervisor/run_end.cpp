@@ -16,6 +16,7 @@
 #include "env.hpp"
 #include "no_progress.hpp"
 #include "node_state.hpp"
+#include "once_markers.hpp"
 #include "parse.hpp"
 #include "run_events.hpp"
 #include "save_commits.hpp"

@@ -11,9 +11,7 @@ namespace trainctl {
 node_role::node_role(node_state_file* file, node_state& state, publisher_options opts)
     : file_(file), state_(state), opts_(opts) {}
 
-node_role::~node_role() {
-  if (holder_fd_ >= 0) close(holder_fd_);
-}
+node_role::~node_role() = default;
 
 node_role::turn node_role::look() {
   turn t;
@@ -57,17 +55,16 @@ std::chrono::milliseconds node_role::until_stale(std::int64_t now_ms, std::chron
 int node_role::rewatch_holder() {
   const pid_t h = holder();
   bool dead = false;
-  if (holder_fd_ >= 0) {
-    pollfd p{holder_fd_, POLLIN, 0};
+  if (holder_fd_) {
+    pollfd p{holder_fd_.get(), POLLIN, 0};
     dead = poll(&p, 1, 0) == 1;
   }
   if (h == holder_pid_ && !dead) return -1;
-  if (holder_fd_ >= 0) close(holder_fd_);
-  holder_fd_ = -1;
+  holder_fd_.reset();
   holder_pid_ = h;
   if (h <= 0 || dead) return -1;
-  holder_fd_ = static_cast<int>(syscall(SYS_pidfd_open, h, 0));
-  return holder_fd_;
+  holder_fd_.reset(static_cast<int>(syscall(SYS_pidfd_open, h, 0)));
+  return holder_fd_.get();
 }
 
 }  // namespace trainctl

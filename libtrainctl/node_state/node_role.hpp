@@ -15,6 +15,7 @@
 #include <string>
 
 #include "node_state.hpp"
+#include "owned_fd.hpp"
 #include "publisher.hpp"
 
 namespace trainctl {
@@ -59,7 +60,7 @@ class node_role {
   publisher_options opts_;
   std::unique_ptr<publisher> pub_;
   std::string reported_problem_;
-  int holder_fd_ = -1;
+  owned_fd holder_fd_;
   pid_t holder_pid_ = 0;
 };
 

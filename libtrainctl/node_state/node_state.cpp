@@ -39,13 +39,13 @@ namespace {
 // place, so that a file found under `name` is never half-written.
 void create_state_file(int dir_fd, const std::string& dir, const std::string& name) {
   const std::string tmp = name + ".new." + std::to_string(getpid());
-  const int fd = openat(dir_fd, tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) throw sys_error("cannot create node state " + dir + "/" + tmp);
+  owned_fd fd(openat(dir_fd, tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) throw sys_error("cannot create node state " + dir + "/" + tmp);
   node_state header{};
   init_header(header);
-  const bool written = write(fd, &header, sizeof header) == static_cast<ssize_t>(sizeof header);
+  const bool written = write(fd.get(), &header, sizeof header) == static_cast<ssize_t>(sizeof header);
   const int saved = errno;
-  close(fd);
+  fd.reset();
   if (!written) {
     unlinkat(dir_fd, tmp.c_str(), 0);
     errno = saved;
@@ -74,18 +74,18 @@ std::int64_t unix_now_ms() {
 
 std::unique_ptr<node_state> read_node_state(const std::string& path, std::string* why) {
   // O_NONBLOCK: a FIFO planted under the name does not stall the reader.
-  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
+  owned_fd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) {
     *why = "node state " + path + ": " + std::strerror(errno);
     return nullptr;
   }
   struct stat st {};
-  std::string problem = fstat(fd, &st) != 0 ? std::strerror(errno) : untrusted(st, false);
+  std::string problem = fstat(fd.get(), &st) != 0 ? std::strerror(errno) : untrusted(st, false);
   if (problem.empty() && static_cast<size_t>(st.st_size) != sizeof(node_state)) problem = "has the wrong size";
   auto copy = std::make_unique<node_state>();
-  if (problem.empty() && pread(fd, copy.get(), sizeof(node_state), 0) != static_cast<ssize_t>(sizeof(node_state)))
+  if (problem.empty() && pread(fd.get(), copy.get(), sizeof(node_state), 0) != static_cast<ssize_t>(sizeof(node_state)))
     problem = "could not be read whole";
-  close(fd);
+  fd.reset();
   if (problem.empty() &&
       (copy->magic != node_state::kMagic || copy->version != node_state::kVersion || copy->size != sizeof(node_state)))
     problem = "has another format (another trainctl version?)";
@@ -100,12 +100,7 @@ node_state_file::node_state_file(const std::string& path) : path_(path) {
   name_ = slash == std::string::npos ? path : path.substr(slash + 1);
   if (name_.empty()) throw std::runtime_error("node state " + path + " names no file");
   dir_fd_ = open_private_dir(dir);
-  try {
-    open_file();
-  } catch (...) {
-    close(dir_fd_);
-    throw;
-  }
+  open_file();  // a throw closes dir_fd_ (a member, destroyed)
 }
 
 void node_state_file::open_file() {
@@ -113,64 +108,60 @@ void node_state_file::open_file() {
   // and the shared lock: then the descriptor no longer is the file under the name, and
   // the open starts again.
   for (int attempt = 0;; ++attempt) {
-    fd_ = openat(dir_fd_, name_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    if (fd_ < 0 && errno == ENOENT && attempt == 0) {
+    fd_.reset(openat(dir_fd_.get(), name_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd_ && errno == ENOENT && attempt == 0) {
       fd_ = open_supervisors_copy();
-      adopted_ = fd_ >= 0;
+      adopted_ = static_cast<bool>(fd_);
     }
-    if (fd_ < 0 && errno == ENOENT) {
-      create_state_file(dir_fd_, path_.substr(0, path_.size() - name_.size()), name_);
-      fd_ = openat(dir_fd_, name_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (!fd_ && errno == ENOENT) {
+      create_state_file(dir_fd_.get(), path_.substr(0, path_.size() - name_.size()), name_);
+      fd_.reset(openat(dir_fd_.get(), name_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
     }
-    if (fd_ < 0) throw sys_error("cannot open node state " + path_);
+    if (!fd_) throw sys_error("cannot open node state " + path_);
     struct stat st {};
-    std::string why = fstat(fd_, &st) != 0 ? std::strerror(errno) : untrusted(st, false);
+    std::string why = fstat(fd_.get(), &st) != 0 ? std::strerror(errno) : untrusted(st, false);
     if (why.empty() && static_cast<size_t>(st.st_size) != sizeof(node_state)) why = "has the wrong size";
     if (!why.empty()) {
-      close(fd_);
-      fd_ = -1;
+      fd_.reset();
       throw std::runtime_error("node state " + path_ + " " + why + ": not a trainctl state file of this user");
     }
-    void* map = mmap(nullptr, sizeof(node_state), PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    void* map = mmap(nullptr, sizeof(node_state), PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(), 0);
     if (map == MAP_FAILED) {
       const int saved = errno;
-      close(fd_);
-      fd_ = -1;
+      fd_.reset();
       errno = saved;
       throw sys_error("cannot map node state " + path_);
     }
     state_ = static_cast<node_state*>(map);
-    guard_ = guard_mapping(map, fd_);
+    guard_ = guard_mapping(map, fd_.get());
     if (state_->magic != node_state::kMagic || state_->version != node_state::kVersion ||
         state_->size != sizeof(node_state)) {
       unguard_mapping(guard_);
       guard_ = -1;
       munmap(map, sizeof(node_state));
       state_ = nullptr;
-      close(fd_);
-      fd_ = -1;
+      fd_.reset();
       throw std::runtime_error("node state " + path_ + " has another format (another trainctl version?)");
     }
     // Every process keeps a shared lock while it has the state open; unlink_if_last
     // removes the file only when it can take the lock exclusively. A file nobody has
     // open is left over from a killed step (job ids repeat after a controller restart):
     // its flags are not this step's, so start from a clean state.
-    if (flock(fd_, LOCK_EX | LOCK_NB) == 0) {
+    if (flock(fd_.get(), LOCK_EX | LOCK_NB) == 0) {
       std::memset(reinterpret_cast<char*>(state_) + offsetof(node_state, flags), 0,
                   sizeof(node_state) - offsetof(node_state, flags));
     }
-    flock(fd_, LOCK_SH);
+    flock(fd_.get(), LOCK_SH);
     struct stat now {};
     if (adopted_ || attempt >= 3 ||
-        (fstatat(dir_fd_, name_.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_ino == st.st_ino &&
+        (fstatat(dir_fd_.get(), name_.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_ino == st.st_ino &&
          now.st_dev == st.st_dev))
       return;
     unguard_mapping(guard_);
     guard_ = -1;
     munmap(state_, sizeof(node_state));
     state_ = nullptr;
-    close(fd_);
-    fd_ = -1;
+    fd_.reset();
   }
 }
 
@@ -178,31 +169,26 @@ node_state_file::~node_state_file() {
   release_publisher();
   unguard_mapping(guard_);
   if (state_ != nullptr) munmap(state_, sizeof(node_state));
-  if (fd_ >= 0) close(fd_);
-  if (dir_fd_ >= 0) close(dir_fd_);
 }
 
 bool node_state_file::try_become_publisher(std::string* problem, std::int64_t stale_ms, int* taken_from) {
   node_state& ns = *state_;
   if (is_publisher()) return true;
-  if (lock_fd_ < 0) {
+  if (!lock_fd_) {
     const std::string lock_name = name_ + ".lock";
-    const int fd = openat(dir_fd_, lock_name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) {
+    owned_fd fd(openat(dir_fd_.get(), lock_name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd) {
       // A removed state's directory is gone too: the lock went with it, and the role
       // passes by its heartbeat alone (no line: the removal was said once).
       if (problem != nullptr && !(errno == ENOENT && removed()))
         *problem = "cannot open the publisher lock " + path_ + ".lock: " + std::strerror(errno);
     } else {
       struct stat st {};
-      const std::string why = fstat(fd, &st) != 0 ? std::strerror(errno) : untrusted(st, false);
+      const std::string why = fstat(fd.get(), &st) != 0 ? std::strerror(errno) : untrusted(st, false);
       if (!why.empty()) {
-        close(fd);
         if (problem != nullptr) *problem = "publisher lock " + path_ + ".lock " + why + ": not using it";
-      } else if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        close(fd);
-      } else {
-        lock_fd_ = fd;
+      } else if (flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
+        lock_fd_ = std::move(fd);
       }
     }
   }
@@ -211,7 +197,7 @@ bool node_state_file::try_become_publisher(std::string* problem, std::int64_t st
   // which a stopped holder still has).
   std::uint64_t current = ns.publisher_id.load(std::memory_order_acquire);
   const bool free_for_lock_holder =
-      lock_fd_ >= 0 && (current == 0 || !process_alive(static_cast<std::int32_t>(current >> 32)));
+      lock_fd_ && (current == 0 || !process_alive(static_cast<std::int32_t>(current >> 32)));
   const bool stale = current != 0 && publisher_stale(ns, unix_now_ms(), stale_ms);
   if (!free_for_lock_holder && !stale) return false;
   if (my_id_ == 0) my_id_ = (static_cast<std::uint64_t>(getpid()) << 32) | (g_publisher_serial.fetch_add(1) + 1);
@@ -232,8 +218,7 @@ void node_state_file::release_publisher() {
     std::uint64_t mine = my_id_;
     state_->publisher_id.compare_exchange_strong(mine, 0, std::memory_order_acq_rel);
   }
-  if (lock_fd_ >= 0) close(lock_fd_);  // closing drops the flock
-  lock_fd_ = -1;
+  lock_fd_.reset();  // closing drops the flock
 }
 
 // tests/e2e/test_state_faults.sh writes junk past the header, from this offset.
@@ -286,7 +271,7 @@ std::string node_state_file::damage() const {
   struct stat st {};
   if (guard_ >= 0 && guard_faulted(guard_))
     what = "was truncated (reading it faulted)";
-  else if (fstat(fd_, &st) == 0 && static_cast<size_t>(st.st_size) != sizeof(node_state))
+  else if (fstat(fd_.get(), &st) == 0 && static_cast<size_t>(st.st_size) != sizeof(node_state))
     what = "changed size to " + std::to_string(st.st_size) + " bytes (" + std::to_string(sizeof(node_state)) +
            " expected)";
   else if (__atomic_load_n(&state_->magic, __ATOMIC_RELAXED) != node_state::kMagic ||
@@ -325,7 +310,7 @@ int node_state_file::register_switch(switch_kind kind, const std::string& name, 
   return claim_switch_slot(*state_, kind, name, path);
 }
 
-int node_state_file::open_supervisors_copy() const {
+owned_fd node_state_file::open_supervisors_copy() const {
   const char* state = std::getenv("TRAINCTL_STATE");
   const char* pid = std::getenv("TRAINCTL_SUPERVISOR_PID");
   const char* fd = std::getenv("TRAINCTL_STATE_FD");
@@ -334,71 +319,43 @@ int node_state_file::open_supervisors_copy() const {
   };
   if (state == nullptr || path_ != state || !number(pid) || !number(fd)) {
     errno = ENOENT;
-    return -1;
+    return owned_fd();
   }
   // A magic link under /proc, followed on purpose (O_NOFOLLOW would refuse it): no
   // shared directory is on the way, and what it reaches must be this user's removed node
   // state (no name left: nothing anyone could have swapped in).
   const std::string link = std::string("/proc/") + pid + "/fd/" + fd;
-  const int copy = open(link.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK);
+  owned_fd copy(open(link.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK));
   struct stat st {};
-  if (copy >= 0 && fstat(copy, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() && st.st_nlink == 0 &&
+  if (copy && fstat(copy.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() && st.st_nlink == 0 &&
       static_cast<size_t>(st.st_size) == sizeof(node_state))
     return copy;
-  if (copy >= 0) close(copy);
+  copy.reset();
   errno = ENOENT;
-  return -1;
+  return owned_fd();
 }
 
 bool node_state_file::removed() const {
   struct stat st {};
-  return fd_ >= 0 && fstat(fd_, &st) == 0 && st.st_nlink == 0;
+  return fd_ && fstat(fd_.get(), &st) == 0 && st.st_nlink == 0;
 }
 
 void node_state_file::unlink_if_last() {
-  if (fd_ < 0) return;
+  if (!fd_) return;
   // A removed state's name is gone, or names a file made since: never this one's to unlink.
   struct stat mine {
   }, named{};
-  if (fstat(fd_, &mine) != 0 || mine.st_nlink == 0 ||
-      fstatat(dir_fd_, name_.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0 || named.st_ino != mine.st_ino ||
+  if (fstat(fd_.get(), &mine) != 0 || mine.st_nlink == 0 ||
+      fstatat(dir_fd_.get(), name_.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0 || named.st_ino != mine.st_ino ||
       named.st_dev != mine.st_dev)
     return;
-  if (flock(fd_, LOCK_EX | LOCK_NB) == 0) {
-    unlinkat(dir_fd_, name_.c_str(), 0);
-    unlinkat(dir_fd_, (name_ + ".lock").c_str(), 0);
-    flock(fd_, LOCK_SH);
+  if (flock(fd_.get(), LOCK_EX | LOCK_NB) == 0) {
+    unlinkat(dir_fd_.get(), name_.c_str(), 0);
+    unlinkat(dir_fd_.get(), (name_ + ".lock").c_str(), 0);
+    flock(fd_.get(), LOCK_SH);
   }
 }
 
-bool claim_once(const std::string& name) {
-  assert(name.compare(0, 5, "once.") == 0 && name.find('/') == std::string::npos);
-  const int dir_fd = open_private_dir(state_dir());
-  const int fd = openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  const int err = errno;
-  close(dir_fd);
-  if (fd >= 0) {
-    close(fd);
-    return true;
-  }
-  if (err == EEXIST) return false;
-  errno = err;
-  throw sys_error("cannot create " + state_dir() + "/" + name);
-}
-
-bool was_claimed(const std::string& name) {
-  assert(name.compare(0, 5, "once.") == 0 && name.find('/') == std::string::npos);
-  int dir_fd = -1;
-  try {
-    dir_fd = open_private_dir(state_dir());
-  } catch (const std::exception&) {
-    return false;  // no private directory: nothing was claimed in it
-  }
-  struct stat st {};
-  const bool there =
-      fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid();
-  close(dir_fd);
-  return there;
-}
+owned_fd open_state_dir() { return open_private_dir(state_dir()); }
 
 }  // namespace trainctl

@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 
+#include "owned_fd.hpp"
+
 namespace trainctl {
 
 // Bits of node_state::flags and of a controller's local flags.
@@ -202,7 +204,7 @@ class node_state_file {
   std::string damage() const;
 
   // The open file descriptor (for TRAINCTL_STATE_FD: see adopted()).
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   // Whether the file's name is gone while it is open (st_nlink 0): systemd-logind's
   // RemoveIPC=yes removes a user's /dev/shm files when their last login session on the
   // node ends. The processes that have it open keep sharing it.
@@ -223,13 +225,13 @@ class node_state_file {
  private:
   void open_file();
   std::string path_, name_;
-  int dir_fd_ = -1;
-  int fd_ = -1;
-  int lock_fd_ = -1;
+  owned_fd dir_fd_;
+  owned_fd fd_;
+  owned_fd lock_fd_;
   std::uint64_t my_id_ = 0;
   int guard_ = -1;  // slot in the SIGBUS guard
   bool adopted_ = false;
-  int open_supervisors_copy() const;
+  owned_fd open_supervisors_copy() const;
   node_state* state_ = nullptr;
 };
 
@@ -321,20 +323,17 @@ std::string default_state_path();
 // step killed before it could clean up left), and the stack files of processes that are
 // gone, whatever their age. Only for state_dir(), which holds
 // nothing else. Returns how many files it removed; a directory that is not private is
-// left alone. `ended_job`: a job that has ended on this node, whose claims (claim_once)
+// left alone. `ended_job`: a job that has ended on this node, whose once-markers
 // and node state files (<job>.<step>-<node>, when no process has them open) go at once.
 int sweep_stale_state(const std::string& dir, int min_age_s = 60, const std::string& ended_job = "");
 
-// Whether claim `name` (claim_once) is job `job`'s: once.<what>.<job>.<more>.
+// Whether once-marker `name` (supervisor/once_markers) is job `job`'s: once.<what>.<job>.<more>.
 bool claim_of_job(const std::string& name, const std::string& job);
 
-// Claims `name` ("once.<key>") in state_dir() for this user on this node: true for the
-// first caller only, across processes (an exclusive create). What happens once per job
-// on a node (the --on-notice command) keys on it. Throws runtime_error (one line) when
-// the directory is refused. sweep_stale_state removes claims older than a week.
-bool claim_once(const std::string& name);
-// Whether `name` was claimed (a regular file of this user in state_dir()); never throws.
-bool was_claimed(const std::string& name);
+// state_dir(), opened (made 0700 when missing) after the checks every node state file
+// gets: for what else keeps per-user, per-node files there (supervisor/once_markers).
+// Throws runtime_error (one line) when the directory is refused.
+owned_fd open_state_dir();
 
 std::int64_t unix_now_ms();
 

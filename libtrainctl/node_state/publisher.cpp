@@ -28,7 +28,7 @@ constexpr std::int64_t kOneTouchNs = std::int64_t{250} * 1000 * 1000;
 
 publisher::publisher(node_state& state, publisher_options opts) : state_(state), opts_(opts) {
   inotify_at_ = clock::now() + opts_.inotify_after;
-  if (opts_.inotify_after.count() == 0) inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (opts_.inotify_after.count() == 0) inotify_fd_.reset(inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
   if (opts_.gpu_memory.enabled()) {
     gpu_ = std::make_unique<gpu_memory>();
     if (!gpu_->available())
@@ -45,9 +45,7 @@ std::chrono::milliseconds publisher::heartbeat() const {
   return std::min(opts_.poll_interval, std::chrono::milliseconds(kHeartbeatMs));
 }
 
-publisher::~publisher() {
-  if (inotify_fd_ >= 0) close(inotify_fd_);
-}
+publisher::~publisher() = default;
 
 void publisher::set_flag(std::uint32_t bit, bool on, bool& changed) {
   const std::uint32_t before = on ? state_.flags.fetch_or(bit, std::memory_order_release)
@@ -124,14 +122,14 @@ bool publisher::refresh() {
 
 void publisher::sync_watches() {
   const std::uint32_t seq = state_.seq.load(std::memory_order_acquire);
-  if (inotify_fd_ < 0 || seq == watched_seq_) return;
+  if (!inotify_fd_ || seq == watched_seq_) return;
   watched_seq_ = seq;
   for (auto& slot : state_.slots) {
     if (slot.state.load(std::memory_order_acquire) != 2) continue;
     const std::string dir = dir_of(slot.path);
     if (std::any_of(watches_.begin(), watches_.end(), [&](const watch& w) { return w.dir == dir; })) continue;
     const int wd = inotify_add_watch(
-        inotify_fd_, dir.c_str(),
+        inotify_fd_.get(), dir.c_str(),
         IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ATTRIB | IN_CLOSE_WRITE | IN_ONLYDIR);
     // A directory that does not exist yet is covered by the stat poll; retried on the next change.
     if (wd >= 0)
@@ -147,7 +145,7 @@ bool publisher::drain_inotify() {
   alignas(inotify_event) char buf[4096];
   bool relevant = false;
   while (true) {
-    const ssize_t n = read(inotify_fd_, buf, sizeof buf);
+    const ssize_t n = read(inotify_fd_.get(), buf, sizeof buf);
     if (n <= 0) break;
     for (char* p = buf; p < buf + n;) {
       const auto* ev = reinterpret_cast<const inotify_event*>(p);
@@ -166,15 +164,15 @@ bool publisher::drain_inotify() {
 
 void publisher::wait_and_refresh(int wake_fd, std::chrono::milliseconds max_wait) {
   auto now = clock::now();
-  if (inotify_fd_ < 0 && opts_.inotify_after.count() > 0 && now >= inotify_at_) {
-    inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);  // -1: stat polling alone still works
+  if (!inotify_fd_ && opts_.inotify_after.count() > 0 && now >= inotify_at_) {
+    inotify_fd_.reset(inotify_init1(IN_NONBLOCK | IN_CLOEXEC));  // -1: stat polling alone still works
     watched_seq_ = ~0u;
     sync_watches();
     refresh_switches();  // what changed before the watches existed
     inotify_at_ = clock::time_point::max();
   }
   auto until = std::min({now + max_wait, next_stat_, now + heartbeat()});
-  if (inotify_fd_ < 0 && inotify_at_ != clock::time_point::max()) until = std::min(until, inotify_at_);
+  if (!inotify_fd_ && inotify_at_ != clock::time_point::max()) until = std::min(until, inotify_at_);
   if (opts_.memory.enabled() || gpu_) until = std::min(until, next_memory_);
   const std::int64_t deadline = state_.deadline_ms.load(std::memory_order_acquire);
   if (deadline > 0 && (state_.flags.load(std::memory_order_relaxed) & kFlagDeadline) == 0) {
@@ -182,8 +180,8 @@ void publisher::wait_and_refresh(int wake_fd, std::chrono::milliseconds max_wait
     until = std::min(until, now + to_deadline);
   }
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count();
-  pollfd fds[2] = {{wake_fd, POLLIN, 0}, {inotify_fd_, POLLIN, 0}};
-  const int nfds = inotify_fd_ >= 0 ? 2 : 1;
+  pollfd fds[2] = {{wake_fd, POLLIN, 0}, {inotify_fd_.get(), POLLIN, 0}};
+  const int nfds = inotify_fd_ ? 2 : 1;
   const int ready = poll(fds, nfds, static_cast<int>(std::max<long long>(0, timeout)));
   bool changed = false;
   if (ready > 0 && nfds == 2 && (fds[1].revents & POLLIN) && drain_inotify()) changed |= refresh_switches();

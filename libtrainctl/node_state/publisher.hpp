@@ -13,6 +13,7 @@
 
 #include "node_state.hpp"
 #include "options.hpp"
+#include "owned_fd.hpp"
 #include "parse.hpp"
 
 namespace trainctl {
@@ -61,7 +62,7 @@ class publisher {
 
   node_state& state_;
   publisher_options opts_;
-  int inotify_fd_ = -1;
+  owned_fd inotify_fd_;
   std::uint32_t watched_seq_ = ~0u;
   struct watch {
     int wd;

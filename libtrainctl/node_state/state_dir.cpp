@@ -51,18 +51,17 @@ std::string untrusted(const struct stat& st, bool dir) {
 }
 
 // Opens (creating it 0700 when missing) a directory only this user can add names to.
-int open_private_dir(const std::string& dir) {
+owned_fd open_private_dir(const std::string& dir) {
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw sys_error("cannot create node state directory " + dir);
-  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
+  owned_fd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) {
     if (errno == ELOOP || errno == ENOTDIR)
       throw std::runtime_error("node state directory " + dir + " is a symlink or not a directory: refusing it");
     throw sys_error("cannot open node state directory " + dir);
   }
   struct stat st {};
-  const std::string why = fstat(fd, &st) != 0 ? std::strerror(errno) : untrusted(st, true);
+  const std::string why = fstat(fd.get(), &st) != 0 ? std::strerror(errno) : untrusted(st, true);
   if (!why.empty()) {
-    close(fd);
     throw std::runtime_error("node state directory " + dir + " " + why +
                              ": refusing it (another user may have made it; remove it, or set TRAINCTL_STATE)");
   }
@@ -92,13 +91,11 @@ bool usable_state_dir(const std::string& dir, std::string* why) {
 // such a directory. Sorted, so that every process of the user picks the same first one.
 std::vector<std::string> own_private_dirs(const std::string& root, const std::string& prefix) {
   std::vector<std::string> found;
-  const int fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return found;
-  DIR* d = fdopendir(fd);
-  if (d == nullptr) {
-    close(fd);
-    return found;
-  }
+  owned_fd dir(open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) return found;
+  DIR* d = fdopendir(dir.get());
+  if (d == nullptr) return found;
+  const int fd = dir.release();  // closedir closes it
   while (const dirent* e = readdir(d)) {
     const std::string name = e->d_name;
     if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
@@ -137,24 +134,17 @@ std::string private_shm_dir(const std::string& root, const std::string& prefix) 
 bool hold_run_dir(const std::string& dir, const struct stat& st) {
   static std::mutex mu;
   static std::string held_path;
-  static int held_fd = -1;
+  static owned_fd held_fd;  // for the process's life
   std::lock_guard<std::mutex> lock(mu);
-  if (held_fd >= 0 && held_path == dir) return true;
-  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (held_fd && held_path == dir) return true;
+  owned_fd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   struct stat opened {};
-  if (fd < 0 || fstat(fd, &opened) != 0 || opened.st_ino != st.st_ino || opened.st_dev != st.st_dev) {
-    if (fd >= 0) close(fd);
-    return false;
-  }
+  if (!fd || fstat(fd.get(), &opened) != 0 || opened.st_ino != st.st_ino || opened.st_dev != st.st_dev) return false;
   bool held = false;
-  for (int i = 0; i < 200 && !(held = flock(fd, LOCK_SH | LOCK_NB) == 0); ++i) usleep(10000);
+  for (int i = 0; i < 200 && !(held = flock(fd.get(), LOCK_SH | LOCK_NB) == 0); ++i) usleep(10000);
   struct stat now {};
-  if (!held || lstat(dir.c_str(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev) {
-    close(fd);
-    return false;
-  }
-  if (held_fd >= 0) close(held_fd);
-  held_fd = fd;
+  if (!held || lstat(dir.c_str(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev) return false;
+  held_fd = std::move(fd);
   held_path = dir;
   return true;
 }
@@ -214,22 +204,19 @@ bool claim_of_job(const std::string& name, const std::string& job) {
 int sweep_stale_state(const std::string& dir, int min_age_s, const std::string& ended_job) {
   struct stat st {};
   if (lstat(dir.c_str(), &st) != 0) return 0;  // nothing was ever made here
-  int dir_fd = -1;
+  owned_fd dir_fd;
   try {
     dir_fd = open_private_dir(dir);
   } catch (const std::exception&) {
     return 0;  // not ours: the caller's own open reports it
   }
-  DIR* d = fdopendir(dup(dir_fd));
-  if (d == nullptr) {
-    close(dir_fd);
-    return 0;
-  }
+  DIR* d = fdopendir(dup(dir_fd.get()));
+  if (d == nullptr) return 0;
   const std::int64_t old_enough = unix_now_ms() / 1000 - min_age_s;
   std::vector<std::string> stale;
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
-    if (name == "." || name == ".." || fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (name == "." || name == ".." || fstatat(dir_fd.get(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (!S_ISREG(st.st_mode) || st.st_uid != getuid()) continue;
     // A rank's Python stack file: kept while its process lives, whatever its age (a new
     // rank that gets the pid of a dead one creates its file exclusively).
@@ -242,38 +229,37 @@ int sweep_stale_state(const std::string& dir, int min_age_s, const std::string& 
     const bool of_ended_job = !ended_job.empty() && name.size() > ended_job.size() &&
                               name.compare(0, ended_job.size(), ended_job) == 0 && name[ended_job.size()] == '.';
     if (st.st_ctim.tv_sec > old_enough && !of_ended_job) continue;
-    if (name.compare(0, 5, "once.") == 0) {  // claim_once: kept while its job may still run
+    if (name.compare(0, 5, "once.") == 0) {  // a once-marker: kept while its job may still run
       if (st.st_ctim.tv_sec <= old_enough - kOnceKeepS || claim_of_job(name, ended_job)) stale.push_back(name);
       continue;
     }
     const bool lock = name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0;
     if (lock || name.find(".new.") != std::string::npos) {
       // A lock whose state file is gone, or a temporary file a killed creator left.
-      if (!lock || fstatat(dir_fd, name.substr(0, name.size() - 5).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+      if (!lock || fstatat(dir_fd.get(), name.substr(0, name.size() - 5).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
         stale.push_back(name);
       continue;
     }
-    const int fd = openat(dir_fd, e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) continue;
+    const owned_fd fd(openat(dir_fd.get(), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd) continue;
     std::uint64_t magic = 0;
     // A state by its content, or by its name (default_state_path's keys: "<job>.<step>-
     // <node>", "ppid<N>", "pid<N>") whatever its content: a zeroed or truncated state of
     // a finished job has no magic left and was never swept.
     const bool state_name =
         (name[0] >= '0' && name[0] <= '9') || name.compare(0, 3, "pid") == 0 || name.compare(0, 4, "ppid") == 0;
-    const bool is_state = state_name || (static_cast<size_t>(st.st_size) == sizeof(node_state) &&
-                                         pread(fd, &magic, sizeof magic, 0) == static_cast<ssize_t>(sizeof magic) &&
-                                         magic == node_state::kMagic);
-    if (is_state && flock(fd, LOCK_EX | LOCK_NB) == 0) {  // nobody has it open
+    const bool is_state =
+        state_name ||
+        (static_cast<size_t>(st.st_size) == sizeof(node_state) &&
+         pread(fd.get(), &magic, sizeof magic, 0) == static_cast<ssize_t>(sizeof magic) && magic == node_state::kMagic);
+    if (is_state && flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {  // nobody has it open
       stale.push_back(name);
       stale.push_back(name + ".lock");
     }
-    close(fd);
   }
   closedir(d);
   int removed = 0;
-  for (const auto& name : stale) removed += unlinkat(dir_fd, name.c_str(), 0) == 0;
-  close(dir_fd);
+  for (const auto& name : stale) removed += unlinkat(dir_fd.get(), name.c_str(), 0) == 0;
   return removed;
 }
 

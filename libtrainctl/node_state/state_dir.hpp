@@ -10,6 +10,8 @@
 #include <string>
 #include <system_error>
 
+#include "owned_fd.hpp"
+
 namespace trainctl {
 namespace state_dir_detail {
 
@@ -20,7 +22,7 @@ std::string user_name(uid_t uid);
 std::string untrusted(const struct stat& st, bool dir);
 // Opens (creating it 0700 when missing) a directory only this user can add names to;
 // throws a runtime_error whose text is one line when it is not such a directory.
-int open_private_dir(const std::string& dir);
+owned_fd open_private_dir(const std::string& dir);
 
 // How long a once-claim is kept when its job's end was never seen.
 constexpr std::int64_t kOnceKeepS = std::int64_t{7} * 24 * 3600;

@@ -12,6 +12,7 @@
 
 #include "bad_nodes.hpp"
 #include "gpu_memory.hpp"
+#include "owned_fd.hpp"
 
 namespace trainctl {
 
@@ -22,19 +23,18 @@ namespace {
 // under the name must not block (O_NONBLOCK: with no reader the open fails, with one the
 // type check refuses it), and neither a link nor another user's file takes the line.
 std::string append_own_line(const std::string& path, const std::string& line) {
-  const int fd =
-      open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644);
-  if (fd < 0) return errno == ENXIO ? "a FIFO, not a regular file" : std::strerror(errno);
+  const owned_fd fd(
+      open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644));
+  if (!fd) return errno == ENXIO ? "a FIFO, not a regular file" : std::strerror(errno);
   struct stat st {};
   std::string why;
-  if (fstat(fd, &st) != 0) st.st_mode = 0;  // then judged as no regular file
+  if (fstat(fd.get(), &st) != 0) st.st_mode = 0;  // then judged as no regular file
   if (!S_ISREG(st.st_mode))
     why = "not a regular file";
   else if (st.st_uid != geteuid())
     why = "another user's file";
-  else if (write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+  else if (write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
     why = std::strerror(errno);
-  close(fd);
   return why;
 }
 

@@ -172,10 +172,10 @@ std::optional<committed_checkpoint> newest_committed(const std::string& path) {
     if (errno == ENOENT) return std::nullopt;  // a fresh start
     throw_errno("trainctl: resume_path(): cannot read " + path);
   }
-  const int listed = ::dup(dir.get());
-  std::unique_ptr<DIR, int (*)(DIR*)> entries(listed < 0 ? nullptr : ::fdopendir(listed), ::closedir);
+  owned_fd listed(::dup(dir.get()));
+  std::unique_ptr<DIR, int (*)(DIR*)> entries(listed ? ::fdopendir(listed.get()) : nullptr, ::closedir);
+  if (entries) listed.release();  // closedir closes it
   if (!entries) {
-    if (listed >= 0) ::close(listed);
     throw_errno("trainctl: resume_path(): cannot read " + path);
   }
   struct candidate {

@@ -22,17 +22,14 @@ bool is_ancestor(pid_t pid) {
 
 // The supervisor named by TRAINCTL_SUPERVISOR_PID, held by a pidfd (readable when it
 // dies), if it is an ancestor of this process: a variable inherited from elsewhere,
-// naming some other process, is ignored. -1 when there is none.
-int open_supervisor_pidfd() {
+// naming some other process, is ignored. None when there is none.
+owned_fd open_supervisor_pidfd() {
   const char* env = std::getenv("TRAINCTL_SUPERVISOR_PID");
   const long pid = env != nullptr ? std::strtol(env, nullptr, 10) : 0;
-  if (pid <= 1 || !is_ancestor(static_cast<pid_t>(pid))) return -1;
-  const int fd = static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
-  if (fd >= 0 && !is_ancestor(static_cast<pid_t>(pid))) {  // it died and the pid was reused meanwhile
-    close(fd);
-    return -1;
-  }
-  if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
+  if (pid <= 1 || !is_ancestor(static_cast<pid_t>(pid))) return owned_fd();
+  owned_fd fd(static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0)));
+  if (!is_ancestor(static_cast<pid_t>(pid))) return owned_fd();  // it died and the pid was reused meanwhile
+  if (fd) fcntl(fd.get(), F_SETFD, FD_CLOEXEC);
   return fd;
 }
 
@@ -55,12 +52,12 @@ controller::controller(const config& cfg) : impl_(std::make_unique<impl>(*cfg.im
     log_line(kLogWarning, "trainctl: cannot catch signal %s; it is ignored\n", signal_name(sig).c_str());
   for (int sig : m.cfg.signals) m.sup.signal_mask |= 1ull << (sig - 1);
   m.sup.fd = open_supervisor_pidfd();
-  m.sup.present = m.sup.fd >= 0;
+  m.sup.present = static_cast<bool>(m.sup.fd);
   // A nudge: this rank is in the node state's heartbeat slots now, and its supervisor
   // starts watching it (its death seen the moment it happens) without polling the slots.
   // SIGCHLD: one the supervisor already listens for, which no user can choose as a notice
   // and whose default action is to ignore it.
-  if (m.sup.fd >= 0 && m.beat != nullptr) syscall(SYS_pidfd_send_signal, m.sup.fd, SIGCHLD, nullptr, 0);
+  if (m.sup.fd && m.beat != nullptr) syscall(SYS_pidfd_send_signal, m.sup.fd.get(), SIGCHLD, nullptr, 0);
   m.watcher.start([&m] { m.watch_loop(); });
   // Where Yama restricts ptrace to ancestors (ptrace_scope 1), let the supervisor's own
   // children (eu-stack, gdb) read this process's native stack for the hang diagnosis.
@@ -107,7 +104,6 @@ controller::~controller() {
       sweep_stale_state(path.substr(0, path.rfind('/')));
     }
   }
-  if (m.sup.fd >= 0) close(m.sup.fd);
 }
 
 void controller::impl::register_switch(bool exit, const std::string& name, const std::string& path) {
@@ -338,7 +334,7 @@ void controller::impl::report_straggler(std::int64_t step, const step_timing::ve
     beat->fastest_us.store(fastest_us, std::memory_order_relaxed);
     beat->slow_reports.fetch_add(1, std::memory_order_release);
     // Woken now, as for a new rank: the finding is written before this rank may end.
-    if (sup.fd >= 0) syscall(SYS_pidfd_send_signal, sup.fd, SIGCHLD, nullptr, 0);
+    if (sup.fd) syscall(SYS_pidfd_send_signal, sup.fd.get(), SIGCHLD, nullptr, 0);
     return;
   }
   straggler_finding f;

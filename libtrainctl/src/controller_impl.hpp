@@ -46,6 +46,7 @@
 
 #include "exit_reasons.hpp"
 #include "log_line.hpp"
+#include "owned_fd.hpp"
 #include "watcher_thread.hpp"
 
 namespace trainctl {
@@ -110,7 +111,7 @@ struct loop_position {
 
 // The supervisor above this rank, and the notice signals it relays to it.
 struct supervisor_link {
-  int fd = -1;                    // pidfd of this rank's supervisor, -1: none known
+  owned_fd fd;                    // pidfd of this rank's supervisor, if one is known
   bool present = false;           // a supervisor was there at the start (set before the watcher starts)
   std::uint64_t signal_mask = 0;  // the notice signals this rank catches
   // When this rank first caught a notice signal while supervised (steady us; 0: none).

@@ -69,8 +69,7 @@ void controller::impl::on_supervisor_gone() {
            cfg.rank);
   sup.gone.store(true, std::memory_order_release);
   local_bits.fetch_or(kFlagSignal, std::memory_order_release);
-  close(sup.fd);
-  sup.fd = -1;
+  sup.fd.reset();
 }
 
 void controller::impl::look_after_state(std::unique_ptr<node_role>& role, const publisher_options& popts) {
@@ -105,8 +104,8 @@ void controller::impl::look_after_state(std::unique_ptr<node_role>& role, const 
              static_cast<int>(getpid()));
   if (!t.problem.empty())
     log_line(kLogWarning, "trainctl: %s; the node's other processes watch the switches\n", t.problem.c_str());
-  if (sup.fd >= 0) {
-    pollfd p{sup.fd, POLLIN, 0};
+  if (sup.fd) {
+    pollfd p{sup.fd.get(), POLLIN, 0};
     if (poll(&p, 1, 0) > 0) on_supervisor_gone();
   }
   // The deadline, whoever publishes: the supervisor writes it as soon as it knows it,
@@ -150,8 +149,8 @@ void controller::impl::watch_loop() {
     if (role->publishes()) {
       role->pub()->wait_and_refresh(watcher.fd(), wait);
     } else {
-      pollfd fds[2] = {{watcher.fd(), POLLIN, 0}, {sup.fd, POLLIN, 0}};
-      poll(fds, sup.fd >= 0 ? 2 : 1, static_cast<int>(wait.count()));
+      pollfd fds[2] = {{watcher.fd(), POLLIN, 0}, {sup.fd.get(), POLLIN, 0}};
+      poll(fds, sup.fd ? 2 : 1, static_cast<int>(wait.count()));
     }
     watcher.drain();
   }

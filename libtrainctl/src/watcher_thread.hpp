@@ -13,17 +13,16 @@
 #include <thread>
 #include <utility>
 
+#include "owned_fd.hpp"
+
 namespace trainctl {
 
 class watcher_thread {
  public:
   watcher_thread() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
-    if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "trainctl: eventfd");
+    if (!fd_) throw std::system_error(errno, std::generic_category(), "trainctl: eventfd");
   }
-  ~watcher_thread() {
-    stop();
-    close(fd_);
-  }
+  ~watcher_thread() { stop(); }
   watcher_thread(const watcher_thread&) = delete;
   watcher_thread& operator=(const watcher_thread&) = delete;
 
@@ -38,19 +37,19 @@ class watcher_thread {
   // Any thread: the loop wakes from its wait on fd().
   void wake() const {
     const std::uint64_t one = 1;
-    if (write(fd_, &one, sizeof one) < 0) { /* the watcher wakes on its timeout */
+    if (write(fd_.get(), &one, sizeof one) < 0) { /* the watcher wakes on its timeout */
     }
   }
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   // The loop, after its wait: the wakes so far are taken.
   void drain() const {
     std::uint64_t n;
-    while (read(fd_, &n, sizeof n) > 0) {
+    while (read(fd_.get(), &n, sizeof n) > 0) {
     }
   }
 
  private:
-  int fd_;
+  owned_fd fd_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
