@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "env.hpp"
+#include "owned_fd.hpp"
 #include "parse.hpp"
 
 namespace trainctl {
@@ -66,12 +67,13 @@ void trim_bad_nodes(const std::string& path, std::int64_t now_s) {
     if (now_s - b.when < keep_s) kept.push_back(b);
   if (kept.size() > kKeepLines) kept.erase(kept.begin(), kept.end() - static_cast<std::ptrdiff_t>(kKeepLines));
   const std::string tmp = path + ".trim." + std::to_string(getpid());
-  const int out = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (out < 0) return;
+  owned_fd out(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!out) return;
   std::string text;
   for (const auto& b : kept) text += format_line(b);
-  const bool ok = write(out, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(out) == 0;
-  close(out);
+  const bool ok =
+      write(out.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(out.get()) == 0;
+  out.reset();
   if (!ok || rename(tmp.c_str(), path.c_str()) != 0) unlink(tmp.c_str());
 }
 
@@ -103,35 +105,32 @@ std::string append_private(const std::string& path, const std::string& text) {
   const size_t slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0 && !make_private_dirs(path.substr(0, slash)))
     return "cannot create " + path.substr(0, slash) + ": " + std::strerror(errno);
-  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
-  if (fd < 0) return "cannot open " + path + ": " + std::strerror(errno);
+  const owned_fd fd(open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
+  if (!fd) return "cannot open " + path + ": " + std::strerror(errno);
   struct stat st {};
   std::string why;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid())
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid())
     why = path + " is not a regular file of this user";
-  else if (write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+  else if (write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
     why = "cannot append to " + path + ": " + std::strerror(errno);
-  close(fd);
   return why;
 }
 
 std::string read_private(const std::string& path, std::size_t max, std::string* why, bool newest) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) {
+  const owned_fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (!fd) {
     if (errno != ENOENT) *why = "cannot read " + path + ": " + std::strerror(errno);
     return "";
   }
   struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
-    close(fd);
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
     *why = path + " is not a regular file of this user; ignored";
     return "";
   }
   const auto size = static_cast<std::size_t>(st.st_size);
   std::string text(std::min(max, size), '\0');
   const off_t from = newest && size > max ? static_cast<off_t>(size - max) : 0;
-  const ssize_t got = pread(fd, text.data(), text.size(), from);
-  close(fd);
+  const ssize_t got = pread(fd.get(), text.data(), text.size(), from);
   text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
   return text;
 }
@@ -149,20 +148,17 @@ std::string record_bad_node(const std::string& path, const bad_node& b) {
   // One write of one line in append mode, under the file's lock: findings of several
   // nodes do not interleave, and none goes into a file that a trim has just replaced.
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) return "cannot open " + path + ": " + std::strerror(errno);
-    flock(fd, LOCK_EX);
+    const owned_fd fd(open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd) return "cannot open " + path + ": " + std::strerror(errno);
+    flock(fd.get(), LOCK_EX);  // closing the descriptor drops it
     struct stat held {};
     struct stat named {};
-    if (fstat(fd, &held) == 0 && (lstat(path.c_str(), &named) != 0 || named.st_ino != held.st_ino)) {
-      close(fd);  // trimmed meanwhile: append to the new file
-      continue;
-    }
-    const bool ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    if (fstat(fd.get(), &held) == 0 && (lstat(path.c_str(), &named) != 0 || named.st_ino != held.st_ino))
+      continue;  // trimmed meanwhile: append to the new file
+    const bool ok = write(fd.get(), line.data(), line.size()) == static_cast<ssize_t>(line.size());
     std::string why = ok ? "" : "cannot append to " + path + ": " + std::strerror(errno);
     if (ok && held.st_size + static_cast<off_t>(line.size()) > static_cast<off_t>(kTrimAboveBytes))
       trim_bad_nodes(path, b.when);
-    close(fd);  // drops the lock
     return why;
   }
   return "cannot append to " + path + ": it keeps being replaced";
@@ -181,19 +177,13 @@ std::string forget_findings(const std::string& path, const std::function<bool(co
   *removed = 0;
   if (path.empty()) return "no file for bad nodes (set TRAINCTL_BAD_NODES or HOME)";
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) return errno == ENOENT ? "" : "cannot open " + path + ": " + std::strerror(errno);
-    flock(fd, LOCK_EX);
+    const owned_fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    if (!fd) return errno == ENOENT ? "" : "cannot open " + path + ": " + std::strerror(errno);
+    flock(fd.get(), LOCK_EX);  // closing the descriptor drops it
     struct stat held {};
     struct stat named {};
-    if (fstat(fd, &held) != 0 || !S_ISREG(held.st_mode)) {
-      close(fd);
-      return path + " is not a regular file";
-    }
-    if (lstat(path.c_str(), &named) != 0 || named.st_ino != held.st_ino) {
-      close(fd);  // replaced meanwhile: forget in the new file
-      continue;
-    }
+    if (fstat(fd.get(), &held) != 0 || !S_ISREG(held.st_mode)) return path + " is not a regular file";
+    if (lstat(path.c_str(), &named) != 0 || named.st_ino != held.st_ino) continue;  // replaced: forget in the new one
     std::vector<bad_node> kept, gone;
     for (const auto& b : read_bad_nodes(path)) {
       if (which(b)) {
@@ -206,21 +196,21 @@ std::string forget_findings(const std::string& path, const std::function<bool(co
     std::string why;
     if (*removed > 0) {
       const std::string tmp = path + ".forget." + std::to_string(getpid());
-      const int out = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-      if (out < 0) {
+      owned_fd out(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+      if (!out) {
         why = "cannot create " + tmp + ": " + std::strerror(errno);
       } else {
         std::string text;
         for (const auto& b : kept) text += format_line(b);
-        const bool ok = write(out, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(out) == 0;
-        close(out);
+        const bool ok =
+            write(out.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(out.get()) == 0;
+        out.reset();
         if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
           why = "cannot rewrite " + path + ": " + std::strerror(errno);
           unlink(tmp.c_str());
         }
       }
     }
-    close(fd);  // drops the lock
     if (!why.empty()) *removed = 0;
     if (why.empty() && forgotten != nullptr) *forgotten = gone;
     return why;

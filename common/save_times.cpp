@@ -11,6 +11,7 @@
 #include <ctime>
 
 #include "bad_nodes.hpp"
+#include "owned_fd.hpp"
 #include "parse.hpp"
 
 namespace trainctl {
@@ -72,39 +73,31 @@ std::map<std::string, std::pair<std::int64_t, std::string>> longest_lines(const 
 // between that last read and the appender's write would be lost, and the next longer
 // save records it again.
 void compact_if_large(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) return;
+  const owned_fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (!fd) return;
   struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid() || st.st_size <= kCompactAt ||
-      flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    close(fd);
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid() || st.st_size <= kCompactAt ||
+      flock(fd.get(), LOCK_EX | LOCK_NB) != 0)
     return;
-  }
   std::string why;
   std::string kept;
   for (const auto& [name, record] : longest_lines(newest_lines(path, &why))) kept += record.second + "\n";
   std::string tmp = path + ".compact.XXXXXX";
-  const int out = mkostemp(tmp.data(), O_CLOEXEC);  // 0600
-  if (out < 0 || !why.empty()) {
-    if (out >= 0) {
-      close(out);
-      unlink(tmp.c_str());
-    }
-    close(fd);
+  const owned_fd out(mkostemp(tmp.data(), O_CLOEXEC));  // 0600
+  if (!out || !why.empty()) {
+    if (out) unlink(tmp.c_str());
     return;
   }
-  bool ok = write(out, kept.data(), kept.size()) == static_cast<ssize_t>(kept.size());
+  bool ok = write(out.get(), kept.data(), kept.size()) == static_cast<ssize_t>(kept.size());
   ok = ok && rename(tmp.c_str(), path.c_str()) == 0;
   if (!ok) unlink(tmp.c_str());
   // What was appended to the old file since it was read goes on in the new one.
   struct stat later {};
-  if (ok && fstat(fd, &later) == 0 && later.st_size > st.st_size) {
+  if (ok && fstat(fd.get(), &later) == 0 && later.st_size > st.st_size) {
     std::string tail(static_cast<std::size_t>(std::min<off_t>(later.st_size - st.st_size, kMaxRead)), '\0');
-    const ssize_t got = pread(fd, tail.data(), tail.size(), st.st_size);
-    if (got > 0) (void)!write(out, tail.data(), static_cast<std::size_t>(got));
+    const ssize_t got = pread(fd.get(), tail.data(), tail.size(), st.st_size);
+    if (got > 0) (void)!write(out.get(), tail.data(), static_cast<std::size_t>(got));
   }
-  close(out);
-  close(fd);
 }
 
 }  // namespace

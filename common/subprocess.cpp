@@ -14,21 +14,13 @@
 #include <csignal>
 #include <cstring>
 
+#include "owned_fd.hpp"
 #include "parse.hpp"
 
 namespace trainctl {
 namespace {
 
 using clock = std::chrono::steady_clock;
-
-struct fd_guard {  // RAII for the parent's ends of the pipes and the pidfd
-  int fd = -1;
-  ~fd_guard() { reset(); }
-  void reset() {
-    if (fd >= 0) close(fd);
-    fd = -1;
-  }
-};
 
 // SIGPIPE blocked for this thread while it writes to the child; one that a write
 // raised is taken back before the mask is restored.
@@ -156,11 +148,11 @@ child_result run_child(const child_spec& spec) {
     r.error = what + ": pipe: " + std::strerror(errno);
     return r;
   }
-  fd_guard out_r{out[0]}, in_w{in[1]};
+  owned_fd out_r(out[0]), in_w(in[1]);  // the parent's ends
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid == 0) become_child(spec, in[0], out[1], parent);
-  close(out[1]);
+  close(out[1]);  // the child's ends
   if (in[0] >= 0) close(in[0]);
   if (pid < 0) {
     r.error = what + ": fork: " + std::strerror(errno);
@@ -168,9 +160,9 @@ child_result run_child(const child_spec& spec) {
   }
   // Readable when the child exits; without pidfds (before Linux 5.3) the loop looks
   // with waitpid every 50 ms instead.
-  fd_guard pidfd{static_cast<int>(syscall(SYS_pidfd_open, pid, 0))};
-  fcntl(out_r.fd, F_SETFL, O_NONBLOCK);
-  if (in_w.fd >= 0) fcntl(in_w.fd, F_SETFL, O_NONBLOCK);
+  const owned_fd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  fcntl(out_r.get(), F_SETFL, O_NONBLOCK);
+  if (in_w) fcntl(in_w.get(), F_SETFL, O_NONBLOCK);
   const auto end = clock::now() + spec.deadline;
   size_t written = 0;
   bool exited = false;
@@ -178,7 +170,7 @@ child_result run_child(const child_spec& spec) {
   auto drain = [&] {  // what the child wrote so far; false at end of file
     char buf[4096];
     ssize_t got;
-    while ((got = read(out_r.fd, buf, sizeof buf)) > 0)
+    while ((got = read(out_r.get(), buf, sizeof buf)) > 0)
       if (r.output.size() < spec.max_output)
         r.output.append(buf, std::min(static_cast<size_t>(got), spec.max_output - r.output.size()));
     return got != 0;
@@ -189,14 +181,14 @@ child_result run_child(const child_spec& spec) {
     if (left <= 0) break;
     pollfd fds[3];
     nfds_t n = 0;
-    if (open_out) fds[n++] = {out_r.fd, POLLIN, 0};
-    if (in_w.fd >= 0) fds[n++] = {in_w.fd, POLLOUT, 0};
-    if (pidfd.fd >= 0) fds[n++] = {pidfd.fd, POLLIN, 0};
-    const long wait = pidfd.fd >= 0 ? left : std::min<long>(left, 50);
+    if (open_out) fds[n++] = {out_r.get(), POLLIN, 0};
+    if (in_w) fds[n++] = {in_w.get(), POLLOUT, 0};
+    if (pidfd) fds[n++] = {pidfd.get(), POLLIN, 0};
+    const long wait = pidfd ? left : std::min<long>(left, 50);
     if (poll(fds, n, static_cast<int>(wait)) < 0 && errno != EINTR) break;
     if (open_out) open_out = drain();
-    if (in_w.fd >= 0) {
-      const ssize_t put = write(in_w.fd, spec.input.data() + written, spec.input.size() - written);
+    if (in_w) {
+      const ssize_t put = write(in_w.get(), spec.input.data() + written, spec.input.size() - written);
       if (put > 0) written += static_cast<size_t>(put);
       // Done, or the child closed its end without reading it all (EPIPE): either way
       // its stdin ends here, and its exit status says whether that was all right.
@@ -230,20 +222,19 @@ started_child::started_child(const child_spec& spec) : spec_(spec) {
   const pid_t parent = getpid();
   pid_ = fork();
   if (pid_ == 0) become_child(spec_, -1, out[1], parent);
-  close(out[1]);
-  out_fd_ = out[0];
-  if (pid_ < 0) error_ = describe(spec) + ": fork: " + std::strerror(errno);
-  fcntl(out_fd_, F_SETFL, O_NONBLOCK);
+  const int fork_errno = errno;
+  close(out[1]);  // the child's end
+  out_fd_.reset(out[0]);
+  if (pid_ < 0) error_ = describe(spec) + ": fork: " + std::strerror(fork_errno);
+  fcntl(out_fd_.get(), F_SETFL, O_NONBLOCK);
 }
 
-started_child::~started_child() {
-  if (out_fd_ >= 0) close(out_fd_);
-}
+started_child::~started_child() = default;
 
 void started_child::drain() {
   char buf[4096];
   ssize_t got;
-  while (out_fd_ >= 0 && (got = read(out_fd_, buf, sizeof buf)) > 0)
+  while (out_fd_ && (got = read(out_fd_.get(), buf, sizeof buf)) > 0)
     if (output_.size() < spec_.max_output)
       output_.append(buf, std::min(static_cast<size_t>(got), spec_.max_output - output_.size()));
 }

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "owned_fd.hpp"
+
 namespace trainctl {
 
 struct child_spec {
@@ -62,7 +64,7 @@ class started_child {
   // What was read so far, handed over and cleared: a caller that streams a long-lived
   // child's output is not cut off at max_output.
   std::string take_output() { return std::exchange(output_, std::string()); }
-  int output_fd() const { return out_fd_; }  // for the caller's poll; -1 when none
+  int output_fd() const { return out_fd_.get(); }  // for the caller's poll; -1 when none
   // The result for the wait status the caller reaped (drains first).
   child_result finish(int wait_status);
   // Kills the child's group and gives it up (the caller's reaping collects it later).
@@ -71,7 +73,7 @@ class started_child {
  private:
   child_spec spec_;
   pid_t pid_ = -1;
-  int out_fd_ = -1;
+  owned_fd out_fd_;
   std::string output_, error_;
 };
 

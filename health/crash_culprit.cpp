@@ -19,6 +19,7 @@
 #include "env.hpp"
 #include "gpu_memory.hpp"
 #include "node_health.hpp"
+#include "owned_fd.hpp"
 #include "parse.hpp"
 #include "stack_dump.hpp"
 
@@ -72,13 +73,12 @@ std::vector<node_death> other_deaths(int fd, const std::string& me) {
   while (dirent* e = d != nullptr ? readdir(d) : nullptr) {
     const std::string name = e->d_name;
     if (name == me || !valid_node_name(name)) continue;
-    const int f = openat(fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    const owned_fd f(openat(fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     struct stat fs {};
     char buf[128] = {};
-    if (f < 0) continue;
-    const bool ours = fstat(f, &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_uid == getuid();
-    const ssize_t n = ours ? read(f, buf, sizeof buf - 1) : -1;
-    close(f);
+    if (!f) continue;
+    const bool ours = fstat(f.get(), &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_uid == getuid();
+    const ssize_t n = ours ? read(f.get(), buf, sizeof buf - 1) : -1;
     long long t = 0;
     int status = -1;
     if (n <= 0 || std::sscanf(buf, "first_ms=%lld status=%d", &t, &status) < 1) continue;
@@ -120,11 +120,11 @@ std::string close_evidence(int fd, const std::string& dir, const std::string& me
 }
 
 // The step's crash evidence directory, `leaf` in the user's evidence root of `log_dir`
-// (see evidence_root), made when missing and opened: -1 and *why when it cannot be.
+// (see evidence_root), made when missing and opened: none and *why when it cannot be.
 // Runs in a child. *dir: its path.
-int open_crash_dir(const std::string& log_dir, const std::string& leaf, std::string* dir, std::string* why) {
+owned_fd open_crash_dir(const std::string& log_dir, const std::string& leaf, std::string* dir, std::string* why) {
   const std::string root = evidence_root(log_dir, false, why);
-  if (root.empty()) return -1;
+  if (root.empty()) return owned_fd();
   *dir = root + "/" + leaf;
   return open_stacks_dir(*dir, false, why);
 }
@@ -167,11 +167,10 @@ void crash_culprit::publish_first_death() {
   spec.ignore_signals.push_back(opts_.graceful_signal);
   spec.work = [logs, leaf, me, line]() -> std::string {
     std::string why, dir;
-    const int fd = valid_node_name(me) ? open_crash_dir(logs, leaf, &dir, &why) : -1;
-    if (fd < 0) return "crash evidence not written: " + (why.empty() ? "'" + me + "' is not a node name" : why) + "\n";
+    const owned_fd fd = valid_node_name(me) ? open_crash_dir(logs, leaf, &dir, &why) : owned_fd();
+    if (!fd) return "crash evidence not written: " + (why.empty() ? "'" + me + "' is not a node name" : why) + "\n";
     struct stat st {};
-    if (fstatat(fd, me.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) why = append_in_dir(fd, me, line, 0600);
-    close(fd);
+    if (fstatat(fd.get(), me.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) why = append_in_dir(fd.get(), me, line, 0600);
     return why.empty() ? "" : "crash evidence not written: " + why + "\n";
   };
   evidence_ = std::make_unique<started_child>(spec);
@@ -234,12 +233,9 @@ std::string crash_culprit::peer_death() const {
     if (root.empty()) return "";
     // Not created here: a step nobody's rank has ended in has no evidence yet.
     const std::string dir = root + "/" + leaf;
-    const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const owned_fd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     struct stat st {};
-    if (fd < 0 || fstat(fd, &st) != 0 || st.st_uid != getuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-      if (fd >= 0) close(fd);
-      return "";
-    }
+    if (!fd || fstat(fd.get(), &st) != 0 || st.st_uid != getuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) return "";
     const std::int64_t now = unix_now_ms();
     std::int64_t first = -1;
     int status = -1;
@@ -249,13 +245,12 @@ std::string crash_culprit::peer_death() const {
     auto may_have_brought_the_term = [now](const node_death& n) {
       return n.status != 0 && n.first_ms <= now && now - n.first_ms <= kPeerTermWindowMs;
     };
-    for (const node_death& n : other_deaths(fd, me)) {
+    for (const node_death& n : other_deaths(fd.get(), me)) {
       if (!may_have_brought_the_term(n) || (first >= 0 && n.first_ms >= first)) continue;  // the earliest
       first = n.first_ms;
       status = n.status;
       who = n.node;
     }
-    close(fd);
     if (first < 0) return "";
     return "a rank on " + who + " ended with " + how_it_ended(status) + " " + to_ms_text(now - first) + " before";
   };
@@ -312,8 +307,9 @@ void crash_culprit::command_ended(const end_facts& f) {
   spec.work = [=]() -> std::string {
     std::ostringstream out;
     std::string why, dir;
-    const int fd = valid_node_name(me) ? open_crash_dir(logs, leaf, &dir, &why) : -1;
-    if (fd < 0) {
+    const owned_fd dir_fd = valid_node_name(me) ? open_crash_dir(logs, leaf, &dir, &why) : owned_fd();
+    const int fd = dir_fd.get();
+    if (!dir_fd) {
       if (judge) out << "crash: not judged: " << (why.empty() ? "'" + me + "' is not a node name" : why) << "\n";
       return out.str();
     }
@@ -324,7 +320,6 @@ void crash_culprit::command_ended(const end_facts& f) {
       unlinkat(fd, me.c_str(), 0);
       rmdir(dir.c_str());
     }
-    close(fd);
     if (!why.empty()) out << "crash evidence: " << why << "\n";
     return out.str();
   };

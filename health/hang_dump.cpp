@@ -80,8 +80,9 @@ hang_dump_report take_hang_stacks(const hang_dump_request& r) {
   std::string why_not = r.dir.checked ? r.dir.problem : "";
   const std::string root = why_not.empty() ? evidence_root(r.dir.dir, r.dir.group, &why_not) : "";
   const std::string dir = root + "/" + r.leaf;
-  const int fd = why_not.empty() ? open_stacks_dir(dir, r.dir.group, &why_not) : -1;
-  if (fd < 0) {
+  const owned_fd dir_fd = why_not.empty() ? open_stacks_dir(dir, r.dir.group, &why_not) : owned_fd();
+  const int fd = dir_fd.get();
+  if (!dir_fd) {
     // No files to count the other nodes by: give them the time to find the hang too
     // (their heartbeats went stale with ours) before the action ends this node's ranks.
     std::this_thread::sleep_for(kNoDumpGrace);
@@ -149,7 +150,6 @@ hang_dump_report take_hang_stacks(const hang_dump_request& r) {
   if (!job_wide)
     for (auto end = clock::now() + kJobLineWait; job_wide_summaries(fd) <= job_lines_before && clock::now() < end;)
       std::this_thread::sleep_for(milliseconds(100));
-  close(fd);
   return report_of(out, summary);
 }
 

@@ -90,18 +90,14 @@ node_health::node_health(const supervisor_options& o, log_fn log, hang_fn on_han
   dir_.dir = resolve_log_dir(o.log_dir);
 }
 
-node_health::~node_health() {
-  for (auto& [pid, w] : ranks_)
-    if (w.fd >= 0) close(w.fd);
-  if (epoll_fd_ >= 0) close(epoll_fd_);
-}
+node_health::~node_health() = default;
 
 void node_health::started(node_state_file* state, pid_t command) {
   state_ = state;
   command_ = command;
   self_ = getpid();
   culprit_.started(self_);
-  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  epoll_fd_.reset(epoll_create1(EPOLL_CLOEXEC));
   const std::string cmd = read_small("/proc/" + std::to_string(command) + "/cmdline");
   command_is_launcher_ = cmdline_names_launcher(cmd, opts_.launchers);
   next_start_scan_ = clock::now() + milliseconds(1000);
@@ -212,41 +208,37 @@ std::chrono::milliseconds node_health::tick() {
 // rank that uses trainctl has one); each is held by a pidfd, which turns readable the
 // moment it dies, before its launcher reaps it.
 void node_health::watch_new_ranks() {
-  if (state_ == nullptr || epoll_fd_ < 0 || !has_header(state_->get())) return;
+  if (state_ == nullptr || !epoll_fd_ || !has_header(state_->get())) return;
   for (const auto& b : state_->get().beats) {
     const pid_t pid = b.pid.load(std::memory_order_acquire);
     if (pid <= 0 || pid == self_ || ranks_.count(pid) != 0) continue;
     watched w;
-    w.fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+    w.fd.reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
     // Opened first, checked second: a pid reused by another user's process is refused.
-    if (w.fd >= 0 && !live_process_of_mine(pid)) {
-      close(w.fd);
-      w.fd = -1;
-    }
-    if (w.fd >= 0) {
+    if (w.fd && !live_process_of_mine(pid)) w.fd.reset();
+    if (w.fd) {
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.u64 = static_cast<std::uint64_t>(pid);
-      epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, w.fd, &ev);
+      epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, w.fd.get(), &ev);
     }
-    ranks_[pid] = w;
+    ranks_[pid] = std::move(w);
   }
 }
 
 void node_health::on_deaths() {
-  if (epoll_fd_ < 0) return;
+  if (!epoll_fd_) return;
   epoll_event evs[64];
-  const int n = epoll_wait(epoll_fd_, evs, 64, 0);
+  const int n = epoll_wait(epoll_fd_.get(), evs, 64, 0);
   const std::int64_t now = unix_now_ms();
   for (int i = 0; i < n; ++i) {
     const pid_t pid = static_cast<pid_t>(evs[i].data.u64);
     auto it = ranks_.find(pid);
-    if (it == ranks_.end() || it->second.fd < 0) continue;
+    if (it == ranks_.end() || !it->second.fd) continue;
     // How it ended, while it is a zombie (its launcher has not reaped it yet).
     note_death(pid, now, zombie_wait_status(pid));
-    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, it->second.fd, nullptr);
-    close(it->second.fd);
-    it->second.fd = -1;
+    epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, it->second.fd.get(), nullptr);
+    it->second.fd.reset();
   }
 }
 

@@ -38,6 +38,7 @@
 #include "crash_culprit.hpp"
 #include "hang_budget.hpp"
 #include "hang_dump.hpp"
+#include "owned_fd.hpp"
 #include "phase_budgets.hpp"
 #include "run_options.hpp"
 #include "straggler_recorder.hpp"
@@ -71,7 +72,7 @@ class node_health {
   // On every wake of the loop: how long until it wants the next call.
   std::chrono::milliseconds tick();
   // Readable when a watched rank died; the loop polls it with its own descriptors.
-  int death_fd() const { return epoll_fd_; }
+  int death_fd() const { return epoll_fd_.get(); }
   // A status the loop reaped: true when the child was node health's.
   bool reaped(pid_t pid, int status);
   // The node state was given up (damaged) or closed: not read any more.
@@ -111,7 +112,7 @@ class node_health {
 
  private:
   struct watched {
-    int fd = -1;               // pidfd
+    owned_fd fd;               // pidfd
     std::int64_t died_ms = 0;  // when the pidfd turned readable
     int wait_status = -1;      // read from the zombie's /proc stat; -1 unknown
     int rank = -1;             // from its heartbeat slot, read at its death
@@ -135,7 +136,7 @@ class node_health {
   std::string state_damage_;
   pid_t command_ = 0;
   pid_t self_ = 0;
-  int epoll_fd_ = -1;
+  owned_fd epoll_fd_;
   std::map<pid_t, watched> ranks_;  // pids of this node's ranks (heartbeat slots)
   phase_budgets budgets_;
   bool all_started_ = false;  // every rank found has reached its first agreement

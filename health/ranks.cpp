@@ -240,24 +240,20 @@ std::vector<pid_t> find_ranks(pid_t root, const std::vector<std::string>& launch
 }
 
 pid_handle::pid_handle(const proc_info& found, const std::string& proc) : pid_(found.pid) {
-  const int fd = static_cast<int>(syscall(SYS_pidfd_open, found.pid, 0));
-  if (fd < 0) return;  // gone already
+  owned_fd fd(static_cast<int>(syscall(SYS_pidfd_open, found.pid, 0)));
+  if (!fd) return;  // gone already
   // Opened first, checked second: if the pid was reused before the open, the start
   // time read now is the newcomer's and differs.
   std::string stat;
   if (!read_file(proc + "/" + std::to_string(found.pid) + "/stat", stat, 4096) || found.start_time == 0 ||
-      parse_stat_start_time(stat) != found.start_time) {
-    close(fd);
+      parse_stat_start_time(stat) != found.start_time)
     return;
-  }
-  fd_ = fd;
+  fd_ = std::move(fd);
 }
 
-pid_handle::~pid_handle() {
-  if (fd_ >= 0) close(fd_);
+bool pid_handle::signal(int sig) const {
+  return fd_ && syscall(SYS_pidfd_send_signal, fd_.get(), sig, nullptr, 0) == 0;
 }
-
-bool pid_handle::signal(int sig) const { return fd_ >= 0 && syscall(SYS_pidfd_send_signal, fd_, sig, nullptr, 0) == 0; }
 
 std::vector<proc_info> find_rank_procs(pid_t root, const std::vector<std::string>& launcher_names, bool command_is_rank,
                                        const std::string& proc) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "owned_fd.hpp"
+
 namespace trainctl {
 
 struct proc_info {
@@ -50,19 +52,16 @@ std::string proc_environ_value(pid_t pid, const std::string& name, const std::st
 class pid_handle {
  public:
   explicit pid_handle(const proc_info& found, const std::string& proc = "/proc");
-  ~pid_handle();
-  pid_handle(pid_handle&& o) noexcept : fd_(o.fd_), pid_(o.pid_) { o.fd_ = -1; }
-  pid_handle(const pid_handle&) = delete;
-  pid_handle& operator=(const pid_handle&) = delete;
+  pid_handle(pid_handle&&) noexcept = default;
   pid_handle& operator=(pid_handle&&) = delete;
 
-  bool held() const { return fd_ >= 0; }
+  bool held() const { return static_cast<bool>(fd_); }
   pid_t pid() const { return pid_; }
   bool signal(int sig) const;  // false when the process is gone (or was never held)
   bool alive() const { return signal(0); }
 
  private:
-  int fd_ = -1;
+  owned_fd fd_;
   pid_t pid_ = 0;
 };
 

@@ -115,10 +115,10 @@ std::string request_flight_recorder(pid_t pid, int rank) {
   struct stat st {};
   if (lstat(pipe.c_str(), &st) != 0 || !S_ISFIFO(st.st_mode) || st.st_uid != getuid())
     return "(no flight recorder pipe " + pipe + ": the run has none, or TORCH_NCCL_TRACE_BUFFER_SIZE is 0)\n";
-  const int fd = open(pipe.c_str(), O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return "(flight recorder pipe " + pipe + ": nobody reads it: " + std::strerror(errno) + ")\n";
-  const bool ok = write(fd, "1\n", 2) == 2;
-  close(fd);
+  owned_fd fd(open(pipe.c_str(), O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return "(flight recorder pipe " + pipe + ": nobody reads it: " + std::strerror(errno) + ")\n";
+  const bool ok = write(fd.get(), "1\n", 2) == 2;
+  fd.reset();
   std::string out = proc_environ_value(pid, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE");
   if (out.empty()) out = "/tmp/nccl_trace_rank_";
   return ok ? "dump requested through " + pipe + "; PyTorch writes it to " + out + std::to_string(rank) + "\n"
@@ -250,10 +250,7 @@ bool usable_root(const std::string& path, bool group, bool* mine, std::string* w
   }
   *mine = st.st_uid == getuid();
   if (!*mine) return false;
-  const int fd = open_stacks_dir(path, group, why);
-  if (fd < 0) return false;
-  close(fd);
-  return true;
+  return static_cast<bool>(open_stacks_dir(path, group, why));
 }
 }  // namespace
 
@@ -279,18 +276,17 @@ std::string evidence_root(const std::string& log_dir, bool group, std::string* w
   return home;
 }
 
-int open_stacks_dir(const std::string& path, bool group, std::string* why) {
+owned_fd open_stacks_dir(const std::string& path, bool group, std::string* why) {
   if (mkdir(path.c_str(), group ? 0750 : 0700) != 0 && errno != EEXIST) {
     *why = "cannot create " + path + ": " + std::strerror(errno);
-    return -1;
+    return owned_fd();
   }
-  const int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  owned_fd fd(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   struct stat st {};
-  if (fd < 0 || fstat(fd, &st) != 0) {
+  if (!fd || fstat(fd.get(), &st) != 0) {
     *why = "cannot open " + path + ": " +
            (errno == ELOOP || errno == ENOTDIR ? "not a directory (a link?)" : std::string(std::strerror(errno)));
-    if (fd >= 0) close(fd);
-    return -1;
+    return owned_fd();
   }
   std::string problem;
   if (st.st_uid != getuid())
@@ -300,23 +296,21 @@ int open_stacks_dir(const std::string& path, bool group, std::string* why) {
               std::to_string((st.st_mode >> 3) & 7) + std::to_string(st.st_mode & 7) + ")";
   if (!problem.empty()) {
     *why = path + " " + problem + ": not writing stacks there (remove it, or give another --log-dir)";
-    close(fd);
-    return -1;
+    return owned_fd();
   }
   return fd;
 }
 
 namespace {
 // A regular file of this user in the stacks directory: never through a link, never
-// a FIFO or device (O_NONBLOCK keeps the open itself from waiting). -1, errno set.
-int open_own_file(int dir_fd, const std::string& name, int flags, mode_t mode) {
-  const int fd = openat(dir_fd, name.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, mode);
-  if (fd < 0) return -1;
+// a FIFO or device (O_NONBLOCK keeps the open itself from waiting). None, errno set.
+owned_fd open_own_file(int dir_fd, const std::string& name, int flags, mode_t mode) {
+  owned_fd fd(openat(dir_fd, name.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, mode));
+  if (!fd) return fd;
   struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
-    close(fd);
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
+    fd.reset();
     errno = EPERM;
-    return -1;
   }
   return fd;
 }
@@ -324,23 +318,22 @@ int open_own_file(int dir_fd, const std::string& name, int flags, mode_t mode) {
 // What a regular file of this user in the stacks directory holds (its first 8 MiB; ""
 // when it is none, or not there).
 std::string read_own_text(int dir_fd, const std::string& name) {
-  const int fd = open_own_file(dir_fd, name, O_RDONLY, 0);
-  if (fd < 0) return "";
+  const owned_fd fd = open_own_file(dir_fd, name, O_RDONLY, 0);
+  if (!fd) return "";
   std::string text;
   char buf[65536];
   ssize_t n;
-  while (text.size() < (8u << 20) && (n = read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
-  close(fd);
+  while (text.size() < (8u << 20) && (n = read(fd.get(), buf, sizeof buf)) > 0)
+    text.append(buf, static_cast<size_t>(n));
   return text;
 }
 
 // The first line of `path` (the Python package writes the main thread's id there).
 std::string first_line(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return "";
+  const owned_fd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return "";
   char buf[128] = {};
-  const ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
+  const ssize_t n = read(fd.get(), buf, sizeof buf - 1);
   if (n <= 0) return "";
   std::string line(buf, static_cast<size_t>(n));
   return line.substr(0, line.find('\n'));
@@ -348,14 +341,12 @@ std::string first_line(const std::string& path) {
 }  // namespace
 
 std::string append_in_dir(int dir_fd, const std::string& name, const std::string& text, mode_t mode) {
-  const int fd = open_own_file(dir_fd, name, O_WRONLY | O_CREAT | O_APPEND, mode);
-  if (fd < 0)
+  const owned_fd fd = open_own_file(dir_fd, name, O_WRONLY | O_CREAT | O_APPEND, mode);
+  if (!fd)
     return std::string("cannot write ") + name + ": " +
            (errno == EPERM ? "not a regular file of this user" : std::strerror(errno));
-  const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  std::string why = ok ? "" : std::string("cannot write ") + name + ": " + std::strerror(errno);
-  close(fd);
-  return why;
+  const bool ok = write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  return ok ? "" : std::string("cannot write ") + name + ": " + std::strerror(errno);
 }
 
 std::size_t job_wide_summaries(int dir_fd) {
@@ -461,12 +452,10 @@ std::set<std::string> suspect_hosts(const std::vector<rank_stack>& stacks) {
 std::vector<rank_stack> read_dumps(int dir_fd, const std::string& run, const std::string& kind, std::int64_t since_ms) {
   std::map<int, rank_stack> newest;
   std::map<int, std::int64_t> newest_at;
-  const int list_fd = dup(dir_fd);
-  DIR* d = list_fd >= 0 ? fdopendir(list_fd) : nullptr;
-  if (d == nullptr) {
-    if (list_fd >= 0) close(list_fd);
-    return {};
-  }
+  owned_fd list_fd(dup(dir_fd));
+  DIR* d = list_fd ? fdopendir(list_fd.get()) : nullptr;
+  if (d == nullptr) return {};
+  list_fd.release();  // closedir closes it
   rewinddir(d);
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
@@ -541,16 +530,16 @@ int dump_job_stacks_here(const std::string& job_id, std::string log_dir, const s
   std::string why = prepare_log_dir(log_dir, &group), note;
   const std::string root = why.empty() ? evidence_root(log_dir, group, &why, &note) : "";
   const std::string out_dir = root + "/stacks-" + job_id;
-  const int fd = why.empty() ? open_stacks_dir(out_dir, group, &why) : -1;
+  const owned_fd fd = why.empty() ? open_stacks_dir(out_dir, group, &why) : owned_fd();
   if (!note.empty()) std::printf("note host=%s %s\n", node_name().c_str(), note.c_str());
-  if (fd < 0) {
+  if (!fd) {
     std::printf("error host=%s %s\n", node_name().c_str(), why.c_str());
     std::fflush(stdout);
     return 1;
   }
   dump_options o;
   o.out_dir = out_dir;
-  o.dir_fd = fd;
+  o.dir_fd = fd.get();
   o.file_mode = group ? 0640 : 0600;
   const std::string restart = env_value("SLURM_RESTART_COUNT");
   o.id = {job_id + "." + (restart.empty() ? "0" : restart), "on-demand", unix_now_ms()};
@@ -564,7 +553,6 @@ int dump_job_stacks_here(const std::string& job_id, std::string log_dir, const s
       std::printf("stack rank=%d pid=%d host=%s dir=%s frame=%s\n", s.rank, s.pid, s.host.c_str(), out_dir.c_str(),
                   s.frame.c_str());
   }
-  close(fd);
   std::fflush(stdout);
   return 0;
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "owned_fd.hpp"
 #include "ranks.hpp"
 
 namespace trainctl {
@@ -71,7 +72,7 @@ std::string evidence_root(const std::string& log_dir, bool group, std::string* w
 // O_NOFOLLOW: refused, with one line in *why and -1, when it is not a directory, not
 // this user's, or writable by anyone else (another user's files there could pose as
 // stacks, or as a summary that is really a link to the user's files).
-int open_stacks_dir(const std::string& path, bool group, std::string* why);
+owned_fd open_stacks_dir(const std::string& path, bool group, std::string* why);
 
 // Dumps every process in `ranks`; one file per rank in o.dir_fd, appended. A file that
 // could not be written has rank_stack::file empty.

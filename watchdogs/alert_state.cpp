@@ -105,20 +105,21 @@ void write_atomically(const std::string& path, const std::string& text, unsigned
   // the file is made new: never opened through a link.
   const std::string tmp = path + ".tmp." + host_name() + "." + std::to_string(getpid());
   unlink(tmp.c_str());
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-  if (fd < 0) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
+  owned_fd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  if (!fd) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
   size_t done = 0;
   while (done < text.size()) {
-    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    const ssize_t n = write(fd.get(), text.data() + done, text.size() - done);
     if (n <= 0) {
       const int e = errno;
-      close(fd);
+      fd.reset();
       unlink(tmp.c_str());
       throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(e));
     }
     done += static_cast<size_t>(n);
   }
-  if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
+  // close()'s own error counts (NFS reports a failed write there).
+  if (fsync(fd.get()) != 0 || close(fd.release()) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
     const int e = errno;
     unlink(tmp.c_str());
     throw std::runtime_error("cannot replace " + path + ": " + std::strerror(e));
@@ -128,10 +129,10 @@ void write_atomically(const std::string& path, const std::string& text, unsigned
 alert_store::alert_store(const std::string& state_dir) : dir_(state_dir) {
   ensure_state_dir(dir_);
   const std::string lock = dir_ + "/alerts.lock";
-  lock_fd_ = open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (lock_fd_ < 0) throw std::runtime_error("cannot open " + lock + ": " + std::strerror(errno));
+  lock_fd_.reset(open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!lock_fd_) throw std::runtime_error("cannot open " + lock + ": " + std::strerror(errno));
   // flock works across NFS clients on Linux (it is mapped to POSIX locks there).
-  while (flock(lock_fd_, LOCK_EX) != 0) {
+  while (flock(lock_fd_.get(), LOCK_EX) != 0) {
     if (errno != EINTR) throw std::runtime_error("cannot lock " + lock + ": " + std::strerror(errno));
   }
   std::ifstream in(dir_ + "/alerts.json");
@@ -156,9 +157,7 @@ alert_store::alert_store(const std::string& state_dir) : dir_(state_dir) {
   }
 }
 
-alert_store::~alert_store() {
-  if (lock_fd_ >= 0) close(lock_fd_);
-}
+alert_store::~alert_store() = default;
 
 alert_entry& alert_store::entry(const std::string& check, const std::string& target) {
   return entries_[json_safe(check + "\x1f" + target)];

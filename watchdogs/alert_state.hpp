@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "check_result.hpp"
+#include "owned_fd.hpp"
 
 namespace trainctl {
 
@@ -49,7 +50,7 @@ class alert_store {
 
  private:
   std::string dir_;
-  int lock_fd_ = -1;
+  owned_fd lock_fd_;  // held for the object's life: one trainwatch run at a time
   std::map<std::string, alert_entry> entries_;
 };
 

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "alert_state.hpp"
+#include "owned_fd.hpp"
 
 namespace trainctl {
 
@@ -31,16 +32,15 @@ struct record {
 // parse); "" when it is missing or unreadable. The state directory is this user's own,
 // but a link or a FIFO there is still not followed or waited on.
 std::string read_small_file(const std::string& file, std::size_t limit) {
-  const int fd = open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return "";
+  const owned_fd fd(open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return "";
   std::string data(limit, '\0');
   std::size_t got = 0;
   while (got < limit) {
-    const ssize_t n = read(fd, &data[got], limit - got);
+    const ssize_t n = read(fd.get(), &data[got], limit - got);
     if (n <= 0) break;
     got += static_cast<std::size_t>(n);
   }
-  close(fd);
   data.resize(got);
   return data;
 }

@@ -114,8 +114,9 @@ TEST(StackDump, ARankWithoutThePythonPackageGetsANativeStackAndTheDumpReadsBack)
   dump_options o;
   o.out_dir = t / "stacks";
   std::string why;
-  o.dir_fd = open_stacks_dir(o.out_dir, false, &why);
-  ASSERT_GE(o.dir_fd, 0) << why;
+  const owned_fd dir = open_stacks_dir(o.out_dir, false, &why);
+  ASSERT_TRUE(dir) << why;
+  o.dir_fd = dir.get();
   o.id = {"7.0", "hang", 1000};
   o.python_dir = t.path();
   o.stack_signal = SIGURG;
@@ -142,7 +143,6 @@ TEST(StackDump, ARankWithoutThePythonPackageGetsANativeStackAndTheDumpReadsBack)
   struct stat st {};
   ASSERT_EQ(stat(out[0].file.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u) << "stacks are the user's alone outside a group log directory";
-  close(o.dir_fd);
 }
 
 // What another user (or a teammate in a group-writable log directory) can put where
@@ -154,15 +154,16 @@ TEST(StackDump, PlantedLinksFifosAndForeignDirectoriesAreRefused) {
   const std::string open_dir = t / "stacks-1";
   ASSERT_EQ(mkdir(open_dir.c_str(), 0777), 0);
   chmod(open_dir.c_str(), 0777);
-  EXPECT_EQ(open_stacks_dir(open_dir, false, &why), -1);
+  EXPECT_FALSE(open_stacks_dir(open_dir, false, &why));
   EXPECT_NE(why.find("can be written by others"), std::string::npos) << why;
   // A symlink in place of the directory: refused.
   ASSERT_EQ(symlink(t.path().c_str(), (t / "stacks-2").c_str()), 0);
-  EXPECT_EQ(open_stacks_dir(t / "stacks-2", false, &why), -1);
+  EXPECT_FALSE(open_stacks_dir(t / "stacks-2", false, &why));
   // In the user's own directory: a link to the user's file and a FIFO under the names
   // the dump writes are refused at once, and the link's target is untouched.
-  const int fd = open_stacks_dir(t / "stacks-3", false, &why);
-  ASSERT_GE(fd, 0) << why;
+  const owned_fd dir = open_stacks_dir(t / "stacks-3", false, &why);
+  ASSERT_TRUE(dir) << why;
+  const int fd = dir.get();
   const std::string target = t / "bashrc";
   { std::ofstream(target) << "# mine\n"; }
   ASSERT_EQ(symlink(target.c_str(), (t / "stacks-3/summary.txt").c_str()), 0);
@@ -171,7 +172,6 @@ TEST(StackDump, PlantedLinksFifosAndForeignDirectoriesAreRefused) {
   EXPECT_NE(append_in_dir(fd, "rank0.txt", "x\n", 0600), "") << "a FIFO would have blocked the open";
   EXPECT_EQ(trainctl_test::read_file(target), "# mine\n");
   EXPECT_TRUE(read_dumps(fd, "7.0", "hang", 0).empty());
-  close(fd);
 }
 
 TEST(StackDump, HostsThatAreNotOneNodeNameAreNeverSuspects) {
@@ -213,10 +213,10 @@ TEST(StackDump, TheFlightRecorderPipeOfTheRankIsWrittenTo) {
   dump_options o;
   o.out_dir = t / "stacks";
   std::string why;
-  o.dir_fd = open_stacks_dir(o.out_dir, false, &why);
+  const owned_fd dir = open_stacks_dir(o.out_dir, false, &why);
+  o.dir_fd = dir.get();
   o.reason = "test";
   const auto out = dump_stacks({p}, o);
-  close(o.dir_fd);
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   reader.join();
