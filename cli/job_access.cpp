@@ -10,11 +10,6 @@
 
 namespace trainctl::commands {
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
-
 std::optional<job_record> record_to_look_inside(const std::string& output, std::string* why) {
   std::vector<job_record> records, running;
   for (const auto& line : split(output, '\n')) {

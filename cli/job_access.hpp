@@ -10,9 +10,6 @@
 
 namespace trainctl::commands {
 
-// The value of environment variable `name`, "" when unset.
-std::string env(const char* name);
-
 // Which record of `scontrol show job -o ID`'s output a verb looks inside. The output has
 // one line per record: a job array's id gives one per running task and one for its
 // pending rest, so "trainctl stacks ARRAY" means the array's one running task. The only

@@ -11,7 +11,7 @@ bool valid_run_id(const std::string& id) {
   return true;
 }
 
-std::string run_id(const std::function<std::string(const char*)>& env) {
+std::string run_id(const env_lookup& env) {
   std::string own = env(kRunIdVar);
   if (valid_run_id(own)) return own;
   std::string job = env("SLURM_ARRAY_JOB_ID");

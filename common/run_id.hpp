@@ -5,8 +5,9 @@
 // A job submitted again (after the kill switch) is a new run unless it is given the id.
 #pragma once
 
-#include <functional>
 #include <string>
+
+#include "env.hpp"
 
 namespace trainctl {
 
@@ -16,6 +17,6 @@ inline constexpr const char* kRunIdVar = "TRAINCTL_RUN_ID";
 bool valid_run_id(const std::string& id);
 
 // The id from an environment (`env` gives a variable's value, "" when unset).
-std::string run_id(const std::function<std::string(const char*)>& env);
+std::string run_id(const env_lookup& env);
 
 }  // namespace trainctl

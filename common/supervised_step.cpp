@@ -2,7 +2,7 @@
 
 namespace trainctl {
 
-std::string supervised_step(const std::function<std::string(const char*)>& env) {
+std::string supervised_step(const env_lookup& env) {
   std::string job = env("SLURM_JOB_ID");  // not const: returned, it moves
   if (job.empty()) return "local";
   const std::string step = env("SLURM_STEP_ID");
@@ -13,7 +13,7 @@ std::string supervised_step(const std::function<std::string(const char*)>& env) 
   return job + "." + step;
 }
 
-nesting nesting_of(const std::function<std::string(const char*)>& env) {
+nesting nesting_of(const env_lookup& env) {
   const std::string here = supervised_step(env);
   if (env(kSupervisedVar) != here) return nesting::supervise;
   return env(kPassedOnVar) == here ? nesting::loop : nesting::pass_on;

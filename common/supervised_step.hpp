@@ -9,8 +9,9 @@
 //   [ "${TRAINCTL_SUPERVISED:-}" = "$SLURM_JOB_ID" ] || exec trainctl-run --batch -- "$0" "$@"
 #pragma once
 
-#include <functional>
 #include <string>
+
+#include "env.hpp"
 
 namespace trainctl {
 
@@ -21,7 +22,7 @@ constexpr const char* kPassedOnVar = "TRAINCTL_SUPERVISED_PASSED_ON";
 
 // The step this process runs in, as TRAINCTL_SUPERVISED names it; `env` returns a
 // variable's text, "" when unset.
-std::string supervised_step(const std::function<std::string(const char*)>& env);
+std::string supervised_step(const env_lookup& env);
 
 // What trainctl-run does with its command in a step that may already be supervised.
 enum class nesting {
@@ -29,6 +30,6 @@ enum class nesting {
   pass_on,    // one is: run the command as it is, without a second supervisor
   loop,       // one is, and this step already passed a command on: a script that execs itself again
 };
-nesting nesting_of(const std::function<std::string(const char*)>& env);
+nesting nesting_of(const env_lookup& env);
 
 }  // namespace trainctl

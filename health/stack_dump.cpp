@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "bad_nodes.hpp"
+#include "env.hpp"
 #include "node_state.hpp"
 #include "parse.hpp"
 #include "subprocess.hpp"
@@ -502,18 +503,13 @@ std::vector<rank_stack> read_dumps(int dir_fd, const std::string& run, const std
   return out;
 }
 
-namespace {
-std::string env_value(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
-}  // namespace
+namespace {}  // namespace
 
 int dump_job_stacks_here(const std::string& job_id, std::string log_dir, const std::string& reason) {
   const std::vector<std::string> launchers{"torchrun", "accelerate", "deepspeed", "mpirun", "mpiexec", "srun", "orted"};
   // Only this node's: where nodes share a host (containers, test beds) the others'
   // ranks are visible here too.
-  const std::string node = env_value("SLURMD_NODENAME");
+  const std::string node = env_text("SLURMD_NODENAME");
   std::vector<proc_info> ranks;
   for (const auto& r : find_job_rank_procs(job_id, launchers))
     if (node.empty() || proc_environ_value(r.pid, "SLURMD_NODENAME") == node) ranks.push_back(r);
@@ -541,7 +537,7 @@ int dump_job_stacks_here(const std::string& job_id, std::string log_dir, const s
   o.out_dir = out_dir;
   o.dir_fd = fd.get();
   o.file_mode = group ? 0640 : 0600;
-  const std::string restart = env_value("SLURM_RESTART_COUNT");
+  const std::string restart = env_text("SLURM_RESTART_COUNT");
   o.id = {job_id + "." + (restart.empty() ? "0" : restart), "on-demand", unix_now_ms()};
   o.python_dir = state_dir();
   o.stack_signal = stack_signal_from_env();

@@ -12,6 +12,7 @@
 
 #include "bad_nodes.hpp"
 #include "commands.hpp"
+#include "env.hpp"
 #include "gpu_memory.hpp"
 #include "job_access.hpp"
 #include "parse.hpp"
@@ -41,9 +42,9 @@ int print_bad_nodes(const std::string& who, const std::string& cap_option, const
     return 2;
   }
   std::string why_cap = cap_option;
-  if (cap < 0 && !env("SLURM_JOB_ID").empty()) {
+  if (cap < 0 && !env_text("SLURM_JOB_ID").empty()) {
     const std::chrono::milliseconds timeout(10000);
-    const auto job = show_job_record(env("SLURM_JOB_ID"), timeout, nullptr);
+    const auto job = show_job_record(env_text("SLURM_JOB_ID"), timeout, nullptr);
     const std::string partition = job ? job->partition : "";
     const auto part = job ? scontrol_show("partition", partition, timeout, nullptr) : std::nullopt;
     if (part) {
@@ -126,7 +127,7 @@ int mark_bad_node(const std::string& who, const std::string& what, const std::st
   bad_node b;
   b.when = static_cast<std::int64_t>(std::time(nullptr));
   b.host = host.empty() ? node_name() : host;
-  b.job = env("SLURM_JOB_ID").empty() ? "-" : env("SLURM_JOB_ID");
+  b.job = env_text("SLURM_JOB_ID").empty() ? "-" : env_text("SLURM_JOB_ID");
   // The GPUs are this node's: said only when it is this node that is marked.
   if (b.host == node_name()) b.gpus = gpu_uuids();
   b.reason = reason;

@@ -7,19 +7,13 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "env.hpp"
 #include "verb_args.hpp"
 #include "verbs.hpp"
 
 namespace trainctl::cli {
 
-namespace {
-
-std::string env_or(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? v : fallback;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 int verb_bad_nodes(int argc, char** argv) {
   CLI::App app{

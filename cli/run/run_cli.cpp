@@ -132,19 +132,20 @@ supervisor_options options_of(const run_args& a) {
   }
   // From the job's environment (the plugin's path too): a typo there must not stop the
   // job, which may already run; it gets one line and the default.
-  if (!is_given(given, "--no-progress-runs") && !env("TRAINCTL_NO_PROGRESS_RUNS").empty()) {
+  if (!is_given(given, "--no-progress-runs") && !env_text("TRAINCTL_NO_PROGRESS_RUNS").empty()) {
     try {
-      o.no_progress_runs = option::parse_no_progress_runs(env("TRAINCTL_NO_PROGRESS_RUNS"));
+      o.no_progress_runs = option::parse_no_progress_runs(env_text("TRAINCTL_NO_PROGRESS_RUNS"));
     } catch (const parse_error&) {
       std::fprintf(stderr, "%s: TRAINCTL_NO_PROGRESS_RUNS='%s' is not a count of runs from 0 (off) to 1000: using %d\n",
-                   prog.c_str(), env("TRAINCTL_NO_PROGRESS_RUNS").c_str(), option::kNoProgressRunsDefault);
+                   prog.c_str(), env_text("TRAINCTL_NO_PROGRESS_RUNS").c_str(), option::kNoProgressRunsDefault);
     }
   }
-  o.job_id = env("SLURM_JOB_ID");
-  const std::string task = env("SLURM_PROCID");
-  o.log_prefix = "trainctl-run" + (env("SLURMD_NODENAME").empty()
-                                       ? std::string()
-                                       : "[" + env("SLURMD_NODENAME") + (task.empty() ? "" : " task " + task) + "]");
+  o.job_id = env_text("SLURM_JOB_ID");
+  const std::string task = env_text("SLURM_PROCID");
+  o.log_prefix =
+      "trainctl-run" + (env_text("SLURMD_NODENAME").empty()
+                            ? std::string()
+                            : "[" + env_text("SLURMD_NODENAME") + (task.empty() ? "" : " task " + task) + "]");
   return o;
 }
 

@@ -17,17 +17,13 @@
 
 #include "bad_nodes.hpp"
 #include "cgroup_memory.hpp"
+#include "env.hpp"
 #include "job_status.hpp"
 #include "node_state.hpp"
 #include "ranks.hpp"
 
 namespace trainctl {
 namespace {
-
-std::string env_value(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
 
 // One line stays one line, whatever a path or name holds.
 std::string one_line(std::string text) {
@@ -126,7 +122,7 @@ void print_state(std::string& out, const std::string& host, const node_state& n,
 }  // namespace
 
 std::string probe_job_here(const std::string& job_id) {
-  const std::string node = env_value("SLURMD_NODENAME");
+  const std::string node = env_text("SLURMD_NODENAME");
   const std::string host = node.empty() ? node_name() : node;
   std::string out;
   for (const auto& path : job_state_paths(job_id, node)) {
@@ -142,7 +138,7 @@ std::string probe_job_here(const std::string& job_id) {
 }
 
 int run_status_probe(const std::string& job_id, std::chrono::milliseconds every) {
-  const std::string node = env_value("SLURMD_NODENAME");
+  const std::string node = env_text("SLURMD_NODENAME");
   const std::string host = node.empty() ? node_name() : node;
   for (;;) {
     const std::string out = probe_job_here(job_id) + "end host=" + host + "\n";

@@ -15,17 +15,13 @@
 #include <stdexcept>
 #include <vector>
 
+#include "env.hpp"
 #include "node_state.hpp"
 
 namespace trainctl {
 namespace state_dir_detail {
 
 std::system_error sys_error(const std::string& what) { return std::system_error(errno, std::generic_category(), what); }
-
-const char* env_or(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? v : fallback;
-}
 
 std::string user_name(uid_t uid) {
   passwd pw{};
@@ -70,7 +66,6 @@ owned_fd open_private_dir(const std::string& dir) {
 
 }  // namespace state_dir_detail
 
-using state_dir_detail::env_or;
 using state_dir_detail::kOnceKeepS;
 using state_dir_detail::open_private_dir;
 using state_dir_detail::sys_error;
@@ -159,7 +154,7 @@ std::string state_dir(std::string* note) {
   const std::string uid = std::to_string(getuid());
   // Made by the SPANK plugin as root before the task starts, under a root-owned parent
   // (as logind makes /run/user/<uid>): nobody else can take the name first.
-  std::string run = std::string(env_or("TRAINCTL_RUN_DIR", "/run/trainctl")) + "/" + uid;
+  std::string run = env_or("TRAINCTL_RUN_DIR", "/run/trainctl") + "/" + uid;
   std::string why;
   if (lstat(run.c_str(), &st) == 0 && !S_ISLNK(st.st_mode) && untrusted(st, true).empty() && hold_run_dir(run, st))
     return run;

@@ -16,7 +16,6 @@ namespace trainctl {
 namespace state_dir_detail {
 
 std::system_error sys_error(const std::string& what);
-const char* env_or(const char* name, const char* fallback);
 std::string user_name(uid_t uid);
 // What is wrong with a file or directory another user could have planted; "" if nothing.
 std::string untrusted(const struct stat& st, bool dir);
