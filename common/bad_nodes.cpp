@@ -94,13 +94,6 @@ std::string node_name() {
   return host;
 }
 
-std::string user_state_path(const char* override_env, const std::string& leaf) {
-  if (!env_text(override_env).empty()) return env_text(override_env);
-  if (!env_text("XDG_STATE_HOME").empty()) return env_text("XDG_STATE_HOME") + "/trainctl/" + leaf;
-  if (!env_text("HOME").empty()) return env_text("HOME") + "/.local/state/trainctl/" + leaf;
-  return "";
-}
-
 std::string append_private(const std::string& path, const std::string& text) {
   const size_t slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0 && !make_private_dirs(path.substr(0, slash)))
@@ -134,8 +127,6 @@ std::string read_private(const std::string& path, std::size_t max, std::string* 
   text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
   return text;
 }
-
-std::string bad_nodes_path() { return user_state_path("TRAINCTL_BAD_NODES", "bad_nodes"); }
 
 std::string record_bad_node(const std::string& path, const bad_node& b) {
   if (path.empty()) return "no file for bad nodes (set TRAINCTL_BAD_NODES or HOME)";

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "user_paths.hpp"
+
 namespace trainctl {
 
 struct bad_node {
@@ -30,11 +32,6 @@ bool valid_node_name(const std::string& name);
 // mkdir -p, each directory it makes 0700 (the per-user state under the home).
 bool make_private_dirs(const std::string& dir);
 
-// The per-user state `leaf` (a file or directory): the variable `override_env` names it
-// when set, else $XDG_STATE_HOME/trainctl/LEAF, else $HOME/.local/state/trainctl/LEAF;
-// "" when none of them can be named.
-std::string user_state_path(const char* override_env, const std::string& leaf);
-
 // Appends `text` in one write to this user's regular file `path` (created 0600, its
 // directories 0700; never through a symlink, never blocking on a FIFO). "" or why not.
 std::string append_private(const std::string& path, const std::string& text);
@@ -42,10 +39,6 @@ std::string append_private(const std::string& path, const std::string& text);
 // `newest` its last `max` bytes (an append-only file's newest records). Anything else
 // (a symlink, a FIFO, another user's file) is refused: *why says so in one line.
 std::string read_private(const std::string& path, std::size_t max, std::string* why, bool newest = false);
-
-// TRAINCTL_BAD_NODES, else $XDG_STATE_HOME/trainctl/bad_nodes, else
-// $HOME/.local/state/trainctl/bad_nodes; "" when none of them can be named.
-std::string bad_nodes_path();
 
 // How long a finding keeps a node off: TRAINCTL_BAD_NODE_EXPIRY (a duration, hours by
 // default), else 24 h; a malformed value counts as 24 h (`trainctl bad-nodes` says so).

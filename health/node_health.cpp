@@ -30,6 +30,7 @@
 #include "save_times.hpp"
 #include "stack_dump.hpp"
 #include "straggler_record.hpp"
+#include "user_paths.hpp"
 
 namespace trainctl {
 namespace {
@@ -52,9 +53,8 @@ std::string read_small(const std::string& path) {
 
 std::string resolve_log_dir(const std::string& given) {
   if (!given.empty()) return given;
-  if (!env_text("TRAINCTL_LOG_DIR").empty()) return env_text("TRAINCTL_LOG_DIR");
-  if (!env_text("SLURM_SUBMIT_DIR").empty()) return env_text("SLURM_SUBMIT_DIR");
-  return ".";
+  const std::string dir = job_log_dir();
+  return !dir.empty() ? dir : ".";
 }
 
 int zombie_wait_status(pid_t pid) {

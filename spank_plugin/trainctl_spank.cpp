@@ -48,6 +48,7 @@ extern "C" {
 #include "spank_args.hpp"
 #include "supervised_step.hpp"
 #include "switch_paths.hpp"
+#include "user_paths.hpp"
 
 // spank.h's SPANK_PLUGIN defines const objects; in C++ they need extern "C" linkage
 // declared first, or they would be internal and the plugin loader would not find them.
@@ -298,13 +299,9 @@ rank_env env_for_ranks(spank_t sp, bool batch) {
   if (!dir.empty())
     e.state =
         dir + "/" + std::to_string(job) + "." + (batch ? std::string("batch") : std::to_string(step)) + "-" + node;
-  e.log_dir = job_env(sp, "TRAINCTL_LOG_DIR");
-  if (e.log_dir.empty()) e.log_dir = job_env(sp, "SLURM_SUBMIT_DIR");
-  e.bad_nodes = job_env(sp, "TRAINCTL_BAD_NODES");
-  if (e.bad_nodes.empty() && !job_env(sp, "XDG_STATE_HOME").empty())
-    e.bad_nodes = job_env(sp, "XDG_STATE_HOME") + "/trainctl/bad_nodes";
-  if (e.bad_nodes.empty() && !job_env(sp, "HOME").empty())
-    e.bad_nodes = job_env(sp, "HOME") + "/.local/state/trainctl/bad_nodes";
+  const auto env = [sp](const char* name) { return job_env(sp, name); };
+  e.log_dir = trainctl::job_log_dir(env);
+  e.bad_nodes = trainctl::bad_nodes_path(env);
   return e;
 }
 
