@@ -78,14 +78,14 @@ const std::vector<run_option> kTable = {
      "to LOG_DIR/trainctl-<user>/stacks-<job>/, then --hang-action; e.g. 20m, or auto (5 times the longest time "
      "between agreements in this job array, at least 1m; 30m before anything is learnt) (default off). A rank "
      "inside a save or a marked phase has that phase's budget (--hang-phase-timeout)",
-     none, [](supervisor_options& o, const std::string& v) { o.hang_timeout = option::parse_hang_timeout(v); }},
+     none, [](supervisor_options& o, const std::string& v) { o.hang.timeout = option::parse_hang_timeout(v); }},
     {"--hang-phase-timeout", "NAME=DURATION,...", false, row::kPlugin,
      "NAME=DURATION,...: the hang budget of a phase: save (a save trainctl asked for, or the loop's own "
      "ctl.phase(\"save\")) or a phase the loop marks (ctl.phase(\"eval\")); default: 3 times the longest it "
      "took in this job array, at least --hang-timeout; 30m before one has finished",
      none,
      [](supervisor_options& o, const std::string& v) {
-       for (const auto& [phase, budget] : option::parse_hang_phase_timeout(v)) o.hang_phase_timeouts[phase] = budget;
+       for (const auto& [phase, budget] : option::parse_hang_phase_timeout(v)) o.hang.phase_timeouts[phase] = budget;
      }},
     {"--hang-start-timeout", "DURATION", false, row::kRun,
      "a rank that has not reached its first agreement this long after it started (process group init, "
@@ -93,13 +93,13 @@ const std::vector<run_option> kTable = {
      none,
      [](supervisor_options& o, const std::string& v) {
        try {
-         o.hang_start_timeout = option::parse_hang_timeout(v);
+         o.hang.start_timeout = option::parse_hang_timeout(v);
        } catch (const parse_error& e) {
          const std::string what = e.what();  // names --hang-timeout, whose rules it shares
          const std::string shared = "--hang-timeout: ";
          throw parse_error(what.rfind(shared, 0) == 0 ? what.substr(shared.size()) : what);
        }
-       if (o.hang_start_timeout == option::kHangTimeoutAuto)
+       if (o.hang.start_timeout == option::kHangTimeoutAuto)
          throw parse_error("'auto' is for --hang-timeout only; accepted: a duration such as 20m, or off");
      }},
     {"--hang-action", "alert|save-exit|end-step", false, row::kPlugin,
@@ -107,7 +107,7 @@ const std::vector<run_option> kTable = {
      "and exit, reason hang), or end-step (kill the step so the next array task resumes)",
      [] { return std::string("alert"); },
      [](supervisor_options& o, const std::string& v) {
-       o.on_hang = static_cast<hang_action>(option::parse_hang_action(v));
+       o.hang.action = static_cast<hang_action>(option::parse_hang_action(v));
      }},
     {"--log-dir", "DIR", false, row::kRun,
      "where trainctl-<user>/stacks-<job>/ and slow_nodes go (default $TRAINCTL_LOG_DIR, else $SLURM_SUBMIT_DIR)", none,
@@ -167,12 +167,12 @@ supervisor_options supervisor_options_from(const std::vector<given_option>& give
       std::find(o.shield.begin(), o.shield.end(), o.graceful_signal) == o.shield.end())
     o.shield.push_back(o.graceful_signal);
   if (!is_given(given, "--hang-start-timeout")) {
-    if (o.hang_timeout == option::kHangTimeoutAuto)
-      o.hang_start_timeout = std::chrono::minutes(30);  // nothing to learn a start from: auto's first-time budget
-    else if (o.hang_timeout.count() > 0)
-      o.hang_start_timeout = std::max(3 * o.hang_timeout, milliseconds(std::chrono::minutes(10)));
+    if (o.hang.timeout == option::kHangTimeoutAuto)
+      o.hang.start_timeout = std::chrono::minutes(30);  // nothing to learn a start from: auto's first-time budget
+    else if (o.hang.timeout.count() > 0)
+      o.hang.start_timeout = std::max(3 * o.hang.timeout, milliseconds(std::chrono::minutes(10)));
   }
-  if (is_given(given, "--hang-phase-timeout") && o.hang_timeout.count() == 0)
+  if (is_given(given, "--hang-phase-timeout") && o.hang.timeout.count() == 0)
     throw parse_error(
         "--hang-phase-timeout needs --hang-timeout (a duration or auto): without it no hang is looked for");
   o.kill_switch = resolve_switch(given, "--kill-switch", o.kill_switch, "KILL_SWITCH", "kill-switch", env);

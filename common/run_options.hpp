@@ -15,6 +15,14 @@ namespace trainctl {
 // What the supervisor does after taking the stacks of a hung step.
 enum class hang_action { alert, save_exit, end_step };
 
+// What makes a rank hung, and what follows (--hang-timeout and its kin).
+struct hang_options {
+  std::chrono::milliseconds timeout{0};  // a training rank quiet this long is hung; 0: off, -1: auto
+  std::map<std::string, std::chrono::milliseconds> phase_timeouts;  // a phase's budget, when set
+  std::chrono::milliseconds start_timeout{0};  // a rank without a first agreement this long after it started
+  hang_action action = hang_action::alert;
+};
+
 struct supervisor_options {
   std::chrono::milliseconds graceful_exit{0};  // 0: no deadline from the job's EndTime
   double deadline = 0;                         // an explicit unix deadline (seconds), 0: none
@@ -30,11 +38,8 @@ struct supervisor_options {
   std::string job_id;      // SLURM_JOB_ID; empty: no controller queries
   std::string state_path;  // node state; empty: the default for this step and node
   std::string log_prefix = "trainctl-run";
-  std::string on_notice;                      // a shell command for notices; empty: none
-  std::chrono::milliseconds hang_timeout{0};  // a training rank quiet this long is hung; 0: off, -1: auto
-  std::map<std::string, std::chrono::milliseconds> hang_phase_timeouts;  // a phase's budget, when set
-  std::chrono::milliseconds hang_start_timeout{0};  // a rank without a first agreement this long after it started
-  hang_action on_hang = hang_action::alert;
+  std::string on_notice;  // a shell command for notices; empty: none
+  hang_options hang;
   int no_progress_runs = option::kNoProgressRunsDefault;  // the breaker's threshold; 0: off
   std::string log_dir;  // trainctl-<user>/stacks-<job>/ and slow_nodes; empty: $SLURM_SUBMIT_DIR, else .
   std::chrono::milliseconds on_notice_timeout = option::kOnNoticeTimeoutDefault;

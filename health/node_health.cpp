@@ -105,7 +105,7 @@ void node_health::started(node_state_file* state, pid_t command) {
   child_spec spec;
   const std::string dir = dir_.dir;
   // The hang budgets' store (on the shared home, which may stall too): read here.
-  const std::string times = opts_.hang_timeout.count() != 0 ? budgets_.store_path() : "";
+  const std::string times = opts_.hang.timeout.count() != 0 ? budgets_.store_path() : "";
   spec.work = [dir, times] {
     bool group = false;
     std::string why = prepare_log_dir(dir, &group), note;
@@ -195,10 +195,10 @@ std::chrono::milliseconds node_health::tick() {
   // New ranks nudge the supervisor (SIGCHLD) when they take a heartbeat slot; the
   // minute is for ranks of an older libtrainctl, which do not.
   milliseconds wait(kNewRankLook);
-  if (opts_.hang_timeout.count() != 0)
+  if (opts_.hang.timeout.count() != 0)
     wait = std::min(wait,
                     std::max(milliseconds(1000), std::chrono::duration_cast<milliseconds>(budgets_.shortest() / 10)));
-  if (opts_.hang_start_timeout.count() > 0 && !all_started_) wait = std::min(wait, milliseconds(1000));
+  if (opts_.hang.start_timeout.count() > 0 && !all_started_) wait = std::min(wait, milliseconds(1000));
   if (check_) wait = std::min(wait, std::chrono::duration_cast<milliseconds>(check_by_ - now));
   if (dump_.running() || stragglers_.busy()) wait = std::min(wait, milliseconds(1000));
   return std::max(wait, milliseconds(0));
@@ -273,7 +273,7 @@ const rank_beat* node_health::beat_of(pid_t pid) const {
 // is decided on every rank at once; a marked phase is marked on every rank), so every
 // node's supervisor finds its own ranks hung at about the same time.
 void node_health::check_hang() {
-  if (opts_.hang_timeout.count() == 0 || state_ == nullptr || !has_header(state_->get())) return;
+  if (opts_.hang.timeout.count() == 0 || state_ == nullptr || !has_header(state_->get())) return;
   budgets_.learn(state_->get());
   const std::int64_t now = unix_now_ms();
   const rank_beat* stale = nullptr;
@@ -332,11 +332,11 @@ void node_health::check_hang() {
 // --hang-start-timeout without one is hung. Looked for until every rank found has
 // reached its first agreement.
 void node_health::check_start() {
-  if (opts_.hang_start_timeout.count() == 0 || all_started_ || dump_.hung() || dump_.running() ||
+  if (opts_.hang.start_timeout.count() == 0 || all_started_ || dump_.hung() || dump_.running() ||
       clock::now() < next_start_scan_)
     return;
   next_start_scan_ = clock::now() + std::max(milliseconds(1000),
-                                             std::chrono::duration_cast<milliseconds>(opts_.hang_start_timeout / 10));
+                                             std::chrono::duration_cast<milliseconds>(opts_.hang.start_timeout / 10));
   std::map<pid_t, rank_clocks> clocks;
   if (state_ != nullptr && has_header(state_->get()))
     for (const auto& b : state_->get().beats)
@@ -357,7 +357,7 @@ void node_health::check_start() {
     double age_s = uptime - static_cast<double>(r.start_time) / static_cast<double>(hz);
     if (c.start_clock > 0)  // from the end of a phase it marked before its first agreement
       age_s = std::min(age_s, static_cast<double>(unix_now_ms() - c.start_clock) / 1000.0);
-    if (age_s * 1000 < static_cast<double>(opts_.hang_start_timeout.count())) continue;
+    if (age_s * 1000 < static_cast<double>(opts_.hang.start_timeout.count())) continue;
     const std::string rank = proc_environ_value(r.pid, "RANK");
     start_dump("rank " + (rank.empty() ? "?" : rank) + " (pid " + std::to_string(r.pid) +
                    ") has not reached its first agreement " +

@@ -11,8 +11,8 @@
 namespace trainctl {
 
 phase_budgets::phase_budgets(const supervisor_options& o, log_fn log) : opts_(o), log_(std::move(log)) {
-  rules_.timeout = o.hang_timeout;
-  rules_.set = o.hang_phase_timeouts;
+  rules_.timeout = o.hang.timeout;
+  rules_.set = o.hang.phase_timeouts;
   // One store per job array (or job): the budgets carry over to its next task.
   const char* array = std::getenv("SLURM_ARRAY_JOB_ID");
   const std::string id = array != nullptr && *array != '\0' ? array : o.job_id;
@@ -66,7 +66,7 @@ hang_budget phase_budgets::budget_of(const std::string& name) {
                         ? hang_budget{std::max(training_, kFirstPhaseBudget), "a phase past the node state's table"}
                         : budget_for(rules_, name, name.empty() ? quiet_before_ : learnt_[name]);
   std::int64_t& said = said_[name];
-  if (said != out.budget.count() && !(name.empty() && opts_.hang_timeout.count() > 0)) {
+  if (said != out.budget.count() && !(name.empty() && opts_.hang.timeout.count() > 0)) {
     said = out.budget.count();
     log_("hang: a rank " +
          (name.empty()     ? std::string("training")

@@ -144,7 +144,7 @@ bool active() {
     const std::string name = o.row->name;
     if (name == "--hang-action" || name == "--hang-phase-timeout") continue;
     if (name == "--on-notice" && g.opts.on_notice.empty()) continue;
-    if (name == "--hang-timeout" && g.opts.hang_timeout.count() == 0) continue;
+    if (name == "--hang-timeout" && g.opts.hang.timeout.count() == 0) continue;
     return true;
   }
   return false;
@@ -453,7 +453,7 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     const std::string name = o.row->name;
     if (name == "--graceful-exit" || name == "--kill-switch" || name == "--save-switch" || name == "--graceful-signal")
       continue;
-    if (name == "--hang-phase-timeout" && g.opts.hang_timeout.count() == 0) continue;  // no hang is looked for
+    if (name == "--hang-phase-timeout" && g.opts.hang.timeout.count() == 0) continue;  // no hang is looked for
     const bool bare = o.row->metavar == nullptr || (o.row->value_optional && o.value.empty());
     args.push_back(bare ? name : o.row->with(o.value));
   }

@@ -122,7 +122,7 @@ int task_supervisor::start(char* const* argv, pid_t adopt) {
     if (!problem.empty()) log_.line("--graceful-exit=auto: %s", problem.c_str());
   }
   export_environment();
-  if (opts_.hang_timeout.count() != 0 && !state_)
+  if (opts_.hang.timeout.count() != 0 && !state_)
     log_.line("--hang-timeout needs the node state, which was refused above: hangs go undetected in this step");
   if (adopt > 0) {
     procs_.adopt(adopt);
@@ -292,7 +292,7 @@ void task_supervisor::look_after_state() {
         "%s; this supervisor stops using it: the ranks still get every notice as SIG%s and watch the switches on "
         "their own%s",
         damage.c_str(), signal_name(opts_.graceful_signal).c_str(),
-        opts_.hang_timeout.count() != 0 ? ", and hangs are no longer detected in this step" : "");
+        opts_.hang.timeout.count() != 0 ? ", and hangs are no longer detected in this step" : "");
     role_.reset();
     health_.state_damaged(damage);
     state_.reset();  // the ranks still hold it: the file stays for them
@@ -347,7 +347,7 @@ void task_supervisor::kill_ranks() {
 void task_supervisor::after_hang_dump(const std::string& summary) {
   hook_.notice("hang", dl_.deadline_ms(), dl_.end_ms(), summary);
   end_.note_hang(health_.stall_ms());
-  switch (opts_.on_hang) {
+  switch (opts_.hang.action) {
     case hang_action::alert:
       break;
     case hang_action::save_exit:

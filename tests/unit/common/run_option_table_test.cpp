@@ -56,8 +56,8 @@ TEST(RunOptionTable, NothingGivenIsTheDefaults) {
   EXPECT_EQ(o.graceful_exit, d.graceful_exit);
   EXPECT_EQ(o.graceful_signal, SIGUSR1);
   EXPECT_EQ(o.shield, (std::vector<int>{SIGTERM, SIGUSR1}));
-  EXPECT_EQ(o.hang_timeout, milliseconds(0));
-  EXPECT_EQ(o.hang_start_timeout, milliseconds(0));
+  EXPECT_EQ(o.hang.timeout, milliseconds(0));
+  EXPECT_EQ(o.hang.start_timeout, milliseconds(0));
   EXPECT_TRUE(o.kill_switch.empty());
 }
 
@@ -89,10 +89,10 @@ TEST(RunOptionTable, EachRowFillsItsField) {
   EXPECT_TRUE(o.batch);
   EXPECT_EQ(o.on_notice, "./notify.sh");
   EXPECT_EQ(o.on_notice_timeout, milliseconds(30000));
-  EXPECT_EQ(o.hang_timeout, milliseconds(20 * 60000));
-  EXPECT_EQ(o.hang_start_timeout, milliseconds(60 * 60000)) << "3 times --hang-timeout";
-  EXPECT_EQ(o.hang_phase_timeouts.at("eval"), milliseconds(3600000));
-  EXPECT_EQ(o.on_hang, hang_action::save_exit);
+  EXPECT_EQ(o.hang.timeout, milliseconds(20 * 60000));
+  EXPECT_EQ(o.hang.start_timeout, milliseconds(60 * 60000)) << "3 times --hang-timeout";
+  EXPECT_EQ(o.hang.phase_timeouts.at("eval"), milliseconds(3600000));
+  EXPECT_EQ(o.hang.action, hang_action::save_exit);
   EXPECT_EQ(o.log_dir, "/scratch/logs");
   EXPECT_EQ(o.no_progress_runs, 0);
   EXPECT_EQ(o.state_path, "/run/x");
@@ -101,9 +101,9 @@ TEST(RunOptionTable, EachRowFillsItsField) {
 
 TEST(RunOptionTable, RulesThatJoinOptions) {
   EXPECT_TRUE(from({{"--shield", "TERM"}, {"--no-shield", ""}}).shield.empty()) << "--no-shield wins";
-  EXPECT_EQ(from({{"--hang-timeout", "1m"}}).hang_start_timeout, milliseconds(10 * 60000)) << "at least 10m";
-  EXPECT_EQ(from({{"--hang-timeout", "auto"}}).hang_start_timeout, milliseconds(30 * 60000));
-  EXPECT_EQ(from({{"--hang-timeout", "1m"}, {"--hang-start-timeout", "2m"}}).hang_start_timeout,
+  EXPECT_EQ(from({{"--hang-timeout", "1m"}}).hang.start_timeout, milliseconds(10 * 60000)) << "at least 10m";
+  EXPECT_EQ(from({{"--hang-timeout", "auto"}}).hang.start_timeout, milliseconds(30 * 60000));
+  EXPECT_EQ(from({{"--hang-timeout", "1m"}, {"--hang-start-timeout", "2m"}}).hang.start_timeout,
             milliseconds(2 * 60000));
   EXPECT_EQ(refusal({{"--hang-phase-timeout", "eval=1h"}}),
             "--hang-phase-timeout needs --hang-timeout (a duration or auto): without it no hang is looked for");

@@ -19,7 +19,7 @@ struct budgets_test : ::testing::Test {
   std::vector<std::string> lines;
   node_state ns{};
   budgets_test() {
-    opts.hang_timeout = milliseconds(600000);  // 10m
+    opts.hang.timeout = milliseconds(600000);  // 10m
     init_header(ns);
   }
   phase_budgets make() {
@@ -75,7 +75,7 @@ TEST_F(budgets_test, a_phase_past_the_table_gets_the_first_time_budget) {
 }
 
 TEST_F(budgets_test, a_set_phase_budget_wins_over_what_is_learnt) {
-  opts.hang_phase_timeouts["save"] = milliseconds(120000);
+  opts.hang.phase_timeouts["save"] = milliseconds(120000);
   phase_budgets b = make();
   ns.longest_save_ms.store(300000);
   b.learn(ns);
@@ -84,7 +84,7 @@ TEST_F(budgets_test, a_set_phase_budget_wins_over_what_is_learnt) {
 }
 
 TEST_F(budgets_test, auto_training_is_learnt_only_from_earlier_tasks) {
-  opts.hang_timeout = option::kHangTimeoutAuto;
+  opts.hang.timeout = option::kHangTimeoutAuto;
   phase_budgets b = make();
   EXPECT_EQ(b.budget_of("").budget, kFirstPhaseBudget);
   ns.longest_quiet_ms.store(30000);
