@@ -80,7 +80,7 @@ controller::~controller() {
   if (m.pos.first_step_noted) m.note_step_times();
   // How long after its last check() the rank ended: a crash's teardown is no training.
   if (m.pos.first_step_noted)
-    m.note_event("end", m.pos.last_step, m.pos.last_check_ms != 0 ? unix_now_ms() - m.pos.last_check_ms : -1, "");
+    m.note_event("end", m.pos.last_step, m.pos.last_check_ms != 0 ? loop_unix_ms() - m.pos.last_check_ms : -1, "");
   m.events.flush_at_end(m.straggler_dir());
   // A rank dying of the error it noted keeps its slot, as a crashed one does: its
   // supervisor reads the error there when it sees the death (the slot is claimed again
@@ -220,7 +220,7 @@ void controller::impl::end_of_save() {
 }
 
 void controller::impl::show_phase(std::int32_t phase) {
-  pos.quiet_since_ms = clock_us(CLOCK_REALTIME_COARSE) / 1000;
+  pos.quiet_since_ms = coarse_unix_ms();
   if (beat == nullptr) return;
   beat->phase_ms.store(pos.quiet_since_ms, std::memory_order_relaxed);
   beat->phase.store(phase, std::memory_order_release);

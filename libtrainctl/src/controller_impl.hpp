@@ -46,6 +46,7 @@
 
 #include "exit_reasons.hpp"
 #include "log_line.hpp"
+#include "loop_clock.hpp"
 #include "owned_fd.hpp"
 #include "watcher_thread.hpp"
 
@@ -56,16 +57,6 @@ constexpr std::size_t kMaxLocalSwitches = kVoteLen - kVoteSwitch0;
 // How many ranks the launcher says there are (the first variable set, as for the rank):
 // WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMIX_SIZE, PMI_SIZE, SLURM_NTASKS; 1 when none is.
 long world_size();
-
-inline std::int64_t clock_us(clockid_t clock) {
-  timespec ts{};
-  clock_gettime(clock, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
-}
-// Step times need the fine clock: a coarse one ticks every 1-4 ms, as long as a short
-// step. The heartbeat takes the coarse one (a few ns instead of ~20): hang timeouts
-// are minutes.
-inline std::int64_t steady_us() { return clock_us(CLOCK_MONOTONIC); }
 
 struct local_switch {
   bool exit;

@@ -86,7 +86,7 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
     if (armed >= 0 && step <= armed) m.local_bits.fetch_or(kFlagNoProgress, std::memory_order_release);
   }
   m.pos.last_step = step;
-  m.pos.last_check_ms = clock_us(CLOCK_REALTIME_COARSE) / 1000;  // a few ns: the coarse clock is a memory read
+  m.pos.last_check_ms = coarse_unix_ms();  // a few ns: the coarse clock is a memory read
   m.fill_vote(v, len);
   const bool due = step % m.cfg.check_every == 0;
   if (!due) return false;

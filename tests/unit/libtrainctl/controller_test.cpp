@@ -20,6 +20,7 @@
 
 #include "bad_nodes.hpp"
 #include "fixture.hpp"
+#include "loop_clock.hpp"
 #include "node_state.hpp"
 #include "run_events.hpp"
 #include "switch_paths.hpp"
@@ -66,6 +67,26 @@ struct world {
     return out;
   }
 };
+
+// Time passing for the controller's clocks (loop_clock.hpp) at once, as it would in a
+// save or a phase of that length: the test says how long, instead of sleeping it. Each
+// test that moves the clock puts it back.
+struct moved_clock {
+  moved_clock() = default;
+  moved_clock(const moved_clock&) = delete;
+  moved_clock& operator=(const moved_clock&) = delete;
+  ~moved_clock() { g_loop_clock_offset_us.store(0); }
+  void pass(std::chrono::microseconds d) const { advance_loop_clock(d); }
+};
+
+// `touch PATH`, its mtime `later` ahead of now: a person's next touch, without waiting for it.
+void touch_later(const std::string& path, std::chrono::milliseconds later) {
+  touch(path);
+  const auto at = std::chrono::system_clock::now().time_since_epoch() + later;
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(at).count();
+  const timespec times[2] = {{ns / 1000000000, ns % 1000000000}, {ns / 1000000000, ns % 1000000000}};
+  ASSERT_EQ(utimensat(AT_FDCWD, path.c_str(), times, 0), 0) << path;
+}
 
 bool wait_until(const std::function<bool()>& cond, std::chrono::milliseconds limit = 5s) {
   const auto end = std::chrono::steady_clock::now() + limit;
@@ -115,8 +136,8 @@ TEST(Controller, StatPollRunsEveryIntervalForChangesInotifyCannotSee) {
   temp_dir t;
   controller ctl(base_config(t));
   const auto before = ctl.stat_calls();
-  std::this_thread::sleep_for(350ms);
-  EXPECT_GE(ctl.stat_calls() - before, 2u) << "two switches stat'ed every 100ms, with no file event at all";
+  EXPECT_TRUE(wait_until([&] { return ctl.stat_calls() - before >= 2u; }))
+      << "two switches stat'ed every 100ms, with no file event at all";
 }
 
 TEST(Controller, DeadlineReachedAndMoved) {
@@ -383,6 +404,7 @@ TEST(Controller, RankZeroRemovesTheSwitchOnceItsLateNodeHasCountedIt) {
 // the rank's next call (a save-switch save), or to its end (the exit's save).
 TEST(Controller, TheLongestSaveOfTheNodeIsTimedFromTheDecision) {
   temp_dir t;
+  const moved_clock clock;
   node_state_file node0(t / "state-node0");
   auto& longest = node0.get().longest_save_ms;
   {
@@ -394,12 +416,14 @@ TEST(Controller, TheLongestSaveOfTheNodeIsTimedFromTheDecision) {
       std::this_thread::sleep_for(10ms);
     }
     ASSERT_TRUE(saved);
-    std::this_thread::sleep_for(300ms);  // the save
+    clock.pass(300ms);  // the save
     w.step(1000);
     EXPECT_GE(longest.load(), 300);
     EXPECT_LT(longest.load(), 2000);
-    // A quicker save later does not shorten it.
-    touch(t / "SAVE");
+    // A quicker save later does not shorten it: a second touch, once the first is consumed
+    // (its mtime a second on: touches closer than 250 ms are one).
+    ASSERT_TRUE(wait_until([&] { return !trainctl_test::exists(t / "SAVE"); })) << "the consumed switch stays";
+    touch_later(t / "SAVE", 1s);
     saved = false;
     for (int s = 1001; s < 1100 && !saved; ++s) {
       saved = w.step(s)[0].save;
@@ -416,7 +440,7 @@ TEST(Controller, TheLongestSaveOfTheNodeIsTimedFromTheDecision) {
       std::this_thread::sleep_for(10ms);
     }
     ASSERT_TRUE(exited);
-    std::this_thread::sleep_for(600ms);
+    clock.pass(600ms);  // the exit's save
   }
   EXPECT_GE(longest.load(), 600) << "the exit's save, timed to the rank's end";
 }
@@ -444,6 +468,7 @@ std::string events_seen(const std::vector<run_event>& events) {
 
 TEST(Controller, RankZeroNotesItsStepsSavesNoticesAndEndForTheReport) {
   temp_dir t;
+  const moved_clock clock;
   {
     const run_events_env env(t, "4242");
     node_state_file node0(t / "state-node0");
@@ -456,7 +481,7 @@ TEST(Controller, RankZeroNotesItsStepsSavesNoticesAndEndForTheReport) {
       std::this_thread::sleep_for(10ms);
     }
     ASSERT_TRUE(saved);
-    std::this_thread::sleep_for(100ms);  // the save
+    clock.pass(100ms);  // the save
     node0.get().flags.fetch_or(kFlagPreempted);
     node0.get().seq.fetch_add(1);
     bool exited = false;
@@ -488,6 +513,7 @@ TEST(Controller, RankZeroNotesItsStepsSavesNoticesAndEndForTheReport) {
 // report's restore, apart from the rest of the start-up. Other phases are no run events.
 TEST(Controller, ARestorePhaseIsARunEventWithItsDuration) {
   temp_dir t;
+  const moved_clock clock;
   {
     const run_events_env env(t, "4244");
     node_state_file node0(t / "state-node0");
@@ -495,9 +521,9 @@ TEST(Controller, ARestorePhaseIsARunEventWithItsDuration) {
     controller& c = *w.ranks[0];
     c.phase_begin("restore");
     c.phase_begin("io");  // nested: its end is not the restore's
-    std::this_thread::sleep_for(20ms);
+    clock.pass(20ms);
     c.phase_end();
-    std::this_thread::sleep_for(60ms);
+    clock.pass(60ms);
     c.phase_end();
     w.step(11);
     c.phase_begin("eval");
@@ -1106,13 +1132,14 @@ TEST(Stragglers, EachBeatKeepsItsWorkAndTheSlowestsForThePrice) {
 // neither as the straggler's wait nor as a step.
 TEST(Stragglers, TheStallAHangExitEndsIsNotPricedAsAStragglersWait) {
   temp_dir t;
+  const moved_clock clock;
   node_state_file node0(t / "state-node0");
   world w(t, 2, 1);  // one rank per node: a process's ranks on one node share their slot
   for (std::int64_t s = 0; s < 4; ++s) {
-    std::this_thread::sleep_for(2ms);
+    clock.pass(2ms);
     EXPECT_FALSE(w.step(s).front().exit);
   }
-  std::this_thread::sleep_for(300ms);  // one rank stalls; the supervisor finds the hang
+  clock.pass(300ms);  // one rank stalls; the supervisor finds the hang
   node0.get().flags.fetch_or(kFlagHang);
   EXPECT_EQ(w.step(4).front().reason, "hang");
   for (const rank_beat& b : node0.get().beats) {
@@ -1179,6 +1206,7 @@ TEST(Stragglers, AnEvenRunReportsNobody) {
 // restarting the clock; the phase's duration is what its budget learns from.
 TEST(Phases, ASaveAndAMarkedPhaseShowInTheBeatAndTheirLongestIsKept) {
   temp_dir t;
+  const moved_clock clock;
   node_state_file node0(t / "state-node0");
   node_state& ns = node0.get();
   world w(t, 1, 1);
@@ -1200,7 +1228,7 @@ TEST(Phases, ASaveAndAMarkedPhaseShowInTheBeatAndTheirLongestIsKept) {
   EXPECT_EQ(beat_of().phase.load(), kPhaseSave) << "saving from the decision on";
   const std::int64_t save_began = beat_of().phase_ms.load();
   EXPECT_GT(save_began, 0);
-  std::this_thread::sleep_for(50ms);
+  clock.pass(50ms);  // the save
   w.step(200);
   EXPECT_EQ(beat_of().phase.load(), kPhaseTraining) << "the next call ends the save";
 
@@ -1214,7 +1242,7 @@ TEST(Phases, ASaveAndAMarkedPhaseShowInTheBeatAndTheirLongestIsKept) {
       EXPECT_EQ(beat_of().phase.load(), kPhaseSave);
     }
     EXPECT_EQ(beat_of().phase.load(), kPhaseNamed + 0) << "the outer phase again";
-    std::this_thread::sleep_for(120ms);
+    clock.pass(120ms);
   }
   EXPECT_EQ(beat_of().phase.load(), kPhaseTraining);
   EXPECT_GE(ns.phases[0].longest_ms.load(), 120);
@@ -1231,15 +1259,16 @@ TEST(Phases, ASaveAndAMarkedPhaseShowInTheBeatAndTheirLongestIsKept) {
 
 TEST(Phases, TheLongestQuietTimeOfATrainingRankIsKeptForAuto) {
   temp_dir t;
+  const moved_clock clock;
   node_state_file node0(t / "state-node0");
   world w(t, 1, 1);
   w.step(0);
-  std::this_thread::sleep_for(150ms);
+  clock.pass(150ms);
   w.step(1);
   EXPECT_GE(node0.get().longest_quiet_ms.load(), 140);
   const std::int64_t quiet = node0.get().longest_quiet_ms.load();
   w.ranks[0]->phase_begin("eval");
-  std::this_thread::sleep_for(400ms);
+  clock.pass(400ms);
   w.step(2);  // inside a phase: no training quiet time
   w.ranks[0]->phase_end();
   EXPECT_EQ(node0.get().longest_quiet_ms.load(), quiet);
@@ -1249,13 +1278,14 @@ TEST(Phases, TheLongestQuietTimeOfATrainingRankIsKeptForAuto) {
 // a save on the report's timeline; inside a save trainctl decided it only ends that one.
 TEST(Phases, TheLoopsOwnSaveIsASaveOnTheReportsTimeline) {
   temp_dir t;
+  const moved_clock clock;
   {
     const run_events_env env(t, "4545");
     world w(t, 1, 1);
     w.step(3);
     {
       phase_section save(*w.ranks[0], "save");
-      std::this_thread::sleep_for(60ms);
+      clock.pass(60ms);
     }
     w.step(4);
   }
