@@ -14,7 +14,7 @@ void straggler_recorder::look(const node_state& ns, const std::function<bool(pid
   std::vector<straggler_finding> found;
   for (const auto& b : ns.beats) {
     const pid_t pid = b.pid.load(std::memory_order_acquire);
-    const std::int64_t reports = b.slow_reports.load(std::memory_order_acquire);
+    const std::int64_t reports = b.straggler.reports.load(std::memory_order_acquire);
     if (pid <= 0 || reports <= 0 || !mine(pid)) continue;
     std::int64_t& seen = seen_[pid];
     if (reports <= seen) continue;
@@ -22,9 +22,9 @@ void straggler_recorder::look(const node_state& ns, const std::function<bool(pid
     straggler_finding f;
     f.rank = b.rank.load(std::memory_order_relaxed);
     f.job = opts_.job_id;
-    f.step = b.slow_step.load(std::memory_order_relaxed);
-    f.slow_us = b.slow_us.load(std::memory_order_relaxed);
-    f.fastest_us = b.fastest_us.load(std::memory_order_relaxed);
+    f.step = b.straggler.step.load(std::memory_order_relaxed);
+    f.slow_us = b.straggler.slow_us.load(std::memory_order_relaxed);
+    f.fastest_us = b.straggler.fastest_us.load(std::memory_order_relaxed);
     if (f.slow_us > 0 && f.fastest_us > 0) found.push_back(f);
   }
   if (found.empty()) return;

@@ -76,8 +76,8 @@ int run_end::start(pid_t adopt, node_state* ns) {
   }
   if (breaker_.what != breaker_verdict::armed) return -1;
   if (ns != nullptr) {
-    ns->breaker_runs.store(breaker_.count.runs, std::memory_order_relaxed);
-    ns->breaker_step1.store(breaker_.at_step + 1, std::memory_order_release);
+    ns->breaker.runs.store(breaker_.count.runs, std::memory_order_relaxed);
+    ns->breaker.step1.store(breaker_.at_step + 1, std::memory_order_release);
     ns->seq.fetch_add(1, std::memory_order_release);
   }
   if (opts_.batch || ns == nullptr)
@@ -318,14 +318,14 @@ void run_end::note_compute(const node_state& ns) {
   e.what = "compute";
   std::int64_t steps = 0, slowest_us = 0, marked = 1;
   for (const rank_beat& b : ns.beats) {
-    const std::int64_t n = b.timed_steps.load(std::memory_order_acquire);
+    const std::int64_t n = b.work.timed_steps.load(std::memory_order_acquire);
     const std::int32_t rank = b.rank.load(std::memory_order_relaxed);
     if (n <= 0 || rank < 0) continue;
-    e.works.emplace_back(rank, b.work_total_us.load(std::memory_order_relaxed) / n);
+    e.works.emplace_back(rank, b.work.total_us.load(std::memory_order_relaxed) / n);
     if (b.work_marked.load(std::memory_order_relaxed) != 1) marked = 0;
     if (n > steps) {
       steps = n;
-      slowest_us = b.slowest_total_us.load(std::memory_order_relaxed) / n;
+      slowest_us = b.work.slowest_total_us.load(std::memory_order_relaxed) / n;
     }
   }
   if (e.works.empty()) return;
@@ -341,10 +341,10 @@ void run_end::note_commits(const node_state& ns) {
     const std::int64_t beat_ms = b.beat_ms.load(std::memory_order_relaxed);
     // A slot no process ever checked in from is all zeros: no rank 0.
     if (r.rank < 0 || beat_ms <= 0 || (latest.count(r.rank) != 0 && latest[r.rank].first >= beat_ms)) continue;
-    r.asked_step = b.asked_step1.load(std::memory_order_acquire) - 1;
-    r.asked_ms = b.asked_ms.load(std::memory_order_relaxed);
-    r.committed_step = b.committed_step1.load(std::memory_order_acquire) - 1;
-    r.committed_ms = b.committed_ms.load(std::memory_order_relaxed);
+    r.asked_step = b.saves.asked_step1.load(std::memory_order_acquire) - 1;
+    r.asked_ms = b.saves.asked_ms.load(std::memory_order_relaxed);
+    r.committed_step = b.saves.committed_step1.load(std::memory_order_acquire) - 1;
+    r.committed_ms = b.saves.committed_ms.load(std::memory_order_relaxed);
     latest[r.rank] = {beat_ms, r};
   }
   std::vector<rank_save> ranks;

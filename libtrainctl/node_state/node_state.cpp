@@ -251,8 +251,8 @@ std::string bad_field(const node_state& ns) {
     const std::int32_t phase = b.phase.load();
     if (b.pid.load() < 0 || b.rank.load() < -1 || b.beat_ms.load() < 0 || b.step_us.load() < 0 || b.slow.load() < 0 ||
         b.exiting.load() < 0 || b.exiting.load() > 1 || phase < 0 || phase > kPhaseNamed + kMaxPhases ||
-        b.work_marked.load() < 0 || b.work_marked.load() > 1 || b.phase_ms.load() < 0 || b.timed_steps.load() < 0 ||
-        b.work_total_us.load() < 0 || b.slowest_total_us.load() < 0)
+        b.work_marked.load() < 0 || b.work_marked.load() > 1 || b.phase_ms.load() < 0 ||
+        b.work.timed_steps.load() < 0 || b.work.total_us.load() < 0 || b.work.slowest_total_us.load() < 0)
       return "a heartbeat slot's fields";
   }
   for (const phase_slot& p : ns.phases) {

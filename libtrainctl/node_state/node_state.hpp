@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -27,7 +28,7 @@ enum flag_bits : std::uint32_t {
   kFlagHang = 1u << 6,        // the supervisor found a rank hung (--hang-action=save-exit)
   kFlagPeer = 1u << 7,        // the step ends because a task on another node failed (a TERM after its death)
   // Local only (never in a node state's flags): this rank's first check() came no later
-  // than the step the array's last runs failed at without progress (breaker_step1).
+  // than the step the array's last runs failed at without progress (breaker.step1).
   kFlagNoProgress = 1u << 8,
 };
 // Any other bit in a node state's flags means the file is not what a publisher wrote.
@@ -60,6 +61,35 @@ struct switch_slot {
 // (0: free); a slot whose pid is gone is claimed again.
 constexpr int kMaxRanks = 64;
 constexpr int kMaxError = 200;
+// The last straggler finding against a rank: its controller writes the step and the
+// two step times, then bumps `reports` (release). The supervisor writes the line in
+// LOG_DIR/slow_nodes from them, in a child with a deadline: the rank's own thread opens
+// nothing in a shared directory (a planted FIFO or a stalled mount would stop the job's
+// every rank at the next agreement).
+struct beat_straggler {
+  std::atomic<std::int64_t> reports;
+  std::atomic<std::int64_t> step;
+  std::atomic<std::int64_t> slow_us;
+  std::atomic<std::int64_t> fastest_us;
+};
+// What a straggler's cost is priced from (`trainctl report`): over the agreement windows
+// timed so far, their steps, this rank's work and the slowest rank's (agreed, the same on
+// every rank). The supervisor writes them in the run events as it ends.
+struct beat_work {
+  std::atomic<std::int64_t> timed_steps;
+  std::atomic<std::int64_t> total_us;
+  std::atomic<std::int64_t> slowest_total_us;
+};
+// The last save trainctl asked a rank for (a save, or an exit with a save) and the last
+// it committed (ctl.saved): 1 + its step (0: none yet) and when (unix ms). The supervisor
+// records, as it ends, which ranks committed the save they were asked for.
+struct beat_saves {
+  std::atomic<std::int64_t> asked_step1;
+  std::atomic<std::int64_t> asked_ms;
+  std::atomic<std::int64_t> committed_step1;
+  std::atomic<std::int64_t> committed_ms;
+};
+
 struct rank_beat {
   std::atomic<std::int32_t> pid;
   std::atomic<std::int32_t> rank;
@@ -75,28 +105,9 @@ struct rank_beat {
   std::atomic<std::int32_t> phase;
   std::atomic<std::int32_t> work_marked;  // 1: the loop marks its compute (compute_begin/end)
   std::atomic<std::int64_t> phase_ms;
-  // The last straggler finding against this rank: its controller writes the step and
-  // the two step times, then bumps slow_reports (release). The supervisor writes the
-  // line in LOG_DIR/slow_nodes from them, in a child with a deadline: the rank's own
-  // thread opens nothing in a shared directory (a planted FIFO or a stalled mount
-  // would stop the job's every rank at the next agreement).
-  std::atomic<std::int64_t> slow_reports;
-  std::atomic<std::int64_t> slow_step;
-  std::atomic<std::int64_t> slow_us;
-  std::atomic<std::int64_t> fastest_us;
-  // What the straggler's cost is priced from (`trainctl report`): over the agreement
-  // windows timed so far, their steps, this rank's work and the slowest rank's (agreed,
-  // the same on every rank). The supervisor writes them in the run events as it ends.
-  std::atomic<std::int64_t> timed_steps;
-  std::atomic<std::int64_t> work_total_us;
-  std::atomic<std::int64_t> slowest_total_us;
-  // The last save trainctl asked this rank for (a save, or an exit with a save) and the
-  // last it committed (ctl.saved): 1 + its step (0: none yet) and when (unix ms). The
-  // supervisor records, as it ends, which ranks committed the save they were asked for.
-  std::atomic<std::int64_t> asked_step1;
-  std::atomic<std::int64_t> asked_ms;
-  std::atomic<std::int64_t> committed_step1;
-  std::atomic<std::int64_t> committed_ms;
+  beat_straggler straggler;
+  beat_work work;
+  beat_saves saves;
   // The error this rank is dying of, as its loop said it (an uncaught Python exception's
   // last line: the package's excepthook), for the crash finding and the run events: the
   // text (printable ASCII, written once), then its length (release). 0: none.
@@ -115,6 +126,16 @@ struct phase_slot {
   std::uint32_t reserved;
   std::atomic<std::int64_t> longest_ms;
   char name[kMaxName];
+};
+
+// The no-progress breaker (run_progress.hpp), armed by a supervisor before its command
+// starts: 1 + the step the array's last `runs` runs failed at without getting further
+// (0: not armed). A rank whose first check() is at that step or earlier votes to end the
+// run there.
+struct node_breaker {
+  std::atomic<std::int64_t> step1;
+  std::atomic<std::int32_t> runs;
+  std::int32_t reserved;
 };
 
 struct node_state {
@@ -151,13 +172,7 @@ struct node_state {
   // deadline_ms by as much as EndTime moved.
   std::atomic<std::int64_t> end_ms;
   std::atomic<std::int64_t> end_read_ms;
-  // The no-progress breaker (run_progress.hpp), armed by a supervisor before its command
-  // starts: 1 + the step the array's last `breaker_runs` runs failed at without getting
-  // further (0: not armed). A rank whose first check() is at that step or earlier votes
-  // to end the run there.
-  std::atomic<std::int64_t> breaker_step1;
-  std::atomic<std::int32_t> breaker_runs;
-  std::int32_t reserved2;
+  node_breaker breaker;
   switch_slot slots[kMaxSlots];
   rank_beat beats[kMaxRanks];
   phase_slot phases[kMaxPhases];
@@ -165,6 +180,10 @@ struct node_state {
 
 static_assert(std::atomic<std::int64_t>::is_always_lock_free, "node state needs lock-free 64-bit atomics");
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "node state needs lock-free 32-bit atomics");
+// Version 11's layout: the field groups (beat_straggler, node_breaker, ...) did not move a
+// byte. A change here is a new kVersion.
+static_assert(sizeof(rank_beat) == 352 && offsetof(rank_beat, error_len) == 144, "rank_beat's layout changed");
+static_assert(sizeof(node_state) == 40312 && offsetof(node_state, beats) == 17400, "node_state's layout changed");
 
 // A mapping of the node state file. Move-only; unmaps and closes on destruction.
 //
@@ -274,8 +293,8 @@ inline std::uint32_t valid_flags(const node_state& ns) {
 // The step the breaker is armed at (the rank's first check() at it or earlier ends the
 // run), or -1: not armed, or not a state a supervisor wrote.
 inline std::int64_t armed_breaker_step(const node_state& ns) {
-  const std::int64_t step1 = ns.breaker_step1.load(std::memory_order_acquire);
-  const std::int32_t runs = ns.breaker_runs.load(std::memory_order_relaxed);
+  const std::int64_t step1 = ns.breaker.step1.load(std::memory_order_acquire);
+  const std::int32_t runs = ns.breaker.runs.load(std::memory_order_relaxed);
   if (!has_header(ns) || valid_flags(ns) != ns.flags.load(std::memory_order_relaxed)) return -1;
   return step1 > 0 && runs >= 1 && runs <= 1000 ? step1 - 1 : -1;
 }

@@ -181,8 +181,8 @@ void controller::saved(std::int64_t step, const std::string& path) {
         "SLURM_NTASKS); accepted: a rank below the world size");
   commit_checkpoint(path, commit_marker{step, rank, world, run_id()});
   if (impl_->beat != nullptr) {
-    impl_->beat->committed_ms.store(unix_now_ms(), std::memory_order_relaxed);
-    impl_->beat->committed_step1.store(step + 1, std::memory_order_release);
+    impl_->beat->saves.committed_ms.store(unix_now_ms(), std::memory_order_relaxed);
+    impl_->beat->saves.committed_step1.store(step + 1, std::memory_order_release);
   }
 }
 
@@ -329,10 +329,10 @@ void controller::impl::report_straggler(std::int64_t step, const step_timing::ve
            static_cast<long long>(step), cfg.rank, node_name().c_str(), slowest_us / 1000.0, fastest_us / 1000.0,
            factor, by_supervisor ? "the node's supervisor records it in slow_nodes" : "recorded in slow_nodes");
   if (by_supervisor) {
-    beat->slow_step.store(step, std::memory_order_relaxed);
-    beat->slow_us.store(slowest_us, std::memory_order_relaxed);
-    beat->fastest_us.store(fastest_us, std::memory_order_relaxed);
-    beat->slow_reports.fetch_add(1, std::memory_order_release);
+    beat->straggler.step.store(step, std::memory_order_relaxed);
+    beat->straggler.slow_us.store(slowest_us, std::memory_order_relaxed);
+    beat->straggler.fastest_us.store(fastest_us, std::memory_order_relaxed);
+    beat->straggler.reports.fetch_add(1, std::memory_order_release);
     // Woken now, as for a new rank: the finding is written before this rank may end.
     if (sup.fd) syscall(SYS_pidfd_send_signal, sup.fd.get(), SIGCHLD, nullptr, 0);
     return;

@@ -53,9 +53,9 @@ step_timing::verdict step_timing::judge(std::int64_t step, std::int64_t slowest,
       if (timed_ && step > window_step_ && !stalled) {  // the straggler's price
         const std::int64_t steps = step - window_step_;
         beat->work_marked.store(marked_ ? 1 : 0, std::memory_order_relaxed);
-        beat->work_total_us.fetch_add(work_us_ * steps, std::memory_order_relaxed);
-        beat->slowest_total_us.fetch_add(slowest_us * steps, std::memory_order_relaxed);
-        beat->timed_steps.fetch_add(steps, std::memory_order_release);
+        beat->work.total_us.fetch_add(work_us_ * steps, std::memory_order_relaxed);
+        beat->work.slowest_total_us.fetch_add(slowest_us * steps, std::memory_order_relaxed);
+        beat->work.timed_steps.fetch_add(steps, std::memory_order_release);
       }
     }
     if (slow && slowest_rank == reported_) {

@@ -224,8 +224,8 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
       m.pos.save_started_us = steady_us();
       m.show_phase(kPhaseSave);  // the hang clock gives the save its own budget
       if (m.beat != nullptr) {   // what the supervisor expects ctl.saved() to commit
-        m.beat->asked_ms.store(unix_now_ms(), std::memory_order_relaxed);
-        m.beat->asked_step1.store(step + 1, std::memory_order_release);
+        m.beat->saves.asked_ms.store(unix_now_ms(), std::memory_order_relaxed);
+        m.beat->saves.asked_step1.store(step + 1, std::memory_order_release);
       }
     }
     m.pos.exit_save_timed = m.pos.exit_save_timed || d.exit;

@@ -293,8 +293,8 @@ TEST(Controller, TheBreakerEndsARunThatResumedNoLaterThanTheFailedRuns) {
     temp_dir t;
     {
       node_state_file armed(t / "state-node0");  // as the node's supervisor makes it
-      armed.get().breaker_runs.store(3);
-      armed.get().breaker_step1.store(21);
+      armed.get().breaker.runs.store(3);
+      armed.get().breaker.step1.store(21);
       world w(t, 2, 2);
       const auto d = w.step(first);
       for (const auto& one : d) {
@@ -1114,9 +1114,9 @@ TEST(Stragglers, EachBeatKeepsItsWorkAndTheSlowestsForThePrice) {
   for (int r = 0; r < 3; ++r) {
     const rank_beat& b = nodes[r]->get().beats[0];
     ASSERT_EQ(b.rank.load(), r);
-    EXPECT_EQ(b.timed_steps.load(), 9) << "rank " << r;
+    EXPECT_EQ(b.work.timed_steps.load(), 9) << "rank " << r;
     EXPECT_EQ(b.work_marked.load(), 1);
-    const std::int64_t own = b.work_total_us.load() / 9, slowest = b.slowest_total_us.load() / 9;
+    const std::int64_t own = b.work.total_us.load() / 9, slowest = b.work.slowest_total_us.load() / 9;
     EXPECT_GE(slowest, 60'000) << "rank " << r;
     EXPECT_LT(slowest, 90'000) << "rank " << r;
     if (r < 2) {
@@ -1144,8 +1144,8 @@ TEST(Stragglers, TheStallAHangExitEndsIsNotPricedAsAStragglersWait) {
   EXPECT_EQ(w.step(4).front().reason, "hang");
   for (const rank_beat& b : node0.get().beats) {
     if (b.pid.load() != getpid()) continue;
-    EXPECT_EQ(b.timed_steps.load(), 3) << "the windows before the stall, not the stall's";
-    EXPECT_LT(b.slowest_total_us.load(), 200'000) << "the 300 ms stall is not in the price";
+    EXPECT_EQ(b.work.timed_steps.load(), 3) << "the windows before the stall, not the stall's";
+    EXPECT_LT(b.work.slowest_total_us.load(), 200'000) << "the 300 ms stall is not in the price";
   }
 }
 

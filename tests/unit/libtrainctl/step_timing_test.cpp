@@ -42,7 +42,7 @@ TEST_F(two_ranks, the_first_agreement_only_starts_the_window) {
   const auto [va, vb] = agree(10, 10);
   EXPECT_EQ(va.straggler, -1);
   EXPECT_FALSE(va.report);
-  EXPECT_EQ(beat_a.timed_steps.load(), 0);
+  EXPECT_EQ(beat_a.work.timed_steps.load(), 0);
 }
 
 TEST_F(two_ranks, a_rank_half_as_fast_three_times_in_a_row_is_reported_once_on_every_rank) {
@@ -94,12 +94,12 @@ TEST_F(two_ranks, under_a_millisecond_apart_is_noise) {
 TEST_F(two_ranks, the_straggler_price_is_each_windows_work_but_not_a_stalled_one) {
   agree(10, 10);
   agree(10, 20, 4);
-  EXPECT_EQ(beat_b.timed_steps.load(), 4);
-  EXPECT_EQ(beat_b.work_total_us.load(), 4 * 20 * kMs);
-  EXPECT_EQ(beat_a.work_total_us.load(), 4 * 10 * kMs);
-  EXPECT_EQ(beat_a.slowest_total_us.load(), 4 * 20 * kMs) << "the agreement's slowest, on every rank";
+  EXPECT_EQ(beat_b.work.timed_steps.load(), 4);
+  EXPECT_EQ(beat_b.work.total_us.load(), 4 * 20 * kMs);
+  EXPECT_EQ(beat_a.work.total_us.load(), 4 * 10 * kMs);
+  EXPECT_EQ(beat_a.work.slowest_total_us.load(), 4 * 20 * kMs) << "the agreement's slowest, on every rank";
   agree(10, 20, 2, /*stalled=*/true);
-  EXPECT_EQ(beat_b.timed_steps.load(), 4) << "a window that held a hang's stall is priced as hung";
+  EXPECT_EQ(beat_b.work.timed_steps.load(), 4) << "a window that held a hang's stall is priced as hung";
 }
 
 TEST(step_timing, marked_compute_is_the_work_not_the_wait) {
