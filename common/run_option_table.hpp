@@ -23,16 +23,20 @@ struct run_option {
 
   const char* name;     // "--graceful-exit"
   const char* metavar;  // "DURATION|auto"; nullptr: a flag that takes no value
-  bool value_optional;  // may be given bare (a switch: its default path)
-  int offered_by;       // kRun, or kPlugin or kHidden
-  const char* help;     // one sentence and its details, no default
+  // A switch's variable (KILL_SWITCH): the option may be given bare, and then names
+  // this variable's path if set, else its default path; the plugin exports the path as
+  // it. nullptr: the option takes its value, if any, every time.
+  const char* bare_var;
+  int offered_by;    // kRun, or kPlugin or kHidden
+  const char* help;  // one sentence and its details, no default
   // The default --help shows as "(default ...)", or "" where the help says it.
   std::string (*shown_default)();
   // Checks `value` (empty for a flag, or an optional value given bare) and stores it in
   // `o`; throws parse_error with what was wrong and what is accepted.
   void (*apply)(supervisor_options& o, const std::string& value);
 
-  const char* bare() const { return name + 2; }      // "graceful-exit"
+  const char* bare() const { return name + 2; }  // "graceful-exit"
+  bool value_optional() const { return bare_var != nullptr; }
   std::string with(const std::string& value) const;  // "--graceful-exit=VALUE"
   bool in_plugin() const { return (offered_by & kPlugin) != 0; }
   bool hidden() const { return (offered_by & kHidden) != 0; }

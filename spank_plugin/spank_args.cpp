@@ -30,12 +30,11 @@ std::vector<plugin_option_doc> plugin_option_docs(int default_signal) {
     const std::string name = r.name;
     std::string help = r.help;
     // What the plugin does beyond the supervisor's option, and the site's default.
-    if (name == "--kill-switch") help += "; exported as KILL_SWITCH";
-    if (name == "--save-switch") help += "; exported as SAVE_SWITCH";
+    if (r.value_optional()) help += std::string("; exported as ") + r.bare_var;
     if (name == "--on-notice") help += " (time limit " + format_duration(option::kOnNoticeTimeoutDefault) + ")";
     const std::string shown = name == "--graceful-signal" ? signal_name(default_signal) : r.shown_default();
     if (!shown.empty()) help += " (default " + shown + ")";
-    docs.push_back({r.bare(), r.metavar != nullptr ? r.metavar : "", r.value_optional, help});
+    docs.push_back({r.bare(), r.metavar != nullptr ? r.metavar : "", r.value_optional(), help});
   }
   return docs;
 }

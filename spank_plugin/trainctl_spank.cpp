@@ -130,7 +130,7 @@ std::vector<spank_option>& plugin_options() {
       if (std::strcmp(table[i].bare(), docs[d].name) == 0)
         options.push_back({const_cast<char*>(docs[d].name), const_cast<char*>(docs[d].value), &usage[d][0],
                            table[i].metavar == nullptr ? 0
-                           : table[i].value_optional   ? 2
+                           : table[i].value_optional() ? 2
                                                        : 1,
                            static_cast<int>(i + 1), option_cb});
   return options;
@@ -454,7 +454,7 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     if (name == "--graceful-exit" || name == "--kill-switch" || name == "--save-switch" || name == "--graceful-signal")
       continue;
     if (name == "--hang-phase-timeout" && g.opts.hang.timeout.count() == 0) continue;  // no hang is looked for
-    const bool bare = o.row->metavar == nullptr || (o.row->value_optional && o.value.empty());
+    const bool bare = o.row->metavar == nullptr || (o.row->value_optional() && o.value.empty());
     args.push_back(bare ? name : o.row->with(o.value));
   }
   const rank_env renv = env_for_ranks(sp, batch);

@@ -65,14 +65,13 @@ void add_run_options(CLI::App& app, run_args& a) {
   for (std::size_t i = 0; i < table.size(); ++i) {
     const run_option& r = table[i];
     std::string help = r.help;
-    if (r.value_optional)
-      help += std::string("; given bare: $") + (r.bare()[0] == 'k' ? "KILL" : "SAVE") + "_SWITCH if set";
+    if (r.value_optional()) help += std::string("; given bare: $") + r.bare_var + " if set";
     const std::string shown = r.shown_default();
     if (!shown.empty()) help += " (default " + shown + ")";
     CLI::Option* o =
         r.metavar == nullptr ? app.add_flag(r.name)->description(help) : app.add_option(r.name, a.values[i], help);
     if (r.metavar != nullptr) o->type_name(r.metavar);
-    if (r.value_optional) o->expected(0, 1);
+    if (r.value_optional()) o->expected(0, 1);
     if (r.hidden()) o->group("");
     a.table_opts.push_back(o);
   }

@@ -90,7 +90,9 @@ TEST(SpankArgs, PluginOptionsAreTheTablesPluginRows) {
   EXPECT_EQ(shown.front(), "graceful-exit");
   for (const auto& d : docs) {
     const std::string help = d.help, name = d.name;
-    if (name == "graceful-signal") EXPECT_NE(help.find("(default USR2)"), std::string::npos) << "the site's default";
+    if (name == "graceful-signal") {
+      EXPECT_NE(help.find("(default USR2)"), std::string::npos) << "the site's default";
+    }
     if (name == "kill-switch") {
       EXPECT_TRUE(d.value_optional);
       EXPECT_NE(help.find("exported as KILL_SWITCH"), std::string::npos);
