@@ -19,6 +19,27 @@ rc=0; out=$(run_filtered '^keep' sh -c 'echo keep; echo drop; exit 3') || rc=$?
 rc=0; out=$(run_filtered '!^drop' sh -c 'echo keep; echo drop') || rc=$?
 if [ "$rc" -ne 0 ] || [ "$out" != keep ]; then fail "inverted filter: status $rc, output '$out'"; fi
 
+# scripts/sizes.py: a class over 20 data members and a file over 600 lines each fail lint
+# with a line naming them; at the limits they pass.
+{
+  echo 'struct wide {'
+  for i in $(seq 1 21); do echo "  int f$i;"; done
+  echo '  int method(int a, int b) const { return a + b; }'
+  echo '};'
+} >"$work/wide.hpp"
+{
+  echo 'struct fits {'
+  for i in $(seq 1 19); do echo "  int f$i;"; done
+  echo '  std::map<int, int> pairs;  // one member, whatever its commas'
+  echo '};'
+} >"$work/fits.hpp"
+seq 1 601 | sed 's/^/# /' >"$work/long.py"
+rc=0; out=$(python3 "$src/scripts/sizes.py" "$work/wide.hpp" "$work/fits.hpp" "$work/long.py") || rc=$?
+[ "$rc" -eq 1 ] || fail "sizes.py passed a 21-member struct and a 601-line file (status $rc): $out"
+grep -q "wide has 21 data members" <<<"$out" || fail "sizes.py did not name the wide struct: $out"
+grep -q "long.py has 601 lines" <<<"$out" || fail "sizes.py did not name the long file: $out"
+! grep -q "fits" <<<"$out" || fail "sizes.py refused a 20-member struct: $out"
+
 # A fuzz target that crashes the way libFuzzer reports it: scripts/fuzz exits 1.
 mkdir -p "$work/fuzz"
 cat >"$work/fuzz/fuzz_crash" <<'SH'
