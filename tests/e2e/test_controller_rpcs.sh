@@ -43,7 +43,19 @@ fed_before=$(rpc_count REQUEST_FED_INFO)
 scancel --signal=USR1 "$run_job" "$plugin_job"
 scancel_fed=$(($(rpc_count REQUEST_FED_INFO) - fed_before))
 wait_for 120 "both batch scripts to end" batches_done
-sleep 2  # the batch steps' supervisors end after their scripts
+# Every supervisor of the two jobs gone before slurmctld's count is read: one still running
+# could ask once more after it. Found by their job id, on this host's cluster (the
+# releases' roots run their own clusters beside it). The jobs' end is waited for after
+# the count: scontrol's own queries would be counted.
+no_supervisor() {
+  local pid
+  for pid in $(pgrep -x trainctl-run); do
+    [ "$(readlink "/proc/$pid/root" 2>/dev/null)" = / ] || continue
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxE "SLURM_JOB_ID=($run_job|$plugin_job)" && return 1
+  done
+  return 0
+}
+wait_for 60 "the jobs' supervisors to end" no_supervisor
 single=$(rpc_count REQUEST_JOB_INFO_SINGLE)
 fed=$(($(rpc_count REQUEST_FED_INFO) - scancel_fed))
 all_info=$(rpc_count REQUEST_JOB_INFO)

@@ -113,8 +113,16 @@ grep -qE "^  ${job}_1: save at step [0-9]+ \(save-switch, 2\.[0-9]s\); save at s
 grep -qE "^  ${job}_1: .*; notice hang at \+[0-9ms.]+; hung [0-9ms.]+ \(from the stall to the save\)(;|$)" <<<"$out" ||
   fail "task 1's one notice, the hang, and its stall are not marked (or more were)"
 grep -q "^tasks from $source_expected" <<<"$out" || fail "the tasks did not come from $source_expected"
-grep -qE "^  ${job}_2: .* rank [0-9] on n[0-9] died (first )?\(exit status 1\).*: \`RuntimeError: a bug in the training program \(train_example\.py:[0-9]+ in [a-z_]+\)\`" <<<"$out" ||
-  fail "task 2's first death and its error are not named"
+# The first death and its error. A crashed rank ends after its teardown (its excepthook,
+# the interpreter's finalization), which closes its connections first: a peer that dies
+# of the closed connection can end within milliseconds of it, before it under load. The
+# report then names the earlier death and says it is within the clock skew, "maybe not
+# first" (seen once, 10 ms apart, in a fresh-clone run with cold compiles beside it).
+first_line=$(grep -E "^  ${job}_2: .* rank [0-9] on n[0-9] died (first )?\(exit status 1\)" <<<"$out") ||
+  fail "task 2's first death is not named"
+grep -qE ": \`RuntimeError: a bug in the training program \(train_example\.py:[0-9]+ in [a-z_]+\)\`" <<<"$first_line" ||
+  grep -qE "within the nodes' clock skew: maybe not first: \`ConnectionError: " <<<"$first_line" ||
+  fail "task 2's first death is named without its error, or a peer's death is called first: $first_line"
 grep -qE "crash: rank [0-9] \(pid [0-9]+\) was the first rank to end on this node, with exit status 1: \`RuntimeError: a bug in the training program \(train_example\.py:[0-9]+ in [a-z_]+\)\`" \
   "$TEST_DIR/task2.out" || fail "task 2's log does not name the error its first rank died of: $(grep 'crash' "$TEST_DIR/task2.out")"
 
