@@ -3,7 +3,9 @@
 // program), and returns the exit status: 0, 1 (it could not), 2 (bad input).
 #pragma once
 #include <chrono>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace trainctl::commands {
 
@@ -31,6 +33,11 @@ int list_job_status(const std::string& who, bool json);
 // training, saves, lost work and end, the goodput, and the timeline as SVG at
 // `svg_path` (none when empty). From sacct, else scontrol, and the run events.
 int show_run_report(const std::string& who, const std::string& job, const std::string& svg_path, bool json);
+// What in batch script `path` would lose work, checked against the cluster and the
+// script's earlier runs: one line per problem (or JSON); 0 none, 1 some, 2 it could not
+// lint. `sbatch_args`: the options it would be submitted with.
+int lint_batch_script(const std::string& who, const std::string& path, const std::vector<std::string>& sbatch_args,
+                      std::int64_t collective_timeout_ms, bool json);
 // Forgets every finding about `host`.
 int forget_bad_node(const std::string& who, const std::string& host);
 

@@ -24,6 +24,8 @@ const std::vector<verb_entry>& verb_table() {
        "where a job array's node-hours went: each task's start-up, saves, lost work; goodput; a timeline (SVG)"},
       {"bad-nodes", trainctl::cli::verb_bad_nodes,
        "the nodes your next task keeps off: list, mark NODE REASON, forget NODE"},
+      {"lint", trainctl::cli::verb_lint,
+       "check a batch script against the cluster and its earlier runs before the long run, one line per problem"},
       {"version", trainctl::cli::verb_version, "print trainctl's version"},
       {"completion", trainctl::cli::verb_completion,
        "the completion script for bash, zsh or fish, from the parsers (source <(trainctl completion bash))"},

@@ -19,6 +19,7 @@ int verb_run(int argc, char** argv);
 int verb_status(int argc, char** argv);
 int verb_stacks(int argc, char** argv);
 int verb_report(int argc, char** argv);
+int verb_lint(int argc, char** argv);
 int verb_bad_nodes(int argc, char** argv);
 int verb_version(int argc, char** argv);
 int verb_completion(int argc, char** argv);

@@ -133,4 +133,31 @@ std::vector<task_record> job_tasks(const std::string& job, std::string* source, 
   return {};
 }
 
+std::vector<task_record> tasks_named(const std::string& user, const std::string& name, int days, std::string* why) {
+  child_spec sacct;
+  sacct.argv = {"sacct",
+                "-X",
+                "-n",
+                "-P",
+                "-u",
+                user,
+                "--name=" + name,
+                "-o",
+                "JobIDRaw,JobID,State,User,Submit,Eligible,Start,End,NNodes",
+                "-S",
+                "now-" + std::to_string(days) + "days"};
+  sacct.deadline = std::chrono::milliseconds(30000);
+  sacct.merge_stderr = true;
+  const child_result r = run_child(sacct);
+  if (!r.ok()) {
+    const std::string said = r.output.substr(0, r.output.find('\n'));
+    *why = "sacct: " + (said.empty() ? r.error : said);
+    return {};
+  }
+  std::vector<task_record> tasks = parse_sacct_tasks(r.output);
+  if (tasks.empty())
+    *why = "sacct knows no job of " + user + " named " + name + " in the last " + std::to_string(days) + " days";
+  return tasks;
+}
+
 }  // namespace trainctl

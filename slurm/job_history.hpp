@@ -36,4 +36,9 @@ std::size_t merge_live_tasks(std::vector<task_record>& recorded, const std::vect
 // slurmctld's memory. *source names where they came from; *why says why neither answered.
 std::vector<task_record> job_tasks(const std::string& job, std::string* source, std::string* why);
 
+// The tasks of user `user`'s jobs named `name` that started in the last `days` days, from
+// sacct (`trainctl lint`: the earlier runs of a script); empty with *why when sacct
+// cannot answer (no accounting) or knows none.
+std::vector<task_record> tasks_named(const std::string& user, const std::string& name, int days, std::string* why);
+
 }  // namespace trainctl

@@ -6,7 +6,7 @@
 # index (PIP_NO_INDEX), the launcher (torchrun's process model, light_launcher.py: the
 # venv has no torch), a 2-minute limit (SBATCH_TIMELIMIT) and a 1-minute graceful exit.
 #   install: the venv, pip install of the wheel named there, the tools, $share;
-#   train:   the template and the example into ~/proj, sbatch --array=1-10%1; the save
+#   train:   the template and the example into ~/proj, trainctl lint (clean), sbatch --array=1-10%1; the save
 #            switch (4 ranks save at one step); task 1's deadline, task 2 resumes; the
 #            kill switch in task 2 (its ranks save and exit, tasks 3-10 held, the log says
 #            `rm ... && scontrol release JOB_[3-10]`); README's rm && release line with
@@ -47,11 +47,12 @@ expect() {  # expect NAME INDEX PATTERN: line INDEX of block NAME matches PATTER
 [ "${#install[@]}" -eq 4 ] || fail "README.md's quick start: the install block has ${#install[@]} lines, not 4"
 expect install 1 '^pip install (trainctl-[^ ]+\.whl)'
 wheel_name=$(sed -E 's/^pip install ([^ ]+).*/\1/' <<<"${install[1]}")
-[ "${#train[@]}" -eq 7 ] || fail "README.md's quick start: the train block has ${#train[@]} lines, not 7"
-expect train 3 '^sbatch --array=1-10%1 train\.slurm'
-expect train 4 '^touch save-switch-train'
-expect train 5 '^touch kill-switch-train'
-expect train 6 '^rm kill-switch-train && scontrol release 4242_\[3-10\]'
+[ "${#train[@]}" -eq 8 ] || fail "README.md's quick start: the train block has ${#train[@]} lines, not 8"
+expect train 3 '^trainctl lint train\.slurm --array=1-10%1 '
+expect train 4 '^sbatch --array=1-10%1 train\.slurm'
+expect train 5 '^touch save-switch-train'
+expect train 6 '^touch kill-switch-train'
+expect train 7 '^rm kill-switch-train && scontrol release 4242_\[3-10\]'
 # docs/users.md's templates section shows README's lines: those run here.
 while IFS= read -r l; do
   grep -qxF -- "$l" <<<"$(printf '%s\n' "${train[@]}")" || fail "docs/users.md's templates line is not README's (run here): $l"
@@ -107,7 +108,11 @@ log "the venv's trainctl: $(grep -m 1 '^trainctl [0-9]' "$shell_log")"
 
 log "train: README's ${#train[@]} lines, waiting between them for what each one says"
 for i in 0 1 2; do type_line "${train[$i]}"; done
-type_line "${train[3]}"
+type_line "${train[3]}"  # trainctl lint: the copied template, with README's sbatch options, passes (exit 0)
+grep -q "^train.slurm: no problem found (supervised by trainctl-run; partition " "$shell_log" ||
+  fail "README's trainctl lint line did not find the template clean: $(tail -n 5 "$shell_log")"
+log "lint: $(grep -m 1 '^train.slurm: no problem found' "$shell_log")"
+type_line "${train[4]}"
 job=$(submitted)
 [ -n "$job" ] || fail "README's sbatch line printed no job id: $(tail -n 3 "$shell_log")"
 echo "$job" >>"$TEST_DIR/.submitted"
@@ -115,7 +120,7 @@ ev=$home/proj/logs/train
 wait_for 120 "task 1's 4 ranks" template_events_at_least "$ev" start 4
 log "array $job: task 1 runs"
 
-type_line "${train[4]}"
+type_line "${train[5]}"
 saved() { [ "$(cat "$ev"/rank*.jsonl 2>/dev/null | grep -c '"why": "save-switch"')" -ge 4 ]; }
 wait_for 60 "the 4 ranks' save-switch saves" saved
 steps=$(cat "$ev"/rank*.jsonl | grep '"why": "save-switch"' | grep -o '"step": [0-9]*' | sort -u | wc -l)
@@ -123,7 +128,7 @@ steps=$(cat "$ev"/rank*.jsonl | grep '"why": "save-switch"' | grep -o '"step": [
 log "save switch: the 4 ranks saved at one step"
 template_deadline_then_resume "$ev"
 
-type_line "${train[5]}"
+type_line "${train[6]}"
 killed() { [ "$(cat "$ev"/rank*.jsonl 2>/dev/null | grep -c '"reason": "kill-switch"')" -ge 4 ]; }
 wait_for 60 "task 2's 4 ranks to exit on the kill switch" killed
 held_line() { grep -h "the pending tasks of array $job (8) are held; to go on: rm " "$home"/proj/train-*.out 2>/dev/null | tail -n 1; }
@@ -138,7 +143,7 @@ held() { [ "$(squeue -h -r -j "$job" -t PENDING -o %r | grep -c 'JobHeld')" -eq 
 wait_for 30 "tasks 3-10 to be held" held
 log "kill switch: task 2 saved at step $task2_saved; tasks 3-10 held; its log: ${said#*: }"
 
-type_line "${train[6]//4242/$job}"
+type_line "${train[7]//4242/$job}"
 resumed() { grep -qE "\"event\": \"start\".*\"resumed_from\": ${task2_saved}[,}]" "$ev"/rank*.jsonl; }
 wait_for 120 "task 3 to resume from task 2's save" resumed
 log "README's release line: task 3 resumed from step $task2_saved"

@@ -3,7 +3,8 @@
 # slurm_templates/train.slurm as users submit it, without the plugin (trainctl-run):
 # `sbatch --array=1-4%1 --time=2`, graceful exit 1 minute. Task 1 reaches its deadline,
 # every rank saves and exits; task 2 resumes at the saved step + 1; the kill switch
-# (its default path) then stops task 2, and tasks 3 and 4 are held, not started.
+# (its default path) then stops task 2, and tasks 3 and 4 are held, not started; then
+# `trainctl lint` finds the array by its job name and reads what it measured.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 use_train_template "--steps 100000 --step-time 0.05"
@@ -23,4 +24,18 @@ wait_for 30 "tasks 3 and 4 to be held" held
 grep -q "kill switch $TEST_DIR/kill-switch-tmpl: the pending tasks of array $job (2) are held; to go on: rm " \
   "$TEST_DIR"/tmpl-*.out || fail "no task said that the array is held"
 grep -q "supervised by trainctl-run" "$TEST_DIR"/tmpl-*.out || fail "the template did not say which supervisor it used"
-log "PASS: deadline in task 1, resume in task 2, the kill switch ended task 2 and held tasks 3 and 4"
+# trainctl lint finds this array by its job name in sacct and reads what it measured.
+lint_json=$TEST_DIR/lint.json
+rc=0
+trainctl lint --json train.slurm -J tmpl --array=1-4%1 --time=60 >"$lint_json" || rc=$?
+[ "$rc" -eq 0 ] || fail "trainctl lint of the template with a 1-hour limit: exit $rc: $(cat "$lint_json")"
+python3 - "$lint_json" "$job" <<'PY' || fail "trainctl lint did not read this array's figures: $(cat "$lint_json")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["schema"] == 1 and doc["supervisor"] == "trainctl-run", doc
+assert sys.argv[2] in doc["earlier_runs"], doc["earlier_runs"]
+assert doc["measured"]["longest_start_ms"] > 0, doc["measured"]
+assert doc["problems"] == [], doc["problems"]
+PY
+log "trainctl lint: array $job's figures read ($(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["measured"])' "$lint_json"))"
+log "PASS: deadline in task 1, resume in task 2, the kill switch ended task 2 and held tasks 3 and 4; lint read the array's figures"

@@ -1,0 +1,472 @@
+#include "batch_script.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <set>
+
+#include "run_option_table.hpp"
+
+namespace trainctl {
+namespace {
+
+// sbatch's short options that lint reads or must step over, as their long names.
+const std::map<char, const char*> kShort = {
+    {'J', "--job-name"},   {'t', "--time"},          {'p', "--partition"}, {'a', "--array"},
+    {'o', "--output"},     {'e', "--error"},         {'N', "--nodes"},     {'n', "--ntasks"},
+    {'G', "--gpus"},       {'c', "--cpus-per-task"}, {'A', "--account"},   {'q', "--qos"},
+    {'D', "--chdir"},      {'w', "--nodelist"},      {'x', "--exclude"},   {'d', "--dependency"},
+    {'C', "--constraint"}, {'i', "--input"},         {'L', "--licenses"},  {'M', "--clusters"},
+    {'b', "--begin"},      {'F', "--nodefile"},      {'S', "--core-spec"}, {'m', "--distribution"}};
+// sbatch's short options that take no value.
+const std::string kShortFlags = "hHIkOsvQVW";
+// sbatch's long options that take no value (a word after them is not theirs).
+const std::set<std::string> kFlags = {
+    "--requeue",       "--no-requeue", "--hold",  "--wait",       "--parsable",   "--overcommit",    "--spread-job",
+    "--test-only",     "--verbose",    "--quiet", "--contiguous", "--ignore-pbs", "--oversubscribe", "--reboot",
+    "--use-min-nodes", "--help",       "--usage", "--batch",      "--no-shield",  "--exclusive",     "--no-kill"};
+
+// sbatch's input environment variables that lint reads, and their options ('!': a flag).
+const std::pair<const char*, const char*> kInputVariables[] = {{"SBATCH_TIMELIMIT", "--time"},
+                                                               {"SBATCH_PARTITION", "--partition"},
+                                                               {"SBATCH_JOB_NAME", "--job-name"},
+                                                               {"SBATCH_ARRAY_INX", "--array"},
+                                                               {"SBATCH_SIGNAL", "--signal"},
+                                                               {"SBATCH_REQUEUE", "!--requeue"},
+                                                               {"SBATCH_NO_REQUEUE", "!--no-requeue"},
+                                                               {"SBATCH_GPUS", "--gpus"},
+                                                               {"SBATCH_GPUS_PER_NODE", "--gpus-per-node"}};
+
+// A plugin option that may be given bare (a switch): its value only after '='.
+bool value_optional(const std::string& name) {
+  for (const run_option& r : run_option_table())
+    if (name == r.name) return r.value_optional() || r.metavar == nullptr;
+  return kFlags.count(name) != 0;
+}
+
+// -- the script's words ---------------------------------------------------------------
+
+struct raw_word {
+  std::string raw;  // as written, quotes and all
+  int line = 0;
+};
+using command = std::vector<raw_word>;
+
+// Steps over a $(...), $((...)) or ${...} that starts at text[i] ('$'), returning the
+// index just past it.
+size_t skip_dollar(const std::string& t, size_t i) {
+  if (i + 1 >= t.size()) return i + 1;
+  const char open = t[i + 1];
+  if (open != '(' && open != '{') return i + 1;
+  const char close = open == '(' ? ')' : '}';
+  int depth = 0;
+  for (size_t j = i + 1; j < t.size(); ++j) {
+    if (t[j] == '\\') {
+      ++j;
+    } else if (t[j] == '\'' && open == '(') {
+      const size_t end = t.find('\'', j + 1);
+      j = end == std::string::npos ? t.size() : end;
+    } else if (t[j] == open) {
+      ++depth;
+    } else if (t[j] == close && --depth == 0) {
+      return j + 1;
+    }
+  }
+  return t.size();
+}
+
+// The script's commands, split as the shell would: words (quotes kept), ended by a
+// newline outside parentheses, ';', '&', '|', '(' or ')'. Comments and here-documents
+// are dropped.
+std::vector<command> commands_of(const std::string& t) {
+  std::vector<command> out(1);
+  int line = 1, depth = 0;
+  std::string heredoc;  // the terminator of a here-document that starts on the next line
+  std::string word;
+  int word_line = 0;
+  auto end_word = [&] {
+    if (!word.empty()) {
+      if (word.rfind("<<", 0) == 0 && word.size() > 2) {
+        std::string end = word.substr(word[2] == '-' ? 3 : 2);
+        end.erase(std::remove_if(end.begin(), end.end(), [](char c) { return c == '\'' || c == '"'; }), end.end());
+        heredoc = end;
+      }
+      out.back().push_back({word, word_line});
+    }
+    word.clear();
+  };
+  auto end_command = [&] {
+    end_word();
+    if (!out.back().empty()) out.emplace_back();
+  };
+  for (size_t i = 0; i < t.size(); ++i) {
+    const char c = t[i];
+    if (word.empty()) word_line = line;
+    if (c == '\n') {
+      ++line;
+      if (depth > 0) {
+        end_word();
+      } else {
+        end_command();
+      }
+      if (!heredoc.empty()) {  // skip to the terminator's line
+        while (i + 1 < t.size()) {
+          const size_t eol = t.find('\n', i + 1);
+          const std::string l = t.substr(i + 1, (eol == std::string::npos ? t.size() : eol) - i - 1);
+          i = eol == std::string::npos ? t.size() : eol;
+          ++line;
+          const size_t a = l.find_first_not_of('\t');
+          if (a != std::string::npos && l.substr(a) == heredoc) break;
+        }
+        heredoc.clear();
+      }
+    } else if (c == '\\' && i + 1 < t.size()) {
+      if (t[i + 1] == '\n') {
+        ++line;
+        ++i;
+        end_word();
+      } else {
+        word += t.substr(i, 2);
+        ++i;
+      }
+    } else if (c == '\'' || c == '"') {
+      size_t j = i + 1;
+      while (j < t.size() && t[j] != c) {
+        if (c == '"' && t[j] == '\\') ++j;
+        if (c == '"' && t[j] == '$') {
+          const size_t past = skip_dollar(t, j);
+          line += static_cast<int>(std::count(t.begin() + j, t.begin() + std::min(past, t.size()), '\n'));
+          j = past;
+          continue;
+        }
+        if (j < t.size() && t[j] == '\n') ++line;
+        ++j;
+      }
+      word += t.substr(i, std::min(j, t.size() - 1) - i + 1);
+      i = j;
+    } else if (c == '$') {
+      const size_t past = skip_dollar(t, i);
+      line += static_cast<int>(std::count(t.begin() + i, t.begin() + std::min(past, t.size()), '\n'));
+      word += t.substr(i, past - i);
+      i = past - 1;
+    } else if (c == '#' && word.empty()) {
+      while (i + 1 < t.size() && t[i + 1] != '\n') ++i;
+    } else if (c == ' ' || c == '\t') {
+      end_word();
+    } else if (c == ';' || c == '&' || c == '|') {
+      end_command();
+    } else if (c == '(' || c == ')') {
+      if (c == '(' && !word.empty() && word.back() == '=') {  // NAME=( ... ): an array
+        word += '(';
+        end_word();
+        ++depth;
+        continue;
+      }
+      end_command();
+      depth = std::max(0, depth + (c == '(' ? 1 : -1));
+    } else {
+      word += c;
+    }
+  }
+  end_command();
+  out.pop_back();
+  return out;
+}
+
+// -- expansion --------------------------------------------------------------------------
+
+struct expanded {
+  std::string text;
+  bool known = true;
+};
+
+using lookup_fn = std::function<std::optional<std::string>(const std::string& name, int line, int depth)>;
+
+bool is_name(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+expanded expand(const std::string& raw, int line, const lookup_fn& lookup, int depth);
+
+// ${...}'s inside (NAME, NAME:-WORD, NAME-WORD, NAME:=WORD).
+void expand_braces(const std::string& inside, int line, const lookup_fn& lookup, int depth, expanded* out) {
+  size_t n = 0;
+  while (n < inside.size() && (std::isalnum(static_cast<unsigned char>(inside[n])) || inside[n] == '_')) ++n;
+  const std::string name = inside.substr(0, n);
+  if (!is_name(name)) {
+    out->known = false;
+    return;
+  }
+  const std::optional<std::string> value = lookup(name, line, depth);
+  if (n == inside.size()) {
+    if (value) out->text += *value;
+    out->known = out->known && value.has_value();
+    return;
+  }
+  const std::string op = inside.substr(n, inside[n] == ':' ? 2 : 1);
+  if (op != ":-" && op != "-" && op != ":=" && op != "=") {
+    out->known = false;
+    return;
+  }
+  const bool use_default = !value || (op[0] == ':' && value->empty());
+  if (!use_default) {
+    out->text += *value;
+    return;
+  }
+  const expanded d = expand(inside.substr(n + op.size()), line, lookup, depth + 1);
+  out->text += d.text;
+  out->known = out->known && d.known;
+}
+
+expanded expand(const std::string& raw, int line, const lookup_fn& lookup, int depth) {
+  expanded out;
+  if (depth > 8) return {"", false};
+  bool in_double = false;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const char c = raw[i];
+    if (c == '\'' && !in_double) {
+      const size_t end = raw.find('\'', i + 1);
+      out.text += raw.substr(i + 1, (end == std::string::npos ? raw.size() : end) - i - 1);
+      i = end == std::string::npos ? raw.size() : end;
+    } else if (c == '"') {
+      in_double = !in_double;
+    } else if (c == '\\' && i + 1 < raw.size()) {
+      out.text += raw[++i];
+    } else if (c == '`') {
+      out.known = false;
+      const size_t end = raw.find('`', i + 1);
+      i = end == std::string::npos ? raw.size() : end;
+    } else if (c == '$' && i + 1 < raw.size()) {
+      if (raw[i + 1] == '{') {
+        const size_t past = skip_dollar(raw, i);
+        expand_braces(raw.substr(i + 2, past - i - 3), line, lookup, depth, &out);
+        i = past - 1;
+      } else if (raw[i + 1] == '(') {
+        out.known = false;
+        i = skip_dollar(raw, i) - 1;
+      } else {
+        size_t n = i + 1;
+        while (n < raw.size() && (std::isalnum(static_cast<unsigned char>(raw[n])) || raw[n] == '_')) ++n;
+        const std::string name = raw.substr(i + 1, n - i - 1);
+        if (!is_name(name)) {
+          out.known = false;  // $1, $@, $$, ...
+          i = std::max(n, i + 2) - 1;
+          continue;
+        }
+        const std::optional<std::string> value = lookup(name, line, depth);
+        if (value) out.text += *value;
+        out.known = out.known && value.has_value();
+        i = n - 1;
+      }
+    } else {
+      out.text += c;
+    }
+  }
+  return out;
+}
+
+// An option word's name and value ("--x=1" -> "--x", "1").
+script_option split_option(const std::string& word, int line) {
+  script_option o;
+  o.line = line;
+  const size_t eq = word.find('=');
+  o.name = word.substr(0, eq);
+  if (eq != std::string::npos) {
+    o.value = word.substr(eq + 1);
+    o.has_value = true;
+  }
+  return o;
+}
+
+bool is_trainctl_run(const std::vector<std::string>& words, size_t i) {
+  const std::string& w = words[i];
+  // `command -v trainctl-run`, `which trainctl-run`: a question, not a run.
+  if (i > 0 && (words[i - 1] == "-v" || words[i - 1] == "-V")) return false;
+  if (words[0] == "which" || words[0] == "type" || words[0] == "hash") return false;
+  const std::string base = w.substr(w.rfind('/') == std::string::npos ? 0 : w.rfind('/') + 1);
+  if (base == "trainctl-run") return true;
+  return base == "trainctl" && i + 1 < words.size() && words[i + 1] == "run";
+}
+
+bool names_checkpoints(const std::string& raw) {
+  std::string lower(raw);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return lower.find("ckpt") != std::string::npos || lower.find("checkpoint") != std::string::npos;
+}
+
+}  // namespace
+
+const script_option* batch_script::last(const std::string& name) const {
+  for (auto it = sbatch.rbegin(); it != sbatch.rend(); ++it)
+    if (it->name == name) return &*it;
+  return nullptr;
+}
+
+std::vector<std::string> option_words(const std::string& text) {
+  std::vector<std::string> words;
+  std::string word;
+  bool any = false;
+  char quote = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote != 0) {
+      if (c == quote)
+        quote = 0;
+      else
+        word += c;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      any = true;
+    } else if (c == ' ' || c == '\t' || c == '\r') {
+      if (any || !word.empty()) words.push_back(word);
+      word.clear();
+      any = false;
+    } else if (c == '#' && word.empty() && !any) {
+      break;
+    } else {
+      word += c;
+    }
+  }
+  if (any || !word.empty()) words.push_back(word);
+  return words;
+}
+
+std::string parse_sbatch_args(const std::vector<std::string>& args, int line, std::vector<script_option>* out) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) == 0 && a.size() > 2) {
+      script_option o = split_option(a, line);
+      if (!o.has_value && !value_optional(o.name) && i + 1 < args.size() && args[i + 1].rfind('-', 0) != 0) {
+        o.value = args[++i];
+        o.has_value = true;
+      }
+      out->push_back(o);
+    } else if (a.size() >= 2 && a[0] == '-' && a[1] != '-') {
+      if (kShortFlags.find(a[1]) != std::string::npos) continue;
+      const auto it = kShort.find(a[1]);
+      if (it == kShort.end()) return "'" + a.substr(0, 40) + "' is not an sbatch option lint knows";
+      script_option o{it->second, a.substr(2), true, true, line};
+      if (a.size() == 2) {
+        if (i + 1 >= args.size()) return "'" + a + "' needs a value";
+        o.value = args[++i];
+      }
+      out->push_back(o);
+    } else {
+      return "'" + a.substr(0, 40) + "' is not an option; accepted: sbatch options such as --time=1:00:00 -p gpu";
+    }
+  }
+  return "";
+}
+
+std::string job_name_of(const batch_script& s, const std::string& file_name) {
+  const script_option* name = s.last("--job-name");
+  if (name != nullptr && name->has_value && !name->value.empty()) return name->value;
+  return file_name.substr(file_name.rfind('/') == std::string::npos ? 0 : file_name.rfind('/') + 1);
+}
+
+std::optional<batch_script> read_batch_script(const std::string& text, const std::string& file_name,
+                                              const std::vector<std::string>& cli_args, const env_lookup& env,
+                                              std::string* why) {
+  if (text.rfind("#!", 0) != 0) {
+    *why = "it is not a batch script: its first line does not start with #! (sbatch refuses it)";
+    return std::nullopt;
+  }
+  batch_script s;
+  // #SBATCH lines: from the second line to the first line of code, as sbatch reads them.
+  size_t at = text.find('\n');
+  int line = 1;
+  while (at != std::string::npos && at + 1 < text.size()) {
+    const size_t eol = text.find('\n', at + 1);
+    const std::string l = text.substr(at + 1, (eol == std::string::npos ? text.size() : eol) - at - 1);
+    ++line;
+    at = eol;
+    const size_t a = l.find_first_not_of(" \t\r");
+    if (a == std::string::npos) continue;
+    if (l[a] != '#') break;
+    if (l.compare(a, 7, "#SBATCH") != 0) continue;
+    const std::string err = parse_sbatch_args(option_words(l.substr(a + 7)), line, &s.sbatch);
+    if (!err.empty()) {
+      *why = "line " + std::to_string(line) + ": #SBATCH " + err;
+      return std::nullopt;
+    }
+  }
+  // sbatch's input variables come between the script's lines and the command line.
+  for (const auto& [var, option] : kInputVariables) {
+    const std::string value = env(var);
+    if (value.empty()) continue;
+    if (option[0] == '!')
+      s.sbatch.push_back({option + 1, "", false, true, 0});
+    else
+      s.sbatch.push_back({option, value, true, true, 0});
+  }
+  const std::string err = parse_sbatch_args(cli_args, 0, &s.sbatch);
+  if (!err.empty()) {
+    *why = err;
+    return std::nullopt;
+  }
+  const std::string job_name = job_name_of(s, file_name);
+
+  // The body: assignments (for the values of trainctl-run's options) and trainctl-run.
+  const std::vector<command> cmds = commands_of(text);
+  std::map<std::string, std::vector<std::pair<int, std::string>>> assigned;  // name -> (line, raw value)
+  for (const command& c : cmds)
+    for (size_t i = 0; i < c.size(); ++i) {
+      const std::string& w = c[i].raw;
+      if (i == 0 && (w == "export" || w == "local" || w == "readonly" || w == "declare")) continue;
+      const size_t eq = w.find('=');
+      if (eq == std::string::npos || !is_name(w.substr(0, eq))) break;
+      assigned[w.substr(0, eq)].emplace_back(c[i].line, w.substr(eq + 1));
+    }
+  lookup_fn lookup = [&](const std::string& name, int at_line, int depth) -> std::optional<std::string> {
+    if (name == "SLURM_JOB_NAME") return job_name;
+    const auto it = assigned.find(name);
+    if (it != assigned.end() && depth < 8) {
+      const std::pair<int, std::string>* latest = nullptr;
+      for (const auto& a : it->second)
+        if (a.first < at_line) latest = &a;
+      if (latest != nullptr) {
+        // NAME=${NAME:-x} names the environment's NAME: look it up from before this line.
+        const expanded e = expand(latest->second, latest->first, lookup, depth + 1);
+        if (!e.known) return std::nullopt;
+        return e.text;
+      }
+    }
+    if (name.rfind("SLURM_", 0) == 0 && name != "SLURM_SUBMIT_DIR") return std::nullopt;
+    const std::string value = env(name.c_str());
+    if (value.empty()) return std::nullopt;
+    return value;
+  };
+
+  for (const command& c : cmds) {
+    std::vector<std::string> words;
+    for (const raw_word& w : c) words.push_back(w.raw);
+    for (const raw_word& w : c)
+      if (names_checkpoints(w.raw)) {
+        if (std::find(s.checkpoint_lines.begin(), s.checkpoint_lines.end(), w.line) == s.checkpoint_lines.end())
+          s.checkpoint_lines.push_back(w.line);
+        if (w.raw.find("SLURM_ARRAY_TASK_ID") != std::string::npos || w.raw.find("%a") != std::string::npos)
+          s.checkpoint_per_task = true;
+      }
+    for (size_t i = 0; i < words.size(); ++i) {
+      if (!is_trainctl_run(words, i)) continue;
+      std::vector<script_option> opts;
+      bool batch = false;
+      for (size_t j = i + (words[i].find("trainctl-run") == std::string::npos ? 2 : 1); j < c.size(); ++j) {
+        const expanded e = expand(c[j].raw, c[j].line, lookup, 0);
+        if (e.text == "--" || e.text.rfind("--", 0) != 0) break;
+        script_option o = split_option(e.text, c[j].line);
+        o.known = e.known;
+        if (o.name == "--batch") batch = true;
+        opts.push_back(o);
+      }
+      s.runs.push_back(opts);
+      s.run_is_batch.push_back(batch);
+      break;
+    }
+  }
+  return s;
+}
+
+}  // namespace trainctl

@@ -1,0 +1,198 @@
+// trainctl lint SCRIPT [sbatch options]: reads the batch script, asks the cluster how it
+// preempts and limits time, reads what earlier runs of the script (jobs of this user with
+// its job name) measured, and prints one line per problem. Runs on a login node as the
+// user; it submits nothing and writes nothing.
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "batch_script.hpp"
+#include "cluster_config.hpp"
+#include "commands.hpp"
+#include "job_history.hpp"
+#include "lint_rules.hpp"
+#include "owned_fd.hpp"
+#include "parse.hpp"
+#include "run_events.hpp"
+#include "save_times.hpp"
+
+namespace trainctl::commands {
+namespace {
+
+constexpr std::size_t kMaxScript = 1 << 20;
+constexpr int kHistoryDays = 90;
+
+// The script's text: a regular file, opened so that a FIFO cannot block; "" with *why.
+std::string read_script(const std::string& path, std::string* why) {
+  const owned_fd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!fd) {
+    *why = "cannot read " + path + ": " + std::strerror(errno);
+    return "";
+  }
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    *why = path + " is not a regular file; accepted: a batch script, as sbatch takes";
+    return "";
+  }
+  if (st.st_size > static_cast<off_t>(kMaxScript)) {
+    *why = path + " is larger than 1 MiB: not a batch script";
+    return "";
+  }
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  const ssize_t got = pread(fd.get(), text.data(), text.size(), 0);
+  if (got < 0) {
+    *why = "cannot read " + path + ": " + std::strerror(errno);
+    return "";
+  }
+  text.resize(static_cast<std::size_t>(got));
+  if (text.empty()) *why = path + " is empty: not a batch script";
+  return text;
+}
+
+// What this user's earlier jobs named `name` measured: their save and phase times and
+// each task's start-up (its start to rank 0's first step). *said: where it came from.
+run_figures earlier_runs(const std::string& name, std::string* said) {
+  run_figures f;
+  const passwd* me = getpwuid(getuid());
+  if (me == nullptr) {
+    *said = "no user name for uid " + std::to_string(getuid()) + ": earlier runs not read";
+    return f;
+  }
+  std::string why;
+  const std::vector<task_record> tasks = tasks_named(me->pw_name, name, kHistoryDays, &why);
+  if (tasks.empty()) {
+    *said = why;
+    return f;
+  }
+  std::map<std::string, std::int64_t> start_of;  // raw job id -> its start
+  std::set<std::string> keys;
+  for (const task_record& t : tasks) {
+    start_of[t.job_id] = t.start_ms;
+    keys.insert(t.name.substr(0, t.name.find('_')));
+  }
+  for (const std::string& key : keys) {
+    std::string store_why;
+    const auto phases = longest_recorded_phases(save_times_path(key), &store_why);
+    const std::vector<run_event> events = read_run_events(run_events_path(key), &store_why);
+    if (phases.empty() && events.empty()) continue;
+    f.arrays.push_back(key);
+    for (const auto& [phase, ms] : phases) {
+      std::int64_t& into = phase == "save"        ? f.longest_save_ms
+                           : phase == kQuietPhase ? f.longest_quiet_ms
+                                                  : f.phases[phase];
+      into = std::max(into, ms);
+    }
+    for (const run_event& e : events) {
+      if (e.what == "saved" && e.took_ms > f.longest_save_ms) f.longest_save_ms = e.took_ms;
+      const auto start = start_of.find(e.job);
+      if (e.what == "first_step" && start != start_of.end() && start->second > 0 && e.ms > start->second)
+        f.longest_start_ms = std::max(f.longest_start_ms, e.ms - start->second);
+    }
+  }
+  *said = std::to_string(f.arrays.size()) + " earlier job" + (f.arrays.size() == 1 ? "" : "s") + " named " + name +
+          " with trainctl's figures";
+  if (f.longest_save_ms > 0)
+    *said += ", the longest save " + format_duration(std::chrono::milliseconds(f.longest_save_ms));
+  if (f.arrays.empty()) *said = "no earlier run of " + name + " with trainctl's figures";
+  return f;
+}
+
+std::string where(const std::string& script, int line) {
+  return line > 0 ? script + ":" + std::to_string(line) : script;
+}
+
+}  // namespace
+
+int lint_batch_script(const std::string& who, const std::string& path, const std::vector<std::string>& sbatch_args,
+                      std::int64_t collective_timeout_ms, bool json) {
+  std::string why;
+  const std::string text = read_script(path, &why);
+  if (text.empty()) {
+    std::fprintf(stderr, "%s lint: %s\n", who.c_str(), why.c_str());
+    return 2;
+  }
+  char cwd[4096];
+  std::string submit_dir = getcwd(cwd, sizeof cwd) != nullptr ? cwd : ".";
+  std::string job_name;
+  const env_lookup env = [&](const char* name) -> std::string {
+    if (std::strcmp(name, "SLURM_SUBMIT_DIR") == 0) return submit_dir;
+    if (std::strcmp(name, "SLURM_JOB_NAME") == 0) return job_name;
+    return env_text(name);
+  };
+  const auto script = read_batch_script(text, path, sbatch_args, env, &why);
+  if (!script) {
+    std::fprintf(stderr, "%s lint: %s: %s\n", who.c_str(), path.c_str(), why.c_str());
+    return 2;
+  }
+  job_name = job_name_of(*script, path);
+  const script_option* partition = script->last("--partition");
+  bool no_partition = false;
+  const auto cluster =
+      read_cluster_facts(partition != nullptr ? partition->value : "", std::chrono::seconds(20), &why, &no_partition);
+  if (!cluster && no_partition) {
+    std::fprintf(stderr, "%s lint: %s: %s\n", who.c_str(),
+                 where(path, partition != nullptr ? partition->line : 0).c_str(), why.c_str());
+    return 2;
+  }
+  if (!cluster) {
+    std::fprintf(stderr, "%s lint: %s: no cluster to check it against (%s); run lint where sbatch works\n", who.c_str(),
+                 path.c_str(), why.c_str());
+    return 2;
+  }
+  lint_context ctx;
+  ctx.script = path;
+  ctx.cluster = cluster;
+  std::string history;
+  ctx.measured = earlier_runs(job_name, &history);
+  ctx.collective_timeout_ms = collective_timeout_ms;
+  ctx.env = env;
+  const lint_result r = lint_script(*script, ctx);
+
+  const std::string preempt = !cluster->preempts() ? "no preemption"
+                                                   : "PreemptMode=" + (cluster->partition.preempt_mode.empty()
+                                                                           ? cluster->preempt_mode
+                                                                           : cluster->partition.preempt_mode);
+  if (json) {
+    nlohmann::json doc = {{"schema", 1},
+                          {"script", path},
+                          {"job_name", job_name},
+                          {"supervisor", r.supervisor},
+                          {"partition", cluster->partition.name},
+                          {"preemption", preempt},
+                          {"earlier_runs", ctx.measured.arrays},
+                          {"measured",
+                           {{"longest_save_ms", ctx.measured.longest_save_ms},
+                            {"longest_quiet_ms", ctx.measured.longest_quiet_ms},
+                            {"longest_start_ms", ctx.measured.longest_start_ms},
+                            {"phases", ctx.measured.phases}}},
+                          {"problems", nlohmann::json::array()},
+                          {"notes", r.notes}};
+    for (const lint_problem& p : r.problems)
+      doc["problems"].push_back({{"rule", p.rule}, {"line", p.line}, {"text", p.text}});
+    std::printf("%s\n", doc.dump(2).c_str());
+    return r.problems.empty() ? 0 : 1;
+  }
+  for (const lint_problem& p : r.problems)
+    std::printf("%s: %s [%s]\n", where(path, p.line).c_str(), p.text.c_str(), p.rule.c_str());
+  for (const std::string& n : r.notes) std::printf("%s: note: %s\n", path.c_str(), n.c_str());
+  const std::string n = std::to_string(r.problems.size());
+  std::printf(
+      "%s: %s (%s; partition %s, %s; %s)\n", path.c_str(),
+      r.problems.empty() ? "no problem found" : (n + (r.problems.size() == 1 ? " problem" : " problems")).c_str(),
+      r.supervisor.empty() ? "not under trainctl" : ("supervised by " + r.supervisor).c_str(),
+      cluster->partition.name.c_str(), preempt.c_str(), history.c_str());
+  return r.problems.empty() ? 0 : 1;
+}
+
+}  // namespace trainctl::commands
