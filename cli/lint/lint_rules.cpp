@@ -50,74 +50,22 @@ void add(lint_result* r, const char* rule, int line, std::string text) {
   r->problems.push_back({rule, line, std::move(text)});
 }
 
-bool is_plugin_option(const std::string& name) {
-  for (const run_option& row : run_option_table())
-    if (row.in_plugin() && name == row.name) return true;
-  return false;
-}
-
-const run_option* row_named(const std::string& name) {
-  for (const run_option& row : run_option_table())
-    if (name == row.name) return &row;
-  return nullptr;
-}
-
-// The options trainctl runs under: the plugin's from #SBATCH and the command line, else
-// those of the script's trainctl-run (the one around the step, not --batch's own).
-std::vector<script_option> trainctl_options(const batch_script& s, std::string* supervisor) {
-  std::vector<script_option> plugin;
-  for (const script_option& o : s.sbatch)
-    if (is_plugin_option(o.name)) plugin.push_back(o);
-  if (!plugin.empty()) {
-    *supervisor = "the SPANK plugin";
-    return plugin;
-  }
-  if (s.runs.empty()) return {};
-  *supervisor = "trainctl-run";
-  for (size_t i = 0; i < s.runs.size(); ++i)
-    if (!s.run_is_batch[i]) return s.runs[i];
-  return s.runs.front();
-}
-
 view make_view(const batch_script& s, const lint_context& ctx, lint_result* r) {
   view v{s, ctx};
-  const std::vector<script_option> given = trainctl_options(s, &r->supervisor);
-  v.supervised = !r->supervisor.empty();
-  std::vector<given_option> ok;
-  for (const script_option& g : given) {
-    const run_option* row = row_named(g.name);
-    if (row == nullptr) {
-      std::vector<std::string> names;
-      for (const run_option& o : run_option_table()) names.emplace_back(o.name);
-      const std::string near = closest_word(g.name, names);
-      add(r, "bad-option", g.line,
-          "'" + g.name.substr(0, 40) + "' is not an option of trainctl-run" +
-              (near.empty() ? "; see trainctl-run --help" : "; did you mean " + near + "?"));
-      v.misspelt = true;
-      continue;
-    }
-    v.line_of[g.name] = g.line;
-    if (!g.known) {
-      v.unknown.insert(g.name);
-      r->notes.push_back(g.name +
-                         "'s value depends on what lint cannot know (a command, or a variable neither "
-                         "the script nor this environment sets): the rules on it are skipped");
-      continue;
-    }
-    try {
-      supervisor_options probe;
-      apply_run_option(*row, probe, g.value);
-      ok.push_back({row, g.value});
-    } catch (const parse_error& e) {
-      add(r, "bad-option", g.line, std::string(e.what()) + " (the job would fail at its start)");
-      v.unknown.insert(g.name);
-    }
-  }
-  try {
-    v.o = supervisor_options_from(ok, ctx.env);
-  } catch (const parse_error& e) {
-    add(r, "bad-option", ok.empty() ? 0 : v.line(ok.front().row->name), e.what());
-  }
+  const script_supervision sup = supervision_of(s, ctx.env);
+  r->supervisor = sup.supervisor;
+  v.supervised = !sup.supervisor.empty();
+  v.o = sup.options;
+  v.line_of = sup.line_of;
+  v.unknown = sup.unknown;
+  v.misspelt = sup.misspelt;
+  for (const auto& [line, what] : sup.errors) add(r, "bad-option", line, what);
+  for (const std::string& name : sup.unknown)
+    if (sup.line_of.count(name) != 0 &&
+        std::none_of(sup.errors.begin(), sup.errors.end(), [&](const auto& e) { return e.second.rfind(name, 0) == 0; }))
+      r->notes.push_back(name +
+                         "'s value depends on what lint cannot know (a command, or a variable neither the script nor "
+                         "this environment sets): the rules on it are skipped");
   if (const script_option* t = s.last("--time")) {
     v.limit_line = t->line;
     try {

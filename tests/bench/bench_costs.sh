@@ -59,7 +59,7 @@ ms_of() {  # ms_of RUNS COMMAND...: one wall time in ms per run, one per line
 if [[ " $parts " == *" launch "* ]]; then
   # Two ways to use the plugin: the kill switch alone, and every option the template's
   # #SBATCH line sets (a deadline, both switches, the hang timeout).
-  template=(-t 20 --graceful-exit=10 --kill-switch="$work/KILL" --save-switch="$work/SAVE" --hang-timeout=30m)
+  template=(-t 20 --graceful-exit=10 --kill-switch="$work/KILL" --save-switch="$work/SAVE" --hang-timeout=8m)
   echo "== srun -N1 true, 3 rounds x 20 runs, the variants alternating"
   for _ in 1 2 3; do
     echo "# no trainctl plugin" >"$plugstack"

@@ -6,10 +6,13 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "env.hpp"
+#include "run_options.hpp"
 
 namespace trainctl {
 
@@ -57,5 +60,18 @@ std::optional<batch_script> read_batch_script(const std::string& text, const std
 
 // The job's name as sbatch gives it: --job-name, else the script's file name.
 std::string job_name_of(const batch_script& s, const std::string& file_name);
+
+// What trainctl runs the script under: the plugin's options (#SBATCH lines and the command
+// line), else those of its trainctl-run around the step (not --batch's own), parsed by
+// the supervisor's own option table.
+struct script_supervision {
+  std::string supervisor;  // "the SPANK plugin", "trainctl-run", or "" (neither)
+  supervisor_options options;
+  std::map<std::string, int> line_of;               // each option given: its line
+  std::set<std::string> unknown;                    // options whose value cannot be known here, or is bad
+  std::vector<std::pair<int, std::string>> errors;  // (line, what is wrong): the job would fail at its start
+  bool misspelt = false;                            // an option trainctl-run does not have
+};
+script_supervision supervision_of(const batch_script& s, const env_lookup& env);
 
 }  // namespace trainctl

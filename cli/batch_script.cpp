@@ -5,6 +5,8 @@
 #include <functional>
 #include <set>
 
+#include "did_you_mean.hpp"
+#include "parse.hpp"
 #include "run_option_table.hpp"
 
 namespace trainctl {
@@ -467,6 +469,73 @@ std::optional<batch_script> read_batch_script(const std::string& text, const std
     }
   }
   return s;
+}
+
+namespace {
+
+bool is_plugin_option(const std::string& name) {
+  for (const run_option& row : run_option_table())
+    if (row.in_plugin() && name == row.name) return true;
+  return false;
+}
+
+const run_option* row_named(const std::string& name) {
+  for (const run_option& row : run_option_table())
+    if (name == row.name) return &row;
+  return nullptr;
+}
+
+}  // namespace
+
+script_supervision supervision_of(const batch_script& s, const env_lookup& env) {
+  script_supervision sup;
+  std::vector<script_option> given;
+  for (const script_option& o : s.sbatch)
+    if (is_plugin_option(o.name)) given.push_back(o);
+  if (!given.empty()) {
+    sup.supervisor = "the SPANK plugin";
+  } else if (!s.runs.empty()) {
+    sup.supervisor = "trainctl-run";
+    given = s.runs.front();
+    for (size_t i = 0; i < s.runs.size(); ++i)
+      if (!s.run_is_batch[i]) {
+        given = s.runs[i];
+        break;
+      }
+  }
+  std::vector<given_option> ok;
+  for (const script_option& g : given) {
+    const run_option* row = row_named(g.name);
+    if (row == nullptr) {
+      std::vector<std::string> names;
+      for (const run_option& o : run_option_table()) names.emplace_back(o.name);
+      const std::string near = closest_word(g.name, names);
+      sup.errors.emplace_back(g.line,
+                              "'" + g.name.substr(0, 40) + "' is not an option of trainctl-run" +
+                                  (near.empty() ? "; see trainctl-run --help" : "; did you mean " + near + "?"));
+      sup.misspelt = true;
+      continue;
+    }
+    sup.line_of[g.name] = g.line;
+    if (!g.known) {
+      sup.unknown.insert(g.name);
+      continue;
+    }
+    try {
+      supervisor_options probe;
+      apply_run_option(*row, probe, g.value);
+      ok.push_back({row, g.value});
+    } catch (const parse_error& e) {
+      sup.errors.emplace_back(g.line, std::string(e.what()) + " (the job would fail at its start)");
+      sup.unknown.insert(g.name);
+    }
+  }
+  try {
+    sup.options = supervisor_options_from(ok, env);
+  } catch (const parse_error& e) {
+    sup.errors.emplace_back(ok.empty() ? 0 : sup.line_of[ok.front().row->name], e.what());
+  }
+  return sup;
 }
 
 }  // namespace trainctl
