@@ -1,5 +1,7 @@
 #include "save_times.hpp"
 
+#include <cctype>
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -108,6 +110,14 @@ std::string save_times_path(const std::string& key) {
   const std::string dir = save_times_dir();
   if (dir.empty() || !all_digits(key, 20)) return "";
   return dir + "/" + key;
+}
+
+std::string save_times_path_for_name(const std::string& job_name) {
+  const std::string dir = save_times_dir();
+  if (dir.empty() || job_name.empty() || job_name.size() > 100 || job_name[0] == '.') return "";
+  for (const char c : job_name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return "";
+  return dir + "/name." + job_name;
 }
 
 std::int64_t longest_recorded_save_ms(const std::string& path, std::string* why) {

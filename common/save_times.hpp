@@ -22,6 +22,12 @@ std::string save_times_dir();
 // only, else "".
 std::string save_times_path(const std::string& key);
 
+// The file of every job named `job_name` (SLURM_JOB_NAME), which `trainctl drill` fills
+// so that the first task of a new array starts informed: name.<job name> when the name
+// is 1 to 100 of [A-Za-z0-9._-] (else ""). Read beside the array's own file: the longest
+// of each kind in either counts.
+std::string save_times_path_for_name(const std::string& job_name);
+
 // The longest save recorded in `path` (ms), 0 when none or no such file. A file that is
 // not this user's regular file is refused: *why says so in one line.
 std::int64_t longest_recorded_save_ms(const std::string& path, std::string* why);

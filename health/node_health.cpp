@@ -106,16 +106,21 @@ void node_health::started(node_state_file* state, pid_t command) {
   const std::string dir = dir_.dir;
   // The hang budgets' store (on the shared home, which may stall too): read here.
   const std::string times = opts_.hang.timeout.count() != 0 ? budgets_.store_path() : "";
-  spec.work = [dir, times] {
+  const std::string by_name = times.empty() ? "" : save_times_path_for_name(env_text("SLURM_JOB_NAME"));
+  spec.work = [dir, times, by_name] {
     bool group = false;
     std::string why = prepare_log_dir(dir, &group), note;
     if (why.empty()) evidence_root(dir, group, &why, &note);  // made now, and a squatted name said at the start
     std::string out = std::string(group ? "group\n" : "private\n") + (why.empty() ? "" : "problem " + why + "\n") +
                       (note.empty() ? "" : "note " + note + "\n");
-    std::string store_why;
-    if (!times.empty())
-      for (const auto& [name, ms] : longest_recorded_phases(times, &store_why))
-        out += "learnt " + name + " " + std::to_string(ms) + "\n";
+    std::string store_why, ignored;
+    std::map<std::string, std::int64_t> learnt;
+    if (!times.empty()) learnt = longest_recorded_phases(times, &store_why);
+    // And what a drill of this job name measured (trainctl drill): the longer of the two.
+    if (!by_name.empty())
+      for (const auto& [name, ms] : longest_recorded_phases(by_name, &ignored))
+        learnt[name] = std::max(learnt[name], ms);
+    for (const auto& [name, ms] : learnt) out += "learnt " + name + " " + std::to_string(ms) + "\n";
     if (!store_why.empty()) out += "store " + store_why + "\n";
     return out;
   };

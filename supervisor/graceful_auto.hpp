@@ -14,8 +14,10 @@ namespace trainctl {
 class graceful_auto {
  public:
   // key: SLURM_ARRAY_JOB_ID, else SLURM_JOB_ID. `problem` gets one line when the store
-  // cannot be used (the first-task default applies then).
-  graceful_auto(const std::string& key, std::string job, std::string node, std::string* problem);
+  // cannot be used (the first-task default applies then). The job name's store (what a
+  // drill of it measured) counts too: the longest of both.
+  graceful_auto(const std::string& key, const std::string& job_name, std::string job, std::string node,
+                std::string* problem);
 
   // The graceful exit for a time limit of `limit_s` (0: unknown), and why.
   auto_graceful current(std::int64_t limit_s) const { return auto_graceful_exit(longest_ms_, limit_s); }

@@ -118,7 +118,8 @@ int task_supervisor::start(char* const* argv, pid_t adopt) {
   if (graceful_is_auto()) {
     const std::string array = env_text("SLURM_ARRAY_JOB_ID");
     std::string problem;
-    auto_ = std::make_unique<graceful_auto>(array.empty() ? opts_.job_id : array, opts_.job_id, node_name(), &problem);
+    auto_ = std::make_unique<graceful_auto>(array.empty() ? opts_.job_id : array, env_text("SLURM_JOB_NAME"),
+                                            opts_.job_id, node_name(), &problem);
     if (!problem.empty()) log_.line("--graceful-exit=auto: %s", problem.c_str());
   }
   export_environment();

@@ -86,6 +86,16 @@ TEST(SaveTimes, ASymlinkOrFifoIsNeitherReadNorWritten) {
   EXPECT_NE(why, "");
 }
 
+TEST(SaveTimes, AJobNameNamesItsOwnFileOnlyWhenItIsAPlainName) {
+  setenv("TRAINCTL_SAVE_TIMES_DIR", "/somewhere", 1);
+  EXPECT_EQ(save_times_path_for_name("train-7b_v2.1"), "/somewhere/name.train-7b_v2.1");
+  EXPECT_EQ(save_times_path_for_name("12345"), "/somewhere/name.12345");  // never a job id's file
+  for (const char* bad : {"", "../x", "a/b", ".hidden", "with space", "x$y"})
+    EXPECT_EQ(save_times_path_for_name(bad), "") << bad;
+  EXPECT_EQ(save_times_path_for_name(std::string(101, 'a')), "");
+  unsetenv("TRAINCTL_SAVE_TIMES_DIR");
+}
+
 TEST(SaveTimes, OnlyAJobIdNamesAFile) {
   setenv("TRAINCTL_SAVE_TIMES_DIR", "/somewhere", 1);
   EXPECT_EQ(save_times_path("4242"), "/somewhere/4242");
