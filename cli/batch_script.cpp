@@ -348,7 +348,7 @@ std::string parse_sbatch_args(const std::vector<std::string>& args, int line, st
     } else if (a.size() >= 2 && a[0] == '-' && a[1] != '-') {
       if (kShortFlags.find(a[1]) != std::string::npos) continue;
       const auto it = kShort.find(a[1]);
-      if (it == kShort.end()) return "'" + a.substr(0, 40) + "' is not an sbatch option lint knows";
+      if (it == kShort.end()) return "'" + a.substr(0, 40) + "' is not an sbatch option trainctl knows";
       script_option o{it->second, a.substr(2), true, true, line};
       if (a.size() == 2) {
         if (i + 1 >= args.size()) return "'" + a + "' needs a value";

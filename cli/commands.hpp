@@ -38,6 +38,11 @@ int show_run_report(const std::string& who, const std::string& job, const std::s
 // lint. `sbatch_args`: the options it would be submitted with.
 int lint_batch_script(const std::string& who, const std::string& path, const std::vector<std::string>& sbatch_args,
                       std::int64_t collective_timeout_ms, bool json);
+// Rehearses a long run's failures on batch script `path` (a two-task array on the
+// cluster, faults injected) and prints what should have happened, what did, and advice;
+// 0 ready, 1 something to fix, 2 it could not drill.
+int drill_batch_script(const std::string& who, const std::string& path, const std::vector<std::string>& sbatch_args,
+                       bool keep, bool json, std::chrono::milliseconds start_timeout);
 // Forgets every finding about `host`.
 int forget_bad_node(const std::string& who, const std::string& host);
 

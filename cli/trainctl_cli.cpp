@@ -26,6 +26,8 @@ const std::vector<verb_entry>& verb_table() {
        "the nodes your next task keeps off: list, mark NODE REASON, forget NODE"},
       {"lint", trainctl::cli::verb_lint,
        "check a batch script against the cluster and its earlier runs before the long run, one line per problem"},
+      {"drill", trainctl::cli::verb_drill,
+       "rehearse a save, a hang, the deadline, the resume and a crash on your script, in a few minutes"},
       {"version", trainctl::cli::verb_version, "print trainctl's version"},
       {"completion", trainctl::cli::verb_completion,
        "the completion script for bash, zsh or fish, from the parsers (source <(trainctl completion bash))"},

@@ -20,6 +20,7 @@ int verb_status(int argc, char** argv);
 int verb_stacks(int argc, char** argv);
 int verb_report(int argc, char** argv);
 int verb_lint(int argc, char** argv);
+int verb_drill(int argc, char** argv);
 int verb_bad_nodes(int argc, char** argv);
 int verb_version(int argc, char** argv);
 int verb_completion(int argc, char** argv);

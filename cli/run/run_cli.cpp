@@ -2,6 +2,7 @@
 // clusters without the SPANK plugin.
 //   srun trainctl-run --graceful-exit=10 --kill-switch -- torchrun ... train.py
 #include "run_cli.hpp"
+#include "rank_signal.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -54,7 +55,7 @@ struct run_args {
   long adopt = 0;
   std::vector<std::string> command;
   // The old one-shot flags (gone), and the helpers the verbs start on the job's nodes.
-  std::string dump_job, dump_here, stacks_dir, mark_bad, status_here, status_every;
+  std::string dump_job, dump_here, stacks_dir, mark_bad, status_here, status_every, signal_here;
   bool bad_nodes = false;
   std::string bad_expiry, bad_cap;
 };
@@ -86,6 +87,7 @@ void add_run_options(CLI::App& app, run_args& a) {
   app.add_option("--stacks-log-dir", a.stacks_dir, "with --dump-stacks-here: the log directory")->group("");
   app.add_option("--status-here", a.status_here, "the part of trainctl status that runs on each node")->group("");
   app.add_option("--status-every", a.status_every, "with --status-here: again at this interval")->group("");
+  app.add_option("--signal-rank-here", a.signal_here, "the part of trainctl drill that runs on each node")->group("");
   app.add_option(kAdoptFlag, a.adopt, "supervise this existing child instead of starting COMMAND (SPANK plugin)")
       ->group("");
   app.add_option("command", a.command, "the command to run")->expected(-1);
@@ -105,6 +107,7 @@ int run_one_shot(const run_args& a) {
     return run_status_probe(a.status_here, every);
   }
   if (!a.dump_here.empty()) return dump_job_stacks_here(a.dump_here, a.stacks_dir, "on demand (trainctl stacks)");
+  if (!a.signal_here.empty()) return signal_rank_here(a.signal_here);
   const auto gone = [&](const char* flag, const char* verb) {
     std::fprintf(stderr, "%s: %s is gone: `%s` does it now\n", prog.c_str(), flag, verb);
     return kUsageStatus;

@@ -6,7 +6,8 @@
 # index (PIP_NO_INDEX), the launcher (torchrun's process model, light_launcher.py: the
 # venv has no torch), a 2-minute limit (SBATCH_TIMELIMIT) and a 1-minute graceful exit.
 #   install: the venv, pip install of the wheel named there, the tools, $share;
-#   train:   the template and the example into ~/proj, trainctl lint (clean), sbatch --array=1-10%1; the save
+#   train:   the template and the example into ~/proj, trainctl lint (clean), trainctl drill (every event
+#            ok: a save, a hang named, the deadline, the resume, a rank killed), sbatch --array=1-10%1; the save
 #            switch (4 ranks save at one step); task 1's deadline, task 2 resumes; the
 #            kill switch in task 2 (its ranks save and exit, tasks 3-10 held, the log says
 #            `rm ... && scontrol release JOB_[3-10]`); README's rm && release line with
@@ -47,12 +48,13 @@ expect() {  # expect NAME INDEX PATTERN: line INDEX of block NAME matches PATTER
 [ "${#install[@]}" -eq 4 ] || fail "README.md's quick start: the install block has ${#install[@]} lines, not 4"
 expect install 1 '^pip install (trainctl-[^ ]+\.whl)'
 wheel_name=$(sed -E 's/^pip install ([^ ]+).*/\1/' <<<"${install[1]}")
-[ "${#train[@]}" -eq 8 ] || fail "README.md's quick start: the train block has ${#train[@]} lines, not 8"
+[ "${#train[@]}" -eq 9 ] || fail "README.md's quick start: the train block has ${#train[@]} lines, not 9"
 expect train 3 '^trainctl lint train\.slurm --array=1-10%1 '
-expect train 4 '^sbatch --array=1-10%1 train\.slurm'
-expect train 5 '^touch save-switch-train'
-expect train 6 '^touch kill-switch-train'
-expect train 7 '^rm kill-switch-train && scontrol release 4242_\[3-10\]'
+expect train 4 '^trainctl drill train\.slurm '
+expect train 5 '^sbatch --array=1-10%1 train\.slurm'
+expect train 6 '^touch save-switch-train'
+expect train 7 '^touch kill-switch-train'
+expect train 8 '^rm kill-switch-train && scontrol release 4242_\[3-10\]'
 # docs/users.md's templates section shows README's lines: those run here.
 while IFS= read -r l; do
   grep -qxF -- "$l" <<<"$(printf '%s\n' "${train[@]}")" || fail "docs/users.md's templates line is not README's (run here): $l"
@@ -83,11 +85,11 @@ coproc USER_SHELL {
 typed=0
 # type_line LINE: LINE into the user's shell; returns once it ran, failing the test unless it
 # exited 0. Its output is in $shell_log, after the line itself (prefixed '$ ').
-type_line() {
+type_line() {  # type_line LINE [SECONDS: how long it may run, default 120]
   typed=$((typed + 1))
   printf '%s\n' "echo '\$ ${1//\'/\'\\\'\'}'" "$1" "echo \"@@ $typed rc=\$?\"" >&"${USER_SHELL[1]}"
   ran() { grep -q "^@@ $typed rc=" "$shell_log"; }
-  wait_for 120 "the user's shell to run: $1" ran
+  wait_for "${2:-120}" "the user's shell to run: $1" ran
   grep -q "^@@ $typed rc=0$" "$shell_log" || { tail -n 20 "$shell_log"; fail "README's line failed: $1"; }
 }
 # submitted: the job id of the last "Submitted batch job N" in the user's shell.
@@ -112,7 +114,22 @@ type_line "${train[3]}"  # trainctl lint: the copied template, with README's sba
 grep -q "^train.slurm: no problem found (supervised by trainctl-run; partition " "$shell_log" ||
   fail "README's trainctl lint line did not find the template clean: $(tail -n 5 "$shell_log")"
 log "lint: $(grep -m 1 '^train.slurm: no problem found' "$shell_log")"
-type_line "${train[4]}"
+# trainctl drill: the template rehearses clean as a user runs it (the drill's own tasks,
+# the light launcher as torchrun), every event ok, the stopped rank named, its files gone.
+type_line "${train[4]}" 420
+drill_out=$(output_of "$typed")
+drill_array=$(sed -n 's/^trainctl drill: array \([0-9]*\) .*/\1/p' <<<"$drill_out")
+echo "$drill_array" >>"$TEST_DIR/.submitted"
+for event in start-up "save switch" hang notice resume "rank killed"; do
+  grep -qE "^ok +$event " <<<"$drill_out" || fail "README's drill: the '$event' row is not ok: $drill_out"
+done
+grep -q "rank 1 stopped on .*the summary names it" <<<"$drill_out" || fail "README's drill: the stopped rank is not named"
+grep -q "^verdict: ready for the long run$" <<<"$drill_out" || fail "README's drill: no clean verdict"
+[ -z "$(squeue -h -r -j "$drill_array" 2>/dev/null)" ] || fail "README's drill left tasks of array $drill_array behind"
+[ -z "$(find "$home/proj" -maxdepth 1 -name 'trainctl-drill-*')" ] || fail "README's drill left its directory behind"
+[ -s "$home/.local/state/trainctl/save_times/name.train" ] || fail "README's drill kept no figures for jobs named train"
+log "drill: $(grep -c '^ok ' <<<"$drill_out") events ok; $(grep '^the drill took' <<<"$drill_out")"
+type_line "${train[5]}"
 job=$(submitted)
 [ -n "$job" ] || fail "README's sbatch line printed no job id: $(tail -n 3 "$shell_log")"
 echo "$job" >>"$TEST_DIR/.submitted"
@@ -120,7 +137,7 @@ ev=$home/proj/logs/train
 wait_for 120 "task 1's 4 ranks" template_events_at_least "$ev" start 4
 log "array $job: task 1 runs"
 
-type_line "${train[5]}"
+type_line "${train[6]}"
 saved() { [ "$(cat "$ev"/rank*.jsonl 2>/dev/null | grep -c '"why": "save-switch"')" -ge 4 ]; }
 wait_for 60 "the 4 ranks' save-switch saves" saved
 steps=$(cat "$ev"/rank*.jsonl | grep '"why": "save-switch"' | grep -o '"step": [0-9]*' | sort -u | wc -l)
@@ -128,7 +145,7 @@ steps=$(cat "$ev"/rank*.jsonl | grep '"why": "save-switch"' | grep -o '"step": [
 log "save switch: the 4 ranks saved at one step"
 template_deadline_then_resume "$ev"
 
-type_line "${train[6]}"
+type_line "${train[7]}"
 killed() { [ "$(cat "$ev"/rank*.jsonl 2>/dev/null | grep -c '"reason": "kill-switch"')" -ge 4 ]; }
 wait_for 60 "task 2's 4 ranks to exit on the kill switch" killed
 held_line() { grep -h "the pending tasks of array $job (8) are held; to go on: rm " "$home"/proj/train-*.out 2>/dev/null | tail -n 1; }
@@ -143,7 +160,7 @@ held() { [ "$(squeue -h -r -j "$job" -t PENDING -o %r | grep -c 'JobHeld')" -eq 
 wait_for 30 "tasks 3-10 to be held" held
 log "kill switch: task 2 saved at step $task2_saved; tasks 3-10 held; its log: ${said#*: }"
 
-type_line "${train[7]//4242/$job}"
+type_line "${train[8]//4242/$job}"
 resumed() { grep -qE "\"event\": \"start\".*\"resumed_from\": ${task2_saved}[,}]" "$ev"/rank*.jsonl; }
 wait_for 120 "task 3 to resume from task 2's save" resumed
 log "README's release line: task 3 resumed from step $task2_saved"

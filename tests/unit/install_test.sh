@@ -48,7 +48,7 @@ echo "install: completion for bash, zsh and fish"
 
 # The man pages are installed and render without troff warnings.
 for page in man1/trainwatch.1 man1/trainctl-run.1 man1/trainctl.1 man1/trainctl-status.1 man1/trainctl-stacks.1 \
-  man1/trainctl-report.1 man1/trainctl-bad-nodes.1 man1/trainctl-lint.1 man8/trainctl_spank.8; do
+  man1/trainctl-report.1 man1/trainctl-bad-nodes.1 man1/trainctl-lint.1 man1/trainctl-drill.1 man8/trainctl_spank.8; do
   [ -f "$prefix/share/man/$page" ] || { echo "install: no $page"; exit 1; }
   warnings=$(groff -man -ww -z "$prefix/share/man/$page" 2>&1)
   [ -z "$warnings" ] || { echo "install: $page: $warnings"; exit 1; }

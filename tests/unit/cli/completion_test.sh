@@ -13,7 +13,7 @@ for shell in bash zsh fish; do
 done
 
 # Every long option of every verb's --help is in the scripts (they cannot drift).
-for verb in run status stacks report bad-nodes lint; do
+for verb in run status stacks report bad-nodes lint drill; do
   for option in $("$tc" "$verb" --help | grep -oE -e '^ +(-[a-zA-Z],)?--[a-z][a-z-]*' | grep -oE -e '--[a-z-]+' | sort -u); do
     for shell in bash zsh fish; do
       case $shell in fish) want="-l ${option#--}" ;; *) want="'$option'" ;; esac

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# trainctl drill on four loops that each break one thing, run side by side (the
+# template, trainctl-run, 2 nodes each): each drill exits 1 with the line that names what is
+# broken, and its files are kept to look at.
+#   never-resumes  task 2 starts at step 0 (each task its own checkpoint directory)
+#   slow-save      saves take 40 s with a 30 s graceful exit: a deadline save would be cut
+#   unmarked-eval  a 45 s evaluation not marked as a phase, with a 30 s hang timeout
+#   no-check       a loop that never calls check() (the drill waits 30 s for one)
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+use_train_template "--steps 100000 --step-time 0.05"
+export TRAINCTL_SAVE_TIMES_DIR=$TEST_DIR/state/save_times
+# drill CASE ENV... -- DRILL_ARGS...: one drill in its own submit directory, in the background.
+drill() {
+  local case=$1
+  shift
+  mkdir -p "$TEST_DIR/$case" && cp "$TEST_DIR/train.slurm" "$TEST_DIR/$case/"
+  (
+    cd "$TEST_DIR/$case" || exit 1
+    while [ "$1" != -- ]; do export "${1?}"; shift; done
+    shift
+    rc=0
+    trainctl drill "$@" train.slurm -J "$case" >out 2>err || rc=$?
+    echo "$rc" >rc
+  ) &
+}
+broken=$SRC/tests/e2e/broken_loop.py
+drill never-resumes TRAIN_SCRIPT="$broken" BROKEN=never-resumes --
+drill slow-save GRACEFUL_EXIT=30s TRAIN_ARGS="--steps 100000 --step-time 0.05 --save-time 40" --
+drill unmarked-eval TRAIN_SCRIPT="$broken" BROKEN=unmarked-eval HANG_TIMEOUT=30s \
+  TRAIN_ARGS="--steps 100000 --step-time 0.05 --eval-every 20 --eval-time 45" --
+drill no-check TRAIN_SCRIPT="$broken" BROKEN=no-check -- --start-timeout=30s
+all_done() { for c in never-resumes slow-save unmarked-eval no-check; do [ -f "$TEST_DIR/$c/rc" ] || return 1; done; }
+wait_for 480 "the four drills to end" all_done
+for c in never-resumes slow-save unmarked-eval no-check; do
+  sed -n 's/^trainctl drill: array \([0-9]*\) .*/\1/p' "$TEST_DIR/$c/out" >>"$TEST_DIR/.submitted"
+  echo "--- $c (exit $(cat "$TEST_DIR/$c/rc"))"
+  cat "$TEST_DIR/$c/out" "$TEST_DIR/$c/err"
+  [ "$(cat "$TEST_DIR/$c/rc")" = 1 ] || fail "$c: the drill exited $(cat "$TEST_DIR/$c/rc"), not 1"
+  grep -q "^verdict: fix " "$TEST_DIR/$c/out" || fail "$c: no verdict to fix"
+  grep -q "files\|checkpoints, logs and stacks are in" "$TEST_DIR/$c/err" || fail "$c: the drill did not say where its files are"
+done
+grep -qE "^FAIL +resume .*task 2 started at step 0 \(task 1's last save: step [0-9]+\)" "$TEST_DIR/never-resumes/out" ||
+  fail "never-resumes: no failed resume row at step 0"
+grep -q "^task 2 started at step 0 although task 1 had saved: the loop does not resume" "$TEST_DIR/never-resumes/out" ||
+  fail "never-resumes: no line saying the loop does not resume"
+grep -qE "^the save took 4[0-9.]+s; the lead is 30.0s: a deadline save would be cut; use --graceful-exit=" "$TEST_DIR/slow-save/out" ||
+  fail "slow-save: no line saying the deadline save would be cut"
+grep -qE "^FAIL +hang .*a hang was found .* before any rank was stopped" "$TEST_DIR/unmarked-eval/out" ||
+  fail "unmarked-eval: no failed hang row before the drill's stop"
+grep -q "^a hang was found before the drill stopped any rank: part of the loop runs longer than --hang-timeout=30s" \
+  "$TEST_DIR/unmarked-eval/out" || fail "unmarked-eval: no line saying to mark the phase"
+grep -qE "^FAIL +start-up .*task 1 ran 30.0s and no rank reached check\(\)" "$TEST_DIR/no-check/out" ||
+  fail "no-check: no failed start-up row"
+grep -q "^the loop never reached trainctl's check()" "$TEST_DIR/no-check/out" || fail "no-check: no line saying so"
+log "PASS: each broken loop got its line: never resumes, a save longer than the lead, an unmarked evaluation, no check()"

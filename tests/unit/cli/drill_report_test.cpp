@@ -1,0 +1,85 @@
+// trainctl drill's table and verdict from what a drill measured: each broken loop gets
+// its line, a clean drill says it is ready, and the advice names values an option takes.
+#include <gtest/gtest.h>
+
+#include "drill_report.hpp"
+
+namespace trainctl {
+namespace {
+
+std::vector<drill_row> all_ok() {
+  return {{"start-up", "every rank reaches check()", "step 0", 0.5, drill_row::kOk},
+          {"save switch", "every rank saves once, at one step", "step 20", 2.7, drill_row::kOk}};
+}
+
+bool has_line(const std::vector<std::string>& lines, const std::string& start) {
+  for (const std::string& l : lines)
+    if (l.rfind(start, 0) == 0) return true;
+  return false;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& l : lines) out += l + "\n";
+  return out;
+}
+
+TEST(DrillReport, DurationsReadAsSecondsAndRoundUp) {
+  EXPECT_EQ(drill_duration(2003), "2.1s");
+  EXPECT_EQ(drill_duration(40000), "40.0s");
+  EXPECT_EQ(drill_duration(0), "0.0s");
+  EXPECT_EQ(drill_duration(192001), "193s");
+}
+
+TEST(DrillReport, ACleanDrillIsReady) {
+  drill_figures f;
+  f.lead_ms = 600000;
+  f.longest_save_ms = 2000;
+  const auto lines = drill_verdict(f, all_ok());
+  EXPECT_TRUE(drill_clean(f, all_ok()));
+  EXPECT_EQ(lines.back(), "verdict: ready for the long run") << joined(lines);
+  EXPECT_TRUE(has_line(lines, "graceful exit: the longest save took 2.0s; --graceful-exit=10m leaves it room"))
+      << joined(lines);
+}
+
+TEST(DrillReport, ASaveLongerThanTheLeadWouldBeCut) {
+  drill_figures f;
+  f.lead_ms = 30000;
+  f.longest_save_ms = 40000;
+  const auto lines = drill_verdict(f, all_ok());
+  EXPECT_FALSE(drill_clean(f, all_ok()));
+  EXPECT_TRUE(has_line(lines,
+                       "the save took 40.0s; the lead is 30.0s: a deadline save would be cut; use "
+                       "--graceful-exit=90s or --graceful-exit=auto"))
+      << joined(lines);
+  f.lead_auto = true;  // auto learns it: nothing to fix
+  EXPECT_TRUE(drill_clean(f, all_ok()));
+}
+
+TEST(DrillReport, EachBrokenLoopGetsItsLine) {
+  drill_figures never;
+  never.never_checked = true;
+  EXPECT_TRUE(has_line(drill_verdict(never, {}), "the loop never reached trainctl's check()"));
+  drill_figures hang;
+  hang.false_hang = true;
+  hang.hang_timeout_ms = 30000;
+  EXPECT_TRUE(has_line(drill_verdict(hang, {}),
+                       "a hang was found before the drill stopped any rank: part of the loop runs longer than "
+                       "--hang-timeout=30s"));
+  drill_figures zero;
+  zero.resumed_at_zero = true;
+  EXPECT_TRUE(has_line(drill_verdict(zero, {}), "task 2 started at step 0 although task 1 had saved"));
+  for (const drill_figures& f : {never, hang, zero}) EXPECT_FALSE(drill_clean(f, {}));
+}
+
+TEST(DrillReport, AFailedRowIsNoCleanDrill) {
+  std::vector<drill_row> rows = all_ok();
+  rows.push_back({"resume", "task 2 starts after the last save", "never", -1, drill_row::kProblem});
+  EXPECT_FALSE(drill_clean(drill_figures{}, rows));
+  const std::string table = drill_table(rows);
+  EXPECT_NE(table.find("FAIL  resume"), std::string::npos) << table;
+  EXPECT_NE(table.find("ok    save switch"), std::string::npos) << table;
+}
+
+}  // namespace
+}  // namespace trainctl
