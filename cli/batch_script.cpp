@@ -1,11 +1,18 @@
 #include "batch_script.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <functional>
 #include <set>
 
 #include "did_you_mean.hpp"
+#include "owned_fd.hpp"
 #include "parse.hpp"
 #include "run_option_table.hpp"
 
@@ -299,6 +306,34 @@ bool names_checkpoints(const std::string& raw) {
 }
 
 }  // namespace
+
+// The path the user named, followed as sbatch follows it: it is their input, not a file
+// found in a shared directory.
+std::string read_script_file(const std::string& path, std::string* why) {
+  const owned_fd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!fd) {
+    *why = "cannot read " + path + ": " + std::strerror(errno);
+    return "";
+  }
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    *why = path + " is not a regular file; accepted: a batch script, as sbatch takes";
+    return "";
+  }
+  if (st.st_size > static_cast<off_t>((1 << 20))) {
+    *why = path + " is larger than 1 MiB: not a batch script";
+    return "";
+  }
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  const ssize_t got = pread(fd.get(), text.data(), text.size(), 0);
+  if (got < 0) {
+    *why = "cannot read " + path + ": " + std::strerror(errno);
+    return "";
+  }
+  text.resize(static_cast<std::size_t>(got));
+  if (text.empty()) *why = path + " is empty: not a batch script";
+  return text;
+}
 
 const script_option* batch_script::last(const std::string& name) const {
   for (auto it = sbatch.rbegin(); it != sbatch.rend(); ++it)

@@ -40,6 +40,10 @@ struct batch_script {
   const script_option* last(const std::string& name) const;
 };
 
+// The text of the script at `path`: a regular file of at most 1 MiB, opened so that a
+// FIFO cannot block; "" with *why (one line) when it cannot be read or is none.
+std::string read_script_file(const std::string& path, std::string* why);
+
 // The words of `text` as sbatch reads option lines: whitespace-separated, quotes
 // removed, a word starting with '#' ends the line.
 std::vector<std::string> option_words(const std::string& text);

@@ -3,7 +3,9 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -22,6 +24,21 @@ inline const CLI::Validator& job_id() {
       },
       "", "job id");
   return v;
+}
+
+// Where SCRIPT is in a verb's `argv` of the form `[OPTIONS] SCRIPT [sbatch options]` (lint,
+// drill): the first word that is neither an option nor the value of one of `valued`
+// given apart ("--start-timeout 5m"); argc when there is none. The words after it are sbatch's.
+inline int script_position(int argc, char** argv, std::initializer_list<const char*> valued) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (std::any_of(valued.begin(), valued.end(), [&](const char* v) { return a == v; })) {
+      ++i;
+    } else if (a.empty() || a[0] != '-') {
+      return i;
+    }
+  }
+  return argc;
 }
 
 // The exit status when the verb ends here (help, or bad input), nothing when it goes on.

@@ -54,16 +54,11 @@ int drill_batch_script(const std::string& who, const std::string& path, const st
                        bool keep, bool json, std::chrono::milliseconds start_timeout) {
   // -- what the script runs under, as lint reads it --------------------------------------
   std::string why;
-  const owned_fd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-  struct stat st {};
-  if (!fd || fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20) || st.st_size == 0) {
-    std::fprintf(stderr, "%s drill: %s\n", who.c_str(),
-                 !fd ? ("cannot read " + path + ": " + std::strerror(errno)).c_str()
-                     : (path + " is not a batch script (not a regular file of at most 1 MiB)").c_str());
+  const std::string text = read_script_file(path, &why);
+  if (text.empty()) {
+    std::fprintf(stderr, "%s drill: %s\n", who.c_str(), why.c_str());
     return 2;
   }
-  std::string text(static_cast<std::size_t>(st.st_size), '\0');
-  text.resize(static_cast<std::size_t>(std::max<ssize_t>(0, pread(fd.get(), text.data(), text.size(), 0))));
   char cwd[4096];
   std::string submit_dir = getcwd(cwd, sizeof cwd) != nullptr ? cwd : ".";
   drill_setup s;
@@ -128,8 +123,10 @@ int drill_batch_script(const std::string& who, const std::string& path, const st
     overrides["HANG_ACTION"] = "alert";
   // Two tasks, one after the other, under a name of their own (its switches, and the
   // template's checkpoints and logs, apart from the real run's).
-  // Before the deadline: the start, the save switch, and a hang found and resumed.
-  const std::int64_t window_ms = std::max<std::int64_t>(90000, 2 * std::max(s.hang_ms, kDrillHang) + 45000);
+  // Before the deadline: the start, the save switch (as long as the longest known save),
+  // one hang timeout watched, and a hang found and resumed.
+  const std::int64_t window_ms =
+      std::max<std::int64_t>(90000, 2 * std::max(s.hang_ms, kDrillHang) + 45000) + known_save;
   const std::int64_t limit_s = (window_ms + std::max<std::int64_t>(s.lead_ms, 60000)) / 1000;
   char limit[32];
   std::snprintf(limit, sizeof limit, "%lld:%02lld", static_cast<long long>(limit_s / 60),
@@ -140,6 +137,10 @@ int drill_batch_script(const std::string& who, const std::string& path, const st
   std::vector<std::string> all = sbatch_args;
   all.insert(all.end(), s.sbatch.begin(), s.sbatch.end());
   script = read_batch_script(text, path, all, env, &why);
+  if (!script) {  // the drill's own options cannot make a readable script unreadable
+    std::fprintf(stderr, "%s drill: %s: %s\n", who.c_str(), path.c_str(), why.c_str());
+    return 2;
+  }
   sup = supervision_of(*script, env);
   if (s.hang_ms == 0) {
     if (sup.options.hang.timeout.count() > 0 && sup.options.hang.timeout.count() <= 2 * kDrillHang) {
@@ -209,7 +210,7 @@ int drill_batch_script(const std::string& who, const std::string& path, const st
       return r.event == "start-up" && r.how == drill_row::kProblem;
     });
     if (task_one_ran && !f.false_hang && g_drill_interrupted == 0) {
-      rehearse_task_two(s, w, job1, rows, f);
+      rehearse_task_two(w, job1, rows, f);
     } else {
       // What follows would only repeat the first problem: said as not rehearsed.
       const std::string why =

@@ -97,8 +97,13 @@ void rehearse_task_one(const drill_setup& s, const drill_job& job, event_watch& 
     return;
   }
   std::int64_t resumed_ms = 0;  // when the stopped rank went on
-  if (s.hang_ms <= 0) {
-    rows.push_back({"hang", "every rank's stacks, the stopped rank named", s.hang_note, -1, drill_row::kSkipped});
+  const run_event* early_exit = w.find("exit", job1);
+  if (s.hang_ms <= 0 || early_exit != nullptr) {
+    rows.push_back({"hang", "every rank's stacks, the stopped rank named",
+                    early_exit == nullptr ? s.hang_note
+                                          : "the deadline came " + dur(early_exit->ms - first.ms) +
+                                                " after the first check(), before the drill could stop a rank",
+                    -1, drill_row::kSkipped});
   } else {
     int rank = 1;
     std::string line = signal_rank(job1, rank, "STOP");
@@ -135,8 +140,10 @@ void rehearse_task_one(const drill_setup& s, const drill_job& job, event_watch& 
     }
     if (!s.hang_alert) {
       rows.push_back({"notice", "every rank saves and exits at one step, before the end",
-                      "the hang's action (" + std::string("not alert") + ") ended task 1 first", -1,
-                      drill_row::kSkipped});
+                      std::string("the hang's action (") +
+                          (s.opts.hang.action == hang_action::end_step ? "end-step" : "save-exit") +
+                          ", written into the script) ended task 1 first",
+                      -1, drill_row::kSkipped});
       return;
     }
   }
@@ -179,14 +186,10 @@ void rehearse_task_one(const drill_setup& s, const drill_job& job, event_watch& 
                         "another hang was found " + dur(e.ms - resumed_ms) + " after the stopped rank went on", -1,
                         drill_row::kProblem});
       }
-  (void)job;
 }
 
 // Task 2's events: the resume from task 1's last save, then a rank killed.
-void rehearse_task_two(const drill_setup& s, event_watch& w, const std::string& job1, std::vector<drill_row>& rows,
-                       drill_figures& f) {
-  (void)s;
-  w.read();
+void rehearse_task_two(event_watch& w, const std::string& job1, std::vector<drill_row>& rows, drill_figures& f) {
   // Task 1's saves that ended (rank 0's "saved" after a save or exit decision): the
   // resume goes to the newest every rank committed, which may be an earlier one when the
   // last was cut.
@@ -244,17 +247,16 @@ void rehearse_task_two(const drill_setup& s, event_watch& w, const std::string& 
   }
   // Every node writes its own first death; the job's first is the earliest (as trainctl
   // report names it), once the task's end is recorded after them.
-  const run_event* death = nullptr;
-  const run_event* end = nullptr;
   wait_until(milliseconds(120000), [&] {
     w.read();
-    end = w.find("task_end", job2);
-    return end != nullptr;
+    return w.find("task_end", job2) != nullptr;
   });
+  const run_event* death = nullptr;
   for (const run_event& e : w.read())
     if (e.what == "death" && e.job == job2 &&
         (death == nullptr || e.figure("at", e.ms) < death->figure("at", death->ms)))
       death = &e;
+  const run_event* end = w.find("task_end", job2);  // from the same read as the deaths
   bool blamed = false;
   for (const bad_node& b : read_bad_nodes(bad_nodes_path()))
     if (b.job == job2 && b.when * 1000 >= killed - 5000 && b.host == host) blamed = true;
@@ -267,7 +269,7 @@ void rehearse_task_two(const drill_setup& s, event_watch& w, const std::string& 
                          : named >= 0     ? "rank " + std::to_string(named) + "'s death named first (" + death->reason +
                                             " on " + death->node + ")"
                                       : "a death on " + death->node + " named first (" + death->reason + ")";
-  happened += blamed ? "; node " + line_field(line, "host") + " blamed for it" : "; no node blamed";
+  happened += blamed ? "; node " + host + " blamed for it" : "; no node blamed";
   happened += end != nullptr ? "; the run's end recorded (" + end->reason + ")" : "; no end recorded";
   const bool ok = culprit && !blamed && end != nullptr;
   rows.push_back({"rank killed", "the culprit named, the node not blamed, the end recorded", happened,

@@ -28,7 +28,6 @@ struct drill_setup {
 void rehearse_task_one(const drill_setup& s, const drill_job& job, event_watch& w, std::vector<drill_row>& rows,
                        drill_figures& f, std::string& job1);
 // Task 2, after task 1 (`job1`) ended.
-void rehearse_task_two(const drill_setup& s, event_watch& w, const std::string& job1, std::vector<drill_row>& rows,
-                       drill_figures& f);
+void rehearse_task_two(event_watch& w, const std::string& job1, std::vector<drill_row>& rows, drill_figures& f);
 
 }  // namespace trainctl::commands

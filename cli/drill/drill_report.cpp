@@ -84,7 +84,7 @@ std::vector<std::string> drill_verdict(const drill_figures& f, const std::vector
     rules.timeout = option::kHangTimeoutAuto;
     const std::int64_t learnt = budget_for(rules, "", f.longest_quiet_ms).budget.count();
     out.push_back("hang timeout: a training rank went at most " + dur(f.longest_quiet_ms) +
-                  " between check() calls; --hang-timeout=auto would allow " + dur(learnt) +
+                  " between check() calls; --hang-timeout=auto would allow " + value(learnt) +
                   (f.hang_timeout_ms > 0 && f.hang_timeout_ms < f.longest_quiet_ms * 2
                        ? "; --hang-timeout=" + value(f.hang_timeout_ms) + " is too close to it"
                        : ""));

@@ -15,15 +15,7 @@ namespace trainctl::cli {
 
 int verb_drill(int argc, char** argv) {
   // drill's own options come before SCRIPT; every word after it is sbatch's.
-  int script_at = argc;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--start-timeout") {
-      ++i;
-    } else if (argv[i][0] != '-') {
-      script_at = i;
-      break;
-    }
-  }
+  const int script_at = script_position(argc, argv, {"--start-timeout"});
   CLI::App app{
       "Rehearses the failures of a long run on your own batch script before it: submits it as a short two-task "
       "array (its own options, under the job name NAME-drill, with CKPT_DIR, LOG_DIR and TRAINCTL_LOG_DIR in a "

@@ -30,35 +30,7 @@
 namespace trainctl::commands {
 namespace {
 
-constexpr std::size_t kMaxScript = 1 << 20;
 constexpr int kHistoryDays = 90;
-
-// The script's text: a regular file, opened so that a FIFO cannot block; "" with *why.
-std::string read_script(const std::string& path, std::string* why) {
-  const owned_fd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-  if (!fd) {
-    *why = "cannot read " + path + ": " + std::strerror(errno);
-    return "";
-  }
-  struct stat st {};
-  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    *why = path + " is not a regular file; accepted: a batch script, as sbatch takes";
-    return "";
-  }
-  if (st.st_size > static_cast<off_t>(kMaxScript)) {
-    *why = path + " is larger than 1 MiB: not a batch script";
-    return "";
-  }
-  std::string text(static_cast<std::size_t>(st.st_size), '\0');
-  const ssize_t got = pread(fd.get(), text.data(), text.size(), 0);
-  if (got < 0) {
-    *why = "cannot read " + path + ": " + std::strerror(errno);
-    return "";
-  }
-  text.resize(static_cast<std::size_t>(got));
-  if (text.empty()) *why = path + " is empty: not a batch script";
-  return text;
-}
 
 // What this user's earlier jobs named `name` measured: their save and phase times and
 // each task's start-up (its start to rank 0's first step). *said: where it came from.
@@ -125,7 +97,7 @@ std::string where(const std::string& script, int line) {
 int lint_batch_script(const std::string& who, const std::string& path, const std::vector<std::string>& sbatch_args,
                       std::int64_t collective_timeout_ms, bool json) {
   std::string why;
-  const std::string text = read_script(path, &why);
+  const std::string text = read_script_file(path, &why);
   if (text.empty()) {
     std::fprintf(stderr, "%s lint: %s\n", who.c_str(), why.c_str());
     return 2;

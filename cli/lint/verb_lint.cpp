@@ -19,16 +19,7 @@ namespace trainctl::cli {
 
 int verb_lint(int argc, char** argv) {
   // lint's own options come before SCRIPT; every word after it is sbatch's.
-  int script_at = argc;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--collective-timeout") {
-      ++i;
-    } else if (a.empty() || a[0] != '-') {
-      script_at = i;
-      break;
-    }
-  }
+  const int script_at = script_position(argc, argv, {"--collective-timeout"});
   std::string rules_text = "Rules (a finding ends with its name):\n";
   for (const lint_rule& r : lint_rules()) rules_text += "  " + std::string(r.name) + ": " + r.checks + "\n";
   // In --help (and so trainctl-lint(1), which help2man makes from it) one paragraph each.

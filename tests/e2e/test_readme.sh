@@ -118,6 +118,7 @@ log "lint: $(grep -m 1 '^train.slurm: no problem found' "$shell_log")"
 # the light launcher as torchrun), every event ok, the stopped rank named, its files gone.
 type_line "${train[4]}" 420
 drill_out=$(output_of "$typed")
+printf '%s\n' "$drill_out"
 drill_array=$(sed -n 's/^trainctl drill: array \([0-9]*\) .*/\1/p' <<<"$drill_out")
 echo "$drill_array" >>"$TEST_DIR/.submitted"
 for event in start-up "save switch" hang notice resume "rank killed"; do

@@ -49,7 +49,7 @@ echo "lint_drill_cli: --list-rules and --help list the $(wc -l <<<"$rules") rule
 VERB=drill
 refuses "a missing script" "^trainctl drill: cannot read nope\.slurm: No such file or directory$" nope.slurm
 refuses "not a batch script" "train\.py: it is not a batch script: its first line does not start with #!" train.py
-refuses "a FIFO" "pipe is not a batch script" pipe
+refuses "a FIFO" "pipe is not a regular file" pipe
 refuses "an sbatch option it cannot read" "'-Z' is not an sbatch option" job.slurm -Z
 refuses "no SCRIPT" "^trainctl drill: no SCRIPT; accepted: trainctl drill SCRIPT" --keep
 refuses "a bad --start-timeout" "^trainctl drill: --start-timeout: 'soon' is not a duration" --start-timeout=soon job.slurm
