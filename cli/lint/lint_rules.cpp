@@ -143,11 +143,11 @@ void preemption(const view& v, lint_result* r) {
   const std::string mode = p.preempt_mode.empty() ? v.ctx.cluster->preempt_mode : p.preempt_mode;
   const int line = v.s.last("--partition") != nullptr ? v.s.last("--partition")->line : 0;
   bool requeue = v.ctx.cluster->job_requeue;
-  int requeue_line = 0;
+  const script_option* said = nullptr;  // the job's own --requeue or --no-requeue, the last given
   for (const script_option& o : v.s.sbatch)
     if (o.name == "--requeue" || o.name == "--no-requeue") {
       requeue = o.name == "--requeue";
-      requeue_line = o.line;
+      said = &o;
     }
   if (mode.find("CANCEL") != std::string::npos)
     add(r, "preempt-cancels", line,
@@ -156,9 +156,9 @@ void preemption(const view& v, lint_result* r) {
             "requeued, and resumes only when a next array task starts; submit as an array (--array=1-N%1) or to a "
             "partition that requeues");
   if (mode.find("REQUEUE") != std::string::npos && !requeue)
-    add(r, "preempt-no-requeue", requeue_line != 0 ? requeue_line : line,
+    add(r, "preempt-no-requeue", said != nullptr ? said->line : line,
         "partition " + p.name + " preempts with PreemptMode=REQUEUE but this job cannot be requeued (" +
-            (requeue_line != 0 ? std::string("--no-requeue") : "the cluster's JobRequeue=0") +
+            (said != nullptr ? std::string("--no-requeue") : "the cluster's JobRequeue=0") +
             "): a preemption ends it for good; add #SBATCH --requeue");
   const bool kills = mode.find("CANCEL") != std::string::npos || mode.find("REQUEUE") != std::string::npos;
   const std::int64_t save = v.ctx.measured.longest_save_ms;

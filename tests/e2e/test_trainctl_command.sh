@@ -49,7 +49,7 @@ suggests() {
   # shellcheck disable=SC2053  # LINE is a pattern on purpose
   [[ "$(cat "$TEST_DIR/err")" == $3 ]] || fail "$1 said: $(cat "$TEST_DIR/err"); expected: $3"
 }
-verbs="accepted: run, status, stacks, report, bad-nodes, version, completion, help (trainctl --help)"
+verbs="accepted: run, status, stacks, report, bad-nodes, lint, drill, version, completion, help (trainctl --help)"
 suggests "$tc stauts" 2 "trainctl: 'stauts' is not a verb (did you mean 'status'?); $verbs"
 suggests "$tc frobnicate" 2 "trainctl: 'frobnicate' is not a verb; $verbs"
 suggests "$tc status --jsno 1" 2 "trainctl status: unknown option --jsno (did you mean --json?) (see trainctl help status)"

@@ -216,6 +216,7 @@ TEST_F(LintTest, PreemptWithoutRequeue) {
   cluster.partition.preempt_mode = "REQUEUE";
   cluster.partition.grace_s = 600;
   expect_only(lint(plugin_script("#SBATCH --no-requeue\n")), "preempt-no-requeue", 5, "cannot be requeued");
+  expect_only(lint(plugin_script(), {"--no-requeue"}), "preempt-no-requeue", 0, "(--no-requeue)");
   cluster.job_requeue = false;
   expect_only(lint(plugin_script()), "preempt-no-requeue", 0, "JobRequeue=0");
   EXPECT_TRUE(lint(plugin_script("#SBATCH --requeue\n")).problems.empty());
