@@ -106,9 +106,12 @@ void rehearse_task_one(const drill_setup& s, const drill_job& job, event_watch& 
                     -1, drill_row::kSkipped});
   } else {
     int rank = 1;
+    std::int64_t stopped = unix_ms_now();  // before srun reaches the node
     std::string line = signal_rank(job1, rank, "STOP");
-    if (line.empty()) line = signal_rank(job1, rank = 0, "STOP");
-    const std::int64_t stopped = unix_ms_now();
+    if (line.empty()) {
+      stopped = unix_ms_now();
+      line = signal_rank(job1, rank = 0, "STOP");
+    }
     const run_event* hang = nullptr;
     const bool found = !line.empty() && wait_until(milliseconds(s.hang_ms + 120000), [&] {
       w.read();
@@ -237,9 +240,9 @@ void rehearse_task_two(event_watch& w, const std::string& job1, std::vector<dril
                   right ? drill_row::kOk : drill_row::kProblem});
 
   // A rank killed: the culprit named, the node not blamed, the run's end recorded.
+  const std::int64_t killed = unix_ms_now();  // before srun reaches the node: the death comes after
   const std::string line = signal_rank(job2, 1, "KILL");
   const std::string host = line_field(line, "host");
-  const std::int64_t killed = unix_ms_now();
   if (line.empty()) {
     rows.push_back({"rank killed", "the culprit named, the node not blamed, the end recorded",
                     "no node had rank 1 to kill", -1, drill_row::kSkipped});
