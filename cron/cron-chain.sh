@@ -27,15 +27,12 @@ alert() {  # alert STATUS TEXT: through trainwatch, deduplicated and spooled
   trainwatch "${args[@]}" notify --check cron-chain --target "$name" --status "$1" --text "$2" || true
 }
 
-# A tick of this chain is already queued, or an earlier submission of it runs beside this
-# one: this submission is a second chain. It ends here, doing nothing, and the chain goes on
-# as one. (The chain's own ticks never run side by side: each is queued --dependency=singleton.
-# Two submissions by hand can start at the same moment: the earlier job id goes on.)
+# A tick of this chain is already queued: this submission is a second chain. It ends
+# here, doing nothing, and the chain goes on as one.
 me=${SLURM_JOB_ID:-none}
-queued=$(squeue -h -u "$(id -un)" -n "${SLURM_JOB_NAME:-$name}" -t PENDING,RUNNING -o '%i %t' 2>/dev/null |
-  awk -v me="$me" '$1 != me && ($2 == "PD" || (me ~ /^[0-9]+$/ && $1 ~ /^[0-9]+$/ && $1 + 0 < me + 0)) { print $1 }' || true)
+queued=$(squeue -h -u "$(id -un)" -n "${SLURM_JOB_NAME:-$name}" -t PENDING -o %i 2>/dev/null | grep -vx "$me" || true)
 if [ -n "$queued" ]; then
-  say "a tick of this chain is already queued or running (job $(echo "$queued" | tr '\n' ' ')); this one is a duplicate and ends"
+  say "a tick of this chain is already queued (job $(echo "$queued" | tr '\n' ' ')); this one is a duplicate and ends"
   exit 0
 fi
 
