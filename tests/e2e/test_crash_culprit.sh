@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# e2e-variants: cgroup
 # e2e-modes: run
 # The crash culprit under a launcher with torchrun's process model, 3 nodes x 1 rank, 8
 # runs as 8 steps of one job: the rank on n2 (not the job's first node) aborts (SIGABRT)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# e2e-variants: cgroup
 # e2e-modes: run
 # --graceful-exit=auto learns from a save the time limit cut short (issue 34, item 1).
 # A 2-task array of one rank, 1-minute limit, saves of 200 s: task 1 has seen no save,

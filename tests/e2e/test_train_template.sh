@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# e2e-variants: cgroup
 # e2e-torch: the template as users run it, under real torchrun
 # slurm_templates/train.slurm as users submit it, without the plugin (trainctl-run):
 # `sbatch --array=1-4%1 --time=2`, graceful exit 1 minute. Task 1 reaches its deadline,
