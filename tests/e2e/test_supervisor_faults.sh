@@ -118,16 +118,21 @@ JOB
 fi
 log "job 3 ($MODE): 1 node x 2 independent tasks, deadline at 60 s; both supervisors stopped across it"
 job_script stop "--ntasks=2" "$python_cmd"
+# Held until job 1's fault is done: on a full cluster job 1 waited 83 s for its nodes
+# while job 3 ran, so job 3's deadline had passed before the test came to stop its
+# supervisors (a fresh run of the test command, "no supervisor of job 790 task 0").
 # shellcheck disable=SC2046
-j3=$(submit_as_user -N1 --ntasks=2 --time=2 $(plugin_opts stop) -o "$TEST_DIR/stop/job.out" "$TEST_DIR/stop/job.sh")
+j3=$(submit_as_user --hold -N1 --ntasks=2 --time=2 $(plugin_opts stop) -o "$TEST_DIR/stop/job.out" "$TEST_DIR/stop/job.sh")
 
 # Each fault as soon as its job trains: jobs 1 and 3 reach their deadline 60 s after
-# their start, and beside other tests job 2's torchrun can take about that long to start.
+# their start (job 3 starts once released, after job 1's fault), and beside other tests
+# job 2's torchrun can take about that long to start.
 wait_for 120 "job 1's 4 ranks" at_least kill start 4
 sup=$(supervisor_of "$j1" 2) || fail "no supervisor of job $j1 task 2"
 kill -9 "$sup"
 killed_at=$(date +%s.%N)
 log "job 1: killed the supervisor of task 2 (pid $sup)"
+scontrol release "$j3" || fail "could not release job 3 ($j3)"
 wait_for 120 "job 3's 2 ranks" at_least stop start 2
 # Stopped once the node's publisher has read EndTime and published the deadline: the
 # ranks can start first (a rank without torch to import does within a second).
