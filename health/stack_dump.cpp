@@ -429,6 +429,25 @@ std::pair<std::string, std::size_t> most_common_frame(const std::vector<rank_sta
 std::string summarize(const std::vector<rank_stack>& stacks) {
   if (stacks.empty()) return "no rank processes found";
   const auto [common, n] = most_common_frame(stacks);
+  std::map<std::string, std::size_t> by_frame;
+  for (const auto& s : stacks) ++by_frame[s.frame];
+  std::size_t at_most = 0;
+  for (const auto& [frame, count] : by_frame) at_most += count == n ? 1 : 0;
+  if (at_most > 1) {
+    // Two frames hold as many ranks each (1 and 1 of a 2-rank job): none is the odd one
+    // out, and naming one group "elsewhere" would blame whichever frame sorts last.
+    std::vector<const rank_stack*> by_rank;
+    by_rank.reserve(stacks.size());
+    for (const auto& s : stacks) by_rank.push_back(&s);
+    std::sort(by_rank.begin(), by_rank.end(),
+              [](const rank_stack* a, const rank_stack* b) { return a->rank < b->rank; });
+    std::string out = std::to_string(stacks.size()) + " ranks in " + std::to_string(by_frame.size()) +
+                      " frames, no one frame holding the most: ";
+    for (size_t i = 0; i < by_rank.size(); ++i)
+      out += (i ? "; " : "") + std::string("rank ") + std::to_string(by_rank[i]->rank) + " on " + by_rank[i]->host +
+             " in " + by_rank[i]->frame;
+    return out;
+  }
   std::string out = std::to_string(n) + " of " + std::to_string(stacks.size()) + " ranks in " + common;
   std::vector<std::string> differ;
   for (const auto& s : stacks)

@@ -94,7 +94,9 @@ std::string innermost_python_frame(const std::string& faulthandler_text, const s
 // The innermost frame of thread `pid` in eu-stack or gdb output ("" when none).
 std::string innermost_native_frame(const std::string& native_text, pid_t pid);
 
-// One line: the frame most ranks are stuck in, and the ranks stuck elsewhere.
+// One line: the frame most ranks are stuck in, and the ranks stuck elsewhere. Where two
+// frames hold the most ranks alike, it names no odd one out: "N ranks in K frames, no
+// one frame holding the most: " and each rank's frame.
 std::string summarize(const std::vector<rank_stack>& stacks);
 // The nodes of the ranks stuck elsewhere than most, when they are fewer than half:
 // the suspects of a hang (empty when there is no clear odd one out). Only valid SLURM

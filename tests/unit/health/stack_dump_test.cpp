@@ -93,6 +93,26 @@ TEST(StackDump, TheSummaryNamesTheCommonFrameAndTheRanksElsewhere) {
   EXPECT_EQ(suspect_hosts(s), (std::set<std::string>{"n2"}));
   s[2].frame = "load_batch (train.py:88)";
   EXPECT_TRUE(suspect_hosts(s).empty()) << "half the ranks elsewhere: no clear odd one out";
+  EXPECT_EQ(
+      summarize(s),
+      "4 ranks in 2 frames, no one frame holding the most: rank 0 on n1 in all_reduce (distributed_c10d.py:1541); "
+      "rank 1 on n1 in all_reduce (distributed_c10d.py:1541); rank 2 on n2 in load_batch (train.py:88); "
+      "rank 3 on n2 in load_batch (train.py:88)");
+}
+
+// Two ranks, one stopped and one waiting for it: the frame that sorts first is no
+// majority, so neither rank is named the odd one out (the summary once named the waiting
+// rank's "all_reduce" as elsewhere when the stopped one's frame sorted first).
+TEST(StackDump, ATieNamesNoOddOneOut) {
+  std::vector<rank_stack> s(2);
+  s[0] = {.rank = 0, .pid = 10, .host = "n1", .frame = "wait (light_rank.py:40)"};
+  s[1] = {.rank = 1, .pid = 11, .host = "n2", .frame = "hang (train_example.py:52)"};
+  EXPECT_EQ(summarize(s),
+            "2 ranks in 2 frames, no one frame holding the most: rank 0 on n1 in wait (light_rank.py:40); "
+            "rank 1 on n2 in hang (train_example.py:52)");
+  EXPECT_TRUE(suspect_hosts(s).empty());
+  s.resize(1);
+  EXPECT_EQ(summarize(s), "1 of 1 ranks in wait (light_rank.py:40)");
 }
 
 // A rank that is no Python program still gets its native stack, and the header says so.
