@@ -121,7 +121,9 @@ std::string hang_summary(const std::string& log_dir, const std::string& job) {
   std::istringstream in(text);
   for (std::string l; std::getline(in, l);)
     if (l.find(" ranks in ") != std::string::npos && l.find("only ") == std::string::npos) last = l;
-  return last;
+  // Each line begins with its time (health/hang_dump's timed_line): the table shows the summary.
+  const size_t space = last.find(' ');
+  return space == std::string::npos ? last : last.substr(space + 1);
 }
 
 }  // namespace trainctl::commands

@@ -71,7 +71,8 @@ std::string signal_rank(const std::string& job, int rank, const char* sig);
 // KEY's value in such a line ("" when absent).
 std::string line_field(const std::string& line, const std::string& key);
 
-// The newest job-wide line of the hang summary of job `job` under `log_dir` ("" none).
+// The newest job-wide line of the hang summary of job `job` under `log_dir`, without its
+// time ("" none).
 std::string hang_summary(const std::string& log_dir, const std::string& job);
 
 }  // namespace trainctl::commands

@@ -132,14 +132,18 @@ void rehearse_task_one(const drill_setup& s, const drill_job& job, event_watch& 
       std::string summary;
       wait_until(milliseconds(15000),
                  [&] { return !(summary = hang_summary(line_field(line, "log_dir"), job1)).empty(); });
-      const std::string named = "rank " + std::to_string(rank) + " on ";
-      const bool is_named = summary.find(named) != std::string::npos;
+      const stopped_rank_naming naming = stopped_rank_in_summary(summary, rank);
+      const std::string said =
+          naming == stopped_rank_naming::named ? "; the summary names it"
+          : naming == stopped_rank_naming::cannot_tell
+              ? "; with so few ranks the stacks single out none, and the summary says so: " + summary
+              : "; the summary does not name it: " + summary;
       rows.push_back({"hang", "every rank's stacks, the stopped rank named",
                       "rank " + std::to_string(rank) + " stopped on " + line_field(line, "host") + "; stacks " +
-                          dur(hang_at - stopped - s.hang_ms) + " after the " + dur(s.hang_ms) + " timeout" +
-                          (is_named ? "; the summary names it" : "; the summary does not name it: " + summary) +
+                          dur(hang_at - stopped - s.hang_ms) + " after the " + dur(s.hang_ms) + " timeout" + said +
                           s.hang_note,
-                      (hang_at - stopped) / 1000.0, is_named ? drill_row::kOk : drill_row::kProblem});
+                      (hang_at - stopped) / 1000.0,
+                      naming == stopped_rank_naming::not_named ? drill_row::kProblem : drill_row::kOk});
     }
     if (!s.hang_alert) {
       rows.push_back({"notice", "every rank saves and exits at one step, before the end",

@@ -134,4 +134,15 @@ std::string drill_table(const std::vector<drill_row>& rows) {
   return out;
 }
 
+stopped_rank_naming stopped_rank_in_summary(const std::string& summary, int rank) {
+  const std::string who = "rank " + std::to_string(rank) + " on ";
+  const size_t elsewhere = summary.find("; elsewhere: ");
+  if (elsewhere != std::string::npos && summary.find(who, elsewhere) != std::string::npos)
+    return stopped_rank_naming::named;
+  if (summary.find(" frames, no one frame holding the most: ") != std::string::npos ||
+      summary.compare(0, 15, "1 of 1 ranks in") == 0)
+    return stopped_rank_naming::cannot_tell;
+  return stopped_rank_naming::not_named;
+}
+
 }  // namespace trainctl

@@ -42,6 +42,13 @@ std::string drill_table(const std::vector<drill_row>& rows);
 // seconds ("3m12s"); rounded up, so that as an option's value it is never too short.
 std::string drill_duration(std::int64_t ms);
 
+// What a hang's summary line (health/stack_dump's summarize) says of the rank the drill
+// stopped: named among the ranks stuck elsewhere than most; no odd one out to name (a
+// one-rank job, or frames holding as many ranks each: the stopped rank and the one waiting
+// for it in a two-rank job); or not named, which is a problem.
+enum class stopped_rank_naming { named, cannot_tell, not_named };
+stopped_rank_naming stopped_rank_in_summary(const std::string& summary, int rank);
+
 // Whether the drill found nothing to fix: every row ok or skipped, and no advice that is a problem.
 bool drill_clean(const drill_figures& f, const std::vector<drill_row>& rows);
 

@@ -1,15 +1,35 @@
 #include "rank_signal.hpp"
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <sstream>
+#include <thread>
 #include <vector>
 
 #include "bad_nodes.hpp"
+#include "job_status.hpp"
 #include "parse.hpp"
 #include "ranks.hpp"
 #include "slurm_job.hpp"
 
 namespace trainctl {
+namespace {
+
+// Whether `pid` has reached its first check() in the job's node state here: a "rank"
+// line of probe_job_here (cli/status) with that pid and a heartbeat.
+bool has_checked_in(const std::string& job, pid_t pid) {
+  std::istringstream in(probe_job_here(job));
+  const std::string who = " pid=" + std::to_string(pid) + " ";
+  for (std::string l; std::getline(in, l);) {
+    if (l.rfind("rank ", 0) != 0 || l.find(who) == std::string::npos) continue;
+    const size_t at = l.find(" beat_ms=");
+    return at != std::string::npos && std::strtoll(l.c_str() + at + 9, nullptr, 10) > 0;
+  }
+  return false;
+}
+
+}  // namespace
 
 int signal_rank_here(const std::string& spec) {
   const std::vector<std::string_view> parts = split(spec, ':');
@@ -34,6 +54,12 @@ int signal_rank_here(const std::string& spec) {
     // Where nodes share a host (test beds), every node's ranks are visible: this node's only.
     const std::string on = proc_environ_value(p.pid, "SLURMD_NODENAME");
     if (!on.empty() && on != node) continue;
+    // A rank killed before its first check() has no heartbeat slot: its supervisor sees
+    // a death but cannot tell whose (the drill killed rank 1 of task 2 as soon as rank 0
+    // began, and the death came without its rank). Up to 30 s for it to check in.
+    if (sig == SIGKILL)
+      for (int i = 0; i < 150 && !has_checked_in(job, p.pid); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
     const pid_handle h(p);
     if (!h.signal(sig)) continue;
     std::string log_dir = proc_environ_value(p.pid, "TRAINCTL_LOG_DIR");

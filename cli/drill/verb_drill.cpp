@@ -19,14 +19,15 @@ int verb_drill(int argc, char** argv) {
   CLI::App app{
       "Rehearses the failures of a long run on your own batch script before it: submits it as a short two-task "
       "array (its own options, under the job name NAME-drill, with CKPT_DIR, LOG_DIR and TRAINCTL_LOG_DIR in a "
-      "directory of its own) and, in order: touches the save switch; stops one rank past the hang timeout (1m for "
-      "the drill where the script's is longer and can be set: the plugin's option, or the template's "
+      "directory of its own) and, in order: touches the save switch; stops one rank past the hang timeout (30s for "
+      "the drill where the script's is longer than 1m and can be set: the plugin's option, or the template's "
       "HANG_TIMEOUT), then resumes it; lets the graceful exit's deadline come; checks that task 2 resumes after "
       "the last complete save; kills a rank in task 2. Prints each event: what should happen, what happened, "
       "how long it took; then advice from what it measured (the graceful exit, the hang timeout per phase), "
       "which it keeps where --graceful-exit=auto and --hang-timeout=auto of jobs with the script's name read "
-      "it. Exit status 0: ready; 1: something to fix (its files are kept then); 2: it could not drill (no "
-      "such script, not a batch script, not under trainctl's options it cannot read, no cluster reachable).",
+      "it. Exit status 0: ready; 1: something to fix (its files are kept then), or a script that does not run under "
+      "trainctl; 2: it "
+      "could not drill (no such script, not a batch script, options it cannot read, no cluster reachable).",
       "trainctl drill"};
   std::string script;
   std::vector<std::string> sbatch_shown;

@@ -1,32 +1,51 @@
 #!/usr/bin/env bash
 # trainctl drill on four loops that each break one thing, run side by side (the
-# template, trainctl-run, 2 nodes each): each drill exits 1 with the line that names what is
-# broken, and its files are kept to look at.
+# template): each drill exits 1 with the line that names what is broken, and its files
+# are kept to look at.
 #   never-resumes  task 2 starts at step 0 (each task its own checkpoint directory)
 #   slow-save      saves take 40 s with a 30 s graceful exit: a deadline save would be cut
 #   unmarked-eval  a 45 s evaluation not marked as a phase, with a 30 s hang timeout
 #   no-check       a loop that never calls check() (the drill waits 30 s for one)
+# Three run under trainctl-run on 2 nodes. slow-save runs under the SPANK plugin, as an
+# admin's users run the template: its plugin line uncommented (--graceful-exit=30s
+# ... --hang-timeout=8m --hang-action=end-step), on one node of two ranks (-N1). The
+# drill's own --hang-timeout=30s --hang-action=alert on sbatch's command line must win
+# over that line (an 8-minute timeout leaves no hang to see; end-step ends task 1 before
+# its deadline), and with two ranks, one stopped and one waiting for it, the stacks
+# single out neither: the hang row is ok and says so instead of naming the waiting rank.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 use_train_template "--steps 100000 --step-time 0.05"
 export TRAINCTL_SAVE_TIMES_DIR=$TEST_DIR/state/save_times
-# drill CASE ENV... -- DRILL_ARGS...: one drill in its own submit directory, in the background.
+# drill CASE [--plugin LINE] ENV... -- DRILL_OPTIONS... [-- SBATCH_OPTIONS...]: one drill
+# in its own submit directory, in the background; --plugin uncomments the template's
+# plugin line as LINE.
 drill() {
   local case=$1
   shift
   mkdir -p "$TEST_DIR/$case" && cp "$TEST_DIR/train.slurm" "$TEST_DIR/$case/"
+  if [ "$1" = --plugin ]; then
+    sed -i "s/^##SBATCH --graceful-exit=.*/#SBATCH $2/" "$TEST_DIR/$case/train.slurm"
+    grep -q "^#SBATCH $2\$" "$TEST_DIR/$case/train.slurm" || fail "$case: the template has no plugin line to uncomment"
+    shift 2
+  fi
   (
     cd "$TEST_DIR/$case" || exit 1
     while [ "$1" != -- ]; do export "${1?}"; shift; done
     shift
+    local opts=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
+    [ $# -eq 0 ] || shift
     rc=0
-    trainctl drill "$@" train.slurm -J "$case" >out 2>err || rc=$?
+    trainctl drill "${opts[@]}" train.slurm -J "$case" "$@" >out 2>err || rc=$?
     echo "$rc" >rc
   ) &
 }
 broken=$SRC/tests/e2e/broken_loop.py
 drill never-resumes TRAIN_SCRIPT="$broken" BROKEN=never-resumes --
-drill slow-save GRACEFUL_EXIT=30s TRAIN_ARGS="--steps 100000 --step-time 0.05 --save-time 40" --
+grep -q trainctl "$TRAINCTL_CLUSTER_PLUGSTACK" || fail "the plugin is not in plugstack.conf"
+drill slow-save --plugin "--graceful-exit=30s --kill-switch --save-switch --hang-timeout=8m --hang-action=end-step" \
+  TRAIN_ARGS="--steps 100000 --step-time 0.05 --save-time 40" -- -- -N1
 drill unmarked-eval TRAIN_SCRIPT="$broken" BROKEN=unmarked-eval HANG_TIMEOUT=30s \
   TRAIN_ARGS="--steps 100000 --step-time 0.05 --eval-every 20 --eval-time 45" --
 drill no-check TRAIN_SCRIPT="$broken" BROKEN=no-check -- --start-timeout=30s
@@ -46,6 +65,13 @@ grep -q "^task 2 started at step 0 although task 1 had saved: the loop does not 
   fail "never-resumes: no line saying the loop does not resume"
 grep -qE "^the save took 4[0-9.]+s; the lead is 30.0s: a deadline save would be cut; use --graceful-exit=" "$TEST_DIR/slow-save/out" ||
   fail "slow-save: no line saying the deadline save would be cut"
+grep -qE "^ok +hang .*rank 1 stopped on n[1-3]; stacks .* with so few ranks the stacks single out none, and the summary says so: 2 ranks in 2 frames, no one frame holding the most: rank 0 on n[1-3] in .*; rank 1 on n[1-3] in .*\(the drill's 30.0s for your 8m\)" "$TEST_DIR/slow-save/out" ||
+  fail "slow-save (plugin): the hang row does not say that two ranks cannot be told apart, with the drill's 30 s for the script's 8m"
+# The drill kills rank 1 once it has checked in, so its death is named with its rank.
+grep -qE "^ok +rank killed .*rank 1's death named first \(SIGKILL on n[1-3]\)" "$TEST_DIR/slow-save/out" ||
+  fail "slow-save (plugin): the killed rank's death is not named with its rank"
+grep -q "supervised by trainctl's SPANK plugin" "$TEST_DIR"/slow-save/trainctl-drill-slow-save-*/*.out ||
+  fail "slow-save: the drill's tasks did not run under the plugin"
 grep -qE "^FAIL +hang .*a hang was found .* before any rank was stopped" "$TEST_DIR/unmarked-eval/out" ||
   fail "unmarked-eval: no failed hang row before the drill's stop"
 grep -q "^a hang was found before the drill stopped any rank: part of the loop runs longer than --hang-timeout=30s" \
@@ -53,4 +79,4 @@ grep -q "^a hang was found before the drill stopped any rank: part of the loop r
 grep -qE "^FAIL +start-up .*task 1 ran 30.0s and no rank reached check\(\)" "$TEST_DIR/no-check/out" ||
   fail "no-check: no failed start-up row"
 grep -q "^the loop never reached trainctl's check()" "$TEST_DIR/no-check/out" || fail "no-check: no line saying so"
-log "PASS: each broken loop got its line: never resumes, a save longer than the lead, an unmarked evaluation, no check()"
+log "PASS: each broken loop got its line: never resumes, a save longer than the lead (under the plugin, two ranks not told apart), an unmarked evaluation, no check()"

@@ -81,5 +81,27 @@ TEST(DrillReport, AFailedRowIsNoCleanDrill) {
   EXPECT_NE(table.find("ok    save switch"), std::string::npos) << table;
 }
 
+// The hang row reads the summary as health/stack_dump writes it: the stopped rank among
+// those elsewhere is named; a one-rank job or a tie (two ranks, two frames) names no odd
+// one out, which is no fault of the loop; a summary that blames another rank, or none
+// where one could be told, is a problem.
+TEST(DrillReport, TheHangRowReadsTheSummary) {
+  EXPECT_EQ(stopped_rank_in_summary("3 of 4 ranks in all_reduce (c10d.py:1541); elsewhere: rank 1 on n1 in hang "
+                                    "(train_example.py:52)",
+                                    1),
+            stopped_rank_naming::named);
+  EXPECT_EQ(stopped_rank_in_summary("3 of 4 ranks in all_reduce (c10d.py:1541); elsewhere: rank 3 on n2 in hang "
+                                    "(train_example.py:52)",
+                                    1),
+            stopped_rank_naming::not_named);
+  EXPECT_EQ(stopped_rank_in_summary("2 ranks in 2 frames, no one frame holding the most: rank 0 on n1 in wait "
+                                    "(light_rank.py:40); rank 1 on n1 in hang (train_example.py:52)",
+                                    1),
+            stopped_rank_naming::cannot_tell);
+  EXPECT_EQ(stopped_rank_in_summary("1 of 1 ranks in hang (train_example.py:52)", 0), stopped_rank_naming::cannot_tell);
+  EXPECT_EQ(stopped_rank_in_summary("2 of 2 ranks in hang (train_example.py:52)", 1), stopped_rank_naming::not_named);
+  EXPECT_EQ(stopped_rank_in_summary("rank 1 on n1 in hang", 1), stopped_rank_naming::not_named);
+}
+
 }  // namespace
 }  // namespace trainctl
