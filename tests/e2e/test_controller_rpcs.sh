@@ -16,9 +16,9 @@ for mode in run plugin; do
 #!/bin/bash
 export TRAINCTL_LOG_QUERIES=1
 if [ "$mode" = run ]; then
-  srun $BUILD/bin/trainctl-run --graceful-exit=1m --endtime-poll=10s -- sleep 45
+  srun $BUILD/bin/trainctl-run --graceful-exit=1m --endtime-poll=10s -- sleep 30
 else
-  srun sleep 45
+  srun sleep 30
 fi
 echo "batch script done"
 JOB
@@ -35,7 +35,7 @@ run_job=$(SLURM_CONF=$CLUSTER_ETC/without-plugin/slurm.conf submit -N3 --ntasks-
   -o "$TEST_DIR/job-run.out" "$TEST_DIR/job-run.sh")
 plugin_job=$(submit -N3 --ntasks-per-node=1 --time=10 --graceful-exit=1 -o "$TEST_DIR/job-plugin.out" "$TEST_DIR/job-plugin.sh")
 log "submitted 3-node jobs $run_job (trainctl-run) and $plugin_job (plugin)"
-sleep 20
+sleep 15
 log "scancel --signal=USR1 $run_job $plugin_job (a user's notice: no EndTime read)"
 # scancel itself asks the controller (a federation lookup and a job list): counted
 # around it, and not held against the supervisors.
@@ -72,8 +72,8 @@ for mode in run plugin; do
   reads=$((reads + n))
   log "$mode: EndTime reads logged: $n"
   sed 's/^/  /' "$TEST_DIR/queries-$mode"
-  [ "$n" -ge 9 ] || fail "$mode: expected at least 3 reads a node over 45 s at a 10 s poll, got $n"
-  [ "$n" -le 21 ] || fail "$mode: expected at most 7 reads a node over 45 s at a 10 s poll, got $n"
+  [ "$n" -ge 6 ] || fail "$mode: expected at least 2 reads a node over 30 s at a 10 s poll, got $n"
+  [ "$n" -le 15 ] || fail "$mode: expected at most 5 reads a node over 30 s at a 10 s poll, got $n"
   grep -q libslurm "$TEST_DIR/queries-$mode" || fail "$mode: the reads did not go through libslurm"
   ! grep -q 'after the signal' "$TEST_DIR/queries-$mode" || fail "$mode: scancel --signal=USR1 made a supervisor ask the controller"
   grep -q 'received SIGUSR1' "$out" || fail "$mode: the supervisors did not log the notice"
