@@ -415,25 +415,30 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
 }
 
 namespace {
-// The frame most ranks are in, and how many are in it.
-std::pair<std::string, std::size_t> most_common_frame(const std::vector<rank_stack>& stacks) {
+// The frame most ranks are in, how many are in it, how many frames there are, and
+// whether another frame holds as many ranks.
+struct common_frame {
+  std::string frame;
+  std::size_t ranks = 0, frames = 0;
+  bool tied = false;
+};
+common_frame most_common_frame(const std::vector<rank_stack>& stacks) {
   std::map<std::string, std::size_t> by_frame;
   for (const auto& s : stacks) ++by_frame[s.frame];
-  std::pair<std::string, std::size_t> most{"", 0};
-  for (const auto& [frame, n] : by_frame)
-    if (n > most.second) most = {frame, n};
+  common_frame most;
+  most.frames = by_frame.size();
+  for (const auto& [frame, n] : by_frame) {
+    if (n == most.ranks) most.tied = true;
+    if (n > most.ranks) most = {frame, n, by_frame.size(), false};
+  }
   return most;
 }
 }  // namespace
 
 std::string summarize(const std::vector<rank_stack>& stacks) {
   if (stacks.empty()) return "no rank processes found";
-  const auto [common, n] = most_common_frame(stacks);
-  std::map<std::string, std::size_t> by_frame;
-  for (const auto& s : stacks) ++by_frame[s.frame];
-  std::size_t at_most = 0;
-  for (const auto& [frame, count] : by_frame) at_most += count == n ? 1 : 0;
-  if (at_most > 1) {
+  const auto [common, n, frames, tied] = most_common_frame(stacks);
+  if (tied) {
     // Two frames hold as many ranks each (1 and 1 of a 2-rank job): none is the odd one
     // out, and naming one group "elsewhere" would blame whichever frame sorts last.
     std::vector<const rank_stack*> by_rank;
@@ -441,8 +446,7 @@ std::string summarize(const std::vector<rank_stack>& stacks) {
     for (const auto& s : stacks) by_rank.push_back(&s);
     std::sort(by_rank.begin(), by_rank.end(),
               [](const rank_stack* a, const rank_stack* b) { return a->rank < b->rank; });
-    std::string out = std::to_string(stacks.size()) + " ranks in " + std::to_string(by_frame.size()) +
-                      " frames, no one frame holding the most: ";
+    std::string out = std::to_string(stacks.size()) + " ranks in " + std::to_string(frames) + kNoOddOneOut;
     for (size_t i = 0; i < by_rank.size(); ++i)
       out += (i ? "; " : "") + std::string("rank ") + std::to_string(by_rank[i]->rank) + " on " + by_rank[i]->host +
              " in " + by_rank[i]->frame;
@@ -461,11 +465,11 @@ std::string summarize(const std::vector<rank_stack>& stacks) {
 }
 
 std::set<std::string> suspect_hosts(const std::vector<rank_stack>& stacks) {
-  const auto [common, n] = most_common_frame(stacks);
+  const common_frame most = most_common_frame(stacks);
   std::set<std::string> hosts;
-  if (2 * (stacks.size() - n) >= stacks.size()) return hosts;  // no clear odd ones out
+  if (2 * (stacks.size() - most.ranks) >= stacks.size()) return hosts;  // no clear odd ones out
   for (const auto& s : stacks)
-    if (s.frame != common && valid_node_name(s.host)) hosts.insert(s.host);
+    if (s.frame != most.frame && valid_node_name(s.host)) hosts.insert(s.host);
   return hosts;
 }
 

@@ -95,9 +95,10 @@ std::string innermost_python_frame(const std::string& faulthandler_text, const s
 std::string innermost_native_frame(const std::string& native_text, pid_t pid);
 
 // One line: the frame most ranks are stuck in, and the ranks stuck elsewhere. Where two
-// frames hold the most ranks alike, it names no odd one out: "N ranks in K frames, no
-// one frame holding the most: " and each rank's frame.
+// frames hold the most ranks alike, it names no odd one out: "N ranks in K" kNoOddOneOut
+// and each rank's frame (the drill reads it so).
 std::string summarize(const std::vector<rank_stack>& stacks);
+inline constexpr const char* kNoOddOneOut = " frames, no one frame holding the most: ";
 // The nodes of the ranks stuck elsewhere than most, when they are fewer than half:
 // the suspects of a hang (empty when there is no clear odd one out). Only valid SLURM
 // node names; one rank per (rank number) counts once.

@@ -8,6 +8,7 @@
 #include "options.hpp"
 #include "parse.hpp"
 #include "save_times.hpp"
+#include "stack_dump.hpp"
 
 namespace trainctl {
 namespace {
@@ -139,8 +140,7 @@ stopped_rank_naming stopped_rank_in_summary(const std::string& summary, int rank
   const size_t elsewhere = summary.find("; elsewhere: ");
   if (elsewhere != std::string::npos && summary.find(who, elsewhere) != std::string::npos)
     return stopped_rank_naming::named;
-  if (summary.find(" frames, no one frame holding the most: ") != std::string::npos ||
-      summary.compare(0, 15, "1 of 1 ranks in") == 0)
+  if (summary.find(kNoOddOneOut) != std::string::npos || summary.compare(0, 15, "1 of 1 ranks in") == 0)
     return stopped_rank_naming::cannot_tell;
   return stopped_rank_naming::not_named;
 }

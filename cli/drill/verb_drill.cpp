@@ -25,9 +25,9 @@ int verb_drill(int argc, char** argv) {
       "the last complete save; kills a rank in task 2. Prints each event: what should happen, what happened, "
       "how long it took; then advice from what it measured (the graceful exit, the hang timeout per phase), "
       "which it keeps where --graceful-exit=auto and --hang-timeout=auto of jobs with the script's name read "
-      "it. Exit status 0: ready; 1: something to fix (its files are kept then), or a script that does not run under "
-      "trainctl; 2: it "
-      "could not drill (no such script, not a batch script, options it cannot read, no cluster reachable).",
+      "it. Exit status 0: ready; 1: something to fix (its files are kept then), or a script that does not run "
+      "under trainctl; 2: it could not drill (no such script, not a batch script, options it cannot read, no "
+      "cluster reachable).",
       "trainctl drill"};
   std::string script;
   std::vector<std::string> sbatch_shown;
