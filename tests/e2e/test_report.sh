@@ -246,13 +246,18 @@ print("task 2: crashed at step %d, task 3 resumed after step %d: %d steps traine
     crash, kept2, crash - kept2, inter[1]["replayed_steps"]))
 assert inter[1]["detect_s"] is None and abs(inter[1]["replayed_steps"] - (crash - kept2)) <= 2, inter[1]
 assert inter[2]["replayed_steps"] == 0 and inter[2]["queue_s"] is None, inter[2]
-# The first rank to die in task 2: one of the crashing node's, with the error it raised.
+# The first rank to die in task 2: one of the crashing node's, with the error it raised;
+# or, as the text check above accepts, a peer that died of the closed connection within
+# the nodes' clock skew (50 ms) before it, which the report says may not be first.
 death = tasks[1]["first_death"]
 crashed = json.loads(open(sys.argv[5]).readline())
 print("task 2: the first death:", death)
-assert death and death["node"] == crashed["node"] and death["how"] == "exit status 1", (death, crashed)
-assert death["rank"] in {json.loads(l)["rank"] for l in open(sys.argv[5])}, death
-assert death["error"].startswith("RuntimeError: a bug in the training program (train_example.py:"), death
+assert death and death["how"] == "exit status 1", (death, crashed)
+if death["node"] == crashed["node"]:
+    assert death["rank"] in {json.loads(l)["rank"] for l in open(sys.argv[5])}, death
+    assert death["error"].startswith("RuntimeError: a bug in the training program (train_example.py:"), death
+else:
+    assert death["error"].startswith("ConnectionError: ") and death["lead_s"] <= 0.05, (death, crashed)
 assert all(t["first_death"] is None for t in (tasks[0], tasks[2])), "trainctl ended tasks 1 and 3's ranks"
 def secs(x):
     m = re.fullmatch(r"(?:(\d+)m)?([\d.]+)s", x)
