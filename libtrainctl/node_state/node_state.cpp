@@ -252,7 +252,9 @@ std::string bad_field(const node_state& ns) {
     if (b.pid.load() < 0 || b.rank.load() < -1 || b.beat_ms.load() < 0 || b.step_us.load() < 0 || b.slow.load() < 0 ||
         b.exiting.load() < 0 || b.exiting.load() > 1 || phase < 0 || phase > kPhaseNamed + kMaxPhases ||
         b.work_marked.load() < 0 || b.work_marked.load() > 1 || b.phase_ms.load() < 0 ||
-        b.work.timed_steps.load() < 0 || b.work.total_us.load() < 0 || b.work.slowest_total_us.load() < 0)
+        b.work.timed_steps.load() < 0 || b.work.total_us.load() < 0 || b.work.slowest_total_us.load() < 0 ||
+        b.saves.pending.load() < 0 || b.saves.pending_step1.load() < 0 || b.saves.pending_ms.load() < 0 ||
+        b.saves.waiting.load() < 0 || b.saves.waiting.load() > 1)
       return "a heartbeat slot's fields";
   }
   for (const phase_slot& p : ns.phases) {

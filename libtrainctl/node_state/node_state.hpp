@@ -83,11 +83,20 @@ struct beat_work {
 // The last save trainctl asked a rank for (a save, or an exit with a save) and the last
 // it committed (ctl.saved): 1 + its step (0: none yet) and when (unix ms). The supervisor
 // records, as it ends, which ranks committed the save they were asked for.
+// A save whose write goes on after the loop handed it off (an asynchronous checkpoint)
+// is committed when the write ends: until then it is pending here (the oldest one's
+// step + 1 and when its save began, unix ms; 0: none), and the supervisor judges its
+// length by the save's budget (a finding, never a kill) and names it when the rank ends
+// with it unwritten. `waiting` is 1 while the rank, at its end, waits for its writes.
 struct beat_saves {
   std::atomic<std::int64_t> asked_step1;
   std::atomic<std::int64_t> asked_ms;
   std::atomic<std::int64_t> committed_step1;
   std::atomic<std::int64_t> committed_ms;
+  std::atomic<std::int64_t> pending_step1;
+  std::atomic<std::int64_t> pending_ms;
+  std::atomic<std::int32_t> pending;
+  std::atomic<std::int32_t> waiting;
 };
 
 struct rank_beat {
@@ -99,7 +108,8 @@ struct rank_beat {
   std::atomic<std::int32_t> slow;     // agreements in a row this rank was the straggler
   std::atomic<std::int32_t> exiting;  // 1 from this rank's exit decision on: its exit save runs
   // What the rank is doing, for the hang clock: kPhaseTraining, kPhaseSave (a save
-  // trainctl asked for, or the loop marked "save"), or kPhaseNamed + i (the loop's phase
+  // trainctl asked for, or the loop marked "save"), kPhaseWrite (at its end, waiting for
+  // the writes of its saves: judged as a write, never hung), or kPhaseNamed + i (the loop's phase
   // in node_state::phases[i]); and since when (unix ms; 0 never changed). A rank is quiet
   // since the later of beat_ms and phase_ms, and judged by its phase's budget.
   std::atomic<std::int32_t> phase;
@@ -116,7 +126,8 @@ struct rank_beat {
 };
 constexpr std::int32_t kPhaseTraining = 0;
 constexpr std::int32_t kPhaseSave = 1;
-constexpr std::int32_t kPhaseNamed = 2;
+constexpr std::int32_t kPhaseWrite = 2;
+constexpr std::int32_t kPhaseNamed = 3;
 
 // A phase the loop marked (ctl.phase("eval")): its name and the longest it took on this
 // node. Claimed like a switch slot (CAS 0 -> 1, written, 2) and never freed.
@@ -140,7 +151,7 @@ struct node_breaker {
 
 struct node_state {
   static constexpr std::uint64_t kMagic = 0x31534c5443444e54ull;  // "TNDCTLS1"
-  static constexpr std::uint32_t kVersion = 11;
+  static constexpr std::uint32_t kVersion = 12;
 
   std::uint64_t magic;
   std::uint32_t version;
@@ -180,10 +191,10 @@ struct node_state {
 
 static_assert(std::atomic<std::int64_t>::is_always_lock_free, "node state needs lock-free 64-bit atomics");
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "node state needs lock-free 32-bit atomics");
-// Version 11's layout: the field groups (beat_straggler, node_breaker, ...) did not move a
-// byte. A change here is a new kVersion.
-static_assert(sizeof(rank_beat) == 352 && offsetof(rank_beat, error_len) == 144, "rank_beat's layout changed");
-static_assert(sizeof(node_state) == 40312 && offsetof(node_state, beats) == 17400, "node_state's layout changed");
+// Version 12's layout (11 and 12 differ in beat_saves: the pending writes). A change
+// here is a new kVersion.
+static_assert(sizeof(rank_beat) == 376 && offsetof(rank_beat, error_len) == 168, "rank_beat's layout changed");
+static_assert(sizeof(node_state) == 41848 && offsetof(node_state, beats) == 17400, "node_state's layout changed");
 
 // A mapping of the node state file. Move-only; unmaps and closes on destruction.
 //

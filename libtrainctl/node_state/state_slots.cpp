@@ -89,6 +89,10 @@ int claim_beat_slot(node_state& ns, std::int32_t pid) {
       b.saves.asked_ms.store(0, std::memory_order_relaxed);
       b.saves.committed_step1.store(0, std::memory_order_relaxed);
       b.saves.committed_ms.store(0, std::memory_order_relaxed);
+      b.saves.pending_step1.store(0, std::memory_order_relaxed);
+      b.saves.pending_ms.store(0, std::memory_order_relaxed);
+      b.saves.pending.store(0, std::memory_order_relaxed);
+      b.saves.waiting.store(0, std::memory_order_relaxed);
       b.error_len.store(0, std::memory_order_relaxed);
       b.rank.store(-1, std::memory_order_release);
       return i;

@@ -256,9 +256,41 @@ int trainctl_saved(trainctl_ctl* ctl, int64_t step, const char* path) {
   if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_saved: ctl is NULL");
   if (path == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_saved: path is NULL");
   return guarded([&] {
-    ctl->ctl.saved(step, path);
+    return ctl->ctl.saved(step, path)
+               ? TRAINCTL_OK
+               : fail(TRAINCTL_ESYSTEM, "trainctl_saved: the save at step " + std::to_string(step) +
+                                            " is not committed: its marker cannot be written (the log says why)");
+  });
+}
+
+int64_t trainctl_save_begin(trainctl_ctl* ctl, int64_t step, const char* path) {
+  if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_save_begin: ctl is NULL");
+  if (path == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_save_begin: path is NULL");
+  int64_t ticket = 0;
+  const int rc = guarded([&] {
+    ticket = static_cast<int64_t>(ctl->ctl.save_begin(step, path));
     return TRAINCTL_OK;
   });
+  return rc == TRAINCTL_OK ? ticket : rc;
+}
+
+int trainctl_save_end(trainctl_ctl* ctl, int64_t ticket, const char* error) {
+  if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_save_end: ctl is NULL");
+  if (ticket <= 0)
+    return fail(TRAINCTL_EINVAL, "trainctl_save_end: ticket " + std::to_string(ticket) +
+                                     "; accepted: what trainctl_save_begin returned");
+  return guarded(
+      [&] { return ctl->ctl.save_end(static_cast<std::uint64_t>(ticket), error != nullptr ? error : "") ? 1 : 0; });
+}
+
+int trainctl_wait_saves(trainctl_ctl* ctl, double timeout_s) {
+  if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_wait_saves: ctl is NULL");
+  return guarded([&] { return static_cast<int>(ctl->ctl.wait_for_saves(timeout_s)); });
+}
+
+int trainctl_pending_saves(const trainctl_ctl* ctl) {
+  if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_pending_saves: ctl is NULL");
+  return static_cast<int>(ctl->ctl.pending_saves());
 }
 
 int trainctl_note_error(trainctl_ctl* ctl, const char* text) {

@@ -1,18 +1,21 @@
+// The commit marker: its text, and writing or removing one (committed_saves.hpp).
+// Reading markers back to find the save to resume from is resume_scan.cpp.
 #include "committed_saves.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
-#include <memory>
+#include <cstring>
+#include <ctime>
 #include <stdexcept>
 #include <system_error>
-#include <vector>
 
+#include "commit_marker_io.hpp"
 #include "owned_fd.hpp"
 #include "parse.hpp"
 #include "run_id.hpp"
@@ -20,90 +23,117 @@
 namespace trainctl {
 namespace {
 
-constexpr const char* kMarker = ".trainctl-committed.";
 constexpr std::int64_t kMaxWorld = 1 << 20;
 constexpr std::int64_t kMaxStep = std::int64_t{1} << 62;
-constexpr std::size_t kMaxMarkerBytes = 256;
 constexpr std::size_t kMaxNameBytes = 255;  // NAME_MAX on the file systems checkpoints live on
-
-bool own(const struct stat& st) { return st.st_uid == ::geteuid(); }
-
-// Where the markers of checkpoint `name` in the directory `dir` live: inside it (a
-// directory, opened here) or beside it (a file); `prefix` + RANK names each.
-struct marker_place {
-  owned_fd inside;  // the checkpoint directory, or none for a file
-  std::string prefix;
-  int at(int dir) const { return inside ? inside.get() : dir; }
-};
-
-// The place of the markers of `name` in `dir`, when it is a checkpoint of this user's.
-std::optional<marker_place> place_of(int dir, const std::string& name) {
-  struct stat st {};
-  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !own(st)) return std::nullopt;
-  marker_place p;
-  if (S_ISREG(st.st_mode)) {
-    p.prefix = "." + name + kMarker;
-    return p;
-  }
-  if (!S_ISDIR(st.st_mode)) return std::nullopt;
-  p.inside.reset(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!p.inside || ::fstat(p.inside.get(), &st) != 0 || !own(st)) return std::nullopt;
-  p.prefix = kMarker;
-  return p;
-}
-
-// The marker `name` relative to `dir` when it is a small regular file of this user's
-// and says what a marker says.
-std::optional<commit_marker> read_marker(int dir, const std::string& name) {
-  owned_fd fd(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  struct stat st {};
-  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || !own(st) ||
-      st.st_size > static_cast<off_t>(kMaxMarkerBytes))
-    return std::nullopt;
-  char buf[kMaxMarkerBytes + 1];
-  const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-  if (n <= 0) return std::nullopt;
-  return parse_commit_marker(std::string(buf, static_cast<std::size_t>(n)));
-}
-
-std::string marker_name(const std::string& prefix, std::int64_t rank) { return prefix + std::to_string(rank); }
 
 [[noreturn]] void throw_errno(const std::string& what) {
   throw std::system_error(errno, std::generic_category(), what);
 }
 
-// Writes `text` as `name` in `dir` whole: a temporary name, fsync, rename over `name`
-// (a link planted under `name` is replaced, never followed), then the directory synced.
+bool valid_attempt(std::string_view a) {
+  if (a.empty() || a.size() > 64) return false;
+  for (const char c : a)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '-')) return false;
+  return true;
+}
+
+bool valid_encoded_name(std::string_view n) {
+  if (n.empty() || n.size() > 3 * kMaxNameBytes) return false;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const char c = n[i];
+    if (c == '%') {
+      if (i + 2 >= n.size()) return false;
+      if (!std::isxdigit(static_cast<unsigned char>(n[i + 1])) || !std::isxdigit(static_cast<unsigned char>(n[i + 2])))
+        return false;
+      i += 2;
+    } else if (!marker_name_char(c)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// What sits under `name` in `dir` where a marker should go, for the line that says why
+// it could not: "a directory of uid 1002", "a file of uid 1002".
+std::string squatter(int dir, const std::string& name) {
+  struct stat st {};
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return "";
+  const char* kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISLNK(st.st_mode) ? "a link" : "a file";
+  return std::string(kind) + (st.st_uid == ::geteuid() ? " of yours" : " of uid " + std::to_string(st.st_uid));
+}
+
+// A temporary name no other user can guess ahead of time (a predictable one can be
+// squatted in a directory a team shares, failing every save's commit).
+std::string temporary_name() {
+  unsigned char bytes[8] = {};
+  if (::getrandom(bytes, sizeof bytes, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof bytes)) {
+    const auto t = static_cast<unsigned long long>(::getpid()) ^ static_cast<unsigned long long>(::time(nullptr));
+    std::memcpy(bytes, &t, sizeof bytes);
+  }
+  char hex[2 * sizeof bytes + 1];
+  for (std::size_t i = 0; i < sizeof bytes; ++i) std::snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
+  return std::string(".trainctl-tmp.") + hex;
+}
+
+// Writes `text` as `name` in `dir` whole: a temporary name of its own, fsync, rename
+// over `name` (a link planted under `name` is replaced, never followed), then the
+// directory synced. Throws std::system_error naming what is in the way.
 void write_whole(int dir, const std::string& name, const std::string& text, const std::string& shown) {
-  const std::string tmp = name + ".tmp." + std::to_string(::getpid());
   const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
-  owned_fd fd(::openat(dir, tmp.c_str(), flags, 0644));
-  if (!fd && errno == EEXIST && ::unlinkat(dir, tmp.c_str(), 0) == 0)  // a dead process's of this pid
+  std::string tmp;
+  owned_fd fd;
+  for (int tries = 0; tries < 4 && !fd; ++tries) {
+    tmp = temporary_name();
     fd.reset(::openat(dir, tmp.c_str(), flags, 0644));
+    if (!fd && errno != EEXIST) break;
+  }
   if (!fd) throw_errno("trainctl: saved(): cannot write " + shown);
   const bool written = ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
                        ::fsync(fd.get()) == 0 && ::close(fd.release()) == 0;
   if (!written || ::renameat(dir, tmp.c_str(), dir, name.c_str()) != 0) {
     const int err = errno;
     ::unlinkat(dir, tmp.c_str(), 0);
+    const std::string there = squatter(dir, name);
     errno = err;
-    throw_errno("trainctl: saved(): cannot write " + shown);
+    throw_errno("trainctl: saved(): cannot write " + shown + (there.empty() ? "" : " (" + there + " is in its place)"));
   }
   ::fsync(dir);  // the rename lasts; some file systems refuse a directory's fsync (EINVAL): still written
+}
+
+std::string strip_slashes(const std::string& given) {
+  std::string path = given;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+// The directory holding `path` and `path`'s last name.
+std::pair<std::string, std::string> split_path(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return {".", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
 }
 
 }  // namespace
 
 std::string format_commit_marker(const commit_marker& m) {
-  return "trainctl-commit 1 step=" + std::to_string(m.step) + " rank=" + std::to_string(m.rank) +
-         " world=" + std::to_string(m.world) + " run=" + (m.run.empty() ? "-" : m.run) + "\n";
+  std::string text = "trainctl-commit " + std::to_string(m.version) + " step=" + std::to_string(m.step) +
+                     " rank=" + std::to_string(m.rank) + " world=" + std::to_string(m.world) +
+                     " run=" + (m.run.empty() ? "-" : m.run);
+  if (m.version >= 2) text += " attempt=" + m.attempt + " name=" + encode_marker_name(m.name);
+  return text + "\n";
 }
 
 std::optional<commit_marker> parse_commit_marker(const std::string& text) {
   if (text.empty() || text.back() != '\n') return std::nullopt;
   const auto words = split(std::string_view(text).substr(0, text.size() - 1), ' ');
-  if (words.size() != 6 || words[0] != "trainctl-commit" || words[1] != "1") return std::nullopt;
+  if (words.size() < 2 || words[0] != "trainctl-commit") return std::nullopt;
   commit_marker m;
+  if (words[1] == "1" && words.size() == 6) {
+    m.version = 1;
+  } else if (words[1] != "2" || words.size() != 8) {
+    return std::nullopt;
+  }
   const auto number = [](std::string_view word, std::string_view key, std::int64_t hi, std::int64_t* out) {
     if (word.substr(0, key.size()) != key || !all_digits(word.substr(key.size()), 19)) return false;
     *out = parse_int(word.substr(key.size()), 0, hi);
@@ -123,88 +153,82 @@ std::optional<commit_marker> parse_commit_marker(const std::string& text) {
   } else if (!valid_run_id(m.run)) {
     return std::nullopt;
   }
+  if (m.version == 2) {
+    if (words[6].substr(0, 8) != "attempt=" || !valid_attempt(words[6].substr(8))) return std::nullopt;
+    if (words[7].substr(0, 5) != "name=" || !valid_encoded_name(words[7].substr(5))) return std::nullopt;
+    m.attempt = std::string(words[6].substr(8));
+    m.name = std::string(words[7].substr(5));  // kept encoded: compared with encode_marker_name
+  }
   if (m.world < 1 || m.rank >= m.world) return std::nullopt;
   return m;
 }
 
-void commit_checkpoint(const std::string& given, const commit_marker& m) {
+std::string save_attempt(const env_lookup& env) {
+  const std::string job = env("SLURM_JOB_ID"), restarts = env("SLURM_RESTART_COUNT");
+  const bool job_ok = !job.empty() && job.size() <= 20 && valid_attempt(job);
+  const bool restarts_ok = !restarts.empty() && all_digits(restarts, 9);
+  return (job_ok ? job : std::string("local")) + "." + (restarts_ok ? restarts : std::string("0"));
+}
+
+void commit_checkpoint(const std::string& given, commit_marker m) {
   if (m.step < 0 || m.step > kMaxStep || m.world < 1 || m.world > kMaxWorld || m.rank < 0 || m.rank >= m.world)
     throw std::invalid_argument("trainctl: saved(): step " + std::to_string(m.step) + " of rank " +
                                 std::to_string(m.rank) + " in a world of " + std::to_string(m.world) +
                                 "; accepted: a step of 0 or more, a rank below the world size");
-  std::string path = given;
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  const std::string path = strip_slashes(given);
   const std::string accepted =
       "; accepted: the checkpoint directory or file this rank just wrote, this user's, not a link";
   struct stat st {};
   if (path.empty() || ::lstat(path.c_str(), &st) != 0)
     throw std::invalid_argument("trainctl: saved(): '" + given + "' does not exist" + accepted);
-  if (!own(st) || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+  if (!owned_by_me(st) || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
     throw std::invalid_argument("trainctl: saved(): '" + given + "' is " +
                                 (S_ISLNK(st.st_mode) ? "a link"
-                                 : !own(st)          ? "another user's"
+                                 : !owned_by_me(st)  ? "another user's"
                                                      : "no directory or file") +
                                 accepted);
+  const auto [parent, base] = split_path(path);
+  // The directory holding it may be a link (a checkpoint directory on scratch, linked
+  // from the project's), but not one a teammate put there: it could lead anywhere.
+  const std::string behind = foreign_link(parent);
+  if (!behind.empty())
+    throw std::invalid_argument("trainctl: saved(): '" + given + "' lies behind " + behind + accepted);
+  m.name = base;
+  m.version = 2;
+  if (m.attempt.empty()) m.attempt = save_attempt(env_text);
   const std::string text = format_commit_marker(m);
   if (S_ISDIR(st.st_mode)) {
     owned_fd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!dir || ::fstat(dir.get(), &st) != 0 || !own(st)) throw_errno("trainctl: saved(): cannot open " + path);
-    const std::string name = marker_name(kMarker, m.rank);
+    if (!dir || ::fstat(dir.get(), &st) != 0 || !owned_by_me(st)) throw_errno("trainctl: saved(): cannot open " + path);
+    const std::string name = marker_name(kMarkerInside, m.rank);
     write_whole(dir.get(), name, text, path + "/" + name);
     return;
   }
-  const auto slash = path.rfind('/');
-  const std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  const std::string name = marker_name("." + path.substr(slash == std::string::npos ? 0 : slash + 1) + kMarker, m.rank);
-  if (name.size() + 16 > kMaxNameBytes)  // room for the temporary name's suffix
+  const std::string name = marker_name(marker_prefix_beside(base), m.rank);
+  if (name.size() > kMaxNameBytes)
     throw std::invalid_argument("trainctl: saved(): the name of '" + given +
                                 "' is too long to mark beside it; accepted: a file name of up to 200 bytes");
-  // The directory the caller named may be a link (a checkpoint directory on scratch, linked
-  // from the project's); the names inside it are opened without following one.
   owned_fd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir) throw_errno("trainctl: saved(): cannot open " + parent);
   write_whole(dir.get(), name, text, parent + "/" + name);
 }
 
-std::optional<committed_checkpoint> newest_committed(const std::string& path) {
-  owned_fd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));  // the caller's: may be a link, as above
-  if (!dir) {
-    if (errno == ENOENT) return std::nullopt;  // a fresh start
-    throw_errno("trainctl: resume_path(): cannot read " + path);
-  }
-  owned_fd listed(::dup(dir.get()));
-  std::unique_ptr<DIR, int (*)(DIR*)> entries(listed ? ::fdopendir(listed.get()) : nullptr, ::closedir);
-  if (entries) listed.release();  // closedir closes it
-  if (!entries) {
-    throw_errno("trainctl: resume_path(): cannot read " + path);
-  }
-  struct candidate {
-    std::string name;
-    commit_marker first;  // rank 0's marker
-  };
-  std::vector<candidate> candidates;
-  while (const dirent* e = ::readdir(entries.get())) {
-    const std::string name = e->d_name;
-    if (name.empty() || name[0] == '.') continue;  // markers, temporaries, . and ..
-    const auto place = place_of(dir.get(), name);
-    if (!place) continue;
-    auto first = read_marker(place->at(dir.get()), marker_name(place->prefix, 0));
-    if (first && first->rank == 0) candidates.push_back({name, *first});
-  }
-  std::sort(candidates.begin(), candidates.end(), [](const candidate& a, const candidate& b) {
-    return a.first.step != b.first.step ? a.first.step > b.first.step : a.name > b.name;
-  });
-  for (const auto& c : candidates) {
-    const auto place = place_of(dir.get(), c.name);
-    if (!place) continue;
-    bool all = true;
-    for (std::int64_t r = 1; all && r < c.first.world; ++r) {
-      const auto m = read_marker(place->at(dir.get()), marker_name(place->prefix, r));
-      all = m && m->rank == r && m->step == c.first.step && m->world == c.first.world && m->run == c.first.run;
+void uncommit_checkpoint(const std::string& given, std::int64_t rank) noexcept {
+  if (rank < 0) return;
+  const std::string path = strip_slashes(given);
+  struct stat st {};
+  if (path.empty() || ::lstat(path.c_str(), &st) != 0 || !owned_by_me(st)) return;
+  const auto [parent, base] = split_path(path);
+  try {
+    if (S_ISDIR(st.st_mode)) {
+      owned_fd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (dir) remove_own_marker(dir.get(), marker_name(kMarkerInside, rank));
+    } else if (S_ISREG(st.st_mode) && foreign_link(parent).empty()) {
+      owned_fd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (dir) remove_own_marker(dir.get(), marker_name(marker_prefix_beside(base), rank));
     }
-    if (all) return committed_checkpoint{path + (path.back() == '/' ? "" : "/") + c.name, c.first.step, c.first.world};
+  } catch (...) {  // a string that could not be made: nothing removed, as for a missing one
   }
-  return std::nullopt;
 }
 
 }  // namespace trainctl

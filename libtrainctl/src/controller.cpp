@@ -1,4 +1,3 @@
-#include "committed_saves.hpp"
 #include "controller_impl.hpp"
 #include "run_id.hpp"
 
@@ -69,6 +68,13 @@ controller::controller(const config& cfg) : impl_(std::make_unique<impl>(*cfg.im
 
 controller::~controller() {
   impl& m = *impl_;
+  // A rank ends after its writes (an asynchronous save), never past the job's end: what
+  // is still pending then keeps its beat slot, where the supervisor names the cut save.
+  std::size_t unwritten = 0;
+  try {
+    unwritten = wait_for_saves();
+  } catch (...) {  // a line that could not be made: the rank ends as it would have
+  }
   m.watcher.stop();
   remove_notice_handlers(m.cfg.signals);
   // Under a supervisor the notices come as USR1/USR2 (its relay, or scancel --signal). A
@@ -85,7 +91,7 @@ controller::~controller() {
   // A rank dying of the error it noted keeps its slot, as a crashed one does: its
   // supervisor reads the error there when it sees the death (the slot is claimed again
   // once the process is gone).
-  if (m.beat != nullptr && m.beat->error_len.load(std::memory_order_acquire) == 0)
+  if (m.beat != nullptr && m.beat->error_len.load(std::memory_order_acquire) == 0 && unwritten == 0)
     m.beat->pid.store(0, std::memory_order_release);
   if (m.sw.remove_at_ms.load() != 0) {  // this rank ends: the file must not start the next job with a save
     std::lock_guard<std::recursive_mutex> hold(m.sw.mu);
@@ -170,29 +176,8 @@ void controller::set_rank(int rank) {
   impl_->cfg.rank = rank;
 }
 
-void controller::saved(std::int64_t step, const std::string& path) {
-  const int rank = impl_->cfg.rank;
-  const long world = impl_->cfg.world_size > 0 ? impl_->cfg.world_size : world_size();
-  if (rank >= world)
-    throw std::invalid_argument(
-        "trainctl: saved(): this process is rank " + std::to_string(rank) + " but the world has " +
-        std::to_string(world) +
-        " (the setting world_size, else WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMIX_SIZE, PMI_SIZE or "
-        "SLURM_NTASKS); accepted: a rank below the world size");
-  commit_checkpoint(path, commit_marker{step, rank, world, run_id()});
-  if (impl_->beat != nullptr) {
-    impl_->beat->saves.committed_ms.store(unix_now_ms(), std::memory_order_relaxed);
-    impl_->beat->saves.committed_step1.store(step + 1, std::memory_order_release);
-  }
-}
-
 void controller::note_error(const std::string& text) {
   if (impl_->beat != nullptr) note_rank_error(*impl_->beat, text);
-}
-
-std::string controller::resume_path(const std::string& dir) {
-  const auto found = newest_committed(dir);
-  return found ? found->path : std::string();
 }
 
 std::string controller::run_id() {

@@ -48,11 +48,16 @@
 #include "log_line.hpp"
 #include "loop_clock.hpp"
 #include "owned_fd.hpp"
+#include "pending_writes.hpp"
 #include "watcher_thread.hpp"
 
 namespace trainctl {
 
 constexpr std::size_t kMaxLocalSwitches = kVoteLen - kVoteSwitch0;
+
+// The process's last resume_path() look: the step it found (-1 none, -2 no look) and
+// the saves it could not trust (saves.cpp).
+std::pair<std::int64_t, int> last_resume_look();
 
 // How many ranks the launcher says there are (the first variable set, as for the rank):
 // WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMIX_SIZE, PMI_SIZE, SLURM_NTASKS; 1 when none is.
@@ -126,6 +131,7 @@ struct controller::impl {
   std::int64_t known_deadline_ms = 0;  // the node state's deadline as last read intact (watcher only)
   watcher_thread watcher;
   run_log events{[this] { wake(); }};  // rank 0's events for `trainctl report`, stragglers to record
+  pending_writes writes;               // saves handed off, committed when their write ends (saves.cpp)
 
   // Whether a notice signal this rank caught counts as its own exit reason now.
   bool caught_signal_counts() const noexcept;
@@ -169,6 +175,15 @@ struct controller::impl {
   // The save that began at the decision ends now: its length into the node state, where
   // the supervisor learns --graceful-exit=auto from it.
   void end_of_save();
+  // The rank's part of a save commits (saved(), or a write that ended well): false, with
+  // one line, when its marker cannot be written. `strict`: a path that is no checkpoint
+  // of this user's throws std::invalid_argument (saved()); else it is said too (a write
+  // that ended on another thread has no caller to tell).
+  bool commit(std::int64_t step, const std::string& path, std::int64_t began_us, bool strict);
+  // The beat's view of the pending writes (count, the oldest's step and start).
+  void publish_pending();
+  // The rank's last resume_path() look (any process-wide call), for its first_step event.
+  static void note_resume(std::int64_t step, int untrusted);
   // Shows `phase` in this rank's beat from now on (the supervisor's hang clock restarts).
   void show_phase(std::int32_t phase);
   std::int32_t current_phase() const {

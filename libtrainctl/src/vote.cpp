@@ -79,7 +79,18 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
   }
   if (!m.pos.first_step_noted) {
     m.pos.first_step_noted = true;
-    m.note_event("first_step", step, -1, "");
+    if (m.cfg.rank == 0) {
+      // Where this run began, and what its resume_path() look could not trust: a task
+      // that starts fresh although saves exist is named in `trainctl report`.
+      run_event e;
+      e.ms = unix_now_ms();
+      e.job = m.events.job();
+      e.what = "first_step";
+      e.step = step;
+      const auto [resumed, untrusted] = last_resume_look();
+      if (resumed > -2) e.figures = {{"resumed", resumed < 0 ? 0 : resumed + 1}, {"untrusted", untrusted}};
+      m.events.note(e);
+    }
     // The breaker: this run resumed no later than the array's last runs, which failed
     // without getting further. It votes to end here, at the first agreement.
     const std::int64_t armed = armed_breaker_step(m.state());

@@ -133,15 +133,38 @@ class TRAINCTL_API controller {
 
   // This rank's part of the save at `step` is in place at `path` (the checkpoint's
   // directory or file): call it on every rank after the save (trainctl.h: trainctl_saved).
-  // Throws std::invalid_argument when `path` is not a checkpoint of this user's.
-  void saved(std::int64_t step, const std::string& path);
+  // True when committed; false, with one line logged, when its marker cannot be written
+  // (the loop trains on: the save is simply not committed). Throws std::invalid_argument
+  // when `path` is not a checkpoint of this user's.
+  bool saved(std::int64_t step, const std::string& path);
+
+  // An asynchronous save (trainctl.h: trainctl_save_begin): this rank's part of the save
+  // at `step` goes on being written at `path` after this call, from the loop's thread.
+  // Returns the write's ticket; the write is pending until save_end(ticket), which any
+  // thread may call (a writer thread, a future's callback): committed then when `error`
+  // is "", else nothing is committed and one line names the save and the error. The
+  // save counts from its start (the decision, or the loop's "save" phase) to its commit
+  // for --graceful-exit=auto, the report and the hang clock. A rank's marker already at
+  // `path` goes at once: a save redone in place is uncommitted until its commit.
+  std::uint64_t save_begin(std::int64_t step, const std::string& path);
+  // True when the write `ticket` ended well and is committed; false otherwise (one line
+  // logged). Throws std::invalid_argument for a ticket that is not pending.
+  bool save_end(std::uint64_t ticket, const std::string& error = "");
+  // Waits for this rank's pending writes: at most `timeout_s` (< 0: no bound of its own),
+  // and never past two seconds before the job's end the supervisor knows (EndTime), so
+  // that a write the end will cut is said before it is cut. Logs how long it waited.
+  // Returns how many writes are still pending. The destructor calls it.
+  std::size_t wait_for_saves(double timeout_s = -1);
+  // This rank's writes pending now.
+  std::size_t pending_saves() const;
 
   // The error this rank is about to die of (trainctl.h: trainctl_note_error): its first
   // line goes into the rank's heartbeat slot, where the supervisor's crash finding and
   // `trainctl report` name it. The first call counts.
   void note_error(const std::string& text);
   // The newest checkpoint in `dir` that every rank committed with saved(); "" for none
-  // (a fresh start). trainctl.h: trainctl_resume_path.
+  // (a fresh start). Rank 0 logs one line when saves there cannot be trusted (how many,
+  // why) or others can replace them. trainctl.h: trainctl_resume_path.
   static std::string resume_path(const std::string& dir);
 
   void set_deadline(double unix_seconds);  // 0 clears it

@@ -152,15 +152,40 @@ TRAINCTL_EXPORT int trainctl_phase_end(trainctl_ctl* ctl);
  * written once: the step in it). Every rank calls it, also ranks that wrote nothing
  * themselves, once the files they wait for are there. A small marker per rank goes
  * inside the directory (.trainctl-committed.RANK) or beside the file
- * (.NAME.trainctl-committed.RANK), and the supervisor records which ranks committed.
- * TRAINCTL_EINVAL for a path that is not such a checkpoint, TRAINCTL_ESYSTEM when the
- * marker cannot be written. */
+ * (.NAME.trainctl-committed.RANK), naming the step, the world, the run, the attempt (job
+ * and requeue) and the checkpoint, and the supervisor records which ranks committed.
+ * TRAINCTL_EINVAL for a path that is not such a checkpoint; TRAINCTL_ESYSTEM when the
+ * marker cannot be written (a directory or another user's file in its place): the
+ * library logs the line, the save is not committed, and the loop may train on. */
 TRAINCTL_EXPORT int trainctl_saved(trainctl_ctl* ctl, int64_t step, const char* path);
+/* An asynchronous save: this rank's part of the save at `step` goes on being written at
+ * `path` after the call (DCP's async_save, a writer thread). Call it from the loop's
+ * thread as the write is handed off; it returns a ticket (> 0) or a negative code. The
+ * write is pending until trainctl_save_end(ctl, ticket, error), from any thread: with
+ * error NULL the write completed and this rank's part is committed then (returns 1; 0
+ * when its marker cannot be written, said in the log), never before; with an error's
+ * text nothing is committed and one line names the save and the error (returns 0). The
+ * save counts from its start (the decision to save, or the loop's "save" phase) to its
+ * commit: --graceful-exit=auto, the report and the hang clock see its whole write. A
+ * marker of this rank already at `path` is removed at once: a save redone in place is
+ * uncommitted until its own commit. */
+TRAINCTL_EXPORT int64_t trainctl_save_begin(trainctl_ctl* ctl, int64_t step, const char* path);
+TRAINCTL_EXPORT int trainctl_save_end(trainctl_ctl* ctl, int64_t ticket, const char* error);
+/* Waits for this rank's pending writes: at most timeout_s (< 0: no bound of its own) and
+ * never past 2 s before the job's end that the supervisor knows, so that a write the end
+ * will cut is said in the log before it is cut (and is not committed). Logs how long it
+ * waited. Returns how many writes are still pending, or a negative code.
+ * trainctl_destroy waits the same way first: a rank does not end while its own writes
+ * are pending. trainctl_pending_saves: how many are pending now. */
+TRAINCTL_EXPORT int trainctl_wait_saves(trainctl_ctl* ctl, double timeout_s);
+TRAINCTL_EXPORT int trainctl_pending_saves(const trainctl_ctl* ctl);
 /* Where to resume: the checkpoint in `dir` with the highest step that every rank of its
  * world committed with trainctl_saved, never a half-written one, a link or another
  * user's file. Copies its path into buf (always NUL-terminated) and returns its length;
  * 0 when there is none or `dir` does not exist (a fresh start); TRAINCTL_ESYSTEM when
- * `dir` cannot be read. No controller is needed. */
+ * `dir` cannot be read, or is a link another user made. When `dir` holds saves it cannot
+ * trust (no marker, not every rank's, redone in place, copied), rank 0 logs one line:
+ * how many, and why. No controller is needed. */
 TRAINCTL_EXPORT int trainctl_resume_path(const char* dir, char* buf, size_t len);
 
 /* The error this rank is about to die of (an uncaught exception's last line, "what():"

@@ -1,0 +1,53 @@
+#include "pending_writes.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace trainctl {
+
+std::uint64_t pending_writes::add(std::int64_t step, const std::string& path, std::int64_t began_us,
+                                  std::int64_t handed_us) {
+  std::lock_guard<std::mutex> hold(mu_);
+  const std::uint64_t id = next_++;
+  writes_.push_back(pending_write{id, step, path, began_us, handed_us});
+  return id;
+}
+
+std::optional<pending_write> pending_writes::take(std::uint64_t id) {
+  std::optional<pending_write> out;
+  {
+    std::lock_guard<std::mutex> hold(mu_);
+    const auto it = std::find_if(writes_.begin(), writes_.end(), [id](const pending_write& w) { return w.id == id; });
+    if (it == writes_.end()) return std::nullopt;
+    out = std::move(*it);
+    writes_.erase(it);
+  }
+  ended_.notify_all();
+  return out;
+}
+
+std::vector<pending_write> pending_writes::list() const {
+  std::lock_guard<std::mutex> hold(mu_);
+  return writes_;  // added in order: the oldest first
+}
+
+std::size_t pending_writes::size() const {
+  std::lock_guard<std::mutex> hold(mu_);
+  return writes_.size();
+}
+
+std::vector<pending_write> pending_writes::wait(std::int64_t until_us, const std::function<std::int64_t()>& now_us) {
+  std::unique_lock<std::mutex> hold(mu_);
+  while (!writes_.empty()) {
+    std::int64_t slice_us = 100'000;
+    if (until_us > 0) {
+      const std::int64_t left = until_us - now_us();
+      if (left <= 0) break;
+      slice_us = std::min(slice_us, left);
+    }
+    ended_.wait_for(hold, std::chrono::microseconds(slice_us));
+  }
+  return writes_;
+}
+
+}  // namespace trainctl
