@@ -70,9 +70,9 @@ controller::~controller() {
   impl& m = *impl_;
   // A rank ends after its writes (an asynchronous save), never past the job's end: what
   // is still pending then keeps its beat slot, where the supervisor names the cut save.
-  std::size_t unwritten = 0;
+  std::size_t unwritten = m.writes.size();
   try {
-    unwritten = wait_for_saves();
+    if (!m.writes_given_up.load(std::memory_order_acquire)) unwritten = wait_for_saves();
   } catch (...) {  // a line that could not be made: the rank ends as it would have
   }
   m.watcher.stop();

@@ -132,6 +132,7 @@ struct controller::impl {
   watcher_thread watcher;
   run_log events{[this] { wake(); }};  // rank 0's events for `trainctl report`, stragglers to record
   pending_writes writes;               // saves handed off, committed when their write ends (saves.cpp)
+  std::atomic<bool> writes_given_up{false};  // a wait for them reached its bound and said so
 
   // Whether a notice signal this rank caught counts as its own exit reason now.
   bool caught_signal_counts() const noexcept;

@@ -9,21 +9,25 @@ std::uint64_t pending_writes::add(std::int64_t step, const std::string& path, st
                                   std::int64_t handed_us) {
   std::lock_guard<std::mutex> hold(mu_);
   const std::uint64_t id = next_++;
-  writes_.push_back(pending_write{id, step, path, began_us, handed_us});
+  writes_.push_back(pending_write{id, false, step, path, began_us, handed_us});
   return id;
 }
 
-std::optional<pending_write> pending_writes::take(std::uint64_t id) {
-  std::optional<pending_write> out;
+std::optional<pending_write> pending_writes::claim(std::uint64_t id) {
+  std::lock_guard<std::mutex> hold(mu_);
+  const auto it = std::find_if(writes_.begin(), writes_.end(), [id](const pending_write& w) { return w.id == id; });
+  if (it == writes_.end() || it->ending) return std::nullopt;
+  it->ending = true;
+  return *it;
+}
+
+void pending_writes::done(std::uint64_t id) {
   {
     std::lock_guard<std::mutex> hold(mu_);
-    const auto it = std::find_if(writes_.begin(), writes_.end(), [id](const pending_write& w) { return w.id == id; });
-    if (it == writes_.end()) return std::nullopt;
-    out = std::move(*it);
-    writes_.erase(it);
+    writes_.erase(std::remove_if(writes_.begin(), writes_.end(), [id](const pending_write& w) { return w.id == id; }),
+                  writes_.end());
   }
   ended_.notify_all();
-  return out;
 }
 
 std::vector<pending_write> pending_writes::list() const {

@@ -19,6 +19,7 @@ namespace trainctl {
 
 struct pending_write {
   std::uint64_t id = 0;
+  bool ending = false;  // claimed by its end
   std::int64_t step = -1;
   std::string path;
   std::int64_t began_us = 0;   // the save's start: the decision, the loop's save phase, or the hand-off
@@ -29,8 +30,11 @@ class pending_writes {
  public:
   // Adds a write; returns its ticket (never 0).
   std::uint64_t add(std::int64_t step, const std::string& path, std::int64_t began_us, std::int64_t handed_us);
-  // Removes and returns the write `id`; nullopt when there is no such write (ended already).
-  std::optional<pending_write> take(std::uint64_t id);
+  // The write `id`, claimed for its end (its commit goes on while it stays pending, so a
+  // wait does not end before the commit does); nullopt when there is no such write, or
+  // another end claimed it. Then done(id) removes it.
+  std::optional<pending_write> claim(std::uint64_t id);
+  void done(std::uint64_t id);
   // The writes pending now, oldest first.
   std::vector<pending_write> list() const;
   std::size_t size() const;

@@ -145,12 +145,32 @@ std::uint64_t controller::save_begin(std::int64_t step, const std::string& path)
 
 bool controller::save_end(std::uint64_t ticket, const std::string& error) {
   impl& m = *impl_;
-  const std::optional<pending_write> w = m.writes.take(ticket);
+  const std::optional<pending_write> w = m.writes.claim(ticket);
   if (!w)
     throw std::invalid_argument("trainctl: save_end(): ticket " + std::to_string(ticket) +
                                 " is no pending write; accepted: what save_begin() returned, once");
-  m.publish_pending();
+  // Pending until its commit is written: a wait for the writes ends after the commits.
+  struct ended {
+    impl& m;
+    std::uint64_t id;
+    ended(const ended&) = delete;
+    ended& operator=(const ended&) = delete;
+    ~ended() {
+      m.writes.done(id);
+      m.publish_pending();
+    }
+  } when_done{m, ticket};
   if (!error.empty()) {
+    if (m.cfg.rank == 0 && m.events.on()) {
+      run_event e;
+      e.ms = unix_now_ms();
+      e.job = m.events.job();
+      e.what = "write_failed";
+      e.step = w->step;
+      e.took_ms = (steady_us() - w->began_us) / 1000;
+      e.text = printable_line(error, 200);
+      m.events.note(e);
+    }
     log_line(kLogWarning,
              "trainctl: the save at step %" PRId64
              " (%s) failed %.1f s after it began: %s; nothing is committed, "
@@ -215,7 +235,11 @@ std::size_t controller::wait_for_saves(double timeout_s) {
     log_line(kLogInfo, "trainctl: waited %.1f s for this rank's writes; every one ended\n", waited);
     return 0;
   }
-  for (const pending_write& w : left)
+  // Said once: the rank's end does not wait for these again, and keeps them in its
+  // beat for the supervisor; rank 0's run events name each for the report.
+  m.writes_given_up.store(true, std::memory_order_release);
+  for (const pending_write& w : left) {
+    m.note_event("write_cut", w.step, (steady_us() - w.began_us) / 1000, end_ms > 0 ? "job-end" : "timeout");
     log_line(kLogWarning,
              "trainctl: the save at step %" PRId64
              " (%s) is still being written %.1f s after it began, %s: "
@@ -224,6 +248,7 @@ std::size_t controller::wait_for_saves(double timeout_s) {
              w.step, w.path.c_str(), seconds(steady_us() - w.began_us),
              end_ms > 0 ? ("and the job ends at " + clock_time(end_ms)).c_str()
                         : ("after waiting " + std::to_string(static_cast<long long>(waited)) + " s").c_str());
+  }
   return left.size();
 }
 

@@ -11,6 +11,7 @@
         if d.save or (d.exit and not d.saved):
             path = save_checkpoint(step)    # a name per save: ckpt/step_00001200/
             ctl.saved(step, path)           # on every rank, once its part is in place
+                                            # async: ctl.saved(step, path, dcp.async_save(...))
         if d.exit: sys.exit(0)              # d.reason says why
 
 Imports on Python 3.8+ with no compiler and without torch; the C library
@@ -64,8 +65,11 @@ def resume_path(ckpt_dir: Union[str, "os.PathLike[str]"]) -> Optional[str]:
     """Where to resume: the checkpoint in `ckpt_dir` (a directory or a file in it) with the
     highest step that every rank of its world committed with Controller.saved(); None for
     a fresh start (nothing committed yet, or no `ckpt_dir`). Never a save some rank did not
-    finish, never through a link, never a file another user put there. TrainctlError when
-    `ckpt_dir` exists but cannot be read."""
+    finish or is still writing, one redone in place and not finished, a copy, a link, or
+    a file another user put there. When `ckpt_dir` holds saves it cannot trust, rank 0
+    logs one line: how many, and why (saves made without trainctl's markers, say, which
+    would otherwise restart the run from step 0 unnoticed). TrainctlError when `ckpt_dir`
+    exists but cannot be read, or is a link another user made."""
     from . import _native
     fn = _native.optional("trainctl_resume_path")
     directory = os.fsencode(ckpt_dir)

@@ -231,7 +231,12 @@ _OPTIONAL = {
     "trainctl_saved": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p]),
     "trainctl_resume_path": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
     "trainctl_note_error": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]),
+    "trainctl_save_begin": (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p]),
+    "trainctl_save_end": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p]),
+    "trainctl_wait_saves": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_double]),
+    "trainctl_pending_saves": (ctypes.c_int, [ctypes.c_void_p]),
 }
+ESYSTEM = -2  # TRAINCTL_ESYSTEM: a system call failed (saved(): the marker could not be written)
 
 
 def optional(name):

@@ -8,7 +8,10 @@ from typing import Any, Callable, ContextManager, List, Mapping, NamedTuple, Opt
 # The reduction check() may be given: the votes in, every rank's MAX out (see mpi_allreduce).
 Allreduce = Callable[[List[int]], Sequence[int]]
 
+import threading
+
 from . import _native
+from . import pending as _pending
 from ._native import TrainctlError, check as _check, lib as _lib
 from .last_error import note_uncaught_errors
 from .workers import protect_forked_workers
@@ -178,23 +181,44 @@ class _PhaseSection:
 
 
 class _SavingSection:
-    """ctl.saving(step, path): the save phase around the block, then saved() if it did
-    not raise."""
-    __slots__ = ("_ctl", "_step", "_path", "_phase")
+    """ctl.saving(step, path): the save phase around the block; this rank's part is
+    committed when the block ends without an exception, or, when the block set `pending`
+    (an asynchronous save's future), when that write ends well."""
+    __slots__ = ("_ctl", "_step", "_path", "_phase", "_ticket", "pending")
 
     def __init__(self, ctl, step, path):
         self._ctl, self._step, self._path = ctl, step, path
         self._phase = _PhaseSection(ctl, "save")
+        self._ticket = None
+        self.pending = None
 
     def __enter__(self):
         self._phase.__enter__()
+        # From here the save is this rank's pending write: a marker left at the path by an
+        # earlier save of it goes now (a save redone in place is uncommitted until it ends).
+        self._ticket = self._ctl._begin_write(self._step, self._path)
         return self
 
     def __exit__(self, kind, value, tb):
         self._phase.__exit__(kind, value, tb)
-        if kind is None:
-            self._ctl.saved(self._step, self._path)
+        if kind is not None:
+            self._ctl._end_write(self._ticket, "the save block raised %s" % _first_line(value), self._step,
+                                 self._path)
+        elif self.pending is not None:
+            self._ctl._end_write_when(_pending.completion(self.pending), self._ticket, self._step, self._path)
+        elif not os.path.lexists(self._path):
+            self._ctl._end_write(self._ticket, "nothing was written at %s" % os.fsdecode(self._path), self._step,
+                                 self._path)
+            raise ValueError("trainctl: saved(): '%s' does not exist; accepted: the checkpoint directory or file "
+                             "this rank just wrote, this user's, not a link" % os.fsdecode(self._path))
+        else:
+            self._ctl._end_write(self._ticket, "", self._step, self._path)
         return False
+
+
+def _first_line(error):
+    lines = ("%s: %s" % (type(error).__name__, error)).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
 
 
 class _ComputeSection:
@@ -258,6 +282,12 @@ class Controller:
         self._vote = (ctypes.c_int64 * _native.VOTE_LEN)()
         self._rank_set = False
         self.last = Decision()
+        # Writes handed off (saved(..., pending), saving()'s pending): their tickets, and
+        # the callbacks inside the library now, which close() lets finish first.
+        self._writes = threading.Condition(threading.Lock())
+        self._tickets = set()
+        self._in_callbacks = 0
+        self._exit_wait = False
 
     # -- polling, no agreement ------------------------------------------------------
     def should_exit(self) -> bool:
@@ -361,18 +391,83 @@ class Controller:
         return _PhaseSection(self, name)
 
     # -- committed saves ------------------------------------------------------------
-    def saved(self, step: int, path: Union[str, "os.PathLike[str]"]) -> None:
+    def saved(self, step: int, path: Union[str, "os.PathLike[str]"], pending: Any = None) -> bool:
         """This rank's part of the save at `step` is in place at `path`: the checkpoint's
         directory, or its file, of this user's and no link. Call it on every rank once the
         files it waits for are written (after rank 0's save and a barrier, when only rank 0
         writes); trainctl.resume_path() then finds the save complete only when every rank
         of the world did. Give each save its own name (the step in it): a name reused for
         every save keeps the last save's commitment while the next one overwrites it.
-        ValueError when `path` is no such checkpoint; TrainctlError when the small marker
-        (.trainctl-committed.RANK inside the directory, .NAME.trainctl-committed.RANK
-        beside the file) cannot be written."""
+
+        `pending`: the write goes on after this call (an asynchronous save): a
+        concurrent.futures.Future, a torch.futures.Future, or what
+        torch.distributed.checkpoint.async_save returns. Then this rank's part is committed
+        when that write ends well, never before; a write that fails commits nothing and
+        the log names the save and the error. The rank does not end while it is pending
+        (see close()). Call it on the loop's thread, right after the save is handed off.
+
+        True when committed now; False when not (pending: committed when the write ends;
+        or the small marker, .trainctl-committed.RANK inside the directory,
+        .NAME.trainctl-committed.RANK beside the file, could not be written: the log says
+        why, and the loop trains on). ValueError when `path` is no such checkpoint;
+        TypeError when `pending` is none of the above."""
+        if pending is not None:
+            done = _pending.completion(pending)
+            ticket = self._begin_write(step, path)
+            self._end_write_when(done, ticket, step, path)
+            return False
         fn = _native.optional("trainctl_saved")
-        _check(fn(self._ctl, int(step), os.fsencode(path)))
+        rc = fn(self._ctl, int(step), os.fsencode(path))
+        if rc == _native.ESYSTEM:  # its marker could not be written: said by the library
+            return False
+        _check(rc)
+        return True
+
+    def wait_for_saves(self, timeout: Optional[float] = None) -> int:
+        """Waits for this rank's pending writes (saved(..., pending)): at most `timeout`
+        seconds (None: no bound of its own), and never past 2 s before the job's end that
+        the supervisor knows, so that a write the end will cut is said before it is cut
+        (and is not committed). Logs how long it waited. Returns how many writes are still
+        pending. close() and the interpreter's end call it."""
+        if self._ctl is None:
+            return 0
+        fn = _native.optional("trainctl_wait_saves")
+        return _check(fn(self._ctl, -1.0 if timeout is None else float(timeout)))
+
+    # -- writes handed off: one ticket each, ended by the future's callback ---------------
+    def _begin_write(self, step, path):
+        if self._ctl is None:
+            raise ValueError("trainctl: this Controller is closed")
+        fn = _native.optional("trainctl_save_begin")
+        ticket = _check(fn(self._ctl, int(step), os.fsencode(path)))
+        with self._writes:
+            self._tickets.add(ticket)
+        if not self._exit_wait:
+            self._exit_wait = True
+            _pending.wait_at_exit(self, lambda ctl: ctl.wait_for_saves())
+        return ticket
+
+    def _end_write_when(self, done, ticket, step, path):
+        # concurrent.futures and torch run the callback at once when the write has ended.
+        done.add_done_callback(lambda f: self._end_write(ticket, _pending.error_of(f), step, path))
+
+    def _end_write(self, ticket, error, step, path):
+        """From any thread: the write `ticket` ended (`error` "" when it ended well)."""
+        with self._writes:
+            ctl = self._ctl
+            if ctl is None or ticket not in self._tickets:
+                sys.stderr.write("trainctl: the save at step %d (%s) ended after its Controller was closed: it is "
+                                 "not committed\n" % (int(step), os.fsdecode(path)))
+                return
+            self._tickets.discard(ticket)
+            self._in_callbacks += 1
+        try:
+            fn = _native.optional("trainctl_save_end")
+            _check(fn(ctl, ticket, error.encode("utf-8", "replace") if error else None))
+        finally:
+            with self._writes:
+                self._in_callbacks -= 1
+                self._writes.notify_all()
 
     def note_error(self, text: str) -> None:
         """The error this rank is about to die of: its first line (printable ASCII, 200
@@ -394,7 +489,15 @@ class Controller:
         hang clock ("save") while the block runs, and once the block ends without an
         exception this rank's part is committed (saved(step, path)). A block that raises
         commits nothing: resume_path() then goes back to the save before. Where rank 0
-        alone writes, put the barrier inside the block, so every rank commits after it."""
+        alone writes, put the barrier inside the block, so every rank commits after it.
+        An asynchronous save sets the write it started as the block's `pending`:
+
+            with ctl.saving(step, path) as save:
+                save.pending = dcp.async_save(state, checkpoint_id=path, process_group=pg)
+
+        and its part is committed when that write ends well (see saved()). A marker this
+        rank left at `path` before goes as the block begins: a save redone in place is not
+        committed until it ends."""
         return _SavingSection(self, step, path)
 
     # -- settings that may change while running --------------------------------------
@@ -428,12 +531,25 @@ class Controller:
             raise ValueError("trainctl: this Controller is closed")
         return _lib()
 
-    def close(self) -> None:
-        """Stops this process's publisher thread and restores the signal handlers it replaced."""
+    def close(self, timeout: Optional[float] = None) -> None:
+        """Waits for this rank's pending writes (wait_for_saves(timeout)), then stops this
+        process's publisher thread and restores the signal handlers it replaced. A write
+        still pending then is not committed, even if it ends later (said in the log)."""
         _unregister_stack_dump(self.__dict__.pop("_stacks", None))
-        if self._ctl is not None:
-            _lib().trainctl_destroy(self._ctl)
-            self._ctl = None
+        if self._ctl is None:
+            return
+        if self.__dict__.get("_exit_wait"):  # it handed writes off: the library knows which still run
+            self.wait_for_saves(timeout)
+        writes = self.__dict__.get("_writes")
+        if writes is None:  # made only in part: __init__ raised before its writes
+            ctl, self._ctl = self._ctl, None
+        else:
+            with writes:
+                ctl, self._ctl = self._ctl, None
+                self._tickets.clear()
+                while self._in_callbacks:
+                    writes.wait()
+        _lib().trainctl_destroy(ctl)
 
     def __enter__(self) -> "Controller":
         return self

@@ -86,11 +86,14 @@ TEST(PendingWrites, AWaitEndsWhenTheLastWriteEndsOrAtItsBound) {
   EXPECT_NE(a, b);
   EXPECT_EQ(w.size(), 2u);
   EXPECT_EQ(w.list().front().step, 10) << "the oldest first";
-  ASSERT_TRUE(w.take(a));
-  EXPECT_FALSE(w.take(a)) << "a write ends once";
+  ASSERT_TRUE(w.claim(a));
+  EXPECT_FALSE(w.claim(a)) << "a write ends once";
+  EXPECT_EQ(w.size(), 2u) << "pending until its end is done";
+  w.done(a);
   std::thread writer([&] {
     std::this_thread::sleep_for(50ms);
-    w.take(b);
+    ASSERT_TRUE(w.claim(b));
+    w.done(b);
   });
   EXPECT_TRUE(w.wait(0, [] { return std::int64_t{0}; }).empty());
   writer.join();
