@@ -197,6 +197,7 @@ std::chrono::milliseconds node_health::tick() {
   on_deaths();
   check_hang();
   check_start();
+  check_writes();
   // New ranks nudge the supervisor (SIGCHLD) when they take a heartbeat slot; the
   // minute is for ranks of an older libtrainctl, which do not.
   milliseconds wait(kNewRankLook);
@@ -293,6 +294,7 @@ void node_health::check_hang() {
                                          b.phase_ms.load(std::memory_order_relaxed))
                                    .hang_clock;
     if (pid <= 0 || since <= 0) continue;  // not started: check_start judges it
+    if (phase == kPhaseWrite) continue;    // at its end, waiting for its writes: check_writes judges them
     const std::string name = phase_budgets::phase_name(state_->get(), phase);
     const hang_budget budget = budgets_.budget_of(name);
     const std::int64_t quiet = now - since;
@@ -330,6 +332,32 @@ void node_health::check_hang() {
           "; last agreement at step " + step + ")";
   dump_.set_stall_ms(now - oldest);
   start_dump(why, oldest, stale_phase.empty() ? "" : stale_phase == "save" ? "saving" : "in phase " + stale_phase);
+}
+
+// A save's write that goes on after the loop handed it off (an asynchronous save) is
+// judged by the save's budget, from the save's start: a write past it is a finding, said
+// once per save, and never a hang: the loop trains on meanwhile, and a rank waiting at
+// its end for the write is waiting for it, not stuck. Nothing is ended for it.
+void node_health::check_writes() {
+  if (opts_.hang.timeout.count() == 0 || state_ == nullptr || !has_header(state_->get())) return;
+  const std::int64_t now = unix_now_ms();
+  for (const auto& b : state_->get().beats) {
+    const std::int32_t pid = b.pid.load(std::memory_order_acquire);
+    if (pid <= 0 || b.saves.pending.load(std::memory_order_acquire) <= 0) continue;
+    const std::int64_t step = b.saves.pending_step1.load(std::memory_order_relaxed) - 1;
+    const std::int64_t since = b.saves.pending_ms.load(std::memory_order_relaxed);
+    if (step < 0 || since <= 0 || since > now) continue;
+    const hang_budget budget = budgets_.budget_of("save");
+    if (now - since <= budget.budget.count() || !slow_writes_.insert({pid, step}).second) continue;
+    if (!live_process_of_mine(pid)) continue;
+    char took[32];
+    std::snprintf(took, sizeof took, "%.1f s", static_cast<double>(now - since) / 1000.0);
+    log("save: rank " + std::to_string(b.rank.load()) + " (pid " + std::to_string(pid) + ") has been writing the " +
+        "save at step " + std::to_string(step) + " for " + took + ", past the save's budget of " +
+        format_duration(budget.budget) + " (" + budget.why + "): a slow or stuck write; " +
+        (b.saves.waiting.load() != 0 ? "the rank waits for it at its end" : "training goes on meanwhile") +
+        ", nothing is ended, and the save is not committed until the write ends");
+  }
 }
 
 // Before the first agreement (process group init, rendezvous, the first data load)

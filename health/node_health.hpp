@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -126,6 +127,7 @@ class node_health {
   void note_death(pid_t pid, std::int64_t when_ms, int wait_status);
   void check_hang();
   void check_start();
+  void check_writes();
   void start_dump(const std::string& why, std::int64_t stall_began_ms, const std::string& doing);
 
   supervisor_options opts_;
@@ -137,7 +139,8 @@ class node_health {
   pid_t command_ = 0;
   pid_t self_ = 0;
   owned_fd epoll_fd_;
-  std::map<pid_t, watched> ranks_;  // pids of this node's ranks (heartbeat slots)
+  std::map<pid_t, watched> ranks_;                        // pids of this node's ranks (heartbeat slots)
+  std::set<std::pair<pid_t, std::int64_t>> slow_writes_;  // (rank pid, step) whose slow write was said
   phase_budgets budgets_;
   bool all_started_ = false;  // every rank found has reached its first agreement
   std::chrono::steady_clock::time_point next_start_scan_{};

@@ -27,7 +27,7 @@ void phase_budgets::take_recorded(const std::string& name, std::int64_t ms) {
 
 std::string phase_budgets::phase_name(const node_state& ns, std::int32_t phase) {
   if (phase == kPhaseTraining) return "";
-  if (phase == kPhaseSave) return "save";
+  if (phase == kPhaseSave || phase == kPhaseWrite) return "save";  // a write is judged by the save's budget
   const int i = phase - kPhaseNamed;
   if (i < 0 || i >= kMaxPhases) return "?";  // past the node state's table: nothing learnt
   const phase_slot& slot = ns.phases[i];

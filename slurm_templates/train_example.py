@@ -88,7 +88,13 @@ def parse_args():
     p.add_argument("--steps", type=int, default=1000000, help="train until this many steps are done")
     p.add_argument("--step-time", type=float, default=0.05, help="seconds one fake step takes")
     p.add_argument("--save-time", type=float, default=0, help="seconds one fake save takes (a large model's "
-                   "checkpoint: --graceful-exit=auto learns it)")
+                   "checkpoint: --graceful-exit=auto learns it); with --async-save, the write's, in the background")
+    p.add_argument("--async-save", action="store_true",
+                   help="save in the background while training goes on: torch.distributed.checkpoint.async_save "
+                   "where torch has it (2.3+) and several ranks run, else a writer thread; each rank's part is "
+                   "committed when its write ends, and an exit waits for it")
+    p.add_argument("--state-mb", type=float, default=1, metavar="MB",
+                   help="with --async-save over DCP: the size of the fake model state each rank saves")
     p.add_argument("--restore-time", type=float, default=0,
                    help="seconds one fake checkpoint load takes, when there is one to resume from")
     p.add_argument("--eval-every", type=int, default=0, metavar="STEPS",
@@ -196,6 +202,14 @@ class Run:
                       "on the CPU", file=sys.stderr, flush=True)
         self.events = None
         self.saves = self.attempts = 0  # rank 0's saves written; this rank's saves
+        # --async-save: DCP over a gloo group of its own (the write's collectives must not
+        # mix with the loop's), or a writer thread where DCP cannot run.
+        self.dcp_group = self.weights = self.pool = None
+        if args.async_save and dist is not None and dist.is_initialized() and self.group is None:
+            import torch.distributed.checkpoint as dcp
+            if hasattr(dcp, "async_save"):
+                self.dcp_group = dist.new_group(backend="gloo")
+                self.weights = torch.zeros(max(1, int(args.state_mb * 262144)))  # float32: 4 bytes each
         if args.events:
             path = args.events.replace("{rank}", str(self.rank))
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -224,6 +238,75 @@ class Run:
             self.group.close()
         elif dist is not None and dist.is_initialized():
             dist.destroy_process_group()
+
+    # -- asynchronous saves: the loop trains on while the write goes on -----------------
+    def async_save(self, ctl, step, why):
+        """Hands the save at `step` off to a write that goes on (DCP's async_save over a
+        process group of its own, else a thread), and tells trainctl: this rank's part is
+        committed when the write ends well. Returns at once after staging."""
+        began = time.time()
+        final = os.path.join(self.args.ckpt_dir, "step_%08d" % step)
+        self.attempts += 1
+        fails = self.args.fail_save == (self.rank, self.attempts)
+        with ctl.saving(step, final) as save:
+            if self.dcp_group is not None:
+                save.pending = self.dcp_write(step, final, fails)
+            else:
+                save.pending = self.writer().submit(self.thread_write, step, final, why, fails)
+        blocking = round(time.time() - began, 3)
+        self.log("save", step=step, why=why, took=blocking, asynchronous=True)
+
+        def written(done):  # on the writer's thread, when the write ended
+            error = done.exception()
+            self.log("written", step=step, took=round(time.time() - began, 3), blocking=blocking,
+                     error=str(error) if error else None)
+        # DCP (torch 2.9+) returns the staging's and the upload's completion; else a future.
+        getattr(save.pending, "upload_completion", save.pending).add_done_callback(written)
+
+    def dcp_write(self, step, final, fails):
+        import torch.distributed.checkpoint as dcp
+        state = {"step": torch.tensor(step), "weights": self.weights}
+        seconds, stuck = self.args.save_time, 0 < self.args.stuck_save <= self.attempts
+
+        class Storage(dcp.FileSystemWriter):  # your file system, made as slow as --save-time says
+            def write_data(self, plan, planner):
+                time.sleep(seconds)
+                while stuck:
+                    time.sleep(1)
+                if fails:
+                    raise OSError("its part of the save at step %d failed (as on a full disk)" % step)
+                return super().write_data(plan, planner)
+        return dcp.async_save(state, storage_writer=Storage(final), process_group=self.dcp_group)
+
+    def thread_write(self, step, final, why, fails):
+        """A writer thread's save: this rank's part into the step's directory."""
+        os.makedirs(final, exist_ok=True)
+        time.sleep(self.args.save_time)
+        while 0 < self.args.stuck_save <= self.attempts:
+            time.sleep(1)
+        if fails:
+            raise OSError("rank %d: its part of the save at step %d failed (as on a full disk)" % (self.rank, step))
+        with open_own(os.path.join(final, "rank%d.json" % self.rank)) as f:
+            json.dump({"step": step, "why": why}, f)
+        if self.rank == 0:
+            with open_own(os.path.join(final, "state.json")) as f:
+                json.dump({"step": step, "why": why}, f)   # your model.state_dict() here
+
+    def writer(self):
+        if self.pool is None:
+            import concurrent.futures
+            self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="save")
+        return self.pool
+
+    def restore(self, path):
+        """The step a checkpoint holds (and its state loaded): DCP's, or state.json."""
+        if os.path.exists(os.path.join(path, ".metadata")) and use_torch():
+            import torch.distributed.checkpoint as dcp
+            state = {"step": torch.tensor(0), "weights": self.weights if self.weights is not None else torch.zeros(0)}
+            dcp.load(state, checkpoint_id=path, process_group=self.dcp_group)
+            return int(state["step"])
+        with open(os.path.join(path, "state.json")) as f:
+            return json.load(f)["step"]  # model.load_state_dict(...) from it goes here
 
     # -- checkpoints: written whole under a temporary name, then renamed ---------------
     def save(self, ctl, step, why):
@@ -283,8 +366,7 @@ def train(args, run):
     resume, last = trainctl.resume_path(args.ckpt_dir), None  # None: nothing committed yet, a fresh start
     if resume is not None:
         with ctl.phase("restore"):  # trainctl report counts it apart from the rest of the start-up
-            with open(os.path.join(resume, "state.json")) as f:
-                last = json.load(f)["step"]  # model.load_state_dict(...) from it goes here
+            last = run.restore(resume)
             time.sleep(args.restore_time)
     start = 0 if last is None else last + 1
     run.log("start", step=start, world=run.world, resumed_from=last, restore_s=round(time.time() - began, 3),
@@ -346,12 +428,22 @@ def train(args, run):
         # before getting past the step this one resumed at; or a supervisor went away during
         # the save just made), so no save (a large model's takes minutes).
         if d.save or (d.exit and not d.saved):
-            with ctl.phase("save"):  # ends the save on trainctl's timeline when it ends
-                run.save(ctl, step, d.reason or d.save_reason)
+            if args.async_save:  # committed when its write ends; the loop trains on meanwhile
+                run.async_save(ctl, step, d.reason or d.save_reason)
+            else:
+                with ctl.phase("save"):  # ends the save on trainctl's timeline when it ends
+                    run.save(ctl, step, d.reason or d.save_reason)
         if d.exit:
             run.log("exit", step=step, reason=d.reason, saved=d.saved, work_s=round(work_s, 4), worked_steps=worked)
+            # An asynchronous save is still being written: this rank ends once it ended
+            # (at most until just before the job's end; close() says what it waited).
+            ctl.close()
             return 0
-    run.save(ctl, args.steps - 1, "finished")
+    if args.async_save:
+        run.async_save(ctl, args.steps - 1, "finished")
+    else:
+        run.save(ctl, args.steps - 1, "finished")
+    ctl.close()  # after the last write
     if run.rank == 0:
         open_own(os.path.join(args.ckpt_dir, "FINISHED")).close()
     run.log("finished", step=args.steps - 1)

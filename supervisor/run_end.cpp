@@ -345,6 +345,10 @@ void run_end::note_commits(const node_state& ns) {
     r.asked_ms = b.saves.asked_ms.load(std::memory_order_relaxed);
     r.committed_step = b.saves.committed_step1.load(std::memory_order_acquire) - 1;
     r.committed_ms = b.saves.committed_ms.load(std::memory_order_relaxed);
+    if (b.saves.pending.load(std::memory_order_acquire) > 0) {
+      r.pending_step = b.saves.pending_step1.load(std::memory_order_relaxed) - 1;
+      r.pending_ms = b.saves.pending_ms.load(std::memory_order_relaxed);
+    }
     latest[r.rank] = {beat_ms, r};
   }
   std::vector<rank_save> ranks;
@@ -353,9 +357,11 @@ void run_end::note_commits(const node_state& ns) {
   const auto commits = judge_save_commits(ranks);
   if (!commits) return;
   const std::string node = env_text("SLURMD_NODENAME");
-  log_.line("%s", save_commits_line(*commits, node).c_str());
+  const std::int64_t now = unix_now_ms();
+  for (const std::string& line : {save_commits_line(*commits, node), cut_writes_line(*commits, node, now)})
+    if (!line.empty()) log_.line("%s", line.c_str());
   if (opts_.job_id.empty()) return;
-  append_event_bounded(save_commits_events(*commits, opts_.job_id, node, unix_now_ms()),
+  append_event_bounded(save_commits_events(*commits, opts_.job_id, node, now),
                        "cannot note which ranks committed the last save for `trainctl report`");
 }
 

@@ -1,5 +1,7 @@
 #include "checkpoint_advice.hpp"
 
+#include "save_writes.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -51,7 +53,7 @@ checkpoint_advice advise_checkpoints(const run_report& r) {
     std::int64_t from = t.first_step_ms;  // training since the run began, or the last save ended
     for (const auto& s : t.saves) {
       if (s.end_ms == 0) continue;
-      costs.push_back(static_cast<double>(s.end_ms - s.begin_ms) / 1000.0);
+      costs.push_back(save_seconds(s));  // to its commit: an asynchronous save's write too
       if (!s.exit) gaps.push_back(static_cast<double>(s.begin_ms - from) / 1000.0);
       from = s.end_ms;
     }

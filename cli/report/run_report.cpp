@@ -12,6 +12,7 @@
 #include "checkpoint_advice.hpp"
 #include "interruptions.hpp"
 #include "parse.hpp"
+#include "save_writes.hpp"
 #include "slurm_job.hpp"
 
 namespace trainctl {
@@ -109,9 +110,11 @@ void account(task_report& t, const std::vector<run_event>& events) {
   auto clamp = [&](std::int64_t ms) { return std::min(std::max(ms, start), last_ms); };
   for (const run_event& e : events) {
     t.has_events = true;
+    if (note_write_event(t, e, clamp(e.ms))) continue;
     if (e.what == "first_step" && t.first_step_ms == 0) {
       t.first_step_ms = clamp(e.ms);
       t.first_step = e.step;
+      t.untrusted_saves = std::max<std::int64_t>(0, e.figure("untrusted", 0));
     } else if (e.what == "save" || e.what == "exit") {
       save_span s;
       s.begin_ms = clamp(e.ms);
@@ -125,6 +128,7 @@ void account(task_report& t, const std::vector<run_event>& events) {
       t.saves.push_back(s);
     } else if (e.what == "saved" && !t.saves.empty() && t.saves.back().end_ms == 0) {
       t.saves.back().end_ms = clamp(e.ms);
+      t.saves.back().blocking_ms = std::max<std::int64_t>(0, t.saves.back().end_ms - t.saves.back().begin_ms);
     } else if (e.what == "restore" && t.first_step_ms == 0 && e.took_ms >= 0) {
       restore_s += static_cast<double>(e.took_ms) / 1000.0;
     } else if (e.what == "end") {
@@ -153,6 +157,7 @@ void account(task_report& t, const std::vector<run_event>& events) {
   first_death_of(t, deaths);
   // A save a rank did not commit is no save to resume from: its time and the training
   // before it are lost, and the steps kept are the last committed save's.
+  settle_writes(t);
   t.kept_step = -1;
   for (save_span& s : t.saves) {
     if (!s.uncommitted.empty()) s.end_ms = 0;
@@ -342,6 +347,7 @@ run_report build_run_report(const std::string& job, std::vector<task_record> tas
     r.last_ms = std::max(r.last_ms, t.task.end_ms);
     r.tasks.push_back(std::move(t));
   }
+  note_fresh_starts(r);
   return r;
 }
 
@@ -387,22 +393,14 @@ std::string run_report_text(const run_report& r) {
     const std::string slow = slow_steps_clause(t.slow, t.task.nodes);
     const std::string death = first_death_clause(t.first_death);
     if (t.saves.empty() && t.notices.empty() && t.restore_s < 0.05 && straggler.empty() && slow.empty() &&
-        t.held_tasks == 0 && t.damaged.empty() && !t.task.from_events && death.empty())
+        t.held_tasks == 0 && t.damaged.empty() && !t.task.from_events && death.empty() && t.fresh_start.empty())
       continue;
     std::string detail = "  " + t.task.name + ":";
     if (t.task.from_events)
       detail += " an earlier run, from trainctl's events (no accounting record: it began before its first event);";
     if (t.restore_s >= 0.05) detail += " restore " + span_text(t.restore_s) + " (in its start-up);";
-    for (const auto& s : t.saves) {
-      std::string ranks;
-      for (const std::int64_t r : s.uncommitted) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
-      const std::string took =
-          s.end_ms != 0    ? span_text(static_cast<double>(s.end_ms - s.begin_ms) / 1000.0)
-          : !ranks.empty() ? "not committed by rank" + std::string(s.uncommitted.size() > 1 ? "s " : " ") + ranks
-          : t.running      ? "going on"
-                           : "never finished";
-      detail += " save at step " + std::to_string(s.step) + " (" + s.reason + ", " + took + ");";
-    }
+    if (!t.fresh_start.empty()) detail += " " + t.fresh_start + ";";
+    for (const auto& s : t.saves) detail += " " + save_clause(s, t.running) + ";";
     for (const auto& n : t.notices)
       detail +=
           " notice " + n.second + " at +" + span_text(static_cast<double>(n.first - t.task.start_ms) / 1000.0) + ";";
@@ -520,8 +518,12 @@ std::string run_report_json(const run_report& r) {
           {{"step", s.step},
            {"reason", s.reason},
            {"exit", s.exit},
-           {"took_s", s.end_ms != 0 ? json(static_cast<double>(s.end_ms - s.begin_ms) / 1000.0) : json(nullptr)},
+           {"took_s", s.end_ms != 0 ? json(save_seconds(s)) : json(nullptr)},  // to its commit, when said
+           {"blocking_s", s.blocking_ms > 0 ? json(static_cast<double>(s.blocking_ms) / 1000.0) : json(nullptr)},
+           {"write_cut", s.cut.empty() ? json(nullptr) : json(s.cut)},
+           {"write_failed", s.failed.empty() ? json(nullptr) : json(s.failed)},
            {"uncommitted_ranks", s.uncommitted}});
+    jt["fresh_start"] = t.fresh_start.empty() ? json(nullptr) : json(t.fresh_start);
     jt["notices"] = json::array();
     for (const auto& n : t.notices)
       jt["notices"].push_back({{"kind", n.second}, {"at_s", static_cast<double>(n.first - t.task.start_ms) / 1000.0}});

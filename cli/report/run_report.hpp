@@ -43,6 +43,11 @@ struct save_span {
   // Ranks whose supervisor said they did not commit it (ctl.saved): the save counts as
   // never finished, whatever rank 0 did, since resume_path will not resume from it.
   std::vector<std::int64_t> uncommitted;
+  // An asynchronous save (save_writes.hpp): how long the loop waited (its hand-off; 0:
+  // not handed off), when it was committed (0: not said), and a write that was cut
+  // ("job-end", "timeout", "run-end") after written_ms of writing, or failed (its error).
+  std::int64_t blocking_ms = 0, commit_ms = 0, written_ms = 0;
+  std::string cut, failed;
 };
 
 struct task_report {
@@ -55,6 +60,10 @@ struct task_report {
   std::vector<save_span> saves;
   std::vector<std::pair<std::int64_t, std::string>> notices;  // unix ms, kind
   std::string exit_reason;
+  // What rank 0's resume_path() look could not trust as the run began (its first_step),
+  // and, for a task that started from step 0 although saves existed, why (save_writes.hpp).
+  std::int64_t untrusted_saves = 0;
+  std::string fresh_start;
   std::int64_t held_tasks = 0;  // the array's pending tasks the kill switch held as this task ended
   // The loop finished on its own (no exit trainctl decided, rank 0 ended, COMPLETED): its
   // last work is kept, its own last save assumed.

@@ -130,8 +130,8 @@ struct controller::impl {
   supervisor_link sup;
   std::int64_t known_deadline_ms = 0;  // the node state's deadline as last read intact (watcher only)
   watcher_thread watcher;
-  run_log events{[this] { wake(); }};  // rank 0's events for `trainctl report`, stragglers to record
-  pending_writes writes;               // saves handed off, committed when their write ends (saves.cpp)
+  run_log events{[this] { wake(); }};        // rank 0's events for `trainctl report`, stragglers to record
+  pending_writes writes;                     // saves handed off, committed when their write ends (saves.cpp)
   std::atomic<bool> writes_given_up{false};  // a wait for them reached its bound and said so
 
   // Whether a notice signal this rank caught counts as its own exit reason now.

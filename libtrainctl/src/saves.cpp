@@ -221,7 +221,7 @@ std::size_t controller::wait_for_saves(double timeout_s) {
   }
   const pending_write& first = pending.front();
   log_line(kLogInfo,
-           "trainctl: this rank ends after its writes: %zu pending, the save at step %" PRId64
+           "trainctl: waiting for this rank's writes: %zu pending, the save at step %" PRId64
            " begun %.1f s ago; waiting %s\n",
            pending.size(), first.step, seconds(start - first.began_us), bound.c_str());
   if (m.beat != nullptr) m.beat->saves.waiting.store(1, std::memory_order_release);

@@ -20,7 +20,11 @@ Every save the Trainer makes (its own save steps too) is committed on each rank 
 part is written (on_save: the model and trainer state on rank 0, each rank's RNG state),
 so trainctl.resume_path(args.output_dir) resumes from the newest checkpoint-<step> that
 every rank finished, never one a rank died in; transformers' get_last_checkpoint takes
-the newest directory, finished or not.
+the newest directory, finished or not. The save counts from the step end that asks for it
+to that commit, and a checkpoint-<step> the Trainer writes again in place (after a resume
+from before it) is uncommitted from that step end on, so a torn rewrite never reads as
+the earlier, finished one. (The Trainer's saves are synchronous: on_save comes after the
+write.)
 
 Evaluations and saves are phases for the hang clock: from the step end that asks for one
 (should_evaluate, should_save) to on_evaluate / on_save, every rank is "in phase eval" or
@@ -59,6 +63,7 @@ def _make_callback_class():
             self.decision = Decision()
             self.step = None
             self._open = None  # the phase this callback opened: "eval", "save" or None
+            self._write = None  # (step, path, ticket) of the save asked at a step end, until on_save
 
         def on_train_begin(self, args, state, control, **kwargs):
             if self._ctl is None:
@@ -74,11 +79,21 @@ def _make_callback_class():
             if d.exit:
                 control.should_training_stop = True
             # The Trainer evaluates, then saves, right after the step-end callbacks.
+            if control.should_save:
+                self._begin_write(args, state)
             if control.should_evaluate:
                 self._enter("eval")
             elif control.should_save:
                 self._enter("save")
             return control
+
+        def _begin_write(self, args, state):
+            # The save is this rank's pending write from here to on_save: a marker left in
+            # checkpoint-<step> by an earlier save of it goes now.
+            if self._write is None:
+                step = state.global_step
+                path = os.path.join(args.output_dir, "checkpoint-%d" % step)
+                self._write = (step, path, self._ctl._begin_write(step, path))
 
         def on_evaluate(self, args, state, control, **kwargs):
             if self._open == "eval":
@@ -91,9 +106,18 @@ def _make_callback_class():
             # The Trainer wrote checkpoint-<step> (transformers' PREFIX_CHECKPOINT_DIR) in
             # output_dir; this rank's part of it is in place.
             path = os.path.join(args.output_dir, "checkpoint-%d" % state.global_step)
+            write, self._write = self._write, None
+            if write is not None and write[:2] != (state.global_step, path):  # not the save it began
+                self._ctl._end_write(write[2], "the Trainer saved %s instead" % path, write[0], write[1])
+                write = None
             if os.path.isdir(path):
-                self._ctl.saved(state.global_step, path)
+                if write is None:
+                    self._ctl.saved(state.global_step, path)
+                else:
+                    self._ctl._end_write(write[2], "", write[0], path)
             else:  # hyperparameter search saves under a run directory of its own
+                if write is not None:
+                    self._ctl._end_write(write[2], "%s is not there on this rank" % path, write[0], path)
                 _log.warning("trainctl: %s is not there on this rank: this save is not committed, so "
                              "trainctl.resume_path will not resume from it", path)
             if self._open == "save":

@@ -20,6 +20,11 @@ its saves is committed on every rank once save_checkpoint returned there, and
 last_checkpoint() is trainctl.resume_path(ckpt_dir): the newest save every rank
 finished, never one a rank died in. ckpt_dir must be one directory every node sees.
 
+With Lightning's AsyncCheckpointIO (plugins=[AsyncCheckpointIO()]) the file is written in
+its thread after save_checkpoint returns: rank 0, which writes it, commits when that write
+ends (a failed write commits nothing, and says so), and the other ranks, which write
+nothing, commit once rank 0's commit is there. The save counts to that commit.
+
 `SLURMEnvironment(auto_requeue=False)` matters: Lightning's own auto-requeue also acts on
 SIGUSR1, the signal trainctl relays before the time limit. With both, Lightning requeues
 the job while the next array task resumes from trainctl's save, and two runs train from
@@ -83,14 +88,14 @@ def _make_callback_class(base):
             if d.save or not d.saved:  # saved: no-progress, or the save just made is the last
                 os.makedirs(self.ckpt_dir, exist_ok=True)
                 path = os.path.join(self.ckpt_dir, "step_%d.ckpt" % step)
-                with self._ctl.phase("save"):
+                with self._ctl.saving(step, path) as save:
                     trainer.save_checkpoint(path)  # rank 0 writes it; every rank waits for it there
-                    if os.path.isfile(path):
-                        self._ctl.saved(step, path)
-                    else:
-                        _log.warning("trainctl: %s is not there on this rank: this save is not committed, "
-                                     "so the next run will not resume from it; give ckpt_dir as a directory "
-                                     "every node sees", path)
+                    pending = _async_write(trainer, path)
+                    if pending is not None:
+                        save.pending = pending
+                    elif not os.path.isfile(path):
+                        save.pending = _failed("%s is not there on this rank: give ckpt_dir as a directory every "
+                                               "node sees" % path)
             if d.exit:
                 trainer.should_stop = True
 
@@ -111,6 +116,54 @@ def _make_callback_class(base):
                 self._ctl = None
 
     return TrainctlCallback
+
+
+def _failed(why):
+    """A write that ended in `why`: nothing is committed, and the library says so."""
+    import concurrent.futures
+    done = concurrent.futures.Future()
+    done.set_exception(OSError(why))
+    return done
+
+
+def _async_write(trainer, path):
+    """The write that goes on after save_checkpoint returned, under Lightning's
+    AsyncCheckpointIO (its single-thread executor writes in order), or None when the
+    save was synchronous. On rank 0, which writes: a task after the write in the same
+    executor, ending in the write's error if it had one. On the other ranks, which write
+    nothing: a thread's wait for rank 0's commit marker beside the file (this user's
+    regular file, never followed through a link)."""
+    io = getattr(getattr(trainer, "strategy", None), "checkpoint_io", None)
+    executor = getattr(io, "_executor", None)
+    if executor is None or not callable(getattr(executor, "submit", None)):
+        return None
+    if getattr(trainer, "global_rank", 0) == 0:
+        def after_the_write():
+            error = getattr(io, "_error", None)
+            if error is not None:
+                raise error
+            if not os.path.isfile(path):
+                raise OSError("%s was not written" % path)
+        return executor.submit(after_the_write)
+    import concurrent.futures
+    import stat
+    import threading
+    marker = os.path.join(os.path.dirname(path), ".%s.trainctl-committed.0" % os.path.basename(path))
+    done = concurrent.futures.Future()
+
+    def wait_for_rank0():
+        while True:
+            try:
+                st = os.lstat(marker)
+                if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid():
+                    done.set_result(None)
+                    return
+            except OSError:
+                pass
+            threading.Event().wait(0.5)
+
+    threading.Thread(target=wait_for_rank0, name="trainctl-lightning-commit", daemon=True).start()
+    return done
 
 
 def _lightning_callback_base():

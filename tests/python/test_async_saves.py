@@ -199,7 +199,7 @@ class AsyncSaveTest(unittest.TestCase):
                              timeout=60)
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertEqual(trainctl.resume_path(self.ckpt), os.path.join(self.ckpt, "step_00000009"), out.stderr)
-        self.assertIn("this rank ends after its writes: 1 pending, the save at step 9", out.stderr)
+        self.assertIn("waiting for this rank's writes: 1 pending, the save at step 9", out.stderr)
         self.assertIn("every one ended", out.stderr)
 
 

@@ -25,11 +25,13 @@ class TrainerCallbackTest(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.dir)
 
-    def step(self, cb, n):
+    def step(self, cb, n, control=None):
+        from types import SimpleNamespace
+
         from transformers import TrainerControl, TrainerState
-        state, control = TrainerState(), TrainerControl()
+        state, control = TrainerState(), control or TrainerControl()
         state.global_step = n
-        return cb.on_step_end(None, state, control)
+        return cb.on_step_end(SimpleNamespace(output_dir=os.path.join(self.dir, "out")), state, control)
 
     def test_a_save_sets_should_save_and_an_exit_also_stops(self):
         from trainctl.hf import TrainctlCallback
@@ -69,6 +71,30 @@ class TrainerCallbackTest(unittest.TestCase):
             cb.on_save(args, state, TrainerControl())
         self.assertIn("checkpoint-9 is not there on this rank", said.output[0])
         self.assertEqual(trainctl.resume_path(out), os.path.join(out, "checkpoint-7"))
+        ctl.close()
+
+    def test_a_checkpoint_saved_again_in_place_is_uncommitted_until_on_save(self):
+        # After a resume from before step 7, the Trainer writes checkpoint-7 again in place:
+        # from the step end that asks for it, the earlier commit no longer counts.
+        from types import SimpleNamespace
+
+        from transformers import TrainerControl, TrainerState
+
+        from trainctl.hf import TrainctlCallback
+        ctl = trainctl.Controller(signals="none", state_path=os.path.join(self.dir, "state"), rank="0")
+        cb, out = TrainctlCallback(ctl), os.path.join(self.dir, "out")
+        path = os.path.join(out, "checkpoint-7")
+        os.makedirs(path)
+        self.assertTrue(ctl.saved(7, path))
+        self.assertEqual(trainctl.resume_path(out), path)
+        asked = TrainerControl()
+        asked.should_save = True  # the Trainer's own save step
+        self.step(cb, 7, asked)
+        self.assertIsNone(trainctl.resume_path(out), "a torn rewrite would read as the finished save")
+        state = TrainerState()
+        state.global_step = 7
+        cb.on_save(SimpleNamespace(output_dir=out), state, TrainerControl())
+        self.assertEqual(trainctl.resume_path(out), path)
         ctl.close()
 
     def test_an_exit_whose_state_is_saved_stops_without_a_save(self):

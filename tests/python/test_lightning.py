@@ -43,6 +43,42 @@ class _Trainer:
         self.saved.append(os.path.basename(path))
 
 
+class _AsyncIO:
+    """What the callback uses of Lightning's AsyncCheckpointIO: one executor thread that
+    writes each checkpoint after save_checkpoint returned, and the error it kept."""
+
+    def __init__(self, gate):
+        import concurrent.futures
+        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        self._error = None
+        self.gate, self.fail = gate, None
+
+    def save_checkpoint(self, path):
+        def write():
+            self.gate.wait(10)
+            if self.fail is not None:
+                self._error = self.fail
+                return
+            with open(path, "w") as f:
+                f.write("checkpoint")
+        self._executor.submit(write)
+
+    def shutdown(self):
+        self._executor.shutdown(wait=True)
+
+
+class _AsyncTrainer(_Trainer):
+    def __init__(self):
+        import threading
+        super().__init__()
+        self.gate = threading.Event()
+        self.strategy.checkpoint_io = _AsyncIO(self.gate)
+
+    def save_checkpoint(self, path):
+        self.strategy.checkpoint_io.save_checkpoint(path)
+        self.saved.append(os.path.basename(path))
+
+
 class _Deciding:
     """A stand-in Controller whose every check() returns one decision."""
 
@@ -105,6 +141,34 @@ class CallbackTest(unittest.TestCase):
         trainer.global_step = 4
         cb.on_train_batch_end(trainer, None, None, None, 4)
         self.assertEqual((trainer.saved, trainer.should_stop), ([], True))
+
+    def test_with_async_checkpoint_io_rank_0_commits_when_the_write_ends(self):
+        # Lightning's AsyncCheckpointIO: save_checkpoint returns at once and one executor
+        # thread writes the file. The save is committed when that write ended, not before.
+        import concurrent.futures
+        import threading
+        trainer = _AsyncTrainer()
+        self.cb.on_fit_start(trainer, None)
+        open(self.save, "w").close()
+        time.sleep(0.5)
+        self.batch(trainer, 2)
+        path = os.path.join(self.ckpt, "step_2.ckpt")
+        self.assertIsNone(self.cb.last_checkpoint(), "committed while the write was in flight")
+        trainer.gate.set()
+        self.assertEqual(self.ctl.wait_for_saves(10), 0)
+        self.assertEqual(self.cb.last_checkpoint(), path)
+        # A write that failed in Lightning's thread (its _error) commits nothing.
+        trainer.gate.clear()
+        trainer.strategy.checkpoint_io.fail = OSError(28, "No space left on device")
+        open(self.save, "w").close()
+        time.sleep(0.5)
+        self.batch(trainer, 4)
+        trainer.gate.set()
+        self.assertEqual(self.ctl.wait_for_saves(10), 0)
+        self.assertEqual(self.cb.last_checkpoint(), path)
+        trainer.strategy.checkpoint_io.shutdown()
+        self.assertIsInstance(threading.current_thread(), threading.Thread)
+        self.assertTrue(concurrent.futures)
 
     def test_lightnings_own_auto_requeue_is_named_once_at_fit_start(self):
         with self.assertLogs("trainctl", "WARNING") as said:

@@ -598,3 +598,68 @@ TEST(RunEvents, AnErrorsTextRoundTripsAsOneFieldAndStaysPrintable) {
   EXPECT_EQ(back[0].reason, "exit");
   EXPECT_EQ(back[1].text, "?[x%zz") << "a later text= replaces; a control character decodes to '?'";
 }
+
+// An asynchronous save: the loop waited 2 s (its hand-off), the write went on while it
+// trained, and the save was committed 94 s after it began. The report shows both, counts
+// the 2 s as the save's and the training around it as training, and times the save for
+// the checkpoint advice to its commit.
+TEST(RunReport, AnAsynchronousSaveShowsItsBlockingPartAndItsTimeToCommit) {
+  std::vector<run_event> events = {ev(10, "1401", "first_step", 0), ev(30, "1401", "save", 400, -1, "save-switch"),
+                                   ev(32, "1401", "saved", -1, 2000), ev(124, "1401", "commit", 400, 94000),
+                                   ev(150, "1401", "end", 900)};
+  const run_report r = build_run_report("1401", {task("1401", "1401", 0, 151, 1)}, events, kS + 1000 * kSec);
+  const task_report& t = r.tasks[0];
+  EXPECT_DOUBLE_EQ(t.saves_s, 2) << "the blocking part: the loop trained on during the write";
+  EXPECT_EQ(t.kept_step, 400);
+  const std::string text = run_report_text(r);
+  EXPECT_NE(text.find("save at step 400 (save-switch, 2.0s blocking, 1m34s to commit);"), std::string::npos) << text;
+  const auto j = nlohmann::json::parse(run_report_json(r));
+  EXPECT_DOUBLE_EQ(j["tasks"][0]["saves"][0]["took_s"].get<double>(), 94.0);
+  EXPECT_DOUBLE_EQ(j["tasks"][0]["saves"][0]["blocking_s"].get<double>(), 2.0);
+}
+
+// The deadline's save handed off to a write longer than the lead: the job's end cut it.
+// It never finished (nothing after the save before is kept), and the report says which
+// save was cut and by what; the next task resumes from the save before.
+TEST(RunReport, AWriteTheJobsEndCutIsNamedAndKeepsNothing) {
+  std::vector<run_event> events = {ev(10, "1501", "first_step", 0),
+                                   ev(30, "1501", "save", 400, -1, "save-switch"),
+                                   ev(31, "1501", "saved", -1, 1000),
+                                   ev(40, "1501", "commit", 400, 10000),
+                                   ev(50, "1501", "exit", 740, -1, "deadline"),
+                                   ev(51, "1501", "saved", -1, 1000),
+                                   ev(58, "1501", "write_cut", 740, 8000, "job-end"),
+                                   ev(59, "1501", "end", 740)};
+  const run_report r = build_run_report("1501", {task("1501", "1501", 0, 60, 1)}, events, kS + 1000 * kSec);
+  const task_report& t = r.tasks[0];
+  EXPECT_EQ(t.kept_step, 400);
+  EXPECT_NEAR(r.startup + r.productive + r.saves + r.lost + r.end, r.allocated, 1e-6);
+  const std::string text = run_report_text(r);
+  EXPECT_NE(text.find("save at step 740 (deadline, 1.0s blocking, cut after 8.0s of writing: the job's end);"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("save at step 400 (save-switch, 1.0s blocking, 10.0s to commit);"), std::string::npos) << text;
+}
+
+// A task that started from step 0 although saves were there: what its resume look could
+// not trust (rank 0's first_step), or a save an earlier task committed.
+TEST(RunReport, ATaskThatStartedFreshAlthoughSavesExistedIsNamed) {
+  std::vector<run_event> events = {ev(10, "1601", "first_step", 0),   ev(30, "1601", "exit", 400, -1, "deadline"),
+                                   ev(33, "1601", "saved", -1, 3000), ev(34, "1601", "end", 400),
+                                   ev(70, "1602", "first_step", 0),   ev(90, "1602", "end", 300),
+                                   ev(110, "1603", "first_step", 0),  ev(120, "1603", "end", 100)};
+  events[4].figures = {{"resumed", 0}, {"untrusted", 3}};
+  const run_report r = build_run_report(
+      "1600",
+      {task("1601", "1600_1", 0, 35, 1), task("1602", "1600_2", 60, 91, 1), task("1603", "1600_3", 100, 121, 1)},
+      events, kS + 1000 * kSec);
+  ASSERT_EQ(r.tasks.size(), 3u);
+  EXPECT_EQ(r.tasks[0].fresh_start, "") << "the first task had nothing to resume from";
+  EXPECT_EQ(r.tasks[1].fresh_start,
+            "started from step 0 although 3 saves were there that resume_path could not trust (the task's log "
+            "says why)");
+  EXPECT_NE(r.tasks[2].fresh_start.find("started from step 0 although 1600_1 committed the save at step 400"),
+            std::string::npos)
+      << r.tasks[2].fresh_start;
+  EXPECT_NE(run_report_text(r).find("1600_2: started from step 0 although 3 saves"), std::string::npos);
+}

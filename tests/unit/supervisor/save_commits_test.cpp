@@ -58,3 +58,35 @@ TEST(SaveCommits, JudgedAgainstTheSaveEveryRankWasAskedFor) {
   EXPECT_EQ(c->missed[0].rank, 1);
   EXPECT_EQ(c->done.size(), 2u);
 }
+
+// An asynchronous save's write still pending as the run ended (the time limit's kill, a
+// preemption's end) is named with its rank and how long it had been written, as a
+// run event for the report; the save is not committed.
+TEST(SaveCommits, AWriteTheRunsEndCutIsNamed) {
+  rank_save cut = rank(1, 1450, 1200);
+  cut.pending_step = 1450;
+  cut.pending_ms = 1'000'000;
+  const auto c = judge_save_commits({rank(0, 1450, 1450, 900), cut});
+  ASSERT_TRUE(c);
+  ASSERT_EQ(c->cut.size(), 1u);
+  EXPECT_EQ(cut_writes_line(*c, "n2", 1'094'500),
+            "the run ended while a write was still pending on n2 (rank 1: the save at step 1450, 94.5 s after its "
+            "save began): cut, not committed; trainctl.resume_path goes back to the newest save every rank "
+            "committed");
+  const auto events = parse_run_events(save_commits_events(*c, "42", "n2", 1'094'500));
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[2].what, "write_cut");
+  EXPECT_EQ(events[2].step, 1450);
+  EXPECT_EQ(events[2].took_ms, 94'500);
+  EXPECT_EQ(events[2].figure("rank"), 1);
+  // A write cut before any commit of the run is still said (there is no save to judge).
+  rank_save first = rank(1, 1450, -1);
+  first.pending_step = 1450;
+  first.pending_ms = 1'000'000;
+  const auto alone = judge_save_commits({first});
+  ASSERT_TRUE(alone);
+  EXPECT_EQ(save_commits_line(*alone, "n2"), "");
+  EXPECT_NE(cut_writes_line(*alone, "n2", 1'094'500), "");
+  EXPECT_EQ(parse_run_events(save_commits_events(*alone, "42", "n2", 1'094'500)).size(), 1u);
+  EXPECT_EQ(cut_writes_line(*judge_save_commits({rank(0, 1450, 1450)}), "n1", 0), "") << "nothing cut";
+}
