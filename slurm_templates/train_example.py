@@ -12,6 +12,7 @@ when trainctl says so, and exits cleanly (status 0) when trainctl asks for an ex
 """
 
 import argparse
+import concurrent.futures
 import fnmatch
 import json
 import os
@@ -204,7 +205,7 @@ class Run:
         self.saves = self.attempts = 0  # rank 0's saves written; this rank's saves
         # --async-save: DCP over a gloo group of its own (the write's collectives must not
         # mix with the loop's), or a writer thread where DCP cannot run.
-        self.dcp_group = self.weights = self.pool = None
+        self.dcp_group = self.weights = self.pool = self.last_write = None
         if args.async_save and dist is not None and dist.is_initialized() and self.group is None:
             import torch.distributed.checkpoint as dcp
             if hasattr(dcp, "async_save"):
@@ -248,6 +249,8 @@ class Run:
         final = os.path.join(self.args.ckpt_dir, "step_%08d" % step)
         self.attempts += 1
         fails = self.args.fail_save == (self.rank, self.attempts)
+        if self.last_write is not None:  # one write at a time: DCP's collectives must not interleave
+            concurrent.futures.wait([self.last_write])
         with ctl.saving(step, final) as save:
             if self.dcp_group is not None:
                 save.pending = self.dcp_write(step, final, fails)
@@ -261,7 +264,8 @@ class Run:
             self.log("written", step=step, took=round(time.time() - began, 3), blocking=blocking,
                      error=str(error) if error else None)
         # DCP (torch 2.9+) returns the staging's and the upload's completion; else a future.
-        getattr(save.pending, "upload_completion", save.pending).add_done_callback(written)
+        self.last_write = getattr(save.pending, "upload_completion", save.pending)
+        self.last_write.add_done_callback(written)
 
     def dcp_write(self, step, final, fails):
         import torch.distributed.checkpoint as dcp
@@ -294,7 +298,6 @@ class Run:
 
     def writer(self):
         if self.pool is None:
-            import concurrent.futures
             self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="save")
         return self.pool
 
