@@ -274,6 +274,15 @@ int64_t trainctl_save_begin(trainctl_ctl* ctl, int64_t step, const char* path) {
   return rc == TRAINCTL_OK ? ticket : rc;
 }
 
+int trainctl_save_starts(trainctl_ctl* ctl, const char* path) {
+  if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_save_starts: ctl is NULL");
+  if (path == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_save_starts: path is NULL");
+  return guarded([&] {
+    ctl->ctl.save_starts(path);
+    return TRAINCTL_OK;
+  });
+}
+
 int trainctl_save_end(trainctl_ctl* ctl, int64_t ticket, const char* error) {
   if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_save_end: ctl is NULL");
   if (ticket <= 0)

@@ -143,6 +143,8 @@ std::uint64_t controller::save_begin(std::int64_t step, const std::string& path)
   return id;
 }
 
+void controller::save_starts(const std::string& path) { uncommit_checkpoint(path, impl_->cfg.rank); }
+
 bool controller::save_end(std::uint64_t ticket, const std::string& error) {
   impl& m = *impl_;
   const std::optional<pending_write> w = m.writes.claim(ticket);

@@ -233,6 +233,7 @@ _OPTIONAL = {
     "trainctl_note_error": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]),
     "trainctl_save_begin": (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p]),
     "trainctl_save_end": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p]),
+    "trainctl_save_starts": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]),
     "trainctl_wait_saves": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_double]),
     "trainctl_pending_saves": (ctypes.c_int, [ctypes.c_void_p]),
 }

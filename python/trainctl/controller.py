@@ -288,6 +288,7 @@ class Controller:
         self._tickets = set()
         self._in_callbacks = 0
         self._exit_wait = False
+        self._dying = False  # an uncaught exception is ending the process (last_error.py)
 
     # -- polling, no agreement ------------------------------------------------------
     def should_exit(self) -> bool:
@@ -444,8 +445,17 @@ class Controller:
             self._tickets.add(ticket)
         if not self._exit_wait:
             self._exit_wait = True
-            _pending.wait_at_exit(self, lambda ctl: ctl.wait_for_saves())
+            # A rank that ends on its own (an exit decision, its last step) waits for its
+            # writes; one dying of an uncaught exception does not (a crash costs seconds).
+            _pending.wait_at_exit(self, lambda ctl: None if ctl._dying else ctl.wait_for_saves())
         return ticket
+
+    def _save_starts(self, path):
+        """A save of this rank begins at `path` (committed later with saved()): its marker
+        there from an earlier save goes now."""
+        if self._ctl is None:
+            raise ValueError("trainctl: this Controller is closed")
+        _check(_native.optional("trainctl_save_starts")(self._ctl, os.fsencode(path)))
 
     def _end_write_when(self, done, ticket, step, path):
         # concurrent.futures and torch run the callback at once when the write has ended.
@@ -539,7 +549,8 @@ class Controller:
         if self._ctl is None:
             return
         if self.__dict__.get("_exit_wait"):  # it handed writes off: the library knows which still run
-            self.wait_for_saves(timeout)
+            # Dying of an uncaught exception: no wait, the writes still running are said.
+            self.wait_for_saves(0 if self.__dict__.get("_dying") else timeout)
         writes = self.__dict__.get("_writes")
         if writes is None:  # made only in part: __init__ raised before its writes
             ctl, self._ctl = self._ctl, None

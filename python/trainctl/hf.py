@@ -20,11 +20,10 @@ Every save the Trainer makes (its own save steps too) is committed on each rank 
 part is written (on_save: the model and trainer state on rank 0, each rank's RNG state),
 so trainctl.resume_path(args.output_dir) resumes from the newest checkpoint-<step> that
 every rank finished, never one a rank died in; transformers' get_last_checkpoint takes
-the newest directory, finished or not. The save counts from the step end that asks for it
-to that commit, and a checkpoint-<step> the Trainer writes again in place (after a resume
-from before it) is uncommitted from that step end on, so a torn rewrite never reads as
-the earlier, finished one. (The Trainer's saves are synchronous: on_save comes after the
-write.)
+the newest directory, finished or not. A checkpoint-<step> the Trainer writes again in
+place (after a resume from before it) is uncommitted from the step end that asks for it,
+so a torn rewrite never reads as the earlier, finished one. (The Trainer's saves are
+synchronous: on_save comes after the write.)
 
 Evaluations and saves are phases for the hang clock: from the step end that asks for one
 (should_evaluate, should_save) to on_evaluate / on_save, every rank is "in phase eval" or
@@ -63,7 +62,6 @@ def _make_callback_class():
             self.decision = Decision()
             self.step = None
             self._open = None  # the phase this callback opened: "eval", "save" or None
-            self._write = None  # (step, path, ticket) of the save asked at a step end, until on_save
 
         def on_train_begin(self, args, state, control, **kwargs):
             if self._ctl is None:
@@ -88,12 +86,9 @@ def _make_callback_class():
             return control
 
         def _begin_write(self, args, state):
-            # The save is this rank's pending write from here to on_save: a marker left in
-            # checkpoint-<step> by an earlier save of it goes now.
-            if self._write is None:
-                step = state.global_step
-                path = os.path.join(args.output_dir, "checkpoint-%d" % step)
-                self._write = (step, path, self._ctl._begin_write(step, path))
+            # The save begins: a marker left in checkpoint-<step> by an earlier save of it
+            # goes now, and on_save commits it again once written.
+            self._ctl._save_starts(os.path.join(args.output_dir, "checkpoint-%d" % state.global_step))
 
         def on_evaluate(self, args, state, control, **kwargs):
             if self._open == "eval":
@@ -106,18 +101,9 @@ def _make_callback_class():
             # The Trainer wrote checkpoint-<step> (transformers' PREFIX_CHECKPOINT_DIR) in
             # output_dir; this rank's part of it is in place.
             path = os.path.join(args.output_dir, "checkpoint-%d" % state.global_step)
-            write, self._write = self._write, None
-            if write is not None and write[:2] != (state.global_step, path):  # not the save it began
-                self._ctl._end_write(write[2], "the Trainer saved %s instead" % path, write[0], write[1])
-                write = None
             if os.path.isdir(path):
-                if write is None:
-                    self._ctl.saved(state.global_step, path)
-                else:
-                    self._ctl._end_write(write[2], "", write[0], path)
+                self._ctl.saved(state.global_step, path)
             else:  # hyperparameter search saves under a run directory of its own
-                if write is not None:
-                    self._ctl._end_write(write[2], "%s is not there on this rank" % path, write[0], path)
                 _log.warning("trainctl: %s is not there on this rank: this save is not committed, so "
                              "trainctl.resume_path will not resume from it", path)
             if self._open == "save":

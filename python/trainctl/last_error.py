@@ -50,6 +50,8 @@ def note_uncaught_errors(controller: Any) -> None:
     def hook(kind: type, value: BaseException, tb: Any) -> None:
         try:
             ctl = _controller[0]() if _controller[0] is not None else None
+            if ctl is not None:
+                ctl._dying = True  # its pending writes are not waited for (controller.py)
             if ctl is not None and not issubclass(kind, KeyboardInterrupt):
                 ctl.note_error(describe(kind, value, tb))
         except Exception:  # the traceback below matters more than this line

@@ -126,6 +126,11 @@ def _failed(why):
     return done
 
 
+# How long a rank other than 0 waits for rank 0's commit of an asynchronous save: past
+# it, this rank commits nothing (rank 0's write failed, or never ends).
+_RANK0_COMMIT_WAIT_S = 3600
+
+
 def _async_write(trainer, path):
     """The write that goes on after save_checkpoint returned, under Lightning's
     AsyncCheckpointIO (its single-thread executor writes in order), or None when the
@@ -148,11 +153,13 @@ def _async_write(trainer, path):
     import concurrent.futures
     import stat
     import threading
+    import time
     marker = os.path.join(os.path.dirname(path), ".%s.trainctl-committed.0" % os.path.basename(path))
     done = concurrent.futures.Future()
 
     def wait_for_rank0():
-        while True:
+        give_up = time.monotonic() + _RANK0_COMMIT_WAIT_S
+        while time.monotonic() < give_up:
             try:
                 st = os.lstat(marker)
                 if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid():
@@ -160,7 +167,8 @@ def _async_write(trainer, path):
                     return
             except OSError:
                 pass
-            threading.Event().wait(0.5)
+            time.sleep(0.5)
+        done.set_exception(OSError("rank 0 did not commit %s within %d s" % (path, _RANK0_COMMIT_WAIT_S)))
 
     threading.Thread(target=wait_for_rank0, name="trainctl-lightning-commit", daemon=True).start()
     return done

@@ -202,6 +202,27 @@ class AsyncSaveTest(unittest.TestCase):
         self.assertIn("waiting for this rank's writes: 1 pending, the save at step 9", out.stderr)
         self.assertIn("every one ended", out.stderr)
 
+    def test_a_rank_dying_of_an_uncaught_exception_does_not_wait_for_its_write(self):
+        # A crash costs seconds: the rank's stuck write is said, not waited for.
+        code = (
+            "import concurrent.futures, os, sys, threading, trainctl\n"
+            "ckpt, state = sys.argv[1], sys.argv[2]\n"
+            "ctl = trainctl.Controller(state_path=state, signals='none')\n"
+            "pool = concurrent.futures.ThreadPoolExecutor(1)\n"
+            "stuck = threading.Event()\n"
+            "ctl.saved(9, os.path.join(ckpt, 'step_9'), pool.submit(stuck.wait, 120))\n"
+            "threading.Timer(1.0, stuck.set).start()  # lets the interpreter's own join end\n"
+            "raise RuntimeError('a bug in the training program')\n")
+        began = time.monotonic()
+        out = subprocess.run([sys.executable, "-c", code, self.ckpt, os.path.join(self.dir, "state-crash")],
+                             env=dict(os.environ, WORLD_SIZE="1", RANK="0"), capture_output=True, text=True,
+                             timeout=60)
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertLess(time.monotonic() - began, 30)
+        self.assertIn("RuntimeError: a bug in the training program", out.stderr)
+        self.assertNotIn("waiting for this rank's writes", out.stderr)
+        self.assertIsNone(trainctl.resume_path(self.ckpt))
+
 
 if __name__ == "__main__":
     unittest.main()

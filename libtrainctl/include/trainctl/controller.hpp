@@ -147,6 +147,11 @@ class TRAINCTL_API controller {
   // for --graceful-exit=auto, the report and the hang clock. A rank's marker already at
   // `path` goes at once: a save redone in place is uncommitted until its commit.
   std::uint64_t save_begin(std::int64_t step, const std::string& path);
+  // A save of this rank begins at `path` and is committed later with saved() (a
+  // framework that says only after the save that it saved): this rank's marker already
+  // at `path` goes now, so a save redone in place is uncommitted until it is committed
+  // again (trainctl.h: trainctl_save_starts).
+  void save_starts(const std::string& path);
   // True when the write `ticket` ended well and is committed; false otherwise (one line
   // logged). Throws std::invalid_argument for a ticket that is not pending.
   bool save_end(std::uint64_t ticket, const std::string& error = "");

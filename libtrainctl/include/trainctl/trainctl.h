@@ -170,6 +170,10 @@ TRAINCTL_EXPORT int trainctl_saved(trainctl_ctl* ctl, int64_t step, const char* 
  * marker of this rank already at `path` is removed at once: a save redone in place is
  * uncommitted until its own commit. */
 TRAINCTL_EXPORT int64_t trainctl_save_begin(trainctl_ctl* ctl, int64_t step, const char* path);
+/* A save of this rank begins at `path`, to be committed with trainctl_saved once written
+ * (a framework that says only afterwards that it saved): this rank's marker already at
+ * `path` goes now, so a save redone in place is uncommitted until then. */
+TRAINCTL_EXPORT int trainctl_save_starts(trainctl_ctl* ctl, const char* path);
 TRAINCTL_EXPORT int trainctl_save_end(trainctl_ctl* ctl, int64_t ticket, const char* error);
 /* Waits for this rank's pending writes: at most timeout_s (< 0: no bound of its own) and
  * never past 2 s before the job's end that the supervisor knows, so that a write the end
