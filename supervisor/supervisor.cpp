@@ -29,6 +29,14 @@ namespace {
 
 using std::chrono::milliseconds;
 
+// Whether rank process `pid` waits at its end for its save's write (its beat says so).
+bool waits_for_writes(const node_state& ns, pid_t pid) {
+  if (!has_header(ns)) return false;
+  for (const rank_beat& b : ns.beats)
+    if (b.pid.load(std::memory_order_acquire) == pid) return b.saves.waiting.load(std::memory_order_acquire) != 0;
+  return false;
+}
+
 // How long an idle follower (a supervisor that does not publish the node state) sleeps:
 // the publisher's death wakes it at once (a pidfd), the deadline at its time.
 constexpr milliseconds kFollowerWait{60000};
@@ -50,6 +58,7 @@ task_supervisor::task_supervisor(const supervisor_options& o)
           unix_now_ms, [this](std::int64_t limit_s) { return graceful_exit(limit_s); }, slots_from_env(o.job_id),
           o.endtime_poll.count()) {
   health_.set_owned_elsewhere([this](pid_t p) { return hook_.owns(p) || p == query_.pid(); });
+  procs_.set_writing([this](pid_t p) { return state_ && waits_for_writes(state_->get(), p); });
   health_.set_records([this] { return publishes(); });
 }
 

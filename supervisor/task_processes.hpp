@@ -48,8 +48,10 @@ class task_processes {
   std::int64_t told_ms() const { return told_ms_; }  // unix ms; 0: not told
   const std::string& told_why() const { return told_why_; }
   // Names the ranks still running after they were told, once (`when`: the moment's
-  // words, e.g. ", when SIGTERM came").
+  // words, e.g. ", when SIGTERM came"); a rank `writing` says waits at its end for its
+  // save's write (an asynchronous save) is named as such, not as one that ignored it.
   void report_lingering(const char* when);
+  void set_writing(helper_test writing) { writing_ = std::move(writing); }
   // How long until the lingering ranks are reported (at most `cap`), and the report when due.
   std::chrono::milliseconds wait(std::chrono::milliseconds cap) const;
   void tick();
@@ -60,6 +62,7 @@ class task_processes {
  private:
   const supervisor_options& opts_;
   helper_test is_helper_;
+  helper_test writing_;
   task_log& log_;
   pid_t child_ = 0;
   bool done_ = false;

@@ -38,14 +38,14 @@ if [ "${TRAINCTL_TESTBED_RELEASE:-}" = trixie ]; then
   exit 77
 fi
 
-A=$TEST_DIR/a B=$TEST_DIR/b
-mkdir -p "$A" "$B"
-CKPT_DIR=$A/ckpt EVENTS_DIR=$A/events TRAIN_ARGS="--async-save --save-time 8 --fail-save 3:1" \
-  supervised_job "$A/job.sh" --graceful-exit=30s --save-switch="$A/SAVE"
-a=$(submit -N2 --ntasks-per-node=1 --time=2 --array=1-2%1 "${JOB_OPTS[@]}" -o "$A/job-%a.out" "$A/job.sh")
-CKPT_DIR=$B/ckpt EVENTS_DIR=$B/events TRAIN_ARGS="--async-save --save-time 60" \
-  supervised_job "$B/job.sh" --graceful-exit=30s --save-switch="$B/SAVE"
-b=$(submit -N1 --ntasks-per-node=1 --time=2 --array=1-2%1 "${JOB_OPTS[@]}" -o "$B/job-%a.out" "$B/job.sh")
+# Each array's checkpoints in ckpt-X/, its ranks' events in events-X/, its tasks' logs in
+# X-TASK.out (where a failure's report finds them).
+CKPT_DIR=$TEST_DIR/ckpt-a EVENTS_DIR=$TEST_DIR/events-a TRAIN_ARGS="--async-save --save-time 8 --fail-save 3:1" \
+  supervised_job "$TEST_DIR/a.sh" --graceful-exit=30s --save-switch="$TEST_DIR/SAVE-a"
+a=$(submit -N2 --ntasks-per-node=1 --time=2 --array=1-2%1 "${JOB_OPTS[@]}" -o "$TEST_DIR/a-%a.out" "$TEST_DIR/a.sh")
+CKPT_DIR=$TEST_DIR/ckpt-b EVENTS_DIR=$TEST_DIR/events-b TRAIN_ARGS="--async-save --save-time 60" \
+  supervised_job "$TEST_DIR/b.sh" --graceful-exit=30s --save-switch="$TEST_DIR/SAVE-b"
+b=$(submit -N1 --ntasks-per-node=1 --time=2 --array=1-2%1 "${JOB_OPTS[@]}" -o "$TEST_DIR/b-%a.out" "$TEST_DIR/b.sh")
 log "submitted arrays $a (2 nodes x 2 ranks, 8 s writes) and $b (1 node x 2 ranks, 60 s writes)"
 
 # events_of DIR EVENT [FIELD=VALUE]: the JSON lines of EVENT in DIR's rank files.
@@ -54,47 +54,49 @@ steps_of() {
 print(" ".join(str(s) for s in sorted({json.loads(l)["step"] for l in sys.stdin if "\"event\": \"'"$2"'\"" in l})))'
 }
 resume_of() { python3 -c 'import sys, trainctl; print(trainctl.resume_path(sys.argv[1]))' "$1" 2>/dev/null; }
-step_dir() { printf '%s/ckpt/step_%08d' "$1" "$2"; }
+step_dir() { printf '%s/ckpt-%s/step_%08d' "$TEST_DIR" "$1" "$2"; }
 
-both_training() { template_events_at_least "$A/events" start 4 && template_events_at_least "$B/events" start 2; }
+both_training() {
+  template_events_at_least "$TEST_DIR/events-a" start 4 && template_events_at_least "$TEST_DIR/events-b" start 2
+}
 wait_for 240 "the ranks of both arrays' first tasks to train" both_training
-touch "$B/SAVE"
+touch "$TEST_DIR/SAVE-b"
 log "B: touched the save switch (a 60 s write begins)"
 
 # (4) A's first save: rank 3's write raises.
-touch "$A/SAVE"
-wait_for 90 "A's first save to end on every rank" template_events_at_least "$A/events" written 4
-s1=$(steps_of "$A/events" written)  # every rank's write of it ended, well or not
+touch "$TEST_DIR/SAVE-a"
+wait_for 90 "A's first save to end on every rank" template_events_at_least "$TEST_DIR/events-a" written 4
+s1=$(steps_of "$TEST_DIR/events-a" written)  # every rank's write of it ended, well or not
 [[ $s1 =~ ^[0-9]+$ ]] || fail "A's first save was not at one step: $s1"
-grep -q "its part of the save at step $s1 failed (as on a full disk)" "$A/job-1.out" ||
-  fail "rank 3's write did not fail: $(grep -F "step $s1" "$A/job-1.out")"
+grep -q "its part of the save at step $s1 failed (as on a full disk)" "$TEST_DIR/a-1.out" ||
+  fail "rank 3's write did not fail: $(grep -F "step $s1" "$TEST_DIR/a-1.out")"
 failed=$(grep -cE "trainctl: the save at step $s1 \(.*\) failed [0-9.]+ s after it began: .*nothing is committed" \
-  "$A/job-1.out" || true)
+  "$TEST_DIR/a-1.out" || true)
 { [ "$failed" -ge 1 ] && [ "$failed" -le 4 ]; } || fail "not one line per rank for the failed write ($failed)"
-[ "$(resume_of "$A/ckpt")" = None ] || fail "resume_path gave $(resume_of "$A/ckpt") after a failed write"
+[ "$(resume_of "$TEST_DIR/ckpt-a")" = None ] || fail "resume_path gave $(resume_of "$TEST_DIR/ckpt-a") after a failed write"
 log "(4) the write of the save at step $s1 failed on rank 3: $failed line(s), nothing committed"
 
 # (1) A's second save, resume_path polled while its 8 s write is in flight.
-touch "$A/SAVE"
-polls=$(python3 - "$A" "$s1" <<'PY'
+touch "$TEST_DIR/SAVE-a"
+polls=$(python3 - "$TEST_DIR" "$s1" <<'PY'
 import glob, json, sys, time, trainctl
-a, first = sys.argv[1], int(sys.argv[2])
+t, first = sys.argv[1], int(sys.argv[2])
 def written():  # the second save's write, ended well
-    lines = [json.loads(l) for f in glob.glob(a + "/events/rank*.jsonl") for l in open(f) if '"written"' in l]
+    lines = [json.loads(l) for f in glob.glob(t + "/events-a/rank*.jsonl") for l in open(f) if '"written"' in l]
     return [e for e in lines if e.get("error") is None and e["step"] != first]
 began, seen = time.time(), []
 while len(written()) < 4 and time.time() - began < 90:
-    seen.append(trainctl.resume_path(a + "/ckpt"))
+    seen.append(trainctl.resume_path(t + "/ckpt-a"))
     time.sleep(0.1)
-seen.append(trainctl.resume_path(a + "/ckpt"))
+seen.append(trainctl.resume_path(t + "/ckpt-a"))
 print(" ".join(str(x) for x in seen))
 PY
 )
-s2=$(cat "$A"/events/rank*.jsonl | python3 -c 'import json, sys
+s2=$(cat "$TEST_DIR/events-a"/rank*.jsonl | python3 -c 'import json, sys
 print(" ".join(str(s) for s in sorted({json.loads(l)["step"] for l in sys.stdin
       if "\"written\"" in l and json.loads(l)["error"] is None and json.loads(l)["step"] != int(sys.argv[1])})))' "$s1")
 [[ $s2 =~ ^[0-9]+$ ]] || fail "A's second save did not end at one step on every rank: $s2"
-final=$(step_dir "$A" "$s2")
+final=$(step_dir a "$s2")
 n=$(wc -w <<<"$polls")
 early=$(tr ' ' '\n' <<<"$polls" | head -n $((n - 1)) | grep -c "^$final$" || true)
 [ "$n" -ge 10 ] || fail "resume_path was polled $n times during the write: too few to tell"
@@ -116,33 +118,33 @@ log "(1) resume_path polled $n times during the write of step $s2: $((n - 1 - ea
 # (2) A's deadline: the ranks save, wait for the write, commit inside the lead.
 wait_for 150 "A's task 1 to exit at its deadline and end" job_ended "${a}_1"
 [ "$(job_state "${a}_1")" = COMPLETED ] || fail "A's task 1 ended $(job_state "${a}_1")"
-s3=$(steps_of "$A/events" exit)
+s3=$(steps_of "$TEST_DIR/events-a" exit)
 [[ $s3 =~ ^[0-9]+$ ]] || fail "A's ranks did not exit at one step: $s3"
-grep -q "waiting for this rank's writes: 1 pending, the save at step $s3" "$A/job-1.out" ||
-  fail "no rank waited for its write at the exit: $(grep trainctl: "$A/job-1.out" | tail -n 20)"
-committed=$(grep -E "the save at step $s3 is committed by every rank on [a-z0-9]+ \(([0-9],?)+\), the last [0-9.]+ s after it was asked" "$A/job-1.out") ||
-  fail "the supervisors did not say the deadline's save was committed: $(grep -F "step $s3" "$A/job-1.out")"
+grep -q "waiting for this rank's writes: 1 pending, the save at step $s3" "$TEST_DIR/a-1.out" ||
+  fail "no rank waited for its write at the exit: $(grep trainctl: "$TEST_DIR/a-1.out" | tail -n 20)"
+committed=$(grep -E "the save at step $s3 is committed by every rank on [a-z0-9]+ \(([0-9],?)+\), the last [0-9.]+ s after it was asked" "$TEST_DIR/a-1.out") ||
+  fail "the supervisors did not say the deadline's save was committed: $(grep -F "step $s3" "$TEST_DIR/a-1.out")"
 log "(2) the deadline's save at step $s3 was written and committed before the job ended: $(head -n 1 <<<"$committed" | sed 's/.*trainctl: //')"
-wait_for 120 "A's task 2 to start" template_events_at_least "$A/events" start 8
-resumed=$(cat "$A"/events/rank*.jsonl | python3 -c 'import json, sys
+wait_for 120 "A's task 2 to start" template_events_at_least "$TEST_DIR/events-a" start 8
+resumed=$(cat "$TEST_DIR/events-a"/rank*.jsonl | python3 -c 'import json, sys
 print(sorted({json.loads(l)["resumed_from"] for l in sys.stdin if "\"start\"" in l and "\"resumed_from\": null" not in l}))')
 [ "$resumed" = "[$s3]" ] || fail "A's task 2 resumed from $resumed, not from the deadline's save at $s3"
 scancel "$a"
 log "(2) A's task 2 resumed from the save at step $s3"
 
 # (3) B: the save-switch save commits; the deadline's 60 s write outlasts the 30 s lead.
-wait_for 150 "B's save-switch save to be written" template_events_at_least "$B/events" written 2
-b1=$(steps_of "$B/events" written)
-[ "$(resume_of "$B/ckpt")" = "$(step_dir "$B" "$b1")" ] || fail "B's first save at $b1 was not committed"
+wait_for 150 "B's save-switch save to be written" template_events_at_least "$TEST_DIR/events-b" written 2
+b1=$(steps_of "$TEST_DIR/events-b" written)
+[ "$(resume_of "$TEST_DIR/ckpt-b")" = "$(step_dir b "$b1")" ] || fail "B's first save at $b1 was not committed"
 wait_for 150 "B's task 1 to end" job_ended "${b}_1"
-b2=$(steps_of "$B/events" exit)
+b2=$(steps_of "$TEST_DIR/events-b" exit)
 [[ $b2 =~ ^[0-9]+$ ]] || fail "B's ranks did not exit at one step: $b2"
 grep -qE "the save at step $b2 \(.*\) is still being written [0-9.]+ s after it began, and the job ends at [0-9:]+: unless it ends first, the job's end cuts it, and it is not committed" \
-  "$B/job-1.out" || fail "nobody said the deadline's write would be cut: $(grep trainctl: "$B/job-1.out" | tail -n 20)"
-[ "$(resume_of "$B/ckpt")" = "$(step_dir "$B" "$b1")" ] || fail "resume_path gave $(resume_of "$B/ckpt"), not the save at $b1"
+  "$TEST_DIR/b-1.out" || fail "nobody said the deadline's write would be cut: $(grep trainctl: "$TEST_DIR/b-1.out" | tail -n 20)"
+[ "$(resume_of "$TEST_DIR/ckpt-b")" = "$(step_dir b "$b1")" ] || fail "resume_path gave $(resume_of "$TEST_DIR/ckpt-b"), not the save at $b1"
 log "(3) B's deadline save at step $b2 was said to be cut and is not committed; resume_path keeps step $b1"
-wait_for 120 "B's task 2 to start" template_events_at_least "$B/events" start 4
-resumed=$(cat "$B"/events/rank*.jsonl | python3 -c 'import json, sys
+wait_for 120 "B's task 2 to start" template_events_at_least "$TEST_DIR/events-b" start 4
+resumed=$(cat "$TEST_DIR/events-b"/rank*.jsonl | python3 -c 'import json, sys
 print(sorted({json.loads(l)["resumed_from"] for l in sys.stdin if "\"start\"" in l and "\"resumed_from\": null" not in l}))')
 [ "$resumed" = "[$b1]" ] || fail "B's task 2 resumed from $resumed, not from the committed save at $b1"
 scancel "$b"
