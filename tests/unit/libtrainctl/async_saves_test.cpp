@@ -129,7 +129,9 @@ TEST(AsyncSaves, AWriteIsCommittedWhenItEndsNeverBefore) {
   while (!ended) {  // polled while the write is in flight
     const bool in_flight = !ending.load();
     const std::string seen = resumed(t);
-    if (in_flight) EXPECT_EQ(seen, "(none)") << "committed before its write ended";
+    if (in_flight) {
+      EXPECT_EQ(seen, "(none)") << "committed before its write ended";
+    }
     ++looks;
   }
   writer.join();
