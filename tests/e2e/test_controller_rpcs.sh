@@ -51,7 +51,7 @@ no_supervisor() {
   local pid
   for pid in $(pgrep -x trainctl-run); do
     [ "$(readlink "/proc/$pid/root" 2>/dev/null)" = / ] || continue
-    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxE "SLURM_JOB_ID=($run_job|$plugin_job)" && return 1
+    grep -qxE "SLURM_JOB_ID=($run_job|$plugin_job)" < <(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null) && return 1
   done
   return 0
 }

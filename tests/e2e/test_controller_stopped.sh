@@ -41,7 +41,7 @@ JOB
 done
 log "jobs ${job[run]} (run) and ${job[plugin]} (plugin): slurmctld will be stopped 15 s after the later start, across the deadlines at 30 s"
 exits() { cat "$TEST_DIR"/"$1"/events/rank*.jsonl 2>/dev/null | grep -c '"event": "exit"' || true; }
-started() { cat "$TEST_DIR"/"$1"/events/rank*.jsonl 2>/dev/null | grep -q '"event": "start"'; }
+started() { grep -qs '"event": "start"' "$TEST_DIR"/"$1"/events/rank*.jsonl; }
 both_started() { started run && started plugin; }
 wait_for 120 "both ranks to start" both_started
 declare -A start

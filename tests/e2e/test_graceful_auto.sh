@@ -48,9 +48,9 @@ wait_for 120 "task 2's ranks" events_at_least start 8
 # The supervisors log the deadline once they have read EndTime, which can come after the
 # ranks start.
 wait_for 60 "task 2's supervisors to log the auto deadline" grep -qE "deadline .* graceful exit auto: " "$TEST_DIR/task2.out"
-line=$(grep -E "deadline .* graceful exit auto: " "$TEST_DIR/task2.out" | head -1)
+line=$(grep -m1 -E "deadline .* graceful exit auto: " "$TEST_DIR/task2.out")
 log "task 2: $line"
-printf '%s\n' "$line" | grep -qE "the longest save in this job array took (19\.[5-9]|2[0-9]\.[0-9]) s: x1\.5 \+ 30s margin" ||
+grep -qE "the longest save in this job array took (19\.[5-9]|2[0-9]\.[0-9]) s: x1\.5 \+ 30s margin" <<<"$line" ||
   fail "task 2 did not start from task 1's save"
 touch "$TEST_DIR/SAVE"
 log "touched the save switch: this save takes 30 s"

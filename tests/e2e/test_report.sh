@@ -289,7 +289,7 @@ bad=$(as_user "$BUILD/bin/trainctl" report "12x" 2>&1)
 rc=$?
 set -e
 if [ "$rc" -ne 2 ] || [ "$(printf '%s\n' "$bad" | wc -l)" -ne 1 ]; then fail "bad job id: rc $rc, '$bad'"; fi
-printf '%s\n' "$bad" | grep -q "accepted: 1234" || fail "bad job id: '$bad'"
+grep -q "accepted: 1234" <<<"$bad" || fail "bad job id: '$bad'"
 [ ! -e "$TEST_DIR/report-12x.svg" ] || fail "a bad job id left a file"
 chmod 777 "$TEST_DIR"
 set +e
@@ -297,9 +297,9 @@ theirs=$(runuser -u mallory -- env SLURM_CONF="$SLURM_CONF" "$BUILD/bin/trainctl
 rc=$?
 set -e
 [ "$rc" -eq 1 ] || fail "mallory's report: rc $rc"
-printf '%s\n' "$theirs" | grep -q "the job is alice's" || fail "mallory's report: '$theirs'"
+grep -q "the job is alice's" <<<"$theirs" || fail "mallory's report: '$theirs'"
 [ ! -e "$TEST_DIR/m.svg" ] || fail "mallory's refused report left a file"
 events_file=/home/alice/.local/state/trainctl/runs/$job
 [ "$(stat -c '%U %a' "$events_file")" = "alice 600" ] || fail "the run events are not alice's own 0600 file"
-log "figure: $(printf '%s\n' "$out" | grep '^goodput')"
+log "figure: $(grep '^goodput' <<<"$out")"
 log "PASS: report of a 3-task array: saves, a hang's save-exit, a crash's lost work, a straggler's price and the kill switch in place; goodput as the program's own log says; SVG and JSON parse"

@@ -27,19 +27,19 @@ out=$(as_user "$BUILD/bin/trainctl" status "$job" 2>"$TEST_DIR/status.err") ||
 ms=$((($(date +%s%N) - t0) / 1000000))
 printf '%s\n' "$out"
 log "figure: trainctl status on a 2-node job took $ms ms"
-rows=$(printf '%s\n' "$out" | grep -cE '^n[0-9]+ +[0-3] +[0-9]+ +[0-9]+ ' || true)
+rows=$(grep -cE '^n[0-9]+ +[0-3] +[0-9]+ +[0-9]+ ' <<<"$out" || true)
 [ "$rows" -eq 4 ] || fail "expected 4 rank rows, got $rows"
 # The job's two nodes are whichever SLURM gave it (n1 and n2 on an idle cluster, not
 # always beside other tests): ranks 0 and 1 on its first, 2 and 3 on its second.
 read -r first second < <(scontrol show hostnames "$(job_field "$job" NodeList)" | paste -sd' ')
 [ -n "$second" ] || fail "the job's nodes: $(job_field "$job" NodeList)"
-for r in 0 1; do printf '%s\n' "$out" | grep -qE "^$first +$r " || fail "rank $r is not on $first"; done
-for r in 2 3; do printf '%s\n' "$out" | grep -qE "^$second +$r " || fail "rank $r is not on $second"; done
-printf '%s\n' "$out" | grep -qE "^$second +2 .* [0-9.]+\* " || fail "rank 2's factor is not marked as a straggler's"
-printf '%s\n' "$out" | grep -q "^findings    rank 2 on $second is a straggler" || fail "no straggler finding for rank 2"
-printf '%s\n' "$out" | grep -qE '^deadline    in [0-9]+m[0-9]{2}s \(EndTime minus the graceful exit, 2m00s\)' ||
+for r in 0 1; do grep -qE "^$first +$r " <<<"$out" || fail "rank $r is not on $first"; done
+for r in 2 3; do grep -qE "^$second +$r " <<<"$out" || fail "rank $r is not on $second"; done
+grep -qE "^$second +2 .* [0-9.]+\* " <<<"$out" || fail "rank 2's factor is not marked as a straggler's"
+grep -q "^findings    rank 2 on $second is a straggler" <<<"$out" || fail "no straggler finding for rank 2"
+grep -qE '^deadline    in [0-9]+m[0-9]{2}s \(EndTime minus the graceful exit, 2m00s\)' <<<"$out" ||
   fail "no deadline countdown with the 2 min graceful exit"
-printf '%s\n' "$out" | grep -qF "kill-switch $TEST_DIR/KILL: not there" || fail "the kill switch is not shown"
+grep -qF "kill-switch $TEST_DIR/KILL: not there" <<<"$out" || fail "the kill switch is not shown"
 
 # --json, for dashboards: parsed, and the figures checked.
 as_user "$BUILD/bin/trainctl" status --json "$job" >"$TEST_DIR/status.json" || fail "status --json failed"
@@ -68,10 +68,10 @@ plain=$(submit_as_user -N1 --time=5 -o /dev/null --wrap "sleep 300")
 wait_for 60 "alice's plain job to run" bash -c "[ \"\$(squeue -h -j $plain -o %T)\" = RUNNING ]"
 list=$(as_user "$BUILD/bin/trainctl" status 2>"$TEST_DIR/list.err") || fail "trainctl status (no JOB) failed: $(cat "$TEST_DIR/list.err")"
 printf '%s\n' "$list"
-printf '%s\n' "$list" | head -1 | grep -qE '^JOB +NAME +NODES +RANKS +DEADLINE +FINDINGS$' || fail "no heading: $list"
-printf '%s\n' "$list" | grep -qE "^$job +[^ ]+ +[^ ]+ +4 +in [0-9]+m[0-9]{2}s +rank 2 on $second is a straggler" ||
+head -1 <<<"$list" | grep -qE '^JOB +NAME +NODES +RANKS +DEADLINE +FINDINGS$' || fail "no heading: $list"
+grep -qE "^$job +[^ ]+ +[^ ]+ +4 +in [0-9]+m[0-9]{2}s +rank 2 on $second is a straggler" <<<"$list" ||
   fail "no row for job $job with 4 ranks, its deadline and the straggler"
-printf '%s\n' "$list" | grep -qx "1 other running job of yours without trainctl (no node state on its nodes): $plain" ||
+grep -qx "1 other running job of yours without trainctl (no node state on its nodes): $plain" <<<"$list" ||
   fail "the plain job $plain is not named apart"
 as_user "$BUILD/bin/trainctl" status --json >"$TEST_DIR/list.json" || fail "trainctl status --json (no JOB) failed"
 python3 - "$TEST_DIR/list.json" "$job" "$plain" <<'PY' || fail "the list's JSON is not what the table said"
@@ -131,7 +131,7 @@ log "--watch killed with -9: its step and helpers ended with it"
 # Another user: one line, no view.
 err=$(runuser -u mallory -- env SLURM_CONF="$SLURM_CONF" "$BUILD/bin/trainctl" status "$job" 2>&1) && fail "mallory saw alice's job"
 [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "mallory got more than one line: $err"
-printf '%s\n' "$err" | grep -q "the job is alice's; only its own user can look inside it" || fail "mallory's line: $err"
+grep -q "the job is alice's; only its own user can look inside it" <<<"$err" || fail "mallory's line: $err"
 # Bad input: one line, exit 2.
 err=$(as_user "$BUILD/bin/trainctl" status --watch --interval 0.1s "$job" 2>&1) && fail "--interval 0.1s was accepted"
 [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "--interval 0.1s: more than one line: $err"
@@ -145,5 +145,5 @@ wait_for 60 "the job to end" job_ended "$job"
 [ "$(job_state "$job")" = COMPLETED ] || fail "the job ended $(job_state "$job")"
 [ "$(events_count exit)" -eq 4 ] || fail "$(events_count exit) of 4 ranks exited at the kill switch"
 err=$(as_user "$BUILD/bin/trainctl" status "$job" 2>&1) && fail "status of an ended job succeeded"
-printf '%s\n' "$err" | grep -q "the job is COMPLETED, not RUNNING" || fail "status of an ended job: $err"
+grep -q "the job is COMPLETED, not RUNNING" <<<"$err" || fail "status of an ended job: $err"
 log "PASS: status showed 4 ranks, the straggler and the deadline, as a table, JSON and --watch; mallory got one line"

@@ -63,8 +63,8 @@ as alice env ALICE_HOOK="$ALICE_HOOK" bash -c 'for f in alerts.json history.json
   exec "$3" fs --path /home/alice/data --min-free 1P --state-dir "$2" --notify "$4"' \
   bash "$victim" "$dir" "$TW" "$alice_hook" >"$TEST_DIR/out2" 2>"$TEST_DIR/err2" || rc=$?
 [ "$rc" = 2 ] || fail "alice's own check: exit $rc: $(cat "$TEST_DIR/err2")"
-if find "$REQDIR" -name '*.path' -exec cat {} + 2>/dev/null | grep -q mallory; then fail "mallory's receiver got an alert"; fi
-find "$REQDIR" -name '*.path' -exec cat {} + | grep -q '^/alice$' || fail "alice's alert did not reach alice's sink"
+if grep -rqs --include='*.path' mallory "$REQDIR"; then fail "mallory's receiver got an alert"; fi
+grep -rqx --include='*.path' '/alice' "$REQDIR" || fail "alice's alert did not reach alice's sink"
 grep -q "not configured now" "$TEST_DIR/err2" || fail "the planted item was not reported: $(cat "$TEST_DIR/err2")"
 [ "$(cat "$victim")" = precious ] || fail "a planted symlink made trainwatch overwrite $victim"
 
