@@ -150,6 +150,24 @@ if with_rpm; then
   log "the 5 RPMs carry the same $(cat "$TEST_DIR"/files.*.deb | wc -l) files as the 5 .debs"
 fi
 
+# --- the plugstack.conf line names the plugin where the package puts it -------------
+# SLURM skips an `optional` line whose file is absent without a word: on EL the
+# Debian path would leave every job unsupervised.
+plugstack_line_names_plugin() {  # <what> <example's text> <the package's paths>
+  local line path
+  line=$(grep -m1 '^optional ' <<<"$2") || fail "$1: plugstack.conf.example has no 'optional' line"
+  path=$(awk '{ print $2 }' <<<"$line")
+  grep -qxF "$path" <<<"$3" || fail "$1: plugstack.conf.example's line names $path, which the package does not install: $(grep trainctl_spank <<<"$3")"
+  log "$1: the example's line names $path, the package's plugin"
+}
+example=usr/share/trainctl/plugstack.conf.example
+plugstack_line_names_plugin .deb "$(dpkg-deb --fsys-tarfile "$(deb_of slurm-wlm-trainctl-plugin)" | tar -xO "./$example")" \
+  "$(dpkg-deb -c "$(deb_of slurm-wlm-trainctl-plugin)" | awk '{ print $6 }' | sed 's|^\./|/|')"
+if with_rpm; then
+  plugstack_line_names_plugin RPM "$(rpm2cpio "$(rpm_of slurm-spank-trainctl)" | cpio -i --quiet --to-stdout "./$example")" \
+    "$(rpm -qlp "$(rpm_of slurm-spank-trainctl)")"
+fi
+
 # --- installed with apt-get ----------------------------------------------------------
 mapfile -t deb_paths < <(for p in "${debs[@]}"; do deb_of "$p"; done)
 installed=1
