@@ -19,10 +19,18 @@ Imports on Python 3.8+ with no compiler and without torch; the C library
 """
 
 import ctypes
+import logging
 import os
 from typing import Any, Optional, Union
 
 from ._native import TrainctlError, VOTE_LEN
+
+# The lines of the loop's own decisions (a save, an exit) are INFO: a program whose
+# logging is set to WARNING (`logging.basicConfig()`) would drop them, so the logger
+# "trainctl" shows INFO unless the program sets its level (as transformers' loggers
+# carry a level of their own).
+if logging.getLogger("trainctl").level == logging.NOTSET:
+    logging.getLogger("trainctl").setLevel(logging.INFO)
 from .controller import Controller, Decision, mpi_allreduce
 from .collectives import watch_collectives
 from .ddp import watch_ddp

@@ -195,12 +195,16 @@ class ControllerTest(unittest.TestCase):
             "import logging, os, sys, trainctl\n"
             "if sys.argv[1] == 'logging':\n"
             "    logging.basicConfig(level=logging.INFO, stream=sys.stdout, format='%(name)s %(levelname)s %(message)s')\n"
+            "if sys.argv[1] == 'default':  # WARNING for the root: trainctl's INFO lines still show\n"
+            "    logging.basicConfig(stream=sys.stdout)\n"
+            "if sys.argv[1] == 'quiet':  # the program's own say: WARNING for trainctl\n"
+            "    logging.basicConfig(stream=sys.stdout); logging.getLogger('trainctl').setLevel(logging.WARNING)\n"
             "open(sys.argv[2], 'w').close()\n"
             "c = trainctl.Controller(signals='none', kill_switch=sys.argv[2], state_path=sys.argv[3])\n"
             "print('exit', c.check(0).exit)\n"
             "c.close()\n")
         env = dict(os.environ, TRAINCTL_DEADLINE="soon")
-        for mode in ("logging", "plain"):
+        for mode in ("logging", "default", "quiet", "plain"):
             out = subprocess.run([sys.executable, "-c", code, mode, self.kill, os.path.join(self.dir, "st-" + mode)],
                                  env=env, capture_output=True, text=True, timeout=60)
             self.assertEqual(out.returncode, 0, out.stderr)
@@ -208,6 +212,13 @@ class ControllerTest(unittest.TestCase):
                 self.assertIn("trainctl INFO exit at step 0: kill-switch", out.stdout)
                 self.assertIn("trainctl WARNING TRAINCTL_DEADLINE", out.stdout)
                 self.assertNotIn("trainctl: exit at step", out.stderr)
+            elif mode == "default":
+                self.assertIn("INFO:trainctl:exit at step 0: kill-switch", out.stdout)
+                self.assertIn("WARNING:trainctl:TRAINCTL_DEADLINE", out.stdout)
+                self.assertEqual(out.stderr, "")
+            elif mode == "quiet":
+                self.assertNotIn("exit at step", out.stdout + out.stderr)
+                self.assertIn("WARNING:trainctl:TRAINCTL_DEADLINE", out.stdout)
             else:
                 self.assertIn("trainctl: exit at step 0: kill-switch", out.stderr)
                 self.assertEqual(out.stdout.strip(), "exit True")
