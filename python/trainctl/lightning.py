@@ -1,10 +1,9 @@
 """PyTorch Lightning: the Trainer saves and stops at the step all ranks agreed.
 
     import lightning.pytorch as pl
-    from lightning.pytorch.plugins.environments import SLURMEnvironment
     from trainctl.lightning import TrainctlCallback
     stop = TrainctlCallback("checkpoints")   # where its saves go: checkpoints/step_<n>.ckpt
-    trainer = pl.Trainer(callbacks=[stop], plugins=[SLURMEnvironment(auto_requeue=False)])
+    trainer = pl.Trainer(callbacks=[stop])   # under torchrun: one launcher per node
     trainer.fit(model, datamodule, ckpt_path=stop.last_checkpoint())   # None: a fresh start
     if stop.decision.exit:                   # a kill switch, the deadline, a notice: all saved
         print("stopped at step", stop.step, "because", stop.decision.reason)
@@ -25,10 +24,16 @@ its thread after save_checkpoint returns: rank 0, which writes it, commits when 
 ends (a failed write commits nothing, and says so), and the other ranks, which write
 nothing, commit once rank 0's commit is there. The save counts to that commit.
 
-`SLURMEnvironment(auto_requeue=False)` matters: Lightning's own auto-requeue also acts on
-SIGUSR1, the signal trainctl relays before the time limit. With both, Lightning requeues
-the job while the next array task resumes from trainctl's save, and two runs train from
-the same checkpoint. The callback says so once, at fit start, when Lightning's is on.
+How the ranks start decides Lightning's cluster environment. Under torchrun (one
+launcher per node, as trainctl's template and pages launch) Lightning takes its ranks
+from torchrun and its SLURM auto-requeue is off: pass no environment. With one srun task
+per GPU instead (`srun --ntasks-per-node=8 python train.py`, no torchrun), Lightning's
+SLURMEnvironment takes them from SLURM; pass
+`plugins=[SLURMEnvironment(auto_requeue=False)]` (from
+lightning.pytorch.plugins.environments): its auto-requeue also acts on SIGUSR1, the
+signal trainctl relays before the time limit, and with both, Lightning requeues the job
+while the next array task resumes from trainctl's save, and two runs train from the same
+checkpoint. The callback says so once, at fit start, when Lightning's is on.
 
 Validation runs are a phase for the hang clock (from on_validation_start to
 on_validation_end every rank is "in phase eval"), and so is a save ("save"), so a long
