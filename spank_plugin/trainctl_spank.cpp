@@ -40,6 +40,7 @@ extern "C" {
 #define TRAINCTL_HAVE_PREPEND_ARGV 1
 #endif
 
+#include "build_id.hpp"
 #include "node_state.hpp"
 #include "options.hpp"
 #include "parse.hpp"
@@ -49,6 +50,9 @@ extern "C" {
 #include "supervised_step.hpp"
 #include "switch_paths.hpp"
 #include "user_paths.hpp"
+
+// This build, in the file itself: `trainctl version` reads it there, without loading the plugin.
+extern "C" __attribute__((used)) const char trainctl_plugin_build[] = TRAINCTL_PLUGIN_BUILD_MARKER TRAINCTL_BUILD_TEXT;
 
 // spank.h's SPANK_PLUGIN defines const objects; in C++ they need extern "C" linkage
 // declared first, or they would be internal and the plugin loader would not find them.
@@ -378,6 +382,7 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_user_init(spank_t sp, int ac, char** av) {
   resolve_switches(sp);
   if (!g.opts.kill_switch.empty()) spank_setenv(sp, "KILL_SWITCH", g.opts.kill_switch.c_str(), 1);
   if (!g.opts.save_switch.empty()) spank_setenv(sp, "SAVE_SWITCH", g.opts.save_switch.c_str(), 1);
+  spank_setenv(sp, trainctl::kPluginBuildVar, TRAINCTL_BUILD_TEXT, 1);  // trainctl version names it in a job
   return 0;
 }
 

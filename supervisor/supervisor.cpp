@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "bad_nodes.hpp"
+#include "build_id.hpp"
 #include "env.hpp"
 #include "parse.hpp"
 #include "publisher.hpp"
@@ -153,6 +154,7 @@ void task_supervisor::export_environment() {
   // A batch script can tell it already runs under one; trainctl-run adds no second one.
   setenv(kSupervisedVar, supervised_step([](const char* name) { return env_text(name); }).c_str(), 1);
   setenv("TRAINCTL_SUPERVISOR_PID", std::to_string(getpid()).c_str(), 1);  // ranks allow its stack readers
+  setenv(kSupervisorBuildVar, TRAINCTL_BUILD_TEXT, 1);                     // a rank's library of another layout says so
   const std::string own = env_text(kRunIdVar), id = run_id([](const char*name) { return env_text(name); });
   if (!own.empty() && own != id)
     log_.line("%s is not a run id (accepted: 1-64 of letters, digits, '_', '.', '-'): the ranks get '%s'", kRunIdVar,

@@ -15,6 +15,10 @@
 
 #include "owned_fd.hpp"
 
+// The node state's layout: a build reads only a file of its own layout (node_state::kVersion).
+// A macro as well, so that a build's identity can be a string in its binaries (build_id.hpp).
+#define TRAINCTL_NODE_STATE_LAYOUT 12
+
 namespace trainctl {
 
 // Bits of node_state::flags and of a controller's local flags.
@@ -151,7 +155,7 @@ struct node_breaker {
 
 struct node_state {
   static constexpr std::uint64_t kMagic = 0x31534c5443444e54ull;  // "TNDCTLS1"
-  static constexpr std::uint32_t kVersion = 12;
+  static constexpr std::uint32_t kVersion = TRAINCTL_NODE_STATE_LAYOUT;
 
   std::uint64_t magic;
   std::uint32_t version;

@@ -1,3 +1,4 @@
+#include "build_id.hpp"
 #include "controller_impl.hpp"
 
 namespace trainctl {
@@ -13,8 +14,22 @@ void controller::impl::open_state() {
                "last login session on the node ends); this process (pid %d) shares its supervisor's open copy\n",
                path.c_str(), static_cast<int>(getpid()));
   } catch (const std::exception& e) {
-    log_line(kLogWarning, "trainctl: %s; this process watches on its own (no sharing with other ranks on the node)\n",
-             e.what());
+    // A supervisor of another layout (a site's plugin and trainctl-run, a user's wheel)
+    // made the file: say which two builds, not only that the file looks wrong.
+    build_id supervisor;
+    const char* said = std::getenv(kSupervisorBuildVar);
+    const std::string mismatch =
+        said != nullptr && parse_build(said, &supervisor)
+            ? layout_mismatch(supervisor, "this node's supervisor (trainctl-run)", "this rank's library")
+            : "";
+    if (!mismatch.empty())
+      log_line(kLogWarning,
+               "trainctl: %s. This process watches on its own: the deadline, notices and switches still reach it; "
+               "the supervisor sees no heartbeat from it (no hang or straggler findings)\n",
+               mismatch.c_str());
+    else
+      log_line(kLogWarning, "trainctl: %s; this process watches on its own (no sharing with other ranks on the node)\n",
+               e.what());
     private_state = std::make_unique<node_state>();
     init_header(*private_state);
     ns = private_state.get();

@@ -21,6 +21,10 @@ version=$("$tc" version) || fail "trainctl version exited non-zero"
 slurm=$(sinfo -V | grep -o '[0-9][0-9]*\.[0-9][0-9]\.[0-9][0-9]*' | head -n 1)
 grep -q "^SLURM $slurm on this node (scontrol --version): " <<<"$version" ||
   fail "trainctl version does not name this node's SLURM $slurm: $version"
+# The plugin the cluster's plugstack.conf loads (this build's), read from its file.
+grep -qxF "plugin: trainctl $("$tc" --version | cut -d' ' -f2) (node-state layout $(sed -n 's/^node-state layout \([0-9]*\),.*/\1/p' <<<"$version")), $BUILD/spank_plugin/trainctl_spank.so (from $TRAINCTL_CLUSTER_PLUGSTACK)" <<<"$version" ||
+  fail "trainctl version does not name the cluster's plugin: $version"
+! grep -q '^mismatch:' <<<"$version" || fail "trainctl version finds a mismatch in one build: $version"
 for bad in "" "frobnicate" "help frobnicate" "stacks" "bad-nodes mark n1" "bad-nodes forget" "version extra" \
   "status abc" "stacks 12x" "report 1_2_3"; do
   set +e

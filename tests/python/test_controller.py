@@ -223,6 +223,30 @@ class ControllerTest(unittest.TestCase):
                 self.assertIn("trainctl: exit at step 0: kill-switch", out.stderr)
                 self.assertEqual(out.stdout.strip(), "exit True")
 
+    def test_a_supervisor_of_another_layout_is_one_line_naming_both_builds(self):
+        # A site's trainctl-run of another node-state layout made the file (no older build
+        # is at hand: its file is one of another size, as an older layout's is). The rank
+        # says which two builds, watches on its own, and still sees the kill switch.
+        d = tempfile.mkdtemp(prefix="trainctl-py-")
+        try:
+            state = os.path.join(d, "1.0-n1")
+            with open(state, "wb") as f:
+                f.write(b"TNDCTLS1" + b"\0" * 992)
+            open(self.kill, "w").close()
+            code = ("import trainctl; c = trainctl.Controller(signals='none'); print('exit', c.check(0).exit)")
+            env = dict(os.environ, TRAINCTL_STATE=state, TRAINCTL_SUPERVISOR_BUILD="0.0.9/11", KILL_SWITCH=self.kill)
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual(out.stdout.strip(), "exit True")
+            said = [l for l in out.stderr.splitlines() if "layout" in l]
+            self.assertEqual(len(said), 1, out.stderr)
+            self.assertIn("this node's supervisor (trainctl-run) is trainctl 0.0.9 (node-state layout 11) and this "
+                          "rank's library trainctl %s (node-state layout " % trainctl.__version__, said[0])
+            self.assertIn("install one version for both (the newer is %s" % trainctl.__version__, said[0])
+            self.assertIn("the deadline, notices and switches still reach it", said[0])
+        finally:
+            shutil.rmtree(d)
+
     def test_an_uncaught_exception_is_noted_for_the_crash_finding_and_still_printed(self):
         # The line noted, through the library's call (wrapped here to see it), and the
         # traceback of the hook that was there before, on stderr as always.
