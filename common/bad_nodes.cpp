@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "bounded_append.hpp"
 #include "env.hpp"
 #include "owned_fd.hpp"
 #include "parse.hpp"
@@ -94,7 +95,7 @@ std::string node_name() {
   return host;
 }
 
-std::string append_private(const std::string& path, const std::string& text) {
+std::string append_private(const std::string& path, const std::string& text, std::size_t max) {
   const size_t slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0 && !make_private_dirs(path.substr(0, slash)))
     return "cannot create " + path.substr(0, slash) + ": " + std::strerror(errno);
@@ -104,6 +105,8 @@ std::string append_private(const std::string& path, const std::string& text) {
   std::string why;
   if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid())
     why = path + " is not a regular file of this user";
+  else if (max > 0)
+    why = append_bounded(fd.get(), path, text, max);
   else if (write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
     why = "cannot append to " + path + ": " + std::strerror(errno);
   return why;

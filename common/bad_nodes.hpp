@@ -34,7 +34,8 @@ bool make_private_dirs(const std::string& dir);
 
 // Appends `text` in one write to this user's regular file `path` (created 0600, its
 // directories 0700; never through a symlink, never blocking on a FIFO). "" or why not.
-std::string append_private(const std::string& path, const std::string& text);
+// With `max`, the file is kept under max bytes (bounded_append.hpp).
+std::string append_private(const std::string& path, const std::string& text, std::size_t max = 0);
 // The first `max` bytes of this user's regular file `path` ("" when missing), or with
 // `newest` its last `max` bytes (an append-only file's newest records). Anything else
 // (a symlink, a FIFO, another user's file) is refused: *why says so in one line.

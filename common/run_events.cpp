@@ -139,7 +139,7 @@ std::int64_t run_event::figure(const std::string& key, std::int64_t otherwise) c
 
 std::string append_run_events(const std::string& path, const std::string& lines) {
   if (path.empty()) return "no file for run events (set TRAINCTL_RUN_EVENTS_DIR or HOME)";
-  return append_private(path, lines);
+  return append_private(path, lines, kMaxRead);  // the read takes it whole
 }
 
 std::vector<run_event> parse_run_events(const std::string& text) {

@@ -65,12 +65,15 @@ std::string own_run_events_path();
 // One line for `e` (its time, job and fields; words only in `what` and `reason`).
 std::string format_run_event(const run_event& e);
 
+// An array's run events are kept this long after their last line (the supervisor's sweep).
+inline constexpr long kRunEventsKeepS = 90L * 24 * 3600;
+
 // Appends lines (each ending in '\n') in one write, creating the directory (0700).
 // "" or why it could not. Opens with O_NOFOLLOW|O_NONBLOCK, appends only to this
-// user's regular file.
+// user's regular file; past 8 MiB its oldest lines go, down to 4 MiB (bounded_append.hpp).
 std::string append_run_events(const std::string& path, const std::string& lines);
 
-// Every well-formed line of `path` (its newest 8 MiB: older runs fall off the front), in
+// Every well-formed line of `path` (its newest 8 MiB, all of a file kept by its appends), in
 // file order; malformed lines are skipped. A file
 // that is not this user's regular file is refused: *why says so in one line. Missing:
 // empty, *why empty.

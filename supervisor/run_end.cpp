@@ -13,6 +13,7 @@
 
 #include "bad_node_contrast.hpp"
 #include "bad_nodes.hpp"
+#include "bounded_append.hpp"
 #include "env.hpp"
 #include "no_progress.hpp"
 #include "node_state.hpp"
@@ -401,7 +402,11 @@ void run_end::append_event_bounded(const std::string& line, const char* what) co
   child_spec spec;
   spec.deadline = milliseconds(5000);
   spec.ignore_signals = opts_.notices;
-  spec.work = [path, line] { return append_run_events(path, line); };
+  spec.work = [path, line] {
+    // The run events of arrays nothing wrote to for 90 days go (docs/users.md says so).
+    sweep_old_files(run_events_dir(), kRunEventsKeepS);
+    return append_run_events(path, line);
+  };
   const child_result r = run_child(spec);
   const std::string why = r.ok() ? r.output : r.error;
   if (!why.empty()) log_.line("%s: %s", what, why.c_str());

@@ -11,12 +11,16 @@
 #include <ctime>
 
 #include "bad_nodes.hpp"
+#include "bounded_append.hpp"
 #include "gpu_memory.hpp"
 #include "owned_fd.hpp"
 
 namespace trainctl {
 
 namespace {
+
+// About 4,000 findings: trainwatch slow-nodes and people read the newest.
+constexpr std::size_t kMaxSlowNodesBytes = 1 << 20;
 
 // One append of one line (lines of several nodes do not interleave) to a file in a
 // directory others may write (the log directory is often group-writable): a FIFO planted
@@ -33,8 +37,8 @@ std::string append_own_line(const std::string& path, const std::string& line) {
     why = "not a regular file";
   else if (st.st_uid != geteuid())
     why = "another user's file";
-  else if (write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-    why = std::strerror(errno);
+  else
+    why = append_bounded(fd.get(), path, line, kMaxSlowNodesBytes);
   return why;
 }
 

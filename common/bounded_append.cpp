@@ -1,0 +1,84 @@
+#include "bounded_append.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "owned_fd.hpp"
+
+namespace trainctl {
+namespace {
+
+constexpr int kLockTries = 100;  // 10 ms apart: about a second
+constexpr useconds_t kLockWaitUs = 10000;
+
+bool lock_briefly(int fd) {
+  for (int i = 0; i < kLockTries; ++i) {
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
+    if (errno != EWOULDBLOCK && errno != EINTR) return false;
+    usleep(kLockWaitUs);
+  }
+  return false;
+}
+
+// The newest lines of the file, at most keep bytes, written over its start; then cut.
+// A second descriptor without O_APPEND (pwrite on an O_APPEND one appends on Linux),
+// opened by name and checked to be the same file.
+void trim(int fd, const std::string& path, std::size_t keep) {
+  struct stat st {
+  }, again{};
+  if (fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) <= keep) return;
+  const owned_fd rw(open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (!rw || fstat(rw.get(), &again) != 0 || again.st_ino != st.st_ino || again.st_dev != st.st_dev) return;
+  // The byte before the kept part too: a '\n' there means it starts with a whole line.
+  std::string tail(keep + 1, '\0');
+  const ssize_t got = pread(rw.get(), tail.data(), keep + 1, st.st_size - static_cast<off_t>(keep) - 1);
+  if (got != static_cast<ssize_t>(keep + 1)) return;
+  const std::size_t first = tail.find('\n');
+  if (first == std::string::npos || first + 1 == tail.size()) return;
+  tail.erase(0, first + 1);  // from the first whole line
+  if (pwrite(rw.get(), tail.data(), tail.size(), 0) != static_cast<ssize_t>(tail.size())) return;
+  if (ftruncate(rw.get(), static_cast<off_t>(tail.size())) != 0) return;
+}
+
+}  // namespace
+
+std::string append_bounded(int fd, const std::string& path, const std::string& text, std::size_t max) {
+  const bool locked = lock_briefly(fd);
+  std::string why;
+  if (write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    why = "cannot append to " + path + ": " + std::strerror(errno);
+  else if (struct stat st{}; locked && fstat(fd, &st) == 0 && static_cast<std::size_t>(st.st_size) > max)
+    trim(fd, path, std::max(max / 2, text.size()));  // never the lines just written
+  if (locked) flock(fd, LOCK_UN);
+  return why;
+}
+
+int sweep_old_files(const std::string& dir, long max_age_s) {
+  const owned_fd dfd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (!dfd) return 0;
+  DIR* d = fdopendir(dup(dfd.get()));
+  if (d == nullptr) return 0;
+  const std::time_t now = std::time(nullptr);
+  int removed = 0;
+  while (const dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.empty() || name.size() > 20 || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    struct stat st {};
+    if (fstatat(dfd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != getuid() || now - st.st_mtime < max_age_s)
+      continue;
+    if (unlinkat(dfd.get(), name.c_str(), 0) == 0) ++removed;
+  }
+  closedir(d);
+  return removed;
+}
+
+}  // namespace trainctl
