@@ -16,16 +16,14 @@
 namespace trainctl {
 namespace {
 
-constexpr int kLockTries = 100;  // 10 ms apart: about a second
-constexpr useconds_t kLockWaitUs = 10000;
+constexpr int kLockRetryMs = 10;
 
-bool lock_briefly(int fd) {
-  for (int i = 0; i < kLockTries; ++i) {
+bool lock_briefly(int fd, int wait_ms) {
+  for (int waited = 0;; waited += kLockRetryMs) {
     if (flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
-    if (errno != EWOULDBLOCK && errno != EINTR) return false;
-    usleep(kLockWaitUs);
+    if ((errno != EWOULDBLOCK && errno != EINTR) || waited >= wait_ms) return false;
+    usleep(kLockRetryMs * 1000);
   }
-  return false;
 }
 
 // The newest lines of the file, at most keep bytes, written over its start; then cut.
@@ -50,8 +48,9 @@ void trim(int fd, const std::string& path, std::size_t keep) {
 
 }  // namespace
 
-std::string append_bounded(int fd, const std::string& path, const std::string& text, std::size_t max) {
-  const bool locked = lock_briefly(fd);
+std::string append_bounded(int fd, const std::string& path, const std::string& text, std::size_t max,
+                           int lock_wait_ms) {
+  const bool locked = lock_briefly(fd, lock_wait_ms);
   std::string why;
   if (write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
     why = "cannot append to " + path + ": " + std::strerror(errno);

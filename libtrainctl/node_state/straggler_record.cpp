@@ -38,7 +38,7 @@ std::string append_own_line(const std::string& path, const std::string& line) {
   else if (st.st_uid != geteuid())
     why = "another user's file";
   else
-    why = append_bounded(fd.get(), path, line, kMaxSlowNodesBytes);
+    why = append_bounded(fd.get(), path, line, kMaxSlowNodesBytes, 0);  // others may hold its lock: no wait
   return why;
 }
 

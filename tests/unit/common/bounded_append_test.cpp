@@ -4,9 +4,11 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -47,7 +49,9 @@ TEST_F(BoundedAppendTest, PastTheLimitTheOldestWholeLinesGoAndTheNewestStay) {
   int previous = -1, count = 0;
   for (std::string line; std::getline(lines, line); ++count) {
     const int n = std::atoi(line.substr(5).c_str());
-    if (previous >= 0) EXPECT_EQ(n, previous + 1) << "lines lost or torn at " << line;
+    if (previous >= 0) {
+      EXPECT_EQ(n, previous + 1) << "lines lost or torn at " << line;
+    }
     previous = n;
   }
   EXPECT_GT(count, 150);  // at least half the limit kept
@@ -62,6 +66,21 @@ TEST_F(BoundedAppendTest, AnAppenderThatOpenedTheFileBeforeATrimStillWritesToIt)
   close(early);
   const std::string text = read();
   EXPECT_EQ(text, std::string(3000, 'b') + "\nlate\n");
+}
+
+TEST_F(BoundedAppendTest, ALockHeldByAnotherStillTakesTheLineAtOnceAndLeavesTheTrim) {
+  ASSERT_EQ(append_private(path_, std::string(5000, 'a') + "\n", 0), "");
+  const int other = open(path_.c_str(), O_RDONLY | O_CLOEXEC);  // another reader of the file
+  ASSERT_GE(other, 0);
+  ASSERT_EQ(flock(other, LOCK_EX), 0);
+  const int fd = open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(append_bounded(fd, path_, "new\n", 4096, 0), "");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+  close(fd);
+  close(other);
+  EXPECT_EQ(read(), std::string(5000, 'a') + "\nnew\n");  // not trimmed, nothing lost
 }
 
 TEST_F(BoundedAppendTest, TheSweepRemovesOnlyOldRunFiles) {
