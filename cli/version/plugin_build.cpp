@@ -13,6 +13,7 @@
 
 #include "build_id.hpp"
 #include "owned_fd.hpp"
+#include "switch_paths.hpp"  // dir_of
 
 namespace trainctl::cli {
 namespace {
@@ -25,11 +26,6 @@ std::vector<std::string> words(const std::string& line) {
   std::vector<std::string> out;
   for (std::string w; in >> w;) out.push_back(w);
   return out;
-}
-
-std::string dir_of(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
 }
 
 bool iequal(const std::string& a, const char* b) { return strcasecmp(a.c_str(), b) == 0; }
@@ -77,9 +73,9 @@ bool find_line(const std::string& conf, int depth, std::string* path) {
   return false;
 }
 
-// The marker's text in the plugin's file: a regular file, read, never run.
+// The marker's text in the plugin's file: a regular file, read, never run, never through a link.
 std::string build_in(const std::string& path, std::string* problem) {
-  owned_fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  owned_fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW));
   struct stat st {};
   if (!fd || fstat(fd.get(), &st) != 0) {
     *problem = "cannot read " + path + ": " + std::strerror(errno);

@@ -59,7 +59,7 @@ TEST_F(BoundedAppendTest, PastTheLimitTheOldestWholeLinesGoAndTheNewestStay) {
 
 TEST_F(BoundedAppendTest, AnAppenderThatOpenedTheFileBeforeATrimStillWritesToIt) {
   ASSERT_EQ(append_private(path_, std::string(3000, 'a') + "\n", 0), "");
-  const int early = open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  const int early = open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
   ASSERT_GE(early, 0);
   ASSERT_EQ(append_private(path_, std::string(3000, 'b') + "\n", 4096), "");  // trims
   ASSERT_EQ(append_bounded(early, path_, "late\n", 4096), "");
@@ -70,10 +70,10 @@ TEST_F(BoundedAppendTest, AnAppenderThatOpenedTheFileBeforeATrimStillWritesToIt)
 
 TEST_F(BoundedAppendTest, ALockHeldByAnotherStillTakesTheLineAtOnceAndLeavesTheTrim) {
   ASSERT_EQ(append_private(path_, std::string(5000, 'a') + "\n", 0), "");
-  const int other = open(path_.c_str(), O_RDONLY | O_CLOEXEC);  // another reader of the file
+  const int other = open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);  // another reader of the file
   ASSERT_GE(other, 0);
   ASSERT_EQ(flock(other, LOCK_EX), 0);
-  const int fd = open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  const int fd = open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
   ASSERT_GE(fd, 0);
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(append_bounded(fd, path_, "new\n", 4096, 0), "");
