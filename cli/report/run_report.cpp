@@ -1,6 +1,7 @@
 #include "run_report.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -59,26 +60,53 @@ constexpr double kClockSkewS = 0.05;
 // The first death's clause of a task's detail line ("" when none was recorded).
 std::string first_death_clause(const task_report::death& d) {
   if (d.ms == 0) return "";
-  char lead[32] = "";
-  if (d.lead_s >= 0 && d.lead_s < 1)
-    std::snprintf(lead, sizeof lead, "%.0f ms", d.lead_s * 1000);
-  else if (d.lead_s >= 1)
-    std::snprintf(lead, sizeof lead, "%s", report_span(d.lead_s).c_str());
-  std::string s = " " + (d.rank >= 0 ? "rank " + std::to_string(d.rank) : std::string("a rank")) +
-                  (d.node.empty() ? "" : " on " + d.node);
-  if (d.lead_s < 0)
+  const auto span = [](double s) {
+    char text[32];
+    if (s < 1)
+      std::snprintf(text, sizeof text, "%.0f ms", s * 1000);
+    else
+      std::snprintf(text, sizeof text, "%s", report_span(s).c_str());
+    return std::string(text);
+  };
+  const auto who = [](std::int64_t rank, const std::string& node) {
+    return (rank >= 0 ? "rank " + std::to_string(rank) : std::string("a rank")) + (node.empty() ? "" : " on " + node);
+  };
+  std::string s = " " + who(d.rank, d.node);
+  if (d.lost_peer.rank >= 0 || !d.lost_peer.node.empty())
+    s += " died (" + d.how + "), the first of its own cause";
+  else if (d.lead_s < 0)
     s += " died first (" + d.how + ")";
   else if (d.lead_s > kClockSkewS)
-    s += " died first (" + d.how + "), " + lead + " before the next node's";
+    s += " died first (" + d.how + "), " + span(d.lead_s) + " before the next node's";
   else
-    s += " died (" + d.how + ") " + lead +
+    s += " died (" + d.how + ") " + span(d.lead_s) +
          " before a rank of another node, within the nodes' clock skew: maybe not first";
   if (!d.error.empty()) s += ": `" + d.error + "`";
+  if (d.lost_peer.rank >= 0 || !d.lost_peer.node.empty())
+    s += "; " + who(d.lost_peer.rank, d.lost_peer.node) + " died " + span(d.lost_peer.before_s) +
+         " before it, of a closed connection (a peer's end)";
   return s + ";";
 }
 
+// A rank that died of a closed connection ended because a peer did (or closed its group)
+// first: gloo's "Connection closed by peer", a reset, a broken pipe, NCCL's remote error.
+bool died_of_closed_connection(const std::string& error) {
+  std::string e = error;
+  for (char& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* cause : {"connection closed by peer", "connection reset by peer", "broken pipe",
+                            "remote process exited"})
+    if (e.find(cause) != std::string::npos) return true;
+  return false;
+}
+
+// How long after a closed connection's death the rank that caused it may end: a crashed
+// rank's teardown (its traceback, a `finally` that closes its process group, the
+// interpreter's exit) closes its connections before the rank ends, by up to seconds under load.
+constexpr std::int64_t kTeardownMs = 10'000;
+
 // The earliest of the nodes' first deaths (when each came: `at`, else when it was
-// written), and its lead over the next node's.
+// written), and its lead over the next node's; the earliest of its own cause when the
+// earliest died of a closed connection and one followed within a teardown.
 void first_death_of(task_report& t, const std::vector<const run_event*>& deaths) {
   const auto at = [](const run_event* e) { return e->figure("at", e->ms); };
   const run_event* first = nullptr;
@@ -86,13 +114,26 @@ void first_death_of(task_report& t, const std::vector<const run_event*>& deaths)
     if (first == nullptr || at(e) < at(first)) first = e;
   if (first == nullptr) return;
   auto& d = t.first_death;
+  if (died_of_closed_connection(first->text)) {
+    const run_event* cause = nullptr;
+    for (const run_event* e : deaths)
+      if (e->node != first->node && !died_of_closed_connection(e->text) && at(e) - at(first) <= kTeardownMs &&
+          (cause == nullptr || at(e) < at(cause)))
+        cause = e;
+    if (cause != nullptr) {
+      d.lost_peer.rank = first->figure("rank");
+      d.lost_peer.node = first->node;
+      d.lost_peer.before_s = static_cast<double>(at(cause) - at(first)) / 1000.0;
+      first = cause;
+    }
+  }
   d.ms = at(first);
   d.rank = first->figure("rank");
   d.node = first->node;
   d.how = first->reason == "exit" ? "exit status " + std::to_string(first->figure("status", 1)) : first->reason;
   d.error = first->text;
   for (const run_event* e : deaths)
-    if (e->node != first->node) {
+    if (e->node != first->node && at(e) >= d.ms) {
       const double lead = static_cast<double>(at(e) - d.ms) / 1000.0;
       if (d.lead_s < 0 || lead < d.lead_s) d.lead_s = lead;
     }
@@ -550,7 +591,14 @@ std::string run_report_json(const run_report& r) {
                                          {"how", d.how},
                                          {"error", d.error.empty() ? json(nullptr) : json(d.error)},
                                          {"at", format_slurm_timestamp(d.ms)},
-                                         {"lead_s", d.lead_s >= 0 ? json(d.lead_s) : json(nullptr)}};
+                                         {"lead_s", d.lead_s >= 0 ? json(d.lead_s) : json(nullptr)},
+                                         {"after_closed_connection",
+                                          d.lost_peer.node.empty() && d.lost_peer.rank < 0
+                                              ? json(nullptr)
+                                              : json{{"rank", d.lost_peer.rank >= 0 ? json(d.lost_peer.rank)
+                                                                                    : json(nullptr)},
+                                                     {"node", d.lost_peer.node},
+                                                     {"s_before", d.lost_peer.before_s}}}};
     jt["damaged"] = t.damaged;
     j["tasks"].push_back(jt);
   }

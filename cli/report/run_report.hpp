@@ -85,11 +85,19 @@ struct task_report {
   // The first rank to die of its own (the nodes' supervisors' `death` events): when, which
   // rank on which node, how, the error its loop noted, and how long before the next
   // node's death it came (-1: no other node's was recorded). ms 0: no death recorded.
+  // When the earliest death was of a closed connection (a peer's end) and another node's
+  // rank died of its own cause soon after, that rank is named and `lost_peer` is the
+  // earlier one (rank -1: none).
   struct death {
     std::int64_t ms = 0;
     std::int64_t rank = -1;
     std::string node, how, error;
     double lead_s = -1;
+    struct {
+      std::int64_t rank = -1;
+      std::string node;
+      double before_s = 0;
+    } lost_peer;
   } first_death;
   straggler_price straggler;  // what waiting for the slowest rank cost (step_costs.hpp)
   slow_steps slow;            // rank 0's steps over the median + 3 MAD

@@ -585,6 +585,34 @@ TEST(RunReport, TheFirstRankToDieIsNamedWithItsError) {
       << close;
   const std::string alone = run_report_text(report({death(30'000, "n2", 3, "SIGSEGV", "")}));
   EXPECT_NE(alone.find("rank 3 on n2 died first (SIGSEGV)\n"), std::string::npos) << alone;
+
+  // A crashed rank whose `finally` closed its process group ends after its peers that
+  // died of the closed connection: the rank that died of its own cause is named.
+  const run_report lost = report({death(30'000, "n1", 1, "exit", "ConnectionError: connection closed by peer"),
+                                  death(30'085, "n2", 3, "exit", "RuntimeError: a bug (train.py:9 in step)")});
+  EXPECT_EQ(lost.tasks[0].first_death.rank, 3);
+  EXPECT_EQ(lost.tasks[0].first_death.lost_peer.node, "n1");
+  const std::string lost_text = run_report_text(lost);
+  EXPECT_NE(lost_text.find("rank 3 on n2 died (exit status 1), the first of its own cause: `RuntimeError: a bug "
+                           "(train.py:9 in step)`; rank 1 on n1 died 85 ms before it, of a closed connection (a "
+                           "peer's end)"),
+            std::string::npos)
+      << lost_text;
+  const auto lost_json = nlohmann::json::parse(run_report_json(lost))["tasks"][0]["first_death"];
+  EXPECT_EQ(lost_json["rank"], 3);
+  EXPECT_EQ(lost_json["after_closed_connection"]["node"], "n1");
+  EXPECT_NEAR(lost_json["after_closed_connection"]["s_before"].get<double>(), 0.085, 1e-9);
+  // Long after (not its teardown), or no death of its own cause: the earliest stays named.
+  const std::string late =
+      run_report_text(report({death(30'000, "n1", 1, "exit", "RuntimeError: [gloo] Connection reset by peer"),
+                              death(42'000, "n2", 3, "SIGSEGV", "")}));
+  EXPECT_NE(late.find("rank 1 on n1 died first (exit status 1), 12.0s before the next node's"), std::string::npos)
+      << late;
+  const std::string both_lost =
+      run_report_text(report({death(30'000, "n1", 1, "exit", "ConnectionError: connection closed by peer"),
+                              death(30'200, "n2", 3, "exit", "OSError: Broken pipe")}));
+  EXPECT_NE(both_lost.find("rank 1 on n1 died first (exit status 1), 200 ms before the next node's"), std::string::npos)
+      << both_lost;
 }
 
 TEST(RunEvents, AnErrorsTextRoundTripsAsOneFieldAndStaysPrintable) {
