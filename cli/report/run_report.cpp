@@ -93,8 +93,8 @@ std::string first_death_clause(const task_report::death& d) {
 bool died_of_closed_connection(const std::string& error) {
   std::string e = error;
   for (char& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (const char* cause : {"connection closed by peer", "connection reset by peer", "broken pipe",
-                            "remote process exited"})
+  for (const char* cause :
+       {"connection closed by peer", "connection reset by peer", "broken pipe", "remote process exited"})
     if (e.find(cause) != std::string::npos) return true;
   return false;
 }
@@ -585,6 +585,11 @@ std::string run_report_json(const run_report& r) {
                                   {"mad_s", sl.mad_s},       {"threshold_s", sl.threshold_s()},
                                   {"outliers", sl.outliers}, {"node_s", sl.excess_s * std::max(1, t.task.nodes)}};
     const task_report::death& d = t.first_death;
+    const bool lost = d.lost_peer.rank >= 0 || !d.lost_peer.node.empty();
+    const json lost_peer = !lost ? json(nullptr)
+                                 : json{{"rank", d.lost_peer.rank >= 0 ? json(d.lost_peer.rank) : json(nullptr)},
+                                        {"node", d.lost_peer.node},
+                                        {"s_before", d.lost_peer.before_s}};
     jt["first_death"] = d.ms == 0 ? json(nullptr)
                                   : json{{"rank", d.rank >= 0 ? json(d.rank) : json(nullptr)},
                                          {"node", d.node.empty() ? json(nullptr) : json(d.node)},
@@ -592,13 +597,7 @@ std::string run_report_json(const run_report& r) {
                                          {"error", d.error.empty() ? json(nullptr) : json(d.error)},
                                          {"at", format_slurm_timestamp(d.ms)},
                                          {"lead_s", d.lead_s >= 0 ? json(d.lead_s) : json(nullptr)},
-                                         {"after_closed_connection",
-                                          d.lost_peer.node.empty() && d.lost_peer.rank < 0
-                                              ? json(nullptr)
-                                              : json{{"rank", d.lost_peer.rank >= 0 ? json(d.lost_peer.rank)
-                                                                                    : json(nullptr)},
-                                                     {"node", d.lost_peer.node},
-                                                     {"s_before", d.lost_peer.before_s}}}};
+                                         {"after_closed_connection", lost_peer}};
     jt["damaged"] = t.damaged;
     j["tasks"].push_back(jt);
   }
