@@ -60,6 +60,26 @@ void create_state_file(int dir_fd, const std::string& dir, const std::string& na
   }
 }
 
+// What a file of the wrong size or format is, from its magic and layout (the first 12
+// bytes, where every layout keeps them): another trainctl's layout is named as such.
+std::string foreign_layout(std::uint64_t magic, std::uint32_t layout, const char* otherwise) {
+  if (magic != node_state::kMagic || layout == node_state::kVersion) return otherwise;
+  return "is of node-state layout " + std::to_string(layout) + ", which this build (layout " +
+         std::to_string(node_state::kVersion) + ") cannot read: another trainctl version made it";
+}
+std::string foreign_format(int fd, const char* otherwise) {
+  unsigned char head[12] = {};
+  if (pread(fd, head, sizeof head, 0) != static_cast<ssize_t>(sizeof head)) return otherwise;
+  std::uint64_t magic = 0;
+  std::uint32_t layout = 0;
+  std::memcpy(&magic, head, sizeof magic);
+  std::memcpy(&layout, head + sizeof magic, sizeof layout);
+  return foreign_layout(magic, layout, otherwise);
+}
+std::string foreign_format_of(const node_state& ns) {
+  return foreign_layout(ns.magic, ns.version, "has another format (another trainctl version?)");
+}
+
 bool process_alive(std::int32_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH); }
 
 std::atomic<std::uint32_t> g_publisher_serial{0};
@@ -81,14 +101,15 @@ std::unique_ptr<node_state> read_node_state(const std::string& path, std::string
   }
   struct stat st {};
   std::string problem = fstat(fd.get(), &st) != 0 ? std::strerror(errno) : untrusted(st, false);
-  if (problem.empty() && static_cast<size_t>(st.st_size) != sizeof(node_state)) problem = "has the wrong size";
+  if (problem.empty() && static_cast<size_t>(st.st_size) != sizeof(node_state))
+    problem = foreign_format(fd.get(), "has the wrong size");
   auto copy = std::make_unique<node_state>();
   if (problem.empty() && pread(fd.get(), copy.get(), sizeof(node_state), 0) != static_cast<ssize_t>(sizeof(node_state)))
     problem = "could not be read whole";
   fd.reset();
   if (problem.empty() &&
       (copy->magic != node_state::kMagic || copy->version != node_state::kVersion || copy->size != sizeof(node_state)))
-    problem = "has another format (another trainctl version?)";
+    problem = foreign_format_of(*copy);
   if (problem.empty()) return copy;
   *why = "node state " + path + " " + problem;
   return nullptr;
@@ -120,7 +141,14 @@ void node_state_file::open_file() {
     if (!fd_) throw sys_error("cannot open node state " + path_);
     struct stat st {};
     std::string why = fstat(fd_.get(), &st) != 0 ? std::strerror(errno) : untrusted(st, false);
-    if (why.empty() && static_cast<size_t>(st.st_size) != sizeof(node_state)) why = "has the wrong size";
+    if (why.empty() && static_cast<size_t>(st.st_size) != sizeof(node_state)) {
+      const std::string foreign = foreign_format(fd_.get(), "");
+      if (!foreign.empty()) {
+        fd_.reset();
+        throw std::runtime_error("node state " + path_ + " " + foreign);
+      }
+      why = "has the wrong size";
+    }
     if (!why.empty()) {
       fd_.reset();
       throw std::runtime_error("node state " + path_ + " " + why + ": not a trainctl state file of this user");
@@ -136,12 +164,13 @@ void node_state_file::open_file() {
     guard_ = guard_mapping(map, fd_.get());
     if (state_->magic != node_state::kMagic || state_->version != node_state::kVersion ||
         state_->size != sizeof(node_state)) {
+      const std::string what = foreign_format_of(*state_);
       unguard_mapping(guard_);
       guard_ = -1;
       munmap(map, sizeof(node_state));
       state_ = nullptr;
       fd_.reset();
-      throw std::runtime_error("node state " + path_ + " has another format (another trainctl version?)");
+      throw std::runtime_error("node state " + path_ + " " + what);
     }
     // Every process keeps a shared lock while it has the state open; unlink_if_last
     // removes the file only when it can take the lock exclusively. A file nobody has

@@ -17,7 +17,11 @@
 
 // The node state's layout: a build reads only a file of its own layout (node_state::kVersion).
 // A macro as well, so that a build's identity can be a string in its binaries (build_id.hpp).
+// Only the test of mixed versions sets it from outside, to build a library of another
+// layout (tests/CMakeLists.txt, trainctl_other_layout).
+#ifndef TRAINCTL_NODE_STATE_LAYOUT
 #define TRAINCTL_NODE_STATE_LAYOUT 12
+#endif
 
 namespace trainctl {
 

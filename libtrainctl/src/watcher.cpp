@@ -15,13 +15,19 @@ void controller::impl::open_state() {
                path.c_str(), static_cast<int>(getpid()));
   } catch (const std::exception& e) {
     // A supervisor of another layout (a site's plugin and trainctl-run, a user's wheel)
-    // made the file: say which two builds, not only that the file looks wrong.
+    // made the file: say which two builds, not only that the file looks wrong. Under the
+    // plugin the supervisor does not start the task, so the task has the plugin's build
+    // (the supervisor of the plugin's package) in its environment instead.
     build_id supervisor;
     const char* said = std::getenv(kSupervisorBuildVar);
-    const std::string mismatch =
-        said != nullptr && parse_build(said, &supervisor)
-            ? layout_mismatch(supervisor, "this node's supervisor (trainctl-run)", "this rank's library")
-            : "";
+    const char* who = "this node's supervisor (trainctl-run)";
+    if (said == nullptr) {
+      said = std::getenv(kPluginBuildVar);
+      who = "this node's SPANK plugin (with its trainctl-run)";
+    }
+    const std::string mismatch = said != nullptr && parse_build(said, &supervisor)
+                                     ? layout_mismatch(supervisor, who, "this rank's library")
+                                     : "";
     if (!mismatch.empty())
       log_line(kLogWarning,
                "trainctl: %s. This process watches on its own: the deadline, notices and switches still reach it; "

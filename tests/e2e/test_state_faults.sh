@@ -15,6 +15,10 @@
 #     /dev/shm/trainctl-<uid>: both ranks on one node abort, so no process of that node
 #     is left to remove what they used (srun ends the others); once the job has ended
 #     (the plugin's job epilog), no file of it is left there.
+#  5. (plugin) versions that do not mix: the rank's library is an older release's (another
+#     node-state layout, built as tests/other-layout/ for this) under this build's plugin
+#     and supervisor: the job runs, the rank says so in one line naming both versions and
+#     what to install, and the kill switch still ends it.
 # The jobs run at once.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -61,6 +65,12 @@ j1=$(job damage "-N2 --ntasks-per-node=1 --time=5" "--ntasks-per-node=1" "--faul
 j2=$(job touches "-N2 --ntasks-per-node=2 --time=5" "--ntasks-per-node=2")
 j3=$(job ignore "-N1 --ntasks=2 --time=5" "--ntasks=2" "--ignore-exit-rank 1")
 log "jobs $j1 (damage), $j2 (touches), $j3 (ignore) submitted ($MODE) as $TEST_USER"
+if [ "$MODE" = plugin ]; then
+  older=$BUILD/tests/other-layout/libtrainctl.so.0
+  [ -f "$older" ] || fail "no library of another layout at $older (target trainctl_other_layout)"
+  j5=$(job mixed "-N1 --ntasks=1 --time=5 --export=ALL,TRAINCTL_LIBRARY=$older" "--ntasks=1")
+  log "job $j5 (mixed): its rank's library is $older"
+fi
 wait_for 120 "job $j1's 2 ranks" at_least damage start 2
 wait_for 120 "job $j2's 4 ranks" at_least touches start 4
 wait_for 120 "job $j3's 2 ranks" at_least ignore start 2
@@ -122,6 +132,19 @@ grep -q "1 rank process still running [0-9]* s after it was told to exit (kill s
   "$TEST_DIR/ignore/job.out" || fail "job $j3: the lingering rank was not named: $(grep -i 'still\|rank' "$TEST_DIR/ignore/job.out" | head -5)"
 if grep -q "EndTime moved" "$TEST_DIR/ignore/job.out"; then fail "job $j3: the kill was logged as an EndTime move"; fi
 if [ "$MODE" = plugin ]; then
+  wait_for 60 "job $j5's rank" at_least mixed start 1
+  said=$(grep -c "cannot share the node state" "$TEST_DIR/mixed/job.out") || true
+  [ "$said" = 1 ] || fail "job $j5: $said lines about the versions, not 1: $(cat "$TEST_DIR/mixed/job.out")"
+  grep -qE "^trainctl: this node's SPANK plugin \(with its trainctl-run\) is trainctl [0-9.]+ \(node-state layout [0-9]+\) and this rank's library trainctl 0\.0\.9 \(node-state layout 11\): they cannot share the node state; install one version for both \(the newer is [0-9.]+; docs/admins.md, Versions and upgrading\)\. This process watches on its own" \
+    "$TEST_DIR/mixed/job.out" || fail "job $j5: the line does not name both versions: $(grep layout "$TEST_DIR/mixed/job.out")"
+  [ "$(job_state "$j5")" = RUNNING ] || fail "job $j5 is $(job_state "$j5") with a library of another layout"
+  as_user touch "$TEST_DIR/mixed/KILL"
+  wait_for 60 "job $j5 to end" job_ended "$j5"
+  [ "$(job_state "$j5")" = COMPLETED ] || fail "job $j5 ended $(job_state "$j5")"
+  grep -q '"exit".*"kill-switch"' "$TEST_DIR"/mixed/events/* ||
+    fail "job $j5: the kill switch did not reach the rank: $(cat "$TEST_DIR"/mixed/events/*)"
+  log "job $j5: a library of another layout ran under this plugin, said so in one line, and ended on the kill switch"
+
   # Job 4: no option, so no supervisor; every rank on the job's second node aborts.
   mkdir -p "$TEST_DIR/bare" && chown "$TEST_USER" "$TEST_DIR/bare"
   cat >"$TEST_DIR/bare/job.sh" <<JOB

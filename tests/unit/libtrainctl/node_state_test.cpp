@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cstddef>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <utility>
@@ -297,6 +298,39 @@ TEST(NodeState, RefusesAForeignFile) {
   EXPECT_THROW(node_state_file(t / "short"), std::runtime_error);
   ASSERT_EQ(symlink((t / "state").c_str(), (t / "link").c_str()), 0);
   EXPECT_THROW(node_state_file(t / "link"), std::system_error);
+}
+
+// Another release's file (its magic, another layout, of its own size or of this one's):
+// the error names the two layouts, so that the mismatch is not taken for damage.
+TEST(NodeState, AnotherLayoutsFileIsNamedAsSuch) {
+  temp_dir t;
+  const auto header = [](std::uint32_t layout, std::size_t size) {
+    std::string text(size, '\0');
+    const std::uint64_t magic = node_state::kMagic;
+    std::memcpy(&text[0], &magic, sizeof magic);
+    std::memcpy(&text[sizeof magic], &layout, sizeof layout);
+    return text;
+  };
+  const auto refusal = [&](const std::string& name) {
+    try {
+      node_state_file f(t / name);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("opened");
+  };
+  const std::string older = std::to_string(node_state::kVersion - 1);
+  const std::string words = " is of node-state layout " + older + ", which this build (layout " +
+                            std::to_string(node_state::kVersion) + ") cannot read: another trainctl version made it";
+  for (const std::size_t size : {sizeof(node_state), sizeof(node_state) - 4096}) {
+    const std::string name = "state" + std::to_string(size);
+    t.write(name, header(node_state::kVersion - 1, size));
+    chmod((t / name).c_str(), 0600);
+    EXPECT_EQ(refusal(name), "node state " + (t / name) + words);
+    std::string why;
+    EXPECT_EQ(read_node_state(t / name, &why), nullptr);
+    EXPECT_EQ(why, "node state " + (t / name) + words);
+  }
 }
 
 TEST(NodeState, LastCloserRemovesTheFile) {
