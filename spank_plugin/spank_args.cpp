@@ -43,8 +43,8 @@ void apply_site_argument(site_settings& s, const std::string& arg) {
   const size_t eq = arg.find('=');
   if (eq == std::string::npos || eq == 0)
     throw parse_error("'" + arg +
-                      "' is not key=value; accepted keys: default_graceful_exit, signals, default_signal, "
-                      "launchers, poll_interval, endtime_poll, shield, always, supervisor");
+                      "' is not key=value; accepted keys: default_graceful_exit, default_hang_timeout, signals, "
+                      "default_signal, launchers, poll_interval, endtime_poll, shield, always, supervisor");
   const std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
   auto wrap = [&](auto&& f) {
     try {
@@ -55,6 +55,12 @@ void apply_site_argument(site_settings& s, const std::string& arg) {
   };
   if (key == "default_graceful_exit")
     wrap([&] { s.default_graceful_exit = parse_duration(value, 'm', true); });
+  else if (key == "default_hang_timeout")
+    wrap([&] {
+      supervisor_options scratch;  // checked as the option is; passed on to each job that gives none
+      apply_run_option(run_option_named("--hang-timeout"), scratch, value);
+      s.default_hang_timeout = value;
+    });
   else if (key == "signals")
     wrap([&] { s.allowed_signals = option::parse_notice_signal_list(value); });
   else if (key == "default_signal")
@@ -75,8 +81,8 @@ void apply_site_argument(site_settings& s, const std::string& arg) {
     s.supervisor = value;
   } else {
     throw parse_error("unknown key '" + key +
-                      "'; accepted keys: default_graceful_exit, signals, default_signal, "
-                      "launchers, poll_interval, endtime_poll, shield, always, supervisor");
+                      "'; accepted keys: default_graceful_exit, default_hang_timeout, signals, "
+                      "default_signal, launchers, poll_interval, endtime_poll, shield, always, supervisor");
   }
 }
 

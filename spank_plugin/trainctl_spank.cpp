@@ -352,6 +352,8 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
   }
   g.opts.graceful_signal = g.site.default_signal;
   g.opts.graceful_exit = g.site.default_graceful_exit;
+  if (!g.site.default_hang_timeout.empty())  // checked when read; a user's --hang-timeout replaces it
+    trainctl::apply_run_option(trainctl::run_option_named("--hang-timeout"), g.opts, g.site.default_hang_timeout);
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
   // In slurmstepd, a supervisor that cannot be run fails the job here, and the failure
   // mode above keeps the node in service. Before 25.05 a failure here drains the node,
@@ -453,6 +455,8 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   args.push_back(flag("--endtime-poll").with(ms(g.site.endtime_poll)));
   if (!g.site.launchers.empty()) args.push_back(flag("--launchers").with(g.site.launchers));
   if (!g.site.shield) args.emplace_back(flag("--no-shield").name);
+  if (!g.site.default_hang_timeout.empty() && !trainctl::is_given(g.given, "--hang-timeout"))
+    args.push_back(flag("--hang-timeout").with(g.site.default_hang_timeout));
   // Every other option passes on as given: the supervisor parses it with the same row.
   for (const auto& o : g.given) {
     const std::string name = o.row->name;

@@ -9,8 +9,40 @@
 # in slurmstepd. (A second copy of the plugin with clashing options does not make it
 # fail there: slurmstepd does not check clashes.) Before 25.05 the plugin does not fail
 # its start (that would drain the node): the test says so and skips.
+# First, on every release, a site default that plugstack.conf gives: with
+# default_hang_timeout=auto a job that uses an option is supervised with --hang-timeout=auto,
+# and one that gives its own --hang-timeout keeps it.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
+
+plug=$(grep -o '/[^ ]*trainctl_spank\.so' "$TRAINCTL_CLUSTER_PLUGSTACK" | head -1)
+[ -n "$plug" ] || fail "the plugin is not in plugstack.conf"
+PLUGSTACK_SAVED=$TEST_DIR/plugstack.conf.saved
+cp "$TRAINCTL_CLUSTER_PLUGSTACK" "$PLUGSTACK_SAVED"
+sed "s|$plug|$plug default_hang_timeout=auto|" "$PLUGSTACK_SAVED" >"$TRAINCTL_CLUSTER_PLUGSTACK"
+grep -q "default_hang_timeout=auto" "$TRAINCTL_CLUSTER_PLUGSTACK" || fail "plugstack.conf was not given the default"
+# The task's parent is its supervisor (on 22.05 it execs trainctl-run a moment after the fork).
+cat >"$TEST_DIR/parent.sh" <<'SH'
+for _ in $(seq 100); do
+  cmd=$(tr '\0' ' ' </proc/$PPID/cmdline)
+  case $cmd in *trainctl-run*) break ;; esac
+  sleep 0.05
+done
+echo "supervisor: $cmd"
+SH
+chmod 644 "$TEST_DIR/parent.sh"
+d1=$(submit -N1 --kill-switch="$TEST_DIR/KILL" -o "$TEST_DIR/default.out" --wrap "srun bash $TEST_DIR/parent.sh")
+d2=$(submit -N1 --kill-switch="$TEST_DIR/KILL" --hang-timeout=20m -o "$TEST_DIR/own.out" --wrap "srun bash $TEST_DIR/parent.sh")
+wait_for 60 "job $d1 to end" job_ended "$d1"
+wait_for 60 "job $d2 to end" job_ended "$d2"
+grep -q "^supervisor: .*trainctl-run.* --hang-timeout=auto" "$TEST_DIR/default.out" ||
+  fail "job $d1 was not supervised with the site's --hang-timeout=auto: $(cat "$TEST_DIR/default.out")"
+if ! grep -q "^supervisor: .*trainctl-run.* --hang-timeout=20m" "$TEST_DIR/own.out" ||
+  grep -q "hang-timeout=auto" "$TEST_DIR/own.out"; then
+  fail "job $d2's own --hang-timeout=20m did not replace the site's default: $(cat "$TEST_DIR/own.out")"
+fi
+cp "$PLUGSTACK_SAVED" "$TRAINCTL_CLUSTER_PLUGSTACK"
+log "plugstack.conf's default_hang_timeout=auto reached job $d1's supervisor; job $d2's own --hang-timeout=20m won"
 
 version=$(sinfo -V | awk '{print $2}')
 IFS=. read -r major minor _ <<<"$version"
@@ -18,16 +50,12 @@ if [ "$((major * 100 + minor))" -lt 2505 ]; then
   log "SKIP: SLURM $version has no slurm_spank_init_failure_mode (25.05 added it)"
   exit 77
 fi
-plug=$(grep -o '/[^ ]*trainctl_spank\.so' "$TRAINCTL_CLUSTER_PLUGSTACK" | head -1)
-[ -n "$plug" ] || fail "the plugin is not in plugstack.conf"
 grep -q slurm_spank_init_failure_mode < <(nm -D --defined-only "$plug") ||
   fail "$plug does not export slurm_spank_init_failure_mode"
 
 # Submitted held while plugstack.conf is sound: sbatch reads it too.
 node=n3
 job=$(submit --hold -N1 -w "$node" -o "$TEST_DIR/job.out" --wrap 'echo the script ran')
-PLUGSTACK_SAVED=$TEST_DIR/plugstack.conf.saved
-cp "$TRAINCTL_CLUSTER_PLUGSTACK" "$PLUGSTACK_SAVED"
 printf 'required %s supervisor=%s\n' "$plug" "$TEST_DIR/no-such-dir/trainctl-run" >"$TRAINCTL_CLUSTER_PLUGSTACK"
 scontrol release "$job"
 

@@ -24,9 +24,19 @@ TEST(SpankArgs, SiteArguments) {
   EXPECT_EQ(s.supervisor, "/opt/trainctl/bin/trainctl-run");
   apply_site_argument(s, "endtime_poll=10s");
   EXPECT_EQ(s.endtime_poll, milliseconds(10000));
+  apply_site_argument(s, "default_hang_timeout=auto");
+  EXPECT_EQ(s.default_hang_timeout, "auto");
+  apply_site_argument(s, "default_hang_timeout=20m");
+  EXPECT_EQ(s.default_hang_timeout, "20m");
   for (const char* bad : {"nokey", "=x", "bogus=1", "shield=maybe", "supervisor=relative", "poll_interval=0",
-                          "default_graceful_exit=abc", "signals=NOPE"})
+                          "default_graceful_exit=abc", "signals=NOPE", "default_hang_timeout=soon"})
     EXPECT_THROW(apply_site_argument(s, bad), parse_error) << bad;
+  try {
+    apply_site_argument(s, "default_hang_timeout=soon");
+  } catch (const parse_error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("default_hang_timeout: --hang-timeout", 0), 0u) << e.what();
+  }
+  EXPECT_EQ(s.default_hang_timeout, "20m") << "a bad value leaves the one before";
 }
 
 namespace {
