@@ -4,13 +4,15 @@
 # unprivileged user with a fresh HOME and the wheel, on the local cluster without the
 # plugin. What the test sets is the environment a user's cluster would give: no package
 # index (PIP_NO_INDEX), the launcher (torchrun's process model, light_launcher.py: the
-# venv has no torch), a 2-minute limit (SBATCH_TIMELIMIT) and a 1-minute graceful exit.
+# venv has no torch), a 2-minute limit (SBATCH_TIMELIMIT) and a 1-minute graceful exit;
+# the trial's lines ask 15 minutes, 3 of them graceful, and 6,000 steps: they are typed
+# with this test's limits and more steps (trial()), and their own figures checked to fit.
 #   install: the venv, pip install of the wheel named there, the tools, $share;
 #   train:   the template and the example into ~/proj, trainctl lint (clean), trainctl drill (every event
-#            ok: a save, a hang named, the deadline, the resume, a rank killed), sbatch --array=1-10%1; the save
+#            ok: a save, a hang named, the deadline, the resume, a rank killed), sbatch of the trial (--array=1-5%1); the save
 #            switch (4 ranks save at one step); task 1's deadline, task 2 resumes; the
-#            kill switch in task 2 (its ranks save and exit, tasks 3-10 held, the log says
-#            `rm ... && scontrol release JOB_[3-10]`); README's rm && release line with
+#            kill switch in task 2 (its ranks save and exit, tasks 3-5 held, the log says
+#            `rm ... && scontrol release JOB_[3-5]`); README's rm && release line with
 #            the job's id: task 3 resumes from task 2's save;
 #   watch:   the cron chain from $share with README's two watchdogs, its first tick runs
 #            both against the training job, and both find it well (exit 0);
@@ -49,12 +51,21 @@ expect() {  # expect NAME INDEX PATTERN: line INDEX of block NAME matches PATTER
 expect install 1 '^pip install (trainctl-[^ ]+\.whl)'
 wheel_name=$(sed -E 's/^pip install ([^ ]+).*/\1/' <<<"${install[1]}")
 [ "${#train[@]}" -eq 9 ] || fail "README.md's quick start: the train block has ${#train[@]} lines, not 9"
-expect train 3 '^trainctl lint train\.slurm --array=1-10%1 '
+expect train 3 '^trainctl lint train\.slurm --array=1-5%1 --time=15 --export=ALL,GRACEFUL_EXIT=3 '
 expect train 4 '^trainctl drill train\.slurm '
-expect train 5 '^sbatch --array=1-10%1 train\.slurm'
+expect train 5 '^sbatch --array=1-5%1 --time=15 --export=ALL,GRACEFUL_EXIT=3 train\.slurm --steps 6000 '
 expect train 6 '^touch save-switch-train'
 expect train 7 '^touch kill-switch-train'
-expect train 8 '^rm kill-switch-train && scontrol release 4242_\[3-10\]'
+expect train 8 '^rm kill-switch-train && scontrol release 4242_\[3-5\]'
+# The trial as written finishes inside the limit it asks for: its steps at the example's
+# step time take less than one task's 15 minutes less its 3-minute graceful exit. Here
+# its limits are scaled to this test's (2 minutes, 1 minute's graceful exit) and its
+# steps to more than the test's tasks train (they are ended by the deadline and switches).
+step_time=$(sed -n 's/.*"--step-time", type=float, default=\([0-9.]*\),.*/\1/p' "$SRC/slurm_templates/train_example.py")
+[ -n "$step_time" ] || fail "train_example.py's --step-time default was not found"
+python3 -c "import sys; sys.exit(0 if 6000 * $step_time + 60 < (15 - 3) * 60 else 1)" ||
+  fail "README's trial: 6000 steps of $step_time s and a minute's start do not fit a 15-minute task less 3 minutes"
+trial() { local l=${1//--time=15/--time=2}; l=${l//GRACEFUL_EXIT=3/GRACEFUL_EXIT=1}; printf '%s' "${l//--steps 6000/--steps 100000}"; }
 # docs/users.md's templates section shows README's lines: those run here.
 while IFS= read -r l; do
   grep -qxF -- "$l" <<<"$(printf '%s\n' "${train[@]}")" || fail "docs/users.md's templates line is not README's (run here): $l"
@@ -110,7 +121,7 @@ log "the venv's trainctl: $(grep -m 1 '^trainctl [0-9]' "$shell_log")"
 
 log "train: README's ${#train[@]} lines, waiting between them for what each one says"
 for i in 0 1 2; do type_line "${train[$i]}"; done
-type_line "${train[3]}"  # trainctl lint: the copied template, with README's sbatch options, passes (exit 0)
+type_line "$(trial "${train[3]}")"  # trainctl lint: the copied template, with README's sbatch options, passes (exit 0)
 grep -q "^train.slurm: no problem found (supervised by trainctl-run; partition " "$shell_log" ||
   fail "README's trainctl lint line did not find the template clean: $(tail -n 5 "$shell_log")"
 log "lint: $(grep -m 1 '^train.slurm: no problem found' "$shell_log")"
@@ -130,7 +141,7 @@ grep -q "^verdict: ready for the long run$" <<<"$drill_out" || fail "README's dr
 [ -z "$(find "$home/proj" -maxdepth 1 -name 'trainctl-drill-*')" ] || fail "README's drill left its directory behind"
 [ -s "$home/.local/state/trainctl/save_times/name.train" ] || fail "README's drill kept no figures for jobs named train"
 log "drill: $(grep -c '^ok ' <<<"$drill_out") events ok; $(grep '^the drill took' <<<"$drill_out")"
-type_line "${train[5]}"
+type_line "$(trial "${train[5]}")"
 job=$(submitted)
 [ -n "$job" ] || fail "README's sbatch line printed no job id: $(tail -n 3 "$shell_log")"
 echo "$job" >>"$TEST_DIR/.submitted"
@@ -149,17 +160,17 @@ template_deadline_then_resume "$ev"
 type_line "${train[7]}"
 killed() { [ "$(cat "$ev"/rank*.jsonl 2>/dev/null | grep -c '"reason": "kill-switch"')" -ge 4 ]; }
 wait_for 60 "task 2's 4 ranks to exit on the kill switch" killed
-held_line() { grep -h "the pending tasks of array $job (8) are held; to go on: rm " "$home"/proj/train-*.out 2>/dev/null | tail -n 1; }
+held_line() { grep -h "the pending tasks of array $job (3) are held; to go on: rm " "$home"/proj/train-*.out 2>/dev/null | tail -n 1; }
 has_held_line() { [ -n "$(held_line)" ]; }
 wait_for 60 "task 2's log to say how to go on" has_held_line
 said=$(held_line)
-[[ $said == *"to go on: rm $home/proj/kill-switch-train && scontrol release ${job}_[3-10]" ]] ||
+[[ $said == *"to go on: rm $home/proj/kill-switch-train && scontrol release ${job}_[3-5]" ]] ||
   fail "task 2's log does not give README's line for this job: $said"
 task2_saved=$(cat "$ev"/rank*.jsonl | grep '"reason": "kill-switch"' | grep -o '"step": [0-9]*' | sort -u | cut -d' ' -f2)
 [ "$(wc -l <<<"$task2_saved")" -eq 1 ] || fail "task 2's ranks exited at steps $task2_saved"
-held() { [ "$(squeue -h -r -j "$job" -t PENDING -o %r | grep -c 'JobHeld')" -eq 8 ]; }
-wait_for 30 "tasks 3-10 to be held" held
-log "kill switch: task 2 saved at step $task2_saved; tasks 3-10 held; its log: ${said#*: }"
+held() { [ "$(squeue -h -r -j "$job" -t PENDING -o %r | grep -c 'JobHeld')" -eq 3 ]; }
+wait_for 30 "tasks 3-5 to be held" held
+log "kill switch: task 2 saved at step $task2_saved; tasks 3-5 held; its log: ${said#*: }"
 
 type_line "${train[8]//4242/$job}"
 resumed() { grep -qE "\"event\": \"start\".*\"resumed_from\": ${task2_saved}[,}]" "$ev"/rank*.jsonl; }
