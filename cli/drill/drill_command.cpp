@@ -179,6 +179,7 @@ int drill_batch_script(const std::string& who, const std::string& path, const st
   submit.argv.push_back(path);
   submit.merge_stderr = true;
   submit.deadline = milliseconds(60000);
+  const std::int64_t submitted_ms = unix_ms_now();  // the drill array's events come after
   const child_result r = run_child(submit);
   const std::string array = r.output.substr(0, r.output.find_first_of(";\n"));
   if (!r.ok() || !all_digits(array, 12)) {
@@ -243,8 +244,10 @@ int drill_batch_script(const std::string& who, const std::string& path, const st
     }
     // The drill's own findings (the node of the stopped rank) are no node's fault.
     std::size_t removed = 0;
+    std::set<std::string> jobs = drill_task_jobs(array, w.read(), submitted_ms);
+    if (!job1.empty()) jobs.insert(job1);
     forget_findings(
-        bad_nodes_path(), [&](const bad_node& b) { return b.job == job1 || b.job.rfind(array, 0) == 0; }, &removed);
+        bad_nodes_path(), [&](const bad_node& b) { return jobs.count(b.job) != 0; }, &removed);
   }
   const double took = std::chrono::duration<double>(clock_type::now() - began).count();
   const bool clean = drill_clean(f, rows) && g_drill_interrupted == 0;

@@ -63,6 +63,14 @@ const run_event* event_watch::after(const run_event& after, const std::string& w
   return nullptr;
 }
 
+std::set<std::string> drill_task_jobs(const std::string& array, const std::vector<run_event>& events,
+                                      std::int64_t since_ms) {
+  std::set<std::string> jobs{array};
+  for (const run_event& e : events)
+    if (e.ms >= since_ms && !e.job.empty()) jobs.insert(e.job);
+  return jobs;
+}
+
 bool wait_until(milliseconds limit, const std::function<bool()>& done) {
   const auto until = std::chrono::steady_clock::now() + limit;
   while (g_drill_interrupted == 0) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,14 @@ class event_watch {
   std::string path_;
   std::vector<run_event> events_;
 };
+
+// The job ids of the drill array's tasks: the array's own and each task's that wrote into
+// its events file since the drill began (an older array of the same id, after the
+// cluster's ids started again, wrote before). Each task has its own id (an array 512's
+// tasks may be 512, 513, ...): what the drill forgets is exactly these jobs' findings,
+// never another job's whose id merely starts the same (5120).
+std::set<std::string> drill_task_jobs(const std::string& array, const std::vector<run_event>& events,
+                                      std::int64_t since_ms);
 
 // Polls `done` every half second until it says yes (true), `limit` passes or the drill
 // is interrupted (false).

@@ -2,6 +2,7 @@
 // its line, a clean drill says it is ready, and the advice names values an option takes.
 #include <gtest/gtest.h>
 
+#include "drill_job.hpp"
 #include "drill_report.hpp"
 
 namespace trainctl {
@@ -101,6 +102,24 @@ TEST(DrillReport, TheHangRowReadsTheSummary) {
   EXPECT_EQ(stopped_rank_in_summary("1 of 1 ranks in hang (train_example.py:52)", 0), stopped_rank_naming::cannot_tell);
   EXPECT_EQ(stopped_rank_in_summary("2 of 2 ranks in hang (train_example.py:52)", 1), stopped_rank_naming::not_named);
   EXPECT_EQ(stopped_rank_in_summary("rank 1 on n1 in hang", 1), stopped_rank_naming::not_named);
+}
+
+// The findings the drill forgets are its own tasks' only: each task of array 512 has a
+// job id of its own (512, 513), and job 5120 (another array, whose id starts the same) or
+// an older array of the same id (before the drill was submitted) is not the drill's.
+TEST(DrillJobs, TheDrillsTasksAreItsOwnJobIdsNotAPrefix) {
+  auto event = [](std::int64_t ms, const std::string& job) {
+    run_event e;
+    e.ms = ms;
+    e.job = job;
+    e.what = "first_step";
+    return e;
+  };
+  const std::vector<run_event> events = {event(500, "498"), event(1000, "512"), event(2000, "513")};
+  const std::set<std::string> jobs = commands::drill_task_jobs("512", events, 900);
+  EXPECT_EQ(jobs, (std::set<std::string>{"512", "513"}));
+  EXPECT_EQ(jobs.count("5120"), 0u);
+  EXPECT_EQ(commands::drill_task_jobs("512", {}, 0), (std::set<std::string>{"512"}));
 }
 
 }  // namespace
