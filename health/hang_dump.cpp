@@ -9,6 +9,7 @@
 
 #include "bad_nodes.hpp"
 #include "env.hpp"
+#include "hang_verdict.hpp"
 #include "node_health.hpp"
 #include "node_state.hpp"
 #include "ranks.hpp"
@@ -129,12 +130,15 @@ hang_dump_report take_hang_stacks(const hang_dump_request& r) {
   if ((node.empty() || node == "0") && world > static_cast<int>(stacks.size())) {
     summary = summarize(all) + doing_text;
     out << "hang: the whole job (" << all.size() << " of " << world << " ranks dumped): " << summary << "\n";
-    for (const auto& h : suspect_hosts(all)) {
+    for (const auto& h : unblamed_hosts(all))
+      out << "hang: " << h << " is not remembered as a bad node: its ranks elsewhere are beside its others in the "
+          << "common frame, so the program's own path holds them, not the node\n";
+    for (const auto& [h, why] : suspect_hosts(all)) {
       bad_node b;
       b.when = unix_now_ms() / 1000;
       b.host = h;
       b.job = r.job.empty() ? "-" : r.job;
-      b.reason = "hung (holds the ranks stuck elsewhere than most; stacks in " + dir + ")";
+      b.reason = "hung (" + why + "; stacks in " + dir + ")";
       const std::string path = bad_nodes_path(), err = record_bad_node(path, b);
       out << ""
           << (err.empty() ? "remembered " + h + " as a bad node (" + b.reason + ") in " + path

@@ -329,6 +329,16 @@ std::string read_own_text(int dir_fd, const std::string& name) {
   return text;
 }
 
+// A process's state letter from /proc/PID/stat ('R', 'S', 'D', ...; 0 when unreadable).
+char process_state(pid_t pid) {
+  const owned_fd fd(open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC));
+  char buf[512] = {};
+  const ssize_t n = fd ? read(fd.get(), buf, sizeof buf - 1) : -1;
+  if (n <= 0) return 0;
+  const char* close = std::strrchr(buf, ')');  // the command name may hold anything but not end the field
+  return close != nullptr && close[1] == ' ' && close[2] != '\0' ? close[2] : 0;
+}
+
 // The first line of `path` (the Python package writes the main thread's id there).
 std::string first_line(const std::string& path) {
   const owned_fd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
@@ -366,6 +376,8 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
   // Native stacks first: the stack signal would interrupt a rank blocked in a C call
   // (pause, poll...) and move it, while a ptrace attach restarts the call.
   std::vector<std::string> native(ranks.size()), tool(ranks.size());
+  std::vector<char> state(ranks.size());  // before a tracer stops the rank
+  for (size_t i = 0; i < ranks.size(); ++i) state[i] = process_state(ranks[i].pid);
   for (size_t i = 0; i < ranks.size(); ++i) native[i] = native_stacks(ranks[i].pid, o.per_rank, &tool[i]);
   // Then every rank writes its own Python stacks, all at once.
   // A rank writes them beside its node state (TRAINCTL_STATE, which its supervisor set).
@@ -385,6 +397,7 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
     s.pid = ranks[i].pid;
     s.rank = rank_of(s.pid);
     s.host = host;
+    s.state = state[i];
     std::string py;
     if (before[i] >= 0) py = python_stacks(py_file[i], before[i], o.python_wait);
     s.python = !py.empty();
@@ -399,6 +412,7 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
     text << "=== trainctl stacks: rank " << s.rank << ", pid " << s.pid << ", host " << host << ", " << now_text()
          << ": " << one_line(o.reason) << "\n=== dump: run=" << o.id.run << " kind=" << o.id.kind
          << " at_ms=" << o.id.at_ms << "\n=== innermost: " << s.frame << "\n";
+    if (s.state != 0) text << "=== process state: " << s.state << "\n";
     text << "--- Python, all threads (faulthandler)\n"
          << (py.empty() ? "(none: the rank does not use trainctl's Python package, or did not answer)\n" : py);
     text << "--- native (" << tool[i] << ")\n" << native[i] << "\n";
@@ -412,65 +426,6 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
     out.push_back(s);
   }
   return out;
-}
-
-namespace {
-// The frame most ranks are in, how many are in it, how many frames there are, and
-// whether another frame holds as many ranks.
-struct common_frame {
-  std::string frame;
-  std::size_t ranks = 0, frames = 0;
-  bool tied = false;
-};
-common_frame most_common_frame(const std::vector<rank_stack>& stacks) {
-  std::map<std::string, std::size_t> by_frame;
-  for (const auto& s : stacks) ++by_frame[s.frame];
-  common_frame most;
-  most.frames = by_frame.size();
-  for (const auto& [frame, n] : by_frame) {
-    if (n == most.ranks) most.tied = true;
-    if (n > most.ranks) most = {frame, n, by_frame.size(), false};
-  }
-  return most;
-}
-}  // namespace
-
-std::string summarize(const std::vector<rank_stack>& stacks) {
-  if (stacks.empty()) return "no rank processes found";
-  const auto [common, n, frames, tied] = most_common_frame(stacks);
-  if (tied) {
-    // Two frames hold as many ranks each (1 and 1 of a 2-rank job): none is the odd one
-    // out, and naming one group "elsewhere" would blame whichever frame sorts last.
-    std::vector<const rank_stack*> by_rank;
-    by_rank.reserve(stacks.size());
-    for (const auto& s : stacks) by_rank.push_back(&s);
-    std::sort(by_rank.begin(), by_rank.end(),
-              [](const rank_stack* a, const rank_stack* b) { return a->rank < b->rank; });
-    std::string out = std::to_string(stacks.size()) + " ranks in " + std::to_string(frames) + kNoOddOneOut;
-    for (size_t i = 0; i < by_rank.size(); ++i)
-      out += (i ? "; " : "") + std::string("rank ") + std::to_string(by_rank[i]->rank) + " on " + by_rank[i]->host +
-             " in " + by_rank[i]->frame;
-    return out;
-  }
-  std::string out = std::to_string(n) + " of " + std::to_string(stacks.size()) + " ranks in " + common;
-  std::vector<std::string> differ;
-  for (const auto& s : stacks)
-    if (s.frame != common) differ.push_back("rank " + std::to_string(s.rank) + " on " + s.host + " in " + s.frame);
-  std::sort(differ.begin(), differ.end());
-  if (!differ.empty()) {
-    out += "; elsewhere: ";
-    for (size_t i = 0; i < differ.size(); ++i) out += (i ? ", " : "") + differ[i];
-  }
-  return out;
-}
-
-std::set<std::string> suspect_hosts(const std::vector<rank_stack>& stacks) {
-  const common_frame most = most_common_frame(stacks);
-  std::set<std::string> hosts;
-  if (2 * (stacks.size() - most.ranks) >= stacks.size()) return hosts;  // no clear odd ones out
-  for (const auto& s : stacks)
-    if (s.frame != most.frame && valid_node_name(s.host)) hosts.insert(s.host);
-  return hosts;
 }
 
 std::vector<rank_stack> read_dumps(int dir_fd, const std::string& run, const std::string& kind, std::int64_t since_ms) {
@@ -515,6 +470,8 @@ std::vector<rank_stack> read_dumps(int dir_fd, const std::string& run, const std
           at = a;
       } else if (line.compare(0, 15, "=== innermost: ") == 0) {
         s.frame = line.substr(15);
+      } else if (line.compare(0, 19, "=== process state: ") == 0 && line.size() == 20) {
+        s.state = line[19];
       }
     }
     keep();

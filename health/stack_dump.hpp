@@ -10,7 +10,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +26,7 @@ struct rank_stack {
   std::string file;   // where the stacks went; "" when they could not be saved
   std::string error;  // why not
   bool python = false, native = false;
+  char state = 0;  // its /proc state before the stacks were taken: 'D' waits in the kernel (a device, a filesystem)
 };
 
 // Which dump a file belongs to. Files are told apart by what trainctl wrote into them,
@@ -94,15 +94,6 @@ std::string innermost_python_frame(const std::string& faulthandler_text, const s
 // The innermost frame of thread `pid` in eu-stack or gdb output ("" when none).
 std::string innermost_native_frame(const std::string& native_text, pid_t pid);
 
-// One line: the frame most ranks are stuck in, and the ranks stuck elsewhere. Where two
-// frames hold the most ranks alike, it names no odd one out: "N ranks in K" kNoOddOneOut
-// and each rank's frame (the drill reads it so).
-std::string summarize(const std::vector<rank_stack>& stacks);
-inline constexpr const char* kNoOddOneOut = " frames, no one frame holding the most: ";
-// The nodes of the ranks stuck elsewhere than most, when they are fewer than half:
-// the suspects of a hang (empty when there is no clear odd one out). Only valid SLURM
-// node names; one rank per (rank number) counts once.
-std::set<std::string> suspect_hosts(const std::vector<rank_stack>& stacks);
 // The dumps in the stacks directory that belong to run `run` and kind `kind` and began
 // at or after `since_ms`: the newest of each rank, read from the headers dump_stacks
 // wrote. Only regular files of this user, opened without following links or blocking.

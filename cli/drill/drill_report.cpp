@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "hang_budget.hpp"
+#include "hang_verdict.hpp"
 #include "options.hpp"
 #include "parse.hpp"
 #include "save_times.hpp"

@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "env.hpp"
+#include "hang_verdict.hpp"
 #include "job_access.hpp"
 #include "stack_dump.hpp"
 #include "subprocess.hpp"

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "fixture.hpp"
+#include "hang_verdict.hpp"
 
 using namespace trainctl;
 
@@ -90,7 +91,8 @@ TEST(StackDump, TheSummaryNamesTheCommonFrameAndTheRanksElsewhere) {
       summarize(s),
       "3 of 4 ranks in all_reduce (distributed_c10d.py:1541); elsewhere: rank 3 on n2 in load_batch (train.py:88)");
   EXPECT_EQ(summarize({}), "no rank processes found");
-  EXPECT_EQ(suspect_hosts(s), (std::set<std::string>{"n2"}));
+  EXPECT_TRUE(suspect_hosts(s).empty()) << "rank 2 on n2 is with the others: the program's own path, not n2";
+  EXPECT_EQ(unblamed_hosts(s), (std::set<std::string>{"n2"}));
   s[2].frame = "load_batch (train.py:88)";
   EXPECT_TRUE(suspect_hosts(s).empty()) << "half the ranks elsewhere: no clear odd one out";
   EXPECT_EQ(
@@ -157,6 +159,8 @@ TEST(StackDump, ARankWithoutThePythonPackageGetsANativeStackAndTheDumpReadsBack)
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].frame, out[0].frame);
   EXPECT_EQ(back[0].pid, child);
+  EXPECT_EQ(out[0].state, 'S') << "a process in pause() sleeps, before the tracer stops it";
+  EXPECT_EQ(back[0].state, out[0].state);
   EXPECT_TRUE(read_dumps(o.dir_fd, "7.0", "hang", 2000).empty()) << "an earlier dump is not this stall's";
   EXPECT_TRUE(read_dumps(o.dir_fd, "8.0", "hang", 0).empty()) << "another run's dump";
   EXPECT_TRUE(read_dumps(o.dir_fd, "7.0", "on-demand", 0).empty()) << "another kind of dump";
@@ -205,7 +209,34 @@ TEST(StackDump, HostsThatAreNotOneNodeNameAreNeverSuspects) {
   s[4].frame = "hang";
   EXPECT_TRUE(suspect_hosts(s).empty());
   s[4].host = "n2";
-  EXPECT_EQ(suspect_hosts(s), (std::set<std::string>{"n2"}));
+  EXPECT_TRUE(suspect_hosts(s).empty()) << "one rank of n2, elsewhere, not in the kernel: no evidence against n2";
+  s[4].state = 'D';
+  EXPECT_EQ(suspect_hosts(s).count("n2"), 1u);
+}
+
+// A hang points at a node only when the node's own ranks say so: all of them stuck
+// elsewhere than most, or one waiting in the kernel. A rank-dependent path of the
+// program (one rank of a node in its own code while its node's others wait in the
+// collective with everyone) blames nobody.
+TEST(StackDump, AHangBlamesANodeOnlyWhenItsOwnRanksPointAtIt) {
+  std::vector<rank_stack> s(6);
+  for (int r = 0; r < 6; ++r) {
+    s[r].rank = r;
+    s[r].host = "n" + std::to_string(1 + r / 2);
+    s[r].frame = "all_reduce (distributed_c10d.py:1541)";
+  }
+  s[4].frame = s[5].frame = "read (dataset.py:12)";  // both of n3's ranks
+  const auto blamed = suspect_hosts(s);
+  ASSERT_EQ(blamed.size(), 1u);
+  EXPECT_EQ(blamed.begin()->first, "n3");
+  EXPECT_EQ(blamed.begin()->second, "all 2 of its ranks stuck elsewhere than most");
+  EXPECT_TRUE(unblamed_hosts(s).empty());
+  s[5].frame = s[0].frame;  // n3's other rank is with the others
+  EXPECT_TRUE(suspect_hosts(s).empty());
+  EXPECT_EQ(unblamed_hosts(s), (std::set<std::string>{"n3"}));
+  s[4].state = 'D';  // but the odd one waits in the kernel: a device or a filesystem of n3
+  EXPECT_EQ(suspect_hosts(s).at("n3"),
+            "holds a rank stuck in the kernel (a device or a filesystem) while most wait elsewhere");
 }
 
 // PyTorch's flight recorder cannot run here (no NCCL, no GPU): a thread reading the FIFO
