@@ -28,6 +28,7 @@
 #include "batch_script.hpp"
 #include "cluster_config.hpp"
 #include "commands.hpp"
+#include "drill_reaper.hpp"
 #include "drill_rehearsal.hpp"
 #include "drill_report.hpp"
 #include "job_access.hpp"
@@ -179,9 +180,14 @@ int drill_batch_script(const std::string& who, const std::string& path, const st
   submit.argv.push_back(path);
   submit.merge_stderr = true;
   submit.deadline = milliseconds(60000);
+  // SIGHUP too (the terminal closed); SIGKILL is the reaper's.
+  catch_drill_interrupts();
+  drill_reaper reaper(s.drill_name, std::to_string(getuid()));
+  reaper.submitting();
   const std::int64_t submitted_ms = unix_ms_now();  // the drill array's events come after
   const child_result r = run_child(submit);
   const std::string array = r.output.substr(0, r.output.find_first_of(";\n"));
+  if (r.finished && (!r.ok() || !all_digits(array, 12))) reaper.done();  // refused: nothing queued
   if (!r.ok() || !all_digits(array, 12)) {
     std::fprintf(stderr, "%s drill: sbatch refused the drill: %s\n", who.c_str(),
                  r.output.empty() ? r.error.c_str() : r.output.substr(0, r.output.find('\n')).c_str());
@@ -189,7 +195,7 @@ int drill_batch_script(const std::string& who, const std::string& path, const st
     rmdir(s.dir.c_str());
     return 1;
   }
-  catch_drill_interrupts();
+  reaper.array_is(array);
   if (!json)
     std::printf("%s drill: array %s (%s, 2 tasks, %s each), drill files in %s\n", who.c_str(), array.c_str(),
                 s.drill_name.c_str(), dur(limit_s * 1000).c_str(), s.dir.c_str());
@@ -249,6 +255,7 @@ int drill_batch_script(const std::string& who, const std::string& path, const st
     forget_findings(
         bad_nodes_path(), [&](const bad_node& b) { return jobs.count(b.job) != 0; }, &removed);
   }
+  reaper.done();  // the drill_job above cancelled the array
   const double took = std::chrono::duration<double>(clock_type::now() - began).count();
   const bool clean = drill_clean(f, rows) && g_drill_interrupted == 0;
   const std::vector<std::string> verdict = drill_verdict(f, rows);

@@ -27,6 +27,7 @@ extern "C" void on_interrupt(int) { g_drill_interrupted = 1; }
 void catch_drill_interrupts() {
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
+  std::signal(SIGHUP, on_interrupt);  // the terminal closed: the drill still cancels and tidies
 }
 
 std::int64_t unix_ms_now() {

@@ -18,7 +18,7 @@
 
 namespace trainctl::commands {
 
-// Set by SIGINT or SIGTERM while a drill runs: every wait ends, the array is cancelled.
+// Set by SIGINT, SIGTERM or SIGHUP while a drill runs: every wait ends, the array is cancelled.
 extern volatile std::sig_atomic_t g_drill_interrupted;
 void catch_drill_interrupts();
 

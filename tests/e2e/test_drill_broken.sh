@@ -13,10 +13,38 @@
 # over that line (an 8-minute timeout leaves no hang to see; end-step ends task 1 before
 # its deadline), and with two ranks, one stopped and one waiting for it, the stacks
 # single out neither: the hang row is ok and says so instead of naming the waiting rank.
+# Two more drills are ended as they start: one killed with SIGKILL (its own cancel
+# cannot run: the reaper it forked cancels the array), one sent SIGHUP as a closed terminal
+# does (it cancels the array itself); neither leaves a task of its array.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 use_train_template "--steps 100000 --step-time 0.05"
 export TRAINCTL_SAVE_TIMES_DIR=$TEST_DIR/state/save_times
+
+for how in KILL HUP; do
+  mkdir -p "$TEST_DIR/ended-$how" && cp "$TEST_DIR/train.slurm" "$TEST_DIR/ended-$how/"
+  (cd "$TEST_DIR/ended-$how" && exec trainctl drill train.slurm -J "ended-$how" >out 2>err) &
+  echo "$!" >"$TEST_DIR/ended-$how/pid"
+done
+for how in KILL HUP; do
+  submitted() { grep -q "^trainctl drill: array [0-9]* " "$TEST_DIR/ended-$how/out"; }
+  wait_for 60 "the $how drill's array" submitted
+  array=$(sed -n 's/^trainctl drill: array \([0-9]*\) .*/\1/p' "$TEST_DIR/ended-$how/out")
+  echo "$array" >>"$TEST_DIR/.submitted"
+  pid=$(cat "$TEST_DIR/ended-$how/pid")
+  kill -"$how" "$pid"
+  rc=0
+  wait "$pid" || rc=$?
+  case $how in
+    KILL) [ "$rc" = 137 ] || fail "the drill sent SIGKILL exited $rc" ;;
+    HUP) [ "$rc" = 1 ] || fail "the drill sent SIGHUP exited $rc, not 1: $(cat "$TEST_DIR/ended-HUP/err")" ;;
+  esac
+  gone() { [ -z "$(squeue -h -r -j "$1" -o %i 2>/dev/null)" ]; }
+  wait_for 60 "array $array to be cancelled after the drill's SIG$how" gone "$array"
+  log "the drill ended by SIG$how (exit $rc): its array $array cancelled"
+done
+grep -q "interrupted; array [0-9]* cancelled" "$TEST_DIR/ended-HUP/err" ||
+  fail "the drill sent SIGHUP did not say it cancelled its array: $(cat "$TEST_DIR/ended-HUP/err")"
 # drill CASE [--plugin LINE] ENV... -- DRILL_OPTIONS... [-- SBATCH_OPTIONS...]: one drill
 # in its own submit directory, in the background; --plugin uncomments the template's
 # plugin line as LINE.
