@@ -9,7 +9,7 @@ the_wheel() {
   local dir=${TRAINCTL_WHEEL_PREBUILT:-}
   if [ -n "$dir" ]; then
     log "waiting for the wheel built in the background in $dir"
-    wait_for 1200 "scripts/package --wheel in $dir to finish" test -s "$dir/wheel.status"
+    wait_for 2400 "scripts/package --wheel in $dir to finish" test -s "$dir/wheel.status"
     [ "$(cat "$dir/wheel.status")" = 0 ] || fail "scripts/package --wheel failed in the background: $(tail -n 5 "$dir/wheel.log")"
   else
     dir=$TEST_DIR/pkg
