@@ -331,7 +331,7 @@ std::string read_own_text(int dir_fd, const std::string& name) {
 
 // A process's state letter from /proc/PID/stat ('R', 'S', 'D', ...; 0 when unreadable).
 char process_state(pid_t pid) {
-  const owned_fd fd(open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC));
+  const owned_fd fd(open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   char buf[512] = {};
   const ssize_t n = fd ? read(fd.get(), buf, sizeof buf - 1) : -1;
   if (n <= 0) return 0;

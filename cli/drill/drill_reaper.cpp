@@ -19,7 +19,7 @@ namespace {
 [[noreturn]] void reap(int in, char* const by_name[]) {
   setsid();
   for (const int sig : {SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGPIPE}) signal(sig, SIG_IGN);
-  const int null = open("/dev/null", O_RDWR);
+  const int null = open("/dev/null", O_RDWR | O_NOFOLLOW);
   for (int fd = 0; fd < 3; ++fd)
     if (null >= 0) dup2(null, fd);
   for (int fd = 3; fd < 1024; ++fd)

@@ -21,18 +21,9 @@ PLUGSTACK_SAVED=$TEST_DIR/plugstack.conf.saved
 cp "$TRAINCTL_CLUSTER_PLUGSTACK" "$PLUGSTACK_SAVED"
 sed "s|$plug|$plug default_hang_timeout=auto|" "$PLUGSTACK_SAVED" >"$TRAINCTL_CLUSTER_PLUGSTACK"
 grep -q "default_hang_timeout=auto" "$TRAINCTL_CLUSTER_PLUGSTACK" || fail "plugstack.conf was not given the default"
-# The task's parent is its supervisor (on 22.05 it execs trainctl-run a moment after the fork).
-cat >"$TEST_DIR/parent.sh" <<'SH'
-for _ in $(seq 100); do
-  cmd=$(tr '\0' ' ' </proc/$PPID/cmdline)
-  case $cmd in *trainctl-run*) break ;; esac
-  sleep 0.05
-done
-echo "supervisor: $cmd"
-SH
-chmod 644 "$TEST_DIR/parent.sh"
-d1=$(submit -N1 --kill-switch="$TEST_DIR/KILL" -o "$TEST_DIR/default.out" --wrap "srun bash $TEST_DIR/parent.sh")
-d2=$(submit -N1 --kill-switch="$TEST_DIR/KILL" --hang-timeout=20m -o "$TEST_DIR/own.out" --wrap "srun bash $TEST_DIR/parent.sh")
+write_supervisor_probe "$TEST_DIR/parent.sh"
+d1=$(submit -N1 --kill-switch="$TEST_DIR/KILL" -o "$TEST_DIR/default.out" --wrap "srun bash -c 'echo \"supervisor: \$(source $TEST_DIR/parent.sh)\"'")
+d2=$(submit -N1 --kill-switch="$TEST_DIR/KILL" --hang-timeout=20m -o "$TEST_DIR/own.out" --wrap "srun bash -c 'echo \"supervisor: \$(source $TEST_DIR/parent.sh)\"'")
 wait_for 60 "job $d1 to end" job_ended "$d1"
 wait_for 60 "job $d2 to end" job_ended "$d2"
 grep -q "^supervisor: .*trainctl-run.* --hang-timeout=auto" "$TEST_DIR/default.out" ||

@@ -5,17 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 grep -q trainctl "$TRAINCTL_CLUSTER_PLUGSTACK" || fail "the plugin is not in plugstack.conf"
 
-# On 22.05 the task forks: the child becomes the command and the parent execs the
-# supervisor, which may not have happened yet when the command looks: it looks again.
-cat >"$TEST_DIR/parent.sh" <<'SH'
-for _ in $(seq 100); do
-  cmd=$(tr '\0' ' ' </proc/$PPID/cmdline)
-  case $cmd in *trainctl-run*) break ;; esac
-  sleep 0.05
-done
-echo "$cmd"
-SH
-chmod 644 "$TEST_DIR/parent.sh"
+write_supervisor_probe "$TEST_DIR/parent.sh"
 cat >"$TEST_DIR/job.sh" <<JOB
 #!/bin/bash
 echo "batch KILL_SWITCH=\$KILL_SWITCH SAVE_SWITCH=\$SAVE_SWITCH"
