@@ -16,8 +16,10 @@
 
 #include "bad_node_contrast.hpp"
 #include "bad_nodes.hpp"
+#include "crash_order.hpp"
 #include "env.hpp"
 #include "gpu_memory.hpp"
+#include "hostlist.hpp"
 #include "node_health.hpp"
 #include "owned_fd.hpp"
 #include "parse.hpp"
@@ -28,16 +30,17 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// How long a node that may be the crash culprit waits for the other nodes' evidence.
+// How long a node that may be the crash culprit waits for the other nodes' first deaths,
+// and until when after its death for a sign of life from each node without one.
 constexpr milliseconds kEvidenceWait{3000};
+constexpr milliseconds kSignOfLifeWait = kLeaseInterval + milliseconds(2000);
 
-// The clock skew between nodes that an order of deaths must beat to count (ms):
-// TRAINCTL_CLOCK_SKEW_MS, default 50 (NTP keeps a cluster's nodes within a few ms).
-std::int64_t clock_skew_ms() {
+// TRAINCTL_CLOCK_SKEW_MS when set (ms), else -1: the allowance is measured.
+std::int64_t clock_skew_override_ms() {
   const std::string v = env_text("TRAINCTL_CLOCK_SKEW_MS");
   char* end = nullptr;
   const long long n = std::strtoll(v.c_str(), &end, 10);
-  return !v.empty() && *end == '\0' && n >= 0 ? n : 50;
+  return !v.empty() && *end == '\0' && n >= 0 ? n : -1;
 }
 
 std::string how_it_ended(int wait_status) {
@@ -58,18 +61,22 @@ int step_nodes() {
   return 1;
 }
 
-// Another node's first rank death, as it wrote it into the step's crash evidence.
-struct node_death {
-  std::string node;
-  std::int64_t first_ms = 0;
-  int status = -1;  // a wait status; -1 unknown
-};
+// The step's nodes, as SLURM lists them; empty when the list does not name `count` nodes.
+std::vector<std::string> step_node_list(int count) {
+  const std::string list =
+      env_text(env_text("SLURM_STEP_NODELIST").empty() ? "SLURM_JOB_NODELIST" : "SLURM_STEP_NODELIST");
+  std::vector<std::string> nodes = expand_hostlist(list);
+  for (const auto& n : nodes)
+    if (!valid_node_name(n)) return {};
+  return static_cast<int>(nodes.size()) == count ? nodes : std::vector<std::string>{};
+}
 
 // Every other node's line in the crash evidence directory (open as `fd`): regular files
 // of this user named as nodes, read without following links or blocking.
 std::vector<node_death> other_deaths(int fd, const std::string& me) {
   std::vector<node_death> out;
   DIR* d = fdopendir(dup(fd));
+  if (d != nullptr) rewinddir(d);  // the duplicate shares the offset of an earlier read
   while (dirent* e = d != nullptr ? readdir(d) : nullptr) {
     const std::string name = e->d_name;
     if (name == me || !valid_node_name(name)) continue;
@@ -101,6 +108,7 @@ std::string close_evidence(int fd, const std::string& dir, const std::string& me
   bool keep = fstatat(fd, "blamed", &st, AT_SYMLINK_NOFOLLOW) == 0;
   std::vector<std::string> names;
   DIR* d = fdopendir(dup(fd));
+  if (d != nullptr) rewinddir(d);  // the duplicate shares the offset of an earlier read
   while (dirent* e = d != nullptr ? readdir(d) : nullptr) {
     const std::string name = e->d_name;
     if (name == "." || name == "..") continue;
@@ -145,7 +153,14 @@ void crash_culprit::rank_died(pid_t pid, std::int64_t when_ms, int wait_status) 
   publish_first_death();
 }
 
+std::chrono::milliseconds crash_culprit::tick() {
+  if (opts_.job_id.empty() || opts_.batch || ending_ || step_nodes() < 2 || !dir_.checked || !dir_.problem.empty())
+    return kLeaseInterval;
+  return presence_.tick(dir_.dir, evidence_leaf());
+}
+
 bool crash_culprit::reaped(pid_t pid, int status) {
+  if (presence_.reaped(pid, status)) return true;
   if (!evidence_ || pid != evidence_->pid()) return false;
   const child_result r = evidence_->finish(status);
   evidence_.reset();
@@ -264,6 +279,7 @@ std::string crash_culprit::peer_death() const {
 void crash_culprit::command_ended(const end_facts& f) {
   const int status = f.status;
   ending_ = true;  // from here on this node's own line is written below, not by a child
+  presence_.stop();
   settle_evidence();
   const bool failed = (WIFEXITED(status) && WEXITSTATUS(status) != 0) || WIFSIGNALED(status);
   const bool caused = caused_since_ms_ != 0 && (first_dead_ == 0 || first_death_ms_ >= caused_since_ms_);
@@ -299,10 +315,10 @@ void crash_culprit::command_ended(const end_facts& f) {
   first.status = first_death_status_;
   first.pid = first_dead_;
   first.rank = f.rank_of && first.pid > 0 ? f.rank_of(first.pid) : -1;
-  const std::int64_t skew = clock_skew_ms();
+  const std::int64_t skew_override = clock_skew_override_ms();
   const std::string job = opts_.job_id;
   child_spec spec;
-  spec.deadline = kEvidenceWait + milliseconds(7000);
+  spec.deadline = kEvidenceWait + kSignOfLifeWait + milliseconds(4000);
   spec.ignore_signals = opts_.notices;
   spec.work = [=]() -> std::string {
     std::ostringstream out;
@@ -314,7 +330,7 @@ void crash_culprit::command_ended(const end_facts& f) {
       return out.str();
     }
     bool blamed = false;
-    if (judge) blamed = judge_first_death(fd, me, first, skew, job, nodes < 2, out);
+    if (judge) blamed = judge_first_death(fd, me, first, skew_override, job, nodes < 2, out);
     why = nodes >= 2 ? close_evidence(fd, dir, me, nodes, blamed) : "";
     if (nodes < 2 && !blamed) {  // one node: nothing to compare with, nothing kept
       unlinkat(fd, me.c_str(), 0);
@@ -332,7 +348,7 @@ void crash_culprit::command_ended(const end_facts& f) {
 // Whether this node's first rank death makes it the culprit (see the header); writes
 // this node's line when the death was not published yet, and what it found to `out`.
 // Runs in the judging child.
-bool crash_culprit::judge_first_death(int fd, const std::string& me, const death& first, std::int64_t skew,
+bool crash_culprit::judge_first_death(int fd, const std::string& me, const death& first, std::int64_t skew_override,
                                       const std::string& job, bool alone, std::ostringstream& out) {
   const std::int64_t mine = first.ms;
   const int st = first.status;
@@ -348,25 +364,30 @@ bool crash_culprit::judge_first_death(int fd, const std::string& me, const death
         << ": no node is blamed\n";
     return false;
   }
-  std::this_thread::sleep_for(kEvidenceWait);  // the other nodes' first deaths
-  std::int64_t next_other = -1;
-  std::string closest;
-  for (const node_death& n : other_deaths(fd, me)) {
-    if (next_other >= 0 && n.first_ms >= next_other) continue;
-    next_other = n.first_ms;
-    closest = n.node;
+  order_facts facts;
+  facts.me = me;
+  facts.mine_ms = mine;
+  facts.skew_override_ms = skew_override;
+  facts.node_count = alone ? 1 : step_nodes();
+  facts.nodes = step_node_list(facts.node_count);
+  // The other nodes' first deaths, and from each node with none a sign of life after this
+  // death (renewed every kLeaseInterval): waited for a few seconds.
+  if (!alone) std::this_thread::sleep_for(kEvidenceWait);
+  order_verdict v;
+  while (true) {
+    facts.mine_fs_ms = modified_ms(fd, me);
+    facts.deaths = other_deaths(fd, me);
+    facts.presences = read_presences(fd);
+    v = judge_order(facts);
+    if (alone || silent_nodes(facts).empty() || unix_now_ms() - mine >= kSignOfLifeWait.count()) break;
+    std::this_thread::sleep_for(milliseconds(250));
   }
-  if (next_other >= 0 && next_other <= mine + skew) {
-    out << "crash: rank pid " << pid << " on this node died by " << how_it_ended(st) << ", but a rank on " << closest
-        << " ended "
-        << (mine - next_other >= 0 ? to_ms_text(mine - next_other) + " before it"
-                                   : to_ms_text(next_other - mine) + " after it")
-        << " (within the " << skew << " ms allowed for clock skew): no node is blamed\n";
+  if (!v.first) {
+    out << "crash: rank pid " << pid << " on this node died by " << how_it_ended(st) << ", but " << v.why_not
+        << ": no node is blamed\n";
     return false;
   }
-  const std::string lead = next_other < 0
-                               ? "no other node's rank died"
-                               : "the next node (" + closest + ") " + to_ms_text(next_other - mine) + " later";
+  const std::string lead = v.lead;
   // The array names the program: its tasks' crashes are one program's.
   const std::string array = env_text("SLURM_ARRAY_JOB_ID"), path = bad_nodes_path();
   bad_node b;

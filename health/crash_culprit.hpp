@@ -1,8 +1,10 @@
 // The culprit of a crash (the rule: node_health.hpp): this node's first rank death,
 // written at once into the step's crash evidence for the other nodes (in a child: the
-// log directory may stall), and judged against theirs when the command ended. A node is
-// blamed only when its first death was by a fault signal and came first by more than
-// the clock skew; trainctl's own ends, exits and unknown causes blame nobody.
+// log directory may stall), beside this node's sign of life (step_presence.hpp), and
+// judged against theirs when the command ended (crash_order.hpp). A node is blamed only
+// when its first death was by a fault signal, every node gave evidence, and it came
+// first by more than the clocks may differ; trainctl's own ends, exits and unknown
+// causes blame nobody.
 #pragma once
 
 #include <sys/types.h>
@@ -14,6 +16,7 @@
 #include <string>
 
 #include "run_options.hpp"
+#include "step_presence.hpp"
 #include "subprocess.hpp"
 
 namespace trainctl {
@@ -33,8 +36,11 @@ class crash_culprit {
  public:
   using log_fn = std::function<void(const std::string&)>;
   crash_culprit(const supervisor_options& o, const log_dir_status& dir, log_fn log)
-      : opts_(o), dir_(dir), log_(std::move(log)) {}
+      : opts_(o), dir_(dir), log_(log), presence_(o, log) {}
   void started(pid_t self) { self_ = self; }
+  // On every wake of the supervisor's loop: renews this node's sign of life in a step of
+  // several nodes (step_presence.hpp). How long until it wants the next call.
+  std::chrono::milliseconds tick();
 
   // A rank of this node died (how: a wait status, -1 unknown): the first is this node's
   // evidence.
@@ -64,9 +70,12 @@ class crash_culprit {
   pid_t first_dead() const { return first_dead_; }
   std::int64_t first_death_ms() const { return first_death_ms_; }
 
-  // A status the loop reaped: true when it was the evidence writer's.
+  // A status the loop reaped: true when it was the evidence writer's or the sign of
+  // life's.
   bool reaped(pid_t pid, int status);
+  // Its children: the evidence writer and the sign of life's (0: none).
   pid_t writer_pid() const { return evidence_ ? evidence_->pid() : 0; }
+  pid_t presence_pid() const { return presence_.writer_pid(); }
 
  private:
   void publish_first_death();
@@ -80,7 +89,7 @@ class crash_culprit {
     pid_t pid = 0;
     int rank = -1;
   };
-  static bool judge_first_death(int fd, const std::string& me, const death& first, std::int64_t skew,
+  static bool judge_first_death(int fd, const std::string& me, const death& first, std::int64_t skew_override,
                                 const std::string& job, bool alone, std::ostringstream& out);
   // The same array's rank died first on another node before: those findings are
   // forgiven, and this one is a suspicion. Returns its reason then, else "".
@@ -99,6 +108,7 @@ class crash_culprit {
   std::int64_t caused_since_ms_ = 0;         // when trainctl first told the ranks to stop or ended them
   bool ending_ = false;                      // command_ended runs: it writes this node's evidence itself
   std::unique_ptr<started_child> evidence_;  // writes this node's first death for the others
+  step_presence presence_;                   // this node's sign of life for the others
 };
 
 }  // namespace trainctl

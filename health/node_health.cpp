@@ -132,7 +132,7 @@ void node_health::started(node_state_file* state, pid_t command) {
 
 bool node_health::owns(pid_t pid) const {
   if (check_ != nullptr && check_->pid() > 0 && (pid == check_->pid() || getpgid(pid) == check_->pid())) return true;
-  for (const pid_t writer : {dump_.pid(), stragglers_.writer_pid(), culprit_.writer_pid()})
+  for (const pid_t writer : {dump_.pid(), stragglers_.writer_pid(), culprit_.writer_pid(), culprit_.presence_pid()})
     if (writer > 0 && (pid == writer || getpgid(pid) == writer)) return true;
   return false;
 }
@@ -207,6 +207,7 @@ std::chrono::milliseconds node_health::tick() {
   if (opts_.hang.start_timeout.count() > 0 && !all_started_) wait = std::min(wait, milliseconds(1000));
   if (check_) wait = std::min(wait, std::chrono::duration_cast<milliseconds>(check_by_ - now));
   if (dump_.running() || stragglers_.busy()) wait = std::min(wait, milliseconds(1000));
+  wait = std::min(wait, culprit_.tick());
   return std::max(wait, milliseconds(0));
 }
 

@@ -305,16 +305,6 @@ owned_fd open_stacks_dir(const std::string& path, bool group, std::string* why) 
 namespace {
 // A regular file of this user in the stacks directory: never through a link, never
 // a FIFO or device (O_NONBLOCK keeps the open itself from waiting). None, errno set.
-owned_fd open_own_file(int dir_fd, const std::string& name, int flags, mode_t mode) {
-  owned_fd fd(openat(dir_fd, name.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, mode));
-  if (!fd) return fd;
-  struct stat st {};
-  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
-    fd.reset();
-    errno = EPERM;
-  }
-  return fd;
-}
 
 // What a regular file of this user in the stacks directory holds (its first 8 MiB; ""
 // when it is none, or not there).
@@ -350,6 +340,17 @@ std::string first_line(const std::string& path) {
   return line.substr(0, line.find('\n'));
 }
 }  // namespace
+
+owned_fd open_own_file(int dir_fd, const std::string& name, int flags, mode_t mode) {
+  owned_fd fd(openat(dir_fd, name.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, mode));
+  if (!fd) return fd;
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
+    fd.reset();
+    errno = EPERM;
+  }
+  return fd;
+}
 
 std::string append_in_dir(int dir_fd, const std::string& name, const std::string& text, mode_t mode) {
   const owned_fd fd = open_own_file(dir_fd, name, O_WRONLY | O_CREAT | O_APPEND, mode);

@@ -78,6 +78,9 @@ owned_fd open_stacks_dir(const std::string& path, bool group, std::string* why);
 // could not be written has rank_stack::file empty.
 std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const dump_options& o);
 
+// Opens `name` in `dir_fd` with `flags` (O_NOFOLLOW and O_NONBLOCK added): a regular
+// file of this user only, else none with errno EPERM (a link, a FIFO, another user's).
+owned_fd open_own_file(int dir_fd, const std::string& name, int flags, mode_t mode);
 // Appends `line` to `name` in the stacks directory: a regular file of this user only,
 // never through a link, never blocking (a FIFO is refused). "" or why not.
 std::string append_in_dir(int dir_fd, const std::string& name, const std::string& line, mode_t mode);

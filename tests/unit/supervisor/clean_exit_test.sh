@@ -44,8 +44,9 @@ loops=50
 for i in $(seq 1 $loops); do SLURM_STEP_ID=$i SLURMD_NODENAME=n1 check_run "the loop" python3 -c "$loop"; done
 echo "clean exits of a loop that said something was left behind: $said of $loops"
 [ "$said" -eq 0 ] || { echo "FAIL"; exit 1; }
-# Each step still waits for its second node: n1's judgement, and n1's first death when
-# its supervisor saw the rank before it ended (a loop of 3 steps may end first), nothing else.
+# Each step still waits for its second node: n1's judgement, n1's first death when its
+# supervisor saw the rank before it ended (a loop of 3 steps may end first), and n1's sign
+# of life when its log directory's check had answered by then, nothing else.
 # The evidence is under the user's own directory in the log directory, trainctl-<user>.
 ev=$work/logs/trainctl-$(id -un)
 dirs=$(find "$ev" -maxdepth 1 -name 'crash-*' | wc -l)
@@ -53,8 +54,8 @@ dirs=$(find "$ev" -maxdepth 1 -name 'crash-*' | wc -l)
 seen=0
 for d in "$ev"/crash-*; do
   case "$(find "$d" -mindepth 1 -printf '%f\n' | sort | tr '\n' ' ')" in
-    "n1 n1.done ") seen=$((seen + 1)) ;;
-    "n1.done ") ;;
+    "n1 n1.done " | "n1 n1.alive n1.done ") seen=$((seen + 1)) ;;
+    "n1.done " | "n1.alive n1.done ") ;;
     *) echo "FAIL: $d holds $(ls "$d")"; exit 1 ;;
   esac
 done
