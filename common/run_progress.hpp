@@ -27,7 +27,7 @@
 // as it fails, and the array's pending tasks are cancelled.
 //
 // How each run died comes from its nodes' supervisors (`death` events: the first rank
-// death on a node that trainctl did not cause, its signal and the last agreed step): a
+// death on a node that trainctl did not cause, its signal and that rank's last step): a
 // run whose first death was SIGKILL was killed from outside the program (the OOM killer,
 // a memory or cgroup limit), and the lines say so instead of calling it a crash.
 #pragma once
@@ -51,7 +51,7 @@ struct array_run {
   std::int64_t task = -1;        // SLURM_ARRAY_TASK_ID; -1: not an array (from task_end)
   std::int64_t restart = -1;     // SLURM_RESTART_COUNT; -1: unknown (no task_end, or an old one)
   // The run's first rank death (the earliest `death` event of its nodes): when (0: none
-  // recorded), the last step the ranks agreed on then (-1: none), and how ("SIGSEGV",
+  // recorded), the step that rank was at (its last check(); -1: none), and how ("SIGSEGV",
   // "SIGKILL", ..., or "exit").
   std::int64_t death_ms = 0;
   std::int64_t death_step = -1;

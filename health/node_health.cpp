@@ -326,11 +326,11 @@ void node_health::check_hang() {
   const std::string step = std::to_string(stale->step.load());
   std::string why;
   if (stale_phase.empty())
-    why = who + " has not reached an agreement for " + std::string(quiet) + " (last at step " + step + ")";
+    why = who + " has not reached an agreement for " + std::string(quiet) + " (its last step " + step + ")";
   else
     why = who + " has been " + (stale_phase == "save" ? std::string("saving") : "in phase '" + stale_phase + "'") +
           " for " + quiet + ", past its budget of " + format_duration(stale_budget.budget) + " (" + stale_budget.why +
-          "; last agreement at step " + step + ")";
+          "; its last step " + step + ")";
   dump_.set_stall_ms(now - oldest);
   start_dump(why, oldest, stale_phase.empty() ? "" : stale_phase == "save" ? "saving" : "in phase " + stale_phase);
 }
@@ -473,10 +473,16 @@ std::optional<node_health::program_death> node_health::command_ended(int status)
         (WIFSIGNALED(st) ? "SIG" + signal_name(WTERMSIG(st)) : "exit status " + std::to_string(WEXITSTATUS(st))) +
         ": `" + d.error + "`");
   }
-  if (state_ != nullptr && has_header(state_->get()))
+  // The step the rank that died first was at (its own last check()); where its slot is
+  // not known, the furthest any rank of this node got.
+  const rank_beat* own = beat_of(first);
+  if (own != nullptr && own->beat_ms.load(std::memory_order_acquire) > 0) {
+    d.step = own->step.load(std::memory_order_relaxed);
+  } else if (state_ != nullptr && has_header(state_->get())) {
     for (const rank_beat& b : state_->get().beats)
       if (b.beat_ms.load(std::memory_order_acquire) > 0)
         d.step = std::max(d.step, b.step.load(std::memory_order_relaxed));
+  }
   return d;
 }
 

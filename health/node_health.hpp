@@ -91,7 +91,7 @@ class node_health {
   // SLURM end the step, still is).
   void trainctl_ended_ranks();
   // This node's first rank death when the program died of its own (crash_culprit's
-  // program_death_status), for the run events: how, and the last step its ranks agreed on.
+  // program_death_status), for the run events: how, and the step that rank was at (its last check()).
   struct program_death {
     int status = -1;         // its wait status
     std::int64_t step = -1;  // -1: before any check()

@@ -58,8 +58,8 @@ class run_end {
   // Whether this node's ranks committed the last save they were asked for (ctl.saved):
   // a line in the task's log and run events (save_commits.hpp). The publisher, as it ends.
   void note_commits(const node_state& ns);
-  // This node's first rank death, the program's own (wait status `status`, after the
-  // ranks agreed on step `step`, -1 none): how the run died, for the breaker's lines and
+  // This node's first rank death, the program's own (wait status `status`, at that
+  // rank's step `step`, -1 none): how the run died, for the breaker's lines and
   // its forgiveness (run_progress.hpp); the rank (-1 not known), when, and the error it
   // died of ("" none), for `trainctl report`'s first death.
   void note_death(int status, std::int64_t step, int rank, std::int64_t died_ms, const std::string& error);

@@ -110,7 +110,7 @@ struct beat_saves {
 struct rank_beat {
   std::atomic<std::int32_t> pid;
   std::atomic<std::int32_t> rank;
-  std::atomic<std::int64_t> step;     // the last step check() saw
+  std::atomic<std::int64_t> step;     // the last step check() saw (every call, agreed or not)
   std::atomic<std::int64_t> beat_ms;  // unix ms of that check(); 0 before the first
   std::atomic<std::int64_t> step_us;  // work per step outside check(), last agreement window
   std::atomic<std::int32_t> slow;     // agreements in a row this rank was the straggler

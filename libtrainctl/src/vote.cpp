@@ -98,6 +98,9 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
   }
   m.pos.last_step = step;
   m.pos.last_check_ms = coarse_unix_ms();  // a few ns: the coarse clock is a memory read
+  // Every call: a crash's step is this rank's own, not the last agreement's (two deaths
+  // inside one agreement window are told apart).
+  if (m.beat != nullptr) m.beat->step.store(step, std::memory_order_relaxed);
   m.fill_vote(v, len);
   const bool due = step % m.cfg.check_every == 0;
   if (!due) return false;
@@ -108,7 +111,6 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
       raise_to(m.state().longest_quiet_ms, now_ms - m.pos.quiet_since_ms);
     m.pos.quiet_since_ms = now_ms;
     m.beat->rank.store(m.cfg.rank, std::memory_order_relaxed);
-    m.beat->step.store(step, std::memory_order_relaxed);
     m.beat->beat_ms.store(now_ms, std::memory_order_relaxed);
   }
   if (m.cfg.straggler_factor > 0) m.timing.time_window(step, m.cfg.rank, &v[kVoteSlowest], &v[kVoteNegFastest]);

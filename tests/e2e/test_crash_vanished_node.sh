@@ -6,7 +6,8 @@
 # aborts a moment later, as NCCL's watchdog ends a rank that waited for a dead peer. The
 # first death in the evidence is n1's SIGABRT, and n2 gave none: no node is convicted,
 # and n1's log names n2. Step 1, the control: n1's rank aborts while n2's lives on, and
-# n2's sign of life after the death lets n1 be convicted, as before.
+# n2's sign of life after the death lets n1 be convicted, as before, and the death's step
+# in the run events is the one n1's rank was at, not the last agreement's.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -44,7 +45,13 @@ if role == "vanish":
     train(2)  # a collective's timeout, waiting for n2
     os.abort()
 if node == "n1":
-    open(flag, "w").close()
+    while True:  # between two agreements (every 10th step): the death's step is this rank's own
+        ctl.check(step)
+        if step % 10 == 7:
+            break
+        step += 1
+    with open(flag, "w") as f:
+        f.write(str(step))
     os.abort()
 train_until(flag)
 train(10)  # past the time n1's supervisor waits for a sign of life
@@ -54,6 +61,7 @@ cat >"$TEST_DIR/job.sh" <<JOB
 srun --kill-on-bad-exit=0 --ntasks-per-node=1 $BUILD/bin/trainctl-run -- python3 $TEST_DIR/loop.py vanish $TEST_DIR/flag-0
 srun --kill-on-bad-exit=0 --ntasks-per-node=1 $BUILD/bin/trainctl-run -- python3 $TEST_DIR/loop.py control $TEST_DIR/flag-1
 JOB
+export TRAINCTL_RUN_EVENTS_DIR=$TEST_DIR/runs
 job=$(submit -N2 -w n1,n2 --ntasks-per-node=1 --time=5 -o "$TEST_DIR/job.out" "$TEST_DIR/job.sh")
 log "submitted job $job: step 0 loses n2's supervisor before n1's rank aborts; step 1 aborts on n1 alone"
 wait_for 120 "the job to end" job_ended "$job"
@@ -64,4 +72,7 @@ vanished=$(grep -E "^trainctl-run\[n1 task 0\]: crash: rank pid [0-9]+ on this n
 [ "$(grep -c . "$TRAINCTL_BAD_NODES")" -eq 1 ] || fail "expected step 1's conviction of n1 alone: $(cat "$TRAINCTL_BAD_NODES")"
 grep -q "^[0-9]* n1 job=$job .*reason=crashed (SIGABRT in rank 0, the first death of the job; no other node's rank died)$" \
   "$TRAINCTL_BAD_NODES" || fail "step 1 did not convict n1: $(cat "$TRAINCTL_BAD_NODES"; grep 'crash' "$TEST_DIR/job.out")"
-log "PASS: with n2's supervisor gone, n1's abort convicted nobody and named n2; with n2 alive, n1 was convicted"
+step=$(cat "$TEST_DIR/flag-1")
+grep -q "^[0-9]* job=$job death step=$step reason=SIGABRT" "$TEST_DIR/runs/$job" ||
+  fail "the run events do not give step $step, where n1's rank died: $(grep death "$TEST_DIR/runs/$job")"
+log "PASS: with n2's supervisor gone, n1's abort convicted nobody and named n2; with n2 alive, n1 was convicted, its death at its own step $step"
