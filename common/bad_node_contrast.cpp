@@ -1,5 +1,6 @@
 #include "bad_node_contrast.hpp"
 
+#include <map>
 #include <set>
 #include <string_view>
 
@@ -18,26 +19,52 @@ std::string suspicion_array(const bad_node& b) {
   return b.reason.substr(from, end - from);
 }
 
+namespace {
+
+// The program each run of an array ran (its first_step's figure), by job id.
+std::map<std::string, std::int64_t> programs_by_job(const std::vector<run_event>& events) {
+  std::map<std::string, std::int64_t> out;
+  for (const run_event& e : events)
+    if (e.what == "first_step" && e.figure("program") >= 0) out[e.job] = e.figure("program");
+  return out;
+}
+
+}  // namespace
+
 std::vector<clean_elsewhere> programs_clean_elsewhere(
     const std::string& host, const std::vector<bad_node>& recent,
     const std::function<std::vector<run_event>(const std::string& array)>& events_of) {
-  std::set<std::string> arrays, crashed_elsewhere;
+  std::map<std::string, std::set<std::string>> crashed_jobs;  // array -> its runs that crashed here
+  std::set<std::string> crashed_elsewhere;
   for (const bad_node& b : recent) {
     const std::string array = suspicion_array(b);
     const std::string_view reason(b.reason), follows(kFollowsTheRank);
     const bool program_fault =
         reason.size() >= follows.size() && reason.substr(reason.size() - follows.size()) == follows;
     if (array.empty() || program_fault) continue;
-    (b.host == host ? arrays : crashed_elsewhere).insert(array);
+    if (b.host == host)
+      crashed_jobs[array].insert(b.job);
+    else
+      crashed_elsewhere.insert(array);
   }
   std::vector<clean_elsewhere> out;
-  for (const std::string& array : arrays) {
+  for (const auto& [array, jobs] : crashed_jobs) {
     if (crashed_elsewhere.count(array) != 0) continue;
-    for (const run_event& e : events_of(array))
-      if (e.what == "task_end" && e.reason == "ok" && !e.node.empty() && e.node != host) {
+    const std::vector<run_event> events = events_of(array);
+    const std::map<std::string, std::int64_t> program = programs_by_job(events);
+    // The programs that crashed here: a run that never reached its first step ran no
+    // program anyone can name, and proves nothing.
+    std::set<std::int64_t> crashed;
+    for (const std::string& job : jobs)
+      if (program.count(job) != 0) crashed.insert(program.at(job));
+    for (const run_event& e : events) {
+      const auto ran = program.find(e.job);
+      if (e.what == "task_end" && e.reason == "ok" && !e.node.empty() && e.node != host && ran != program.end() &&
+          crashed.count(ran->second) != 0) {
         out.push_back({array, e.node});
         break;
       }
+    }
   }
   return out;
 }

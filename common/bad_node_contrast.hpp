@@ -5,7 +5,10 @@
 // the task_end events, run_events.hpp): the programs are fine elsewhere, the node is
 // not. One program crashing on one node and running cleanly elsewhere is no such
 // evidence (it may crash at random, or on that node's data), and a program that
-// crashed on other nodes too does not count.
+// crashed on other nodes too does not count. A program is an array's runs with one
+// command line (run_events.hpp, program_id): in a sweep, each task with its own
+// arguments is a program of its own, and another task's clean run proves nothing of
+// the one that crashed.
 #pragma once
 
 #include <chrono>
@@ -22,7 +25,7 @@ namespace trainctl {
 inline constexpr std::size_t kContrastPrograms = 2;
 
 struct clean_elsewhere {
-  std::string array;     // the program: its array job id
+  std::string array;     // the program's array job id
   std::string clean_on;  // a node where one of its tasks ended ok
 };
 

@@ -1,5 +1,8 @@
 #include "run_events.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -110,6 +113,27 @@ std::string own_run_events_path() {
   const char* array = std::getenv("SLURM_ARRAY_JOB_ID");
   const char* job = std::getenv("SLURM_JOB_ID");
   return run_events_path(array != nullptr && *array != '\0' ? array : job != nullptr ? job : "");
+}
+
+std::int64_t program_id(const std::string& cmdline) {
+  if (cmdline.empty()) return -1;
+  std::uint64_t h = 14695981039346656037ULL;  // FNV-1a, 64 bits
+  for (const char c : cmdline) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  return static_cast<std::int64_t>(h % 1000000000000000ULL);
+}
+
+std::int64_t this_program_id() {
+  const int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while (text.size() < (1u << 20) && (n = read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return program_id(text);
 }
 
 std::string format_run_event(const run_event& e) {

@@ -2,7 +2,7 @@
 // (or single job) in the per-user state directory on the shared home, one line per
 // event:
 //   <unix ms> job=<SLURM_JOB_ID> <event> [step=<n>] [ms=<n>] [reason=<word>] [task=<n>] [restart=<n>] [node=<name>]
-// Events: first_step (the first check of rank 0), save and exit (a decision, with its
+// Events: first_step (the first check of rank 0; program=, see program_id), save and exit (a decision, with its
 // step and reason), saved (that save ended, ms = how long it took), end (rank 0's
 // controller ends), notice (a notice reached rank 0's node state; reason = its kind:
 // deadline, preempted, signal, memory, hang), task_end (the batch script ended; reason =
@@ -61,6 +61,14 @@ std::string run_events_path(const std::string& key);
 
 // This process's file: SLURM_ARRAY_JOB_ID, else SLURM_JOB_ID ("" outside a SLURM job).
 std::string own_run_events_path();
+
+// The program a run ran, as a figure of its first_step event (`program=`): a hash of
+// rank 0's command line (the interpreter, the training script and its arguments, as
+// /proc/self/cmdline holds them; a launcher's rendezvous options are not there), at
+// most 15 digits. The tasks of one training array share it; a sweep's tasks, each with
+// its own arguments, do not (bad_node_contrast.hpp). -1 when it cannot be read.
+std::int64_t program_id(const std::string& cmdline);
+std::int64_t this_program_id();
 
 // One line for `e` (its time, job and fields; words only in `what` and `reason`).
 std::string format_run_event(const run_event& e);

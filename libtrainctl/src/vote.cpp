@@ -89,6 +89,8 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
       e.step = step;
       const auto [resumed, untrusted] = last_resume_look();
       if (resumed > -2) e.figures = {{"resumed", resumed < 0 ? 0 : resumed + 1}, {"untrusted", untrusted}};
+      const std::int64_t program = this_program_id();  // a sweep's tasks are told apart by it
+      if (program >= 0) e.figures.emplace_back("program", program);
       m.events.note(e);
     }
     // The breaker: this run resumed no later than the array's last runs, which failed

@@ -8,10 +8,14 @@
 # the second program's crash too (two programs aborted on n1, but the second never ran
 # elsewhere yet). When the second program has run cleanly elsewhere too, the supervisor
 # of its clean task convicts n1, once, naming both programs; trainctl bad-nodes keeps it
-# off.
+# off. Between the two, a sweep (issue 63): an array whose tasks train with other
+# arguments (--steps 2<task>), task 1 crashing on n1 and task 2 running cleanly on n3.
+# Task 2 is another program: nothing shows task 1's program runs cleanly elsewhere, so
+# it does not join program 1's case (the array alone did, before).
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
-use_train_template "--steps 20 --step-time 0.05 --crash-on n1 --crash-at 5"
+args="--step-time 0.05 --crash-on n1 --crash-at 5"
+use_train_template "--steps 20 $args"
 # array NAME NODE [CHECK]: task 1 on n1, task 2 on NODE, one after the other (with n1
 # busy beside other tests, SLURM would start task 2 first, and its clean end would cancel
 # task 1), CHECK run between them; waits for its end. Its job id goes to $job.
@@ -34,10 +38,18 @@ touch "$TRAINCTL_BAD_NODES"
 grep -q "^[0-9]* n1 .*reason=crashed, suspected (SIGABRT in a rank of a one-node job of array $first;" \
   "$TRAINCTL_BAD_NODES" || fail "n1 is not suspected for program 1: $(cat "$TRAINCTL_BAD_NODES")"
 [ -z "$("$BUILD/bin/trainctl" bad-nodes list 2>/dev/null)" ] || fail "one program's crash kept a node off"
-# Two programs crashed on n1 now, but only the first ran anywhere else: no verdict yet.
+# shellcheck disable=SC2016  # expanded by the template on the node: each task its own
+TRAIN_ARGS='--steps 2$SLURM_ARRAY_TASK_ID '"$args" array sweep n3
+sweep=$job
+log "a sweep (array $sweep): task 1 crashed on n1, task 2 with other arguments ran cleanly on n3"
+[ "$(grep -c "^[0-9]* n1 .*reason=crashed, suspected (SIGABRT" "$TRAINCTL_BAD_NODES")" -eq 2 ] ||
+  fail "not both arrays' suspicions of n1: $(cat "$TRAINCTL_BAD_NODES")"
+[ -z "$("$BUILD/bin/trainctl" bad-nodes list 2>/dev/null)" ] ||
+  fail "a sweep whose other task ran cleanly elsewhere convicted n1: $(cat "$TRAINCTL_BAD_NODES")"
+# Two programs crashed on n1 now (three arrays), but only the first ran anywhere else: no verdict yet.
 not_yet() {
-  [ "$(grep -c "^[0-9]* n1 .*reason=crashed, suspected (SIGABRT" "$TRAINCTL_BAD_NODES")" -eq 2 ] ||
-    fail "not both programs' suspicions of n1: $(cat "$TRAINCTL_BAD_NODES")"
+  [ "$(grep -c "^[0-9]* n1 .*reason=crashed, suspected (SIGABRT" "$TRAINCTL_BAD_NODES")" -eq 3 ] ||
+    fail "not all three arrays' suspicions of n1: $(cat "$TRAINCTL_BAD_NODES")"
   [ -z "$("$BUILD/bin/trainctl" bad-nodes list 2>/dev/null)" ] ||
     fail "two one-node programs that crashed on n1, one never run elsewhere, kept it off"
   log "two programs crashed on n1, one of them never run elsewhere: n1 only suspected"

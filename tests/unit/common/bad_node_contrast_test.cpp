@@ -22,14 +22,31 @@ bad_node suspicion(const std::string& host, const std::string& array, std::int64
   return b;
 }
 
-run_event task_end(const std::string& node, const std::string& reason) {
+run_event task_end(const std::string& node, const std::string& reason, const std::string& job = "1") {
   run_event e;
   e.ms = 1;
-  e.job = "1";
+  e.job = job;
   e.what = "task_end";
   e.reason = reason;
   e.node = node;
   return e;
+}
+
+// Run `job` of an array began with program `program` (its command line's hash).
+run_event first_step(const std::string& job, std::int64_t program = 77) {
+  run_event e;
+  e.ms = 1;
+  e.job = job;
+  e.what = "first_step";
+  e.step = 0;
+  e.figures = {{"program", program}};
+  return e;
+}
+
+// The crashed run of `array` (suspicion's job) and run 1 both ran program 77.
+std::vector<run_event> with_programs(const std::string& array, std::vector<run_event> events) {
+  events.insert(events.begin(), {first_step("9" + array), first_step("1")});
+  return events;
 }
 
 }  // namespace
@@ -50,11 +67,11 @@ TEST(BadNodeContrast, TheArrayOfASuspicionIsItsProgram) {
 // Program 60's suspicion says its crash followed a rank.
 TEST(BadNodeContrast, OnlyProgramsThatRanCleanlyElsewhereAndCrashedOnlyHereCount) {
   const std::map<std::string, std::vector<run_event>> events = {
-      {"10", {task_end("n1", "failed"), task_end("n2", "ok")}},
-      {"20", {task_end("n3", "preempted"), task_end("n3", "ok")}},
-      {"30", {task_end("n3", "ok")}},
-      {"40", {task_end("n1", "ok"), task_end("n2", "failed"), task_end("", "ok")}},
-      {"60", {task_end("n2", "ok")}},
+      {"10", with_programs("10", {task_end("n1", "failed"), task_end("n2", "ok")})},
+      {"20", with_programs("20", {task_end("n3", "preempted"), task_end("n3", "ok")})},
+      {"30", with_programs("30", {task_end("n3", "ok")})},
+      {"40", with_programs("40", {task_end("n1", "ok"), task_end("n2", "failed"), task_end("", "ok")})},
+      {"60", with_programs("60", {task_end("n2", "ok")})},
   };
   const auto of = [&](const std::string& a) {
     const auto it = events.find(a);
@@ -80,8 +97,9 @@ TEST(BadNodeContrast, TwoProgramsConvictTheNodeOnceInTheMemory) {
   setenv("TRAINCTL_RUN_EVENTS_DIR", (t / "runs").c_str(), 1);
   const std::string path = t / "bad_nodes";
   for (const std::string array : {"10", "20"}) {
-    run_event ok = task_end("n2", "ok");
-    EXPECT_EQ(append_run_events(run_events_path(array), format_run_event(ok)), "");
+    std::string lines;
+    for (const run_event& e : with_programs(array, {task_end("n2", "ok")})) lines += format_run_event(e);
+    EXPECT_EQ(append_run_events(run_events_path(array), lines), "");
   }
   ASSERT_EQ(record_bad_node(path, suspicion("n1", "10")), "");
   EXPECT_EQ(convict_by_contrast(path, "n1", 2000, std::chrono::hours(24)), "") << "one program";
@@ -95,4 +113,25 @@ TEST(BadNodeContrast, TwoProgramsConvictTheNodeOnceInTheMemory) {
   EXPECT_EQ(convict_by_contrast(path, "n1", 1000 + 25 * 3600, std::chrono::hours(24)), "")
       << "suspicions past the expiry count for nothing";
   unsetenv("TRAINCTL_RUN_EVENTS_DIR");
+}
+
+// Two sweeps: in each, task 1 (job 9<array>) crashed on n1 and task 2 (job 1), with
+// other arguments, ran cleanly on n2. Another program's clean run proves nothing of the
+// one that crashed, and neither does a run with no first step (no program to name).
+TEST(BadNodeContrast, ASweepsTasksWithOtherArgumentsAreOtherPrograms) {
+  const std::map<std::string, std::vector<run_event>> events = {
+      {"10", {first_step("910", 1), first_step("1", 2), task_end("n2", "ok")}},
+      {"20", {first_step("920", 3), first_step("1", 4), task_end("n2", "ok")}},
+      {"30", {task_end("n2", "ok")}},  // the crashed run died before its first step
+  };
+  const auto of = [&](const std::string& a) { return events.at(a); };
+  const std::vector<bad_node> recent = {suspicion("n1", "10"), suspicion("n1", "20"), suspicion("n1", "30")};
+  EXPECT_TRUE(programs_clean_elsewhere("n1", recent, of).empty());
+  using namespace std::string_literals;  // the command line's NULs kept
+  EXPECT_EQ(program_id("python3\0train.py\0--lr\0000.1"s), program_id("python3\0train.py\0--lr\0000.1"s));
+  EXPECT_NE(program_id("python3\0train.py\0--lr\0000.1"s), program_id("python3\0train.py\0--lr\0000.2"s));
+  EXPECT_NE(program_id("python3\0train.py\0--lr\0000.1"s), program_id("python3\0train.py\0--lr0\0000.1"s))
+      << "where the arguments part counts";
+  EXPECT_LT(program_id("x"), 1000000000000000LL) << "15 digits at most: a figure of a run event";
+  EXPECT_EQ(program_id(""), -1);
 }
