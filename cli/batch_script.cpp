@@ -479,13 +479,26 @@ std::optional<batch_script> read_batch_script(const std::string& text, const std
   for (const command& c : cmds) {
     std::vector<std::string> words;
     for (const raw_word& w : c) words.push_back(w.raw);
-    for (const raw_word& w : c)
-      if (names_checkpoints(w.raw)) {
-        if (std::find(s.checkpoint_lines.begin(), s.checkpoint_lines.end(), w.line) == s.checkpoint_lines.end())
-          s.checkpoint_lines.push_back(w.line);
-        if (w.raw.find("SLURM_ARRAY_TASK_ID") != std::string::npos || w.raw.find("%a") != std::string::npos)
-          s.checkpoint_per_task = true;
-      }
+    for (size_t k = 0; k < c.size(); ++k) {
+      const raw_word& w = c[k];
+      if (!names_checkpoints(w.raw)) continue;
+      if (std::find(s.checkpoint_lines.begin(), s.checkpoint_lines.end(), w.line) == s.checkpoint_lines.end())
+        s.checkpoint_lines.push_back(w.line);
+      if (w.raw.find("SLURM_ARRAY_TASK_ID") != std::string::npos || w.raw.find("%a") != std::string::npos)
+        s.checkpoint_per_task = true;
+      // --ckpt-dir=PATH, CKPT_DIR=PATH; --ckpt-dir PATH; $CKPT_DIR/x or /scratch/ckpt alone.
+      const size_t eq = w.raw.find('=');
+      const bool option = w.raw.rfind('-', 0) == 0;
+      if (c[0].raw == "echo" || c[0].raw == "printf" || w.raw.find_first_of(" \t") != std::string::npos ||
+          (eq != std::string::npos && !option && !is_name(w.raw.substr(0, eq))))
+        continue;  // a message, not a path
+      std::string value = eq != std::string::npos ? w.raw.substr(eq + 1)
+                          : option                ? (k + 1 < c.size() ? c[k + 1].raw : "")
+                                                  : w.raw;
+      if (value.empty() || (!option && value.find_first_of("/$") == std::string::npos)) continue;
+      const expanded e = expand(value, w.line, lookup, 0);
+      s.checkpoint_paths.emplace_back(w.line, e.known ? e.text : "");
+    }
     for (size_t i = 0; i < words.size(); ++i) {
       if (!is_trainctl_run(words, i)) continue;
       std::vector<script_option> opts;

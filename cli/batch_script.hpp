@@ -35,6 +35,9 @@ struct batch_script {
   // them varies by array task (SLURM_ARRAY_TASK_ID, %a).
   std::vector<int> checkpoint_lines;
   bool checkpoint_per_task = false;
+  // The paths those lines give (an option's value, an assignment's, a word with a '/' or
+  // a '$'), as this environment makes them: (line, path; "" when it cannot be known).
+  std::vector<std::pair<int, std::string>> checkpoint_paths;
 
   // The last value given for sbatch option `name` (long form), or nullptr.
   const script_option* last(const std::string& name) const;

@@ -28,6 +28,7 @@
 #include "batch_script.hpp"
 #include "cluster_config.hpp"
 #include "commands.hpp"
+#include "drill_isolation.hpp"
 #include "drill_reaper.hpp"
 #include "drill_rehearsal.hpp"
 #include "drill_report.hpp"
@@ -90,6 +91,20 @@ int drill_batch_script(const std::string& who, const std::string& path, const st
   if (!sup.errors.empty()) {
     std::fprintf(stderr, "%s drill: %s:%d: %s\n", who.c_str(), path.c_str(), sup.errors.front().first,
                  sup.errors.front().second.c_str());
+    return 2;
+  }
+  // -- apart from the real run: its checkpoints and switches must be the drill's own -------
+  drill_identity id;
+  id.real_name = s.name;
+  id.drill_name = s.drill_name;
+  id.submit_dir = submit_dir;
+  const std::string probe = submit_dir + "/trainctl-drill-" + s.name.substr(0, 60) + "-probe";
+  id.drill = {
+      {"CKPT_DIR", probe + "/checkpoints"}, {"LOG_DIR", probe + "/logs"}, {"TRAINCTL_LOG_DIR", probe + "/logs"}};
+  const std::string shared =
+      shared_with_the_real_run(text, path, sbatch_args, id, [](const char* n) { return env_text(n); });
+  if (!shared.empty()) {
+    std::fprintf(stderr, "%s drill: %s\n", who.c_str(), shared.c_str());
     return 2;
   }
   std::string cluster_why;

@@ -22,6 +22,7 @@
 #include "batch_script.hpp"
 #include "cluster_config.hpp"
 #include "commands.hpp"
+#include "job_environment.hpp"
 #include "job_history.hpp"
 #include "lint_rules.hpp"
 #include "owned_fd.hpp"
@@ -91,50 +92,6 @@ run_figures earlier_runs(const std::string& name, std::string* said) {
   return f;
 }
 
-// The environment the job will see, as --export among the sbatch options makes it: ALL
-// (the default) passes this one on; NONE, or a list without ALL, only SLURM_* and the
-// names it lists; NAME=VALUE sets one (sbatch(1), --export).
-class job_environment {
- public:
-  explicit job_environment(const std::vector<std::string>& sbatch_args) {
-    std::string value;
-    bool given = false;
-    for (std::size_t i = 0; i < sbatch_args.size(); ++i) {
-      if (sbatch_args[i].rfind("--export=", 0) == 0) {
-        value = sbatch_args[i].substr(9);
-        given = true;
-      } else if (sbatch_args[i] == "--export" && i + 1 < sbatch_args.size()) {
-        value = sbatch_args[++i];
-        given = true;
-      }
-    }
-    if (!given) return;
-    keep_all_ = false;
-    for (std::size_t start = 0; start <= value.size();) {
-      const std::size_t comma = std::min(value.find(',', start), value.size());
-      const std::string item = value.substr(start, comma - start);
-      const std::size_t eq = item.find('=');
-      if (item == "ALL")
-        keep_all_ = true;
-      else if (eq != std::string::npos)
-        set_[item.substr(0, eq)] = item.substr(eq + 1);
-      else if (!item.empty() && item != "NONE")
-        named_.insert(item);
-      start = comma + 1;
-    }
-  }
-  std::string operator()(const char* name) const {
-    if (const auto it = set_.find(name); it != set_.end()) return it->second;
-    if (keep_all_ || named_.count(name) != 0 || std::strncmp(name, "SLURM_", 6) == 0) return env_text(name);
-    return "";
-  }
-
- private:
-  bool keep_all_ = true;
-  std::map<std::string, std::string> set_;
-  std::set<std::string> named_;
-};
-
 std::string where(const std::string& script, int line) {
   return line > 0 ? script + ":" + std::to_string(line) : script;
 }
@@ -152,7 +109,20 @@ int lint_batch_script(const std::string& who, const std::string& path, const std
   char cwd[4096];
   std::string submit_dir = getcwd(cwd, sizeof cwd) != nullptr ? cwd : ".";
   std::string job_name;
-  const job_environment job_env(sbatch_args);
+  // --export as sbatch's command line gives it (the script's own #SBATCH --export is read
+  // with the script, after these lookups).
+  std::string export_value;
+  bool export_given = false;
+  for (std::size_t i = 0; i < sbatch_args.size(); ++i) {
+    if (sbatch_args[i].rfind("--export=", 0) == 0) {
+      export_value = sbatch_args[i].substr(9);
+      export_given = true;
+    } else if (sbatch_args[i] == "--export" && i + 1 < sbatch_args.size()) {
+      export_value = sbatch_args[++i];
+      export_given = true;
+    }
+  }
+  const job_environment job_env(export_given ? &export_value : nullptr, [](const char* n) { return env_text(n); });
   const env_lookup env = [&](const char* name) -> std::string {
     if (std::strcmp(name, "SLURM_SUBMIT_DIR") == 0) return submit_dir;
     if (std::strcmp(name, "SLURM_JOB_NAME") == 0) return job_name;

@@ -15,11 +15,46 @@
 # single out neither: the hang row is ok and says so instead of naming the waiting rank.
 # Two more drills are ended as they start: one killed with SIGKILL (its own cancel
 # cannot run: the reaper it forked cancels the array), one sent SIGHUP as a closed terminal
-# does (it cancels the array itself); neither leaves a task of its array.
+# does (it cancels the array itself); neither leaves a task of its array. First, three
+# scripts a drill cannot keep apart from the real run are refused.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 use_train_template "--steps 100000 --step-time 0.05"
 export TRAINCTL_SAVE_TIMES_DIR=$TEST_DIR/state/save_times
+
+# Scripts whose paths a drill cannot make its own are refused before anything is
+# submitted (issue 63): a checkpoint directory written into the script; one taken from
+# CKPT_DIR, which --export=NONE keeps from the job; a save switch's path.
+mkdir -p "$TEST_DIR/fixed"
+cat >"$TEST_DIR/fixed/fixed-ckpt.slurm" <<'JOB'
+#!/bin/bash
+#SBATCH -N1
+srun trainctl-run --kill-switch -- python3 train.py --ckpt-dir /scratch/real-run/checkpoints
+JOB
+cat >"$TEST_DIR/fixed/export-none.slurm" <<'JOB'
+#!/bin/bash
+#SBATCH -N1
+#SBATCH --export=NONE
+CKPT_DIR=${CKPT_DIR:-/scratch/real-run/checkpoints}
+srun trainctl-run --kill-switch -- python3 train.py --ckpt-dir "$CKPT_DIR"
+JOB
+cat >"$TEST_DIR/fixed/switch.slurm" <<'JOB'
+#!/bin/bash
+#SBATCH -N1
+srun trainctl-run --save-switch=/scratch/real-run/SAVE -- python3 train.py --ckpt-dir "$CKPT_DIR"
+JOB
+refused() {  # refused SCRIPT LINE: the drill of SCRIPT exits 2 with LINE and submits nothing
+  local rc=0
+  (cd "$TEST_DIR/fixed" && trainctl drill "$1" >out 2>err) || rc=$?
+  [ "$rc" = 2 ] || fail "the drill of $1 exited $rc, not 2: $(cat "$TEST_DIR/fixed/err")"
+  grep -qF "trainctl drill: $2" "$TEST_DIR/fixed/err" || fail "the drill of $1 said: $(cat "$TEST_DIR/fixed/err")"
+  [ -z "$(squeue -h -u "$(id -un)" -n "$1-drill" -o %i)" ] || fail "the drill of $1 submitted a job"
+  [ -z "$(find "$TEST_DIR/fixed" -name 'trainctl-drill-*')" ] || fail "the drill of $1 left its directory"
+}
+refused fixed-ckpt.slurm "fixed-ckpt.slurm:3: the checkpoint path /scratch/real-run/checkpoints is the real run's too"
+refused export-none.slurm "export-none.slurm:4: the checkpoint path /scratch/real-run/checkpoints is the real run's too, so the drill would resume from and commit into the real run's checkpoints (--export=NONE keeps the drill's CKPT_DIR from the job)"
+refused switch.slurm "switch.slurm:3: --save-switch=/scratch/real-run/SAVE is the real run's switch too"
+log "three scripts with the real run's paths written into them were refused, nothing submitted"
 
 for how in KILL HUP; do
   mkdir -p "$TEST_DIR/ended-$how" && cp "$TEST_DIR/train.slurm" "$TEST_DIR/ended-$how/"
