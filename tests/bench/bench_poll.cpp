@@ -72,6 +72,20 @@ void BM_trainctl_check_agreement(benchmark::State& state) {
 }
 BENCHMARK(BM_trainctl_check_agreement)->Arg(0)->Arg(1);
 
+// check() with the default agreement every 10th step: the mean per call, the nine calls
+// between agreements included (each stores its step in the rank's heartbeat slot, so
+// that a crash's step is the rank's own).
+void BM_trainctl_check_every10(benchmark::State& state) {
+  trainctl::config c = bench_config();
+  c.set("state_path", g_dir.dir + "/state-check10");
+  c.set("check_every", "10");
+  trainctl::controller ctl(c);
+  std::int64_t step = 0;
+  const trainctl::controller::reducer local = [](std::int64_t*, std::size_t) {};
+  for (auto _ : state) benchmark::DoNotOptimize(ctl.check(step++, local));
+}
+BENCHMARK(BM_trainctl_check_every10);
+
 // A compute mark per step (compute_begin + compute_end, as watch_ddp or ctl.compute()
 // does): what marking a step adds to it.
 void BM_trainctl_compute_marks(benchmark::State& state) {
