@@ -302,7 +302,9 @@ bool is_trainctl_run(const std::vector<std::string>& words, size_t i) {
 bool names_checkpoints(const std::string& raw) {
   std::string lower(raw);
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  return lower.find("ckpt") != std::string::npos || lower.find("checkpoint") != std::string::npos;
+  // Hugging Face's Trainer saves its checkpoints into --output_dir and resumes from there.
+  return lower.find("ckpt") != std::string::npos || lower.find("checkpoint") != std::string::npos ||
+         lower.find("output_dir") != std::string::npos || lower.find("output-dir") != std::string::npos;
 }
 
 }  // namespace

@@ -62,6 +62,10 @@ TEST(DrillIsolation, APathWrittenIntoTheScriptIsRefusedWithItsLine) {
       {"--export=ALL,CKPT_DIR=/scratch/other"});
   EXPECT_NE(set.find("llm.slurm:2: the checkpoint path /scratch/other is the real run's too"), std::string::npos)
       << "a value --export sets is the same for both jobs: " << set;
+  EXPECT_EQ(shared("#!/bin/bash\nsrun trainctl-run -- python3 hf.py --output_dir /scratch/hf-run\n")
+                .rfind("llm.slurm:2: the checkpoint path /scratch/hf-run is the real run's too", 0),
+            0U)
+      << "Hugging Face's Trainer keeps its checkpoints in --output_dir";
   EXPECT_NE(shared("#!/bin/bash\nsrun trainctl-run --save-switch=/scratch/SAVE -- python3 t.py --ckpt-dir $CKPT_DIR\n")
                 .find("llm.slurm:2: --save-switch=/scratch/SAVE is the real run's switch too"),
             std::string::npos);

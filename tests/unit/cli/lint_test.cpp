@@ -287,6 +287,11 @@ TEST_F(LintTest, ArrayWithoutALimit) {
                    "#SBATCH --graceful-exit=10 --kill-switch --hang-timeout=8m\n"
                    "srun python3 train.py --ckpt-dir \"ckpt/$SLURM_ARRAY_TASK_ID\"\n")
                   .problems.empty());
+  // Hugging Face's Trainer: its checkpoints are in --output_dir.
+  expect_only(lint("#!/bin/bash\n#SBATCH --time=4:00:00\n#SBATCH --array=1-10\n"
+                   "#SBATCH --graceful-exit=10 --kill-switch --hang-timeout=8m\n"
+                   "srun python3 hf_train.py --output_dir runs/llm\n"),
+              "array-without-limit", 3, "line 5");
 }
 
 TEST_F(LintTest, BadOptionValues) {
