@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "bad_nodes.hpp"
+#include "owned_fd.hpp"
 #include "parse.hpp"
 
 namespace trainctl {
@@ -126,13 +127,13 @@ std::int64_t program_id(const std::string& cmdline) {
 }
 
 std::int64_t this_program_id() {
-  const int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
+  const owned_fd fd(open("/proc/self/cmdline", O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return -1;
   std::string text;
   char buf[4096];
   ssize_t n;
-  while (text.size() < (1u << 20) && (n = read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
-  close(fd);
+  while (text.size() < (1u << 20) && (n = read(fd.get(), buf, sizeof buf)) > 0)
+    text.append(buf, static_cast<size_t>(n));
   return program_id(text);
 }
 

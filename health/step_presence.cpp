@@ -21,7 +21,7 @@ namespace {
 constexpr char kAlive[] = ".alive";
 
 std::string read_boot_id() {
-  const owned_fd fd(open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC));
+  const owned_fd fd(open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   char buf[64] = {};
   const ssize_t n = fd ? read(fd.get(), buf, sizeof buf - 1) : -1;
   std::string id = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "";
@@ -30,6 +30,10 @@ std::string read_boot_id() {
   for (const char c : id)
     if (std::strchr("0123456789abcdefABCDEF-", c) == nullptr) return "";
   return id;
+}
+
+std::int64_t mtime_ms(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
 }
 
 }  // namespace
@@ -67,7 +71,7 @@ std::int64_t modified_ms(int dir_fd, const std::string& name) {
   struct stat st {};
   if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid())
     return -1;
-  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
+  return mtime_ms(st);
 }
 
 std::vector<node_presence> read_presences(int dir_fd) {
@@ -87,7 +91,7 @@ std::vector<node_presence> read_presences(int dir_fd) {
     if (!f || fstat(f.get(), &st) != 0) continue;
     const ssize_t n = read(f.get(), buf, sizeof buf - 1);
     if (n > 0) p.clock = parse_clock_line(std::string(buf, static_cast<std::size_t>(n)));
-    p.touched_ms = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
+    p.touched_ms = mtime_ms(st);
     out.push_back(p);
   }
   if (d != nullptr) closedir(d);

@@ -25,7 +25,7 @@ TEST(StepPresence, ASignOfLifeIsWrittenTouchedAndReadOnlyAsThisUsersFile) {
   char tmpl[] = "/tmp/presence-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
-  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   ASSERT_GE(fd, 0);
   EXPECT_EQ(renew_presence(fd, "n1", {"b00t", false, 16000000}), "");
   const std::int64_t first = modified_ms(fd, "n1.alive");
