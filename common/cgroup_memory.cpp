@@ -178,6 +178,42 @@ std::optional<memory_reading> read_memory(const std::string& root, const std::st
   return best;
 }
 
+oom_counter find_oom_counter(const std::string& root, const std::string& pid) {
+  const auto cgroups = slurp(root + "/proc/" + pid + "/cgroup");
+  const auto mountinfo = slurp(root + "/proc/" + pid + "/mountinfo");
+  if (cgroups && mountinfo) {
+    std::istringstream in(*cgroups);
+    std::string line;
+    while (std::getline(in, line)) {
+      const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+      if (b == std::string::npos) continue;
+      const std::string controllers = line.substr(a + 1, b - a - 1);
+      const bool v2 = line.compare(0, a, "0") == 0 && controllers.empty();
+      bool v1_memory = false;
+      std::istringstream cs(controllers);
+      std::string c;
+      while (std::getline(cs, c, ',')) v1_memory |= c == "memory";
+      if (!v2 && !v1_memory) continue;
+      const auto mount = find_mount(*mountinfo, v2);
+      if (!mount) continue;
+      const std::string rel = relative_to(line.substr(b + 1), mount->root);
+      oom_counter o;
+      o.path = root + mount->point + (rel == "/" ? "" : rel) + (v2 ? "/memory.events" : "/memory.oom_control");
+      o.source = std::string(v2 ? "cgroup v2 " : "cgroup v1 ") + (rel.empty() ? "/" : rel);
+      if (read_oom_kills(o)) return o;
+    }
+  }
+  oom_counter node{root + "/proc/vmstat", "node"};
+  return read_oom_kills(node) ? node : oom_counter{};
+}
+
+std::optional<std::uint64_t> read_oom_kills(const oom_counter& c) {
+  if (c.path.empty()) return std::nullopt;
+  const auto text = slurp(c.path);
+  if (!text) return std::nullopt;
+  return memory_stat_field(*text, "oom_kill");
+}
+
 bool memory_crossed(const memory_reading& r, const threshold& t) {
   switch (t.type) {
     case threshold::kind::percent:  // left, as for the GPU and in trainwatch

@@ -32,6 +32,19 @@ std::string job_cgroup_of(const std::string& path);
 // (the same meaning as every other threshold in trainctl).
 bool memory_crossed(const memory_reading& r, const threshold& t);
 
+// Where the kernel counts the processes the OOM killer ended in process `pid`'s memory
+// domain: its own memory cgroup (v2 memory.events, v1 memory.oom_control: "oom_kill N";
+// a rank stays in its supervisor's cgroup), else the node (/proc/vmstat). The kernel
+// counts a kill before it sends the SIGKILL, so the count has risen by the time anyone
+// sees the death. No cgroup walk on reading: the path is found once.
+struct oom_counter {
+  std::string path;    // the file ("" when there is none: a kernel before 4.13)
+  std::string source;  // "cgroup v1 /slurm_n1/uid_0/job_2/step_0/task_0", "node"
+};
+oom_counter find_oom_counter(const std::string& root = "", const std::string& pid = "self");
+// The count now; nullopt when it cannot be read.
+std::optional<std::uint64_t> read_oom_kills(const oom_counter& c);
+
 // Pieces exposed for tests and fuzzing.
 std::optional<std::uint64_t> meminfo_field(const std::string& meminfo_text, const std::string& field);
 std::optional<std::uint64_t> memory_stat_field(const std::string& stat_text, const std::string& field);

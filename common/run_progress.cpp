@@ -30,6 +30,7 @@ std::vector<array_run> array_runs(const std::vector<run_event>& events) {
       r.death_ms = e.ms;
       r.death_step = e.step;
       r.death_how = e.reason;
+      r.death_oom = static_cast<int>(e.figure("oom", -1));
     }
     if (e.what == "task_end") {
       r.end_ms = e.ms;
@@ -57,6 +58,7 @@ progress_count runs_without_progress(const std::vector<array_run>& runs, const a
     if (r->end_ms == 0 && r->job == current.job && is_current) continue;  // the run going now
     if (r->end_ms == 0) break;  // its supervisor never said how it ended: unknown
     if (r->end != "failed" || r->preempted || r->deadline || r->first_step < 0 || next->first_step < 0) break;
+    if (r->killed_from_outside()) break;  // no failure of the program
     if (!is_current && next->start_ms < r->end_ms) break;  // side by side
     if (!comes_after(*r, *next)) break;                    // another array's run, or out of order
     if (next->first_step > r->first_step) break;           // it saved something the next one used
@@ -71,13 +73,14 @@ progress_count runs_without_progress(const std::vector<array_run>& runs, const a
 
 progress_count runs_failing_before_check(const std::vector<array_run>& runs, const array_run& current) {
   progress_count c;
-  if (current.first_step >= 0) return c;
+  if (current.first_step >= 0 || current.killed_from_outside()) return c;
   c.runs = 1;
   c.jobs = current.job;
   const array_run* next = &current;
   for (auto r = runs.rbegin(); r != runs.rend(); ++r) {
     if (r->job == current.job && (r->end_ms == 0 || r->start_ms >= current.start_ms)) continue;  // this run
     if (r->end_ms == 0 || r->end != "failed" || r->preempted || r->deadline || r->first_step >= 0) break;
+    if (r->killed_from_outside()) break;
     if (next->start_ms < r->end_ms || !comes_after(*r, *next)) break;
     ++c.runs;
     c.jobs = r->job + " " + c.jobs;
@@ -108,12 +111,18 @@ std::vector<const array_run*> counted_runs(const std::vector<array_run>& runs, c
 
 std::string how_runs_ended(const std::vector<array_run>& runs, const std::string& jobs) {
   const std::vector<const array_run*> counted = counted_runs(runs, jobs);
-  std::size_t killed = 0;
-  for (const array_run* r : counted) killed += r->death_how == "SIGKILL";
+  std::size_t oom = 0, unknown = 0;
+  for (const array_run* r : counted) {
+    oom += r->death_how == "SIGKILL" && r->death_oom == 1;
+    unknown += r->death_how == "SIGKILL" && r->death_oom < 0;
+  }
+  const std::size_t killed = oom + unknown;
   if (killed == 0) return "failed";
-  const std::string outside = "killed by SIGKILL from outside the program (the OOM killer, a memory or cgroup limit)";
-  if (killed == counted.size()) return "were " + outside;
-  return "failed (" + std::to_string(killed) + " of them " + outside + ")";
+  const std::string how = unknown == 0 ? "killed by the OOM killer (out of memory)"
+                          : oom == 0   ? "killed by SIGKILL (the OOM killer or a memory limit, as far as is known)"
+                                       : "killed by SIGKILL (" + std::to_string(oom) + " of them by the OOM killer)";
+  if (killed == counted.size()) return "were " + how;
+  return "failed (" + std::to_string(killed) + " of them " + how + ")";
 }
 
 bool died_at_one_step(const std::vector<array_run>& runs, const std::string& jobs, std::string* why) {

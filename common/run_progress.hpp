@@ -27,9 +27,12 @@
 // as it fails, and the array's pending tasks are cancelled.
 //
 // How each run died comes from its nodes' supervisors (`death` events: the first rank
-// death on a node that trainctl did not cause, its signal and that rank's last step): a
-// run whose first death was SIGKILL was killed from outside the program (the OOM killer,
-// a memory or cgroup limit), and the lines say so instead of calling it a crash.
+// death on a node that trainctl did not cause, its signal and that rank's last step). A
+// SIGKILL carries its cause (oom_watch.hpp): the OOM killer's is the program's memory and
+// counts (the lines say so instead of calling it a crash); one from outside the program
+// (an admin, a health check, kill -9) is no failure of the program and stops the count,
+// as a preemption does. A SIGKILL of unknown cause (a line of trainctl before 0.12)
+// counts, as it did.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +59,9 @@ struct array_run {
   std::int64_t death_ms = 0;
   std::int64_t death_step = -1;
   std::string death_how;
+  int death_oom = -1;  // a SIGKILL: 1 the OOM killer's, 0 from outside the program, -1 not known
+  // Killed from outside the program: its first death a SIGKILL that was not the OOM killer's.
+  bool killed_from_outside() const { return death_how == "SIGKILL" && death_oom == 0; }
 };
 
 // Whether run `next` comes after run `r` in one array (or one requeued job): a higher
@@ -84,8 +90,8 @@ progress_count runs_without_progress(const std::vector<array_run>& runs, const a
 progress_count runs_failing_before_check(const std::vector<array_run>& runs, const array_run& current);
 
 // How the counted runs `jobs` (space separated) ended, for the breaker's lines: "failed",
-// or "were killed by SIGKILL from outside the program (the OOM killer, a memory or cgroup
-// limit)" when each run's first death was SIGKILL (some: said with how many).
+// or "were killed by the OOM killer (out of memory)" when each run's first death was
+// its SIGKILL (some: said with how many; a SIGKILL of unknown cause is named so).
 std::string how_runs_ended(const std::vector<array_run>& runs, const std::string& jobs);
 
 // Whether the crash loop of runs `jobs` is the program's, so that their crash findings

@@ -39,6 +39,7 @@
 #include "crash_culprit.hpp"
 #include "hang_budget.hpp"
 #include "hang_dump.hpp"
+#include "oom_watch.hpp"
 #include "owned_fd.hpp"
 #include "phase_budgets.hpp"
 #include "run_options.hpp"
@@ -98,6 +99,7 @@ class node_health {
     int rank = -1;           // the rank that died first on this node (-1: not known)
     std::int64_t died_ms = 0;
     std::string error;  // the error it died of, as its loop noted it (rank_beat::error), "" none
+    int oom = -1;       // a SIGKILL: 1 the OOM killer's, 0 from outside the program, -1 not known (oom_watch)
   };
   // The command ended with `status`: decides on the crash culprit. May wait (bounded,
   // a few seconds) for the other nodes' evidence; the loop is over by then.
@@ -118,6 +120,7 @@ class node_health {
     int wait_status = -1;      // read from the zombie's /proc stat; -1 unknown
     int rank = -1;             // from its heartbeat slot, read at its death
     std::string error;         // the error its loop noted in that slot
+    int oom = -1;              // a SIGKILL: whether the OOM killer's (oom_watch::oom_killed)
   };
   // The heartbeat slot of `pid` (a crashed rank never cleared it), nullptr: none.
   const rank_beat* beat_of(pid_t pid) const;
@@ -151,6 +154,7 @@ class node_health {
   hang_dump dump_;  // a hang found, and its dump in progress
   straggler_recorder stragglers_;
   crash_culprit culprit_;
+  oom_watch oom_;
 };
 
 // --log-dir, else TRAINCTL_LOG_DIR, else SLURM_SUBMIT_DIR, else ".".

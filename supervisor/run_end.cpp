@@ -366,19 +366,20 @@ void run_end::note_commits(const node_state& ns) {
                        "cannot note which ranks committed the last save for `trainctl report`");
 }
 
-void run_end::note_death(int status, std::int64_t step, int rank, std::int64_t died_ms, const std::string& error) {
+void run_end::note_death(const node_health::program_death& d) {
   if (opts_.job_id.empty()) return;
   run_event e;
   e.ms = unix_now_ms();
   e.job = opts_.job_id;
   e.what = "death";
-  e.step = step;
-  e.reason = WIFSIGNALED(status) ? "SIG" + signal_name(WTERMSIG(status)) : "exit";
+  e.step = d.step;
+  e.reason = WIFSIGNALED(d.status) ? "SIG" + signal_name(WTERMSIG(d.status)) : "exit";
   e.node = node_name();
-  if (rank >= 0) e.figures.emplace_back("rank", rank);
-  if (died_ms > 0) e.figures.emplace_back("at", died_ms);
-  if (WIFEXITED(status)) e.figures.emplace_back("status", WEXITSTATUS(status));
-  e.text = error;
+  if (d.rank >= 0) e.figures.emplace_back("rank", d.rank);
+  if (d.died_ms > 0) e.figures.emplace_back("at", d.died_ms);
+  if (WIFEXITED(d.status)) e.figures.emplace_back("status", WEXITSTATUS(d.status));
+  if (d.oom >= 0) e.figures.emplace_back("oom", d.oom);
+  e.text = d.error;
   append_event_bounded(format_run_event(e), "cannot note how the ranks died (the no-progress breaker reads it)");
 }
 

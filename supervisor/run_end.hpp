@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "node_health.hpp"
 #include "run_options.hpp"
 #include "run_progress.hpp"
 #include "task_log.hpp"
@@ -58,11 +59,11 @@ class run_end {
   // Whether this node's ranks committed the last save they were asked for (ctl.saved):
   // a line in the task's log and run events (save_commits.hpp). The publisher, as it ends.
   void note_commits(const node_state& ns);
-  // This node's first rank death, the program's own (wait status `status`, at that
-  // rank's step `step`, -1 none): how the run died, for the breaker's lines and
-  // its forgiveness (run_progress.hpp); the rank (-1 not known), when, and the error it
-  // died of ("" none), for `trainctl report`'s first death.
-  void note_death(int status, std::int64_t step, int rank, std::int64_t died_ms, const std::string& error);
+  // This node's first rank death, the program's own (its wait status, at that rank's
+  // step, -1 none; a SIGKILL's cause where known): how the run died, for the breaker
+  // (run_progress.hpp: a kill from outside counts for nothing) and its forgiveness; the
+  // rank, when, and the error it died of, for `trainctl report`'s first death.
+  void note_death(const node_health::program_death& d);
   // A hang on the report's timeline, with how long the ranks had stalled.
   void note_hang(std::int64_t stall_ms);
 

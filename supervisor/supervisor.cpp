@@ -205,14 +205,14 @@ milliseconds task_supervisor::turn() {
 // this run, the node state; the wait status this process exits with.
 int task_supervisor::finish() {
   if (query_.running()) query_.expire(nullptr);  // not a process the command left behind
+  health_.abandon();
+  // Before the breaker's verdict, which reads how this run died (a kill from outside counts for nothing).
+  if (const auto death = health_.command_ended(procs_.status())) end_.note_death(*death);
   if (opts_.batch) {
     if (const std::optional<std::string> detail = end_.judge(procs_.status(), term_seen_ || preempted_))
       hook_.notice("no-progress", dl_.deadline_ms(), dl_.end_ms(), *detail);  // before hook_.finish()
   }
   hook_.finish();  // before end_leftovers, which would count it as left behind
-  health_.abandon();
-  if (const auto death = health_.command_ended(procs_.status()))
-    end_.note_death(death->status, death->step, death->rank, death->died_ms, death->error);
   procs_.end_leftovers();
   learn_save_time();  // the save the ranks made before they exited
   if (opts_.batch) end_.requeue_if_preempted(term_seen_ || preempted_);

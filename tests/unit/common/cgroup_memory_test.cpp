@@ -133,3 +133,35 @@ TEST(CgroupMemory, TheWholeJobIsReadFromAStepsCgroupWhenAsked) {
   EXPECT_EQ(job->source, "cgroup v2 /slurm/job_7");
   EXPECT_EQ(job->used, 2ull << 30);
 }
+
+// The OOM killer's count is read in the process's own memory cgroup (its ranks stay in
+// it), else the node's.
+TEST(CgroupMemory, OomKillsAreCountedInTheOwnCgroupElseTheNode) {
+  temp_dir t;
+  t.write("proc/self/cgroup", "4:memory:/slurm_n1/uid_0/job_2/step_0/task_0\n1:name=systemd:/x\n");
+  t.write("proc/self/mountinfo", "40 30 0:35 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n");
+  t.write("proc/vmstat", "pgfault 10\noom_kill 7\n");
+  const std::string task = "sys/fs/cgroup/memory/slurm_n1/uid_0/job_2/step_0/task_0";
+  t.write(task + "/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
+  oom_counter c = find_oom_counter(t.path());
+  EXPECT_EQ(c.source, "cgroup v1 /slurm_n1/uid_0/job_2/step_0/task_0");
+  EXPECT_EQ(read_oom_kills(c), 2u);
+
+  temp_dir v2;
+  v2.write("proc/self/cgroup", "0::/slurm/job_7/step_0/user/task_1\n");
+  v2.write("proc/self/mountinfo", "30 25 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n");
+  v2.write("sys/fs/cgroup/slurm/job_7/step_0/user/task_1/memory.events", "low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n");
+  c = find_oom_counter(v2.path());
+  EXPECT_EQ(c.source, "cgroup v2 /slurm/job_7/step_0/user/task_1");
+  EXPECT_EQ(read_oom_kills(c), 1u);
+
+  temp_dir node;  // a memory cgroup without the count (a kernel before 4.13 has none in either)
+  node.write("proc/self/cgroup", "4:memory:/\n");
+  node.write("proc/self/mountinfo", "40 30 0:35 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n");
+  node.write("sys/fs/cgroup/memory/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\n");
+  node.write("proc/vmstat", "pgfault 10\noom_kill 7\n");
+  c = find_oom_counter(node.path());
+  EXPECT_EQ(c.source, "node");
+  EXPECT_EQ(read_oom_kills(c), 7u);
+  EXPECT_FALSE(read_oom_kills(find_oom_counter(temp_dir().path())));
+}

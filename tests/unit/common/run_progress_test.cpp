@@ -223,12 +223,15 @@ namespace {
 
 // A node's first rank death in the newest run of `job` at `at_s` seconds: its last
 // agreed step, how. Written before the run's task_end, as the step ends before the batch script.
+// `oom`: a SIGKILL's cause as its supervisor saw it (1 the OOM killer, 0 from outside, -1 not said).
 void death(std::vector<run_event>& ev, const std::string& job, std::int64_t at_s, std::int64_t step,
-           const std::string& how) {
+           const std::string& how, int oom = -1) {
   auto at = ev.end();
   for (auto e = ev.begin(); e != ev.end(); ++e)
     if (e->job == job && e->what == "task_end") at = e;
-  ev.insert(at, {at_s * 1000, job, "death", step, -1, how});
+  run_event d{at_s * 1000, job, "death", step, -1, how};
+  if (oom >= 0) d.figures.emplace_back("oom", oom);
+  ev.insert(at, d);
 }
 
 // The run ending now that never reached check(), begun at `start_s`.
@@ -288,28 +291,60 @@ TEST(RunProgress, ARequeuedJobsEarlierRunsThatFailedBeforeACheckCount) {
   EXPECT_EQ(runs_failing_before_check(array_runs(ev), current).runs, 3);
 }
 
-// The earliest death of a run's nodes is its death; SIGKILL is named as from outside.
-TEST(RunProgress, RunsKilledBySigkillAreNotCalledCrashes) {
+// The earliest death of a run's nodes is its death; an OOM kill is named so.
+TEST(RunProgress, RunsKilledByTheOomKillerAreNotCalledCrashes) {
   std::vector<run_event> ev;
   run(ev, "101", 0, 60, 0, "failed");
   death(ev, "101", 50, 19, "SIGTERM");  // a node whose ranks the launcher ended after
-  death(ev, "101", 49, 19, "SIGKILL");
+  death(ev, "101", 49, 19, "SIGKILL", 1);
   run(ev, "102", 70, 130, 0, "failed");
-  death(ev, "102", 120, 19, "SIGKILL");
+  death(ev, "102", 120, 19, "SIGKILL", 1);
   const auto runs = array_runs(ev);
   EXPECT_EQ(runs[0].death_how, "SIGKILL");
+  EXPECT_EQ(runs[0].death_oom, 1);
   EXPECT_EQ(runs[0].death_step, 19);
-  EXPECT_EQ(how_runs_ended(runs, "101 102"),
-            "were killed by SIGKILL from outside the program (the OOM killer, a memory or cgroup limit)");
+  EXPECT_EQ(how_runs_ended(runs, "101 102"), "were killed by the OOM killer (out of memory)");
+  EXPECT_EQ(runs_without_progress(runs, now("103", 0)).runs, 2) << "out of memory again is no progress";
   std::vector<run_event> mixed = ev;
   run(mixed, "103", 140, 200, 0, "failed");
   death(mixed, "103", 190, 19, "SIGSEGV");
   EXPECT_EQ(how_runs_ended(array_runs(mixed), "101 102 103"),
-            "failed (2 of them killed by SIGKILL from outside the program (the OOM killer, a memory or cgroup limit))");
+            "failed (2 of them killed by the OOM killer (out of memory))");
   std::vector<run_event> crashed;
   run(crashed, "101", 0, 60, 0, "failed");
   death(crashed, "101", 50, 19, "SIGABRT");
   EXPECT_EQ(how_runs_ended(array_runs(crashed), "101"), "failed");
+  std::vector<run_event> old;  // lines of a trainctl that did not say the cause
+  run(old, "101", 0, 60, 0, "failed");
+  death(old, "101", 50, 19, "SIGKILL");
+  EXPECT_EQ(how_runs_ended(array_runs(old), "101"),
+            "were killed by SIGKILL (the OOM killer or a memory limit, as far as is known)");
+}
+
+// A SIGKILL that was not the OOM killer's came from outside the program (an admin's
+// kill -9, a node health check): no failure of the program, so it stops either count.
+TEST(RunProgress, AKillFromOutsideStopsTheCount) {
+  std::vector<run_event> ev;
+  run(ev, "101", 0, 60, 0, "failed");
+  death(ev, "101", 50, 19, "SIGKILL", 1);
+  run(ev, "102", 70, 130, 0, "failed");
+  death(ev, "102", 120, 19, "SIGKILL", 0);
+  run(ev, "103", 140, 200, 0, "failed");
+  death(ev, "103", 190, 19, "SIGKILL", 1);
+  const auto runs = array_runs(ev);
+  EXPECT_TRUE(runs[1].killed_from_outside());
+  EXPECT_FALSE(runs[0].killed_from_outside());
+  EXPECT_EQ(runs_without_progress(runs, now("104", 0)).runs, 1) << "only 103: 102 was killed from outside";
+  std::vector<run_event> before;  // runs that never reached check()
+  run(before, "101", 0, 10, -1, "failed");
+  death(before, "101", 5, -1, "SIGKILL", 0);
+  run(before, "102", 20, 30, -1, "failed");
+  death(before, "102", 25, -1, "SIGKILL", 1);
+  EXPECT_EQ(runs_failing_before_check(array_runs(before), ending("103", 40)).runs, 2) << "102 and 103, not 101";
+  array_run outside = ending("103", 40);
+  outside.death_how = "SIGKILL";
+  outside.death_oom = 0;
+  EXPECT_EQ(runs_failing_before_check(array_runs(before), outside).runs, 0) << "the run ending now was killed";
 }
 
 // Forgiveness compares where the runs died, not where they resumed: a node failing at
