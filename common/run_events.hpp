@@ -11,8 +11,9 @@
 // rank's over the steps timed, per node, from its supervisor as it ends: what a
 // straggler cost), death (a node's first rank death that trainctl did not cause, from
 // its supervisor: reason = SIGKILL, SIGSEGV, ... or exit; step = the last agreed; node;
-// rank, at (unix ms of the death), status (an exit's status) and text, the error it
-// died of, where known).
+// rank, at (unix ms of the death), status (an exit's status), oom (a SIGKILL: 1 the OOM
+// killer's, 0 from outside the program; oom_watch.hpp) and text, the error it died of,
+// where known).
 // Written by rank 0's controller, from its watcher thread, never the training loop (a
 // hang and task_end by a supervisor); read back only as this user's regular file.
 #pragma once

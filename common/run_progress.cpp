@@ -58,7 +58,7 @@ progress_count runs_without_progress(const std::vector<array_run>& runs, const a
     if (r->end_ms == 0 && r->job == current.job && is_current) continue;  // the run going now
     if (r->end_ms == 0) break;  // its supervisor never said how it ended: unknown
     if (r->end != "failed" || r->preempted || r->deadline || r->first_step < 0 || next->first_step < 0) break;
-    if (r->killed_from_outside()) break;  // no failure of the program
+    if (r->killed_from_outside()) break;                   // no failure of the program
     if (!is_current && next->start_ms < r->end_ms) break;  // side by side
     if (!comes_after(*r, *next)) break;                    // another array's run, or out of order
     if (next->first_step > r->first_step) break;           // it saved something the next one used

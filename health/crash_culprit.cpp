@@ -145,15 +145,25 @@ std::string run_key(const std::string& job_id, pid_t self) {
   return job_id + "." + (restart.empty() ? "0" : restart);
 }
 
+crash_culprit::crash_culprit(const supervisor_options& o, const log_dir_status& dir, const log_fn& log)
+    : opts_(o), dir_(dir), log_(log), presence_(o, log), oom_(this_oom_watch(unix_now_ms())) {}
+
 void crash_culprit::rank_died(pid_t pid, std::int64_t when_ms, int wait_status) {
   if (first_dead_ != 0) return;
   first_dead_ = pid;
   first_death_ms_ = when_ms;
   first_death_status_ = wait_status;
+  note_oom();
   publish_first_death();
 }
 
+void crash_culprit::note_oom() {
+  const int st = first_death_status_;
+  first_death_oom_ = st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? oom_.oom_killed(first_death_ms_) : -1;
+}
+
 std::chrono::milliseconds crash_culprit::tick() {
+  oom_.sample(unix_now_ms());
   if (opts_.job_id.empty() || opts_.batch || ending_ || step_nodes() < 2 || !dir_.checked || !dir_.problem.empty())
     return kLeaseInterval;
   return presence_.tick(dir_.dir, evidence_leaf());
@@ -297,7 +307,10 @@ void crash_culprit::command_ended(const end_facts& f) {
   }
   // The command itself is the rank (srun python train.py): its own status is exact.
   if (judge && first_dead_ == 0 && !f.command_is_launcher) rank_died(f.command, unix_now_ms(), status);
-  if (judge && first_dead_ == f.command) first_death_status_ = status;
+  if (judge && first_dead_ == f.command && first_death_status_ != status) {
+    first_death_status_ = status;
+    note_oom();
+  }
   if (judge && first_dead_ == 0) {
     log_("crash: no rank death was seen on this node (its ranks do not use trainctl): no node is blamed");
     judge = false;

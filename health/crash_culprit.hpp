@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "oom_watch.hpp"
 #include "run_options.hpp"
 #include "step_presence.hpp"
 #include "subprocess.hpp"
@@ -35,11 +36,11 @@ std::string run_key(const std::string& job_id, pid_t self);
 class crash_culprit {
  public:
   using log_fn = std::function<void(const std::string&)>;
-  crash_culprit(const supervisor_options& o, const log_dir_status& dir, log_fn log)
-      : opts_(o), dir_(dir), log_(log), presence_(o, log) {}
+  crash_culprit(const supervisor_options& o, const log_dir_status& dir, const log_fn& log);
   void started(pid_t self) { self_ = self; }
-  // On every wake of the supervisor's loop: renews this node's sign of life in a step of
-  // several nodes (step_presence.hpp). How long until it wants the next call.
+  // On every wake of the supervisor's loop: takes the OOM kill count and renews this
+  // node's sign of life in a step of several nodes (step_presence.hpp). How long until
+  // it wants the next call.
   std::chrono::milliseconds tick();
 
   // A rank of this node died (how: a wait status, -1 unknown): the first is this node's
@@ -69,6 +70,9 @@ class crash_culprit {
   // This node's first rank death seen (0: none), and when.
   pid_t first_dead() const { return first_dead_; }
   std::int64_t first_death_ms() const { return first_death_ms_; }
+  // Whether that death, a SIGKILL, was the OOM killer's (1), from outside the program
+  // (0), or not known (-1; also for any other death): oom_watch.hpp.
+  int first_death_oom() const { return first_death_oom_; }
 
   // A status the loop reaped: true when it was the evidence writer's or the sign of
   // life's.
@@ -79,6 +83,7 @@ class crash_culprit {
 
  private:
   void publish_first_death();
+  void note_oom();  // first_death_oom_ for the first death as it stands
   bool sigbus_of_damaged_state(const end_facts& f);
   void settle_evidence();
   std::string evidence_leaf() const;
@@ -104,11 +109,13 @@ class crash_culprit {
   pid_t first_dead_ = 0;  // the first rank of this node seen dead, 0: none yet
   std::int64_t first_death_ms_ = 0;
   int first_death_status_ = -1;
+  int first_death_oom_ = -1;
   int program_death_status_ = -1;            // see program_death_status()
   std::int64_t caused_since_ms_ = 0;         // when trainctl first told the ranks to stop or ended them
   bool ending_ = false;                      // command_ended runs: it writes this node's evidence itself
   std::unique_ptr<started_child> evidence_;  // writes this node's first death for the others
   step_presence presence_;                   // this node's sign of life for the others
+  oom_watch oom_;                            // the OOM killer's count, taken each tick
 };
 
 }  // namespace trainctl

@@ -86,8 +86,7 @@ node_health::node_health(const supervisor_options& o, log_fn log, hang_fn on_han
       on_hang_(std::move(on_hang)),
       budgets_(opts_, [this](const std::string& line) { log_(line); }),
       stragglers_(opts_, [this](const std::string& line) { log_(line); }),
-      culprit_(opts_, dir_, [this](const std::string& line) { log_(line); }),
-      oom_(this_oom_watch()) {
+      culprit_(opts_, dir_, [this](const std::string& line) { log_(line); }) {
   dir_.dir = resolve_log_dir(o.log_dir);
 }
 
@@ -196,7 +195,6 @@ std::chrono::milliseconds node_health::tick() {
         state_->get(), [this](pid_t p) { return ranks_.count(p) != 0; },  // only this node's watched ranks
         dir_.checked && !dir_.problem.empty() ? "" : dir_.dir);
   on_deaths();
-  oom_.sample();  // after the deaths: theirs compared with the turn before
   check_hang();
   check_start();
   check_writes();
@@ -260,7 +258,6 @@ void node_health::note_death(pid_t pid, std::int64_t when_ms, int wait_status) {
   auto& w = ranks_[pid];
   w.died_ms = when_ms;
   w.wait_status = wait_status;
-  if (WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGKILL) w.oom = oom_.oom_killed();
   // Read now: a restarted rank may take the dead one's slot later.
   if (const rank_beat* b = beat_of(pid)) {
     w.rank = b->rank.load(std::memory_order_relaxed);
@@ -460,8 +457,7 @@ std::optional<node_health::program_death> node_health::command_ended(int status)
   d.died_ms = culprit_.first_death_ms();
   const pid_t first = culprit_.first_dead();
   const auto w = ranks_.find(first);
-  if (WIFSIGNALED(d.status) && WTERMSIG(d.status) == SIGKILL)
-    d.oom = w != ranks_.end() && w->second.died_ms > 0 ? w->second.oom : oom_.oom_killed();  // else the command itself
+  d.oom = culprit_.first_death_oom();
   if (w != ranks_.end() && (w->second.rank >= 0 || !w->second.error.empty())) {
     d.rank = w->second.rank;
     d.error = w->second.error;

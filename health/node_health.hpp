@@ -39,7 +39,6 @@
 #include "crash_culprit.hpp"
 #include "hang_budget.hpp"
 #include "hang_dump.hpp"
-#include "oom_watch.hpp"
 #include "owned_fd.hpp"
 #include "phase_budgets.hpp"
 #include "run_options.hpp"
@@ -120,7 +119,6 @@ class node_health {
     int wait_status = -1;      // read from the zombie's /proc stat; -1 unknown
     int rank = -1;             // from its heartbeat slot, read at its death
     std::string error;         // the error its loop noted in that slot
-    int oom = -1;              // a SIGKILL: whether the OOM killer's (oom_watch::oom_killed)
   };
   // The heartbeat slot of `pid` (a crashed rank never cleared it), nullptr: none.
   const rank_beat* beat_of(pid_t pid) const;
@@ -154,7 +152,6 @@ class node_health {
   hang_dump dump_;  // a hang found, and its dump in progress
   straggler_recorder stragglers_;
   crash_culprit culprit_;
-  oom_watch oom_;
 };
 
 // --log-dir, else TRAINCTL_LOG_DIR, else SLURM_SUBMIT_DIR, else ".".

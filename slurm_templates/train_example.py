@@ -121,9 +121,10 @@ def parse_args():
                         "failing at random times would")
     faults.add_argument("--crash-after", type=int, default=0, metavar="STEPS",
                         help="crash this many steps after the step the run resumed at, instead of at --crash-at")
-    faults.add_argument("--crash-how", choices=("abort", "segv", "exception", "sigkill"), default="abort",
+    faults.add_argument("--crash-how", choices=("abort", "segv", "exception", "sigkill", "oom"), default="abort",
                         help="abort, segv: SIGABRT or SIGSEGV, as a fault of the node would; exception: the "
-                        "program raises; sigkill: SIGKILL, as the OOM killer or a memory limit ends a process")
+                        "program raises; sigkill: SIGKILL from outside, as an admin's kill -9 would; oom: the "
+                        "loop takes memory until the OOM killer ends it (the job's memory limit)")
     faults.add_argument("--stuck-save", type=int, default=0, metavar="N",
                         help="the Nth save of this run and every later one never finishes, as on a stuck file "
                         "system (0: none)")
@@ -400,6 +401,10 @@ def train(args, run):
                 raise RuntimeError("a bug in the training program")
             if args.crash_how == "sigkill":
                 os.kill(os.getpid(), 9)  # SIGKILL
+            if args.crash_how == "oom":
+                hog = []
+                while True:  # written pages, so they count against the limit
+                    hog.append(b"x" * (256 << 20))
             if args.crash_how == "segv":
                 os.kill(os.getpid(), 11)  # SIGSEGV
             os.abort()

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # e2e-modes: run plugin
 # The no-progress breaker (issue 35) with the template as users submit it:
-# `sbatch --array=1-6%1 -N1 train.slurm`, a loop that dies before any save: (plugin) by
-# SIGSEGV at steps 20, 33 and 29, as a node failing at random times would; (run) it is
-# SIGKILLed at step 20, as the OOM killer or a memory limit ends a process. Tasks 1-3
-# die (plugin: each suspecting its node; a one-node job: nothing to compare with, so no
-# verdict); task 4 resumes where they did and ends at its first step: one line from its
-# supervisor and one from rank 0, no save, exit status 93. Tasks 5 and 6 are cancelled
-# before they start. Plugin: the suspicions stay (the runs died at different steps),
-# and the --on-notice hook ran once, with TRAINCTL_NOTICE=no-progress. Run: the lines
-# say the runs were killed from outside, not that the program crashed.
+# `sbatch --array=1-6%1 -N1 train.slurm`, a loop that dies before any save.
+# Plugin: by SIGSEGV at steps 20, 33 and 29, as a node failing at random times would.
+# Tasks 1-3 die (each suspecting its node; a one-node job: nothing to compare with, so
+# no verdict); task 4 resumes where they did and ends at its first step: one line from
+# its supervisor and one from rank 0, no save, exit status 93. Tasks 5 and 6 are
+# cancelled before they start. The suspicions stay (the runs died at different steps),
+# and the --on-notice hook ran once, with TRAINCTL_NOTICE=no-progress.
+# Run: each rank is SIGKILLed at step 20 from outside the program (as an admin's kill -9
+# or a node health check would; no OOM kill, which the kernel counts in the job's
+# cgroup): no failure of the program, so the breaker never fires and all 4 tasks run;
+# each death is recorded with oom=0. (The OOM killer's SIGKILL counts: test_oom_breaker.)
 # Then (plugin) the commonest crash loop: every task dies before its first check() (a
 # bad config, a checkpoint that fails to load): the third task ends with exit status 93
 # and the rest of the array is cancelled, but for task 1, requeued and pending again;
@@ -20,67 +22,69 @@
 # against Young/Daly computed from the ranks' own log (within 2 %).
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
-# Plugin: at steps 20, 33 and 29 in tasks 1-3 (SIGSEGV), as a node failing at random times
-# would; run: at step 20 each time.
-how=segv at=20,33,29
-[ "$MODE" = run ] && how=sigkill at=20
-use_train_template "--steps 100000 --step-time 0.05 --crash-on '*' --crash-at $at --crash-how $how"
+export TRAINCTL_RUN_EVENTS_DIR=$TEST_DIR/runs
 ev=$TEST_DIR/logs/nop
-opts=()
-if [ "$MODE" = plugin ]; then
+if [ "$MODE" = run ]; then
+  use_train_template "--steps 100000 --step-time 0.05 --crash-on '*' --crash-at 20 --crash-how sigkill"
+  job=$(submit --array=1-4%1 -N1 --time=5 -J nop train.slurm)
+  log "submitted array $job (run): every task's ranks are SIGKILLed from outside at step 20, before any save"
+  wait_for 300 "the array to end" array_gone "$job"
+  got=$(array_states "$job")
+  [ "$got" = "1:FAILED 2:FAILED 3:FAILED 4:FAILED" ] || fail "task states: $got; $(tail -n 5 "$TEST_DIR"/nop-*.out)"
+  ! grep -h "no progress" "$TEST_DIR"/nop-*.out || fail "the breaker counted runs killed from outside the program"
+  for t in 1 2 3 4; do
+    j=$(job_field "${job}_$t" JobId)
+    grep -q "^[0-9]* job=$j death step=19 reason=SIGKILL .*oom=0" "$TEST_DIR/runs/$job" ||
+      fail "task $t's death is not a kill from outside after step 19, its last check(): $(grep "job=$j death" "$TEST_DIR/runs/$job")"
+  done
+  ! grep -h "as a suspect" "$TEST_DIR"/nop-*.out || fail "a run killed from outside made its node a suspect"
+  log "4 tasks killed from outside at step 20, each death recorded with oom=0: no breaker, no suspect"
+else
+  # At steps 20, 33 and 29 in tasks 1-3, as a node failing at random times would.
+  use_train_template "--steps 100000 --step-time 0.05 --crash-on '*' --crash-at 20,33,29 --crash-how segv"
   # shellcheck disable=SC2016  # expanded when the hook runs
   printf '#!/bin/sh\necho "$TRAINCTL_NOTICE $TRAINCTL_NOTICE_DETAIL" >>%s/hook.log\n' "$TEST_DIR" >"$TEST_DIR/hook.sh"
   chmod 755 "$TEST_DIR/hook.sh"
   opts=(--graceful-exit=1 --kill-switch --save-switch --on-notice="$TEST_DIR/hook.sh")
-fi
-job=$(submit --array=1-6%1 -N1 --time=5 -J nop "${opts[@]}" train.slurm)
-log "submitted array $job ($MODE): every task's loop dies ($how) at step $at, before any save"
-wait_for 420 "the array to end" array_gone "$job"
-got=$(array_states "$job")
-got=${got/5:CANCELLED 6:CANCELLED/rest:CANCELLED}  # records of their own once the template set their ExcNodeList
-[ "$got" = "1:FAILED 2:FAILED 3:FAILED 4:FAILED rest:CANCELLED" ] ||
-  fail "task states: $got; $(tail -n 5 "$TEST_DIR"/nop-*.out)"
-for t in 1 2 3; do
-  code=$(job_field "${job}_$t" ExitCode)
-  [ "$code" != "93:0" ] || fail "task $t, which crashed, exited 93"
-done
-task4=$(job_field "${job}_4" JobId)
-[ "$(job_field "${job}_4" ExitCode)" = "93:0" ] || fail "task 4 exited $(job_field "${job}_4" ExitCode), not 93"
-out4=$TEST_DIR/nop-$task4.out
-ended="failed"
-[ "$how" = sigkill ] && ended="were killed by SIGKILL from outside the program (the OOM killer, a memory or cgroup limit)"
-grep -qF "(jobs $(job_field "${job}_1" JobId) $(job_field "${job}_2" JobId) $(job_field "${job}_3" JobId)) $ended without getting past step 0: this run ends at its first step" "$out4" ||
-  fail "task 4's supervisor did not say why before the run: $(cat "$out4")"
-grep -qF "$ended without getting past step 0, and this one resumed there too: this run ends with exit status 93" "$out4" ||
-  fail "task 4's supervisor did not say how the runs ended: $(cat "$out4")"
-grep -q "trainctl: exit at step 0: no-progress: " "$out4" || fail "rank 0 of task 4 did not say why it exits: $(cat "$out4")"
-[ "$(cat "$TEST_DIR"/nop-*.out | grep -c 'this run ends with exit status 93')" -eq 1 ] ||
-  fail "not one task ended on the breaker: $(grep -h 'exit status 93' "$TEST_DIR"/nop-*.out)"
-grep -q "this run ends with exit status 93; cancelling the array's pending tasks" "$out4" || fail "task 4 did not end the array"
-log "tasks 1-3 died ($how); task 4 ended at step 0 with exit status 93 and said why; tasks 5-6 never started"
+  job=$(submit --array=1-6%1 -N1 --time=5 -J nop "${opts[@]}" train.slurm)
+  log "submitted array $job (plugin): every task's loop dies (SIGSEGV) at step 20, 33, 29, before any save"
+  wait_for 420 "the array to end" array_gone "$job"
+  got=$(array_states "$job")
+  got=${got/5:CANCELLED 6:CANCELLED/rest:CANCELLED}  # records of their own once the template set their ExcNodeList
+  [ "$got" = "1:FAILED 2:FAILED 3:FAILED 4:FAILED rest:CANCELLED" ] ||
+    fail "task states: $got; $(tail -n 5 "$TEST_DIR"/nop-*.out)"
+  for t in 1 2 3; do
+    code=$(job_field "${job}_$t" ExitCode)
+    [ "$code" != "93:0" ] || fail "task $t, which crashed, exited 93"
+  done
+  task4=$(job_field "${job}_4" JobId)
+  [ "$(job_field "${job}_4" ExitCode)" = "93:0" ] || fail "task 4 exited $(job_field "${job}_4" ExitCode), not 93"
+  out4=$TEST_DIR/nop-$task4.out
+  grep -qF "(jobs $(job_field "${job}_1" JobId) $(job_field "${job}_2" JobId) $(job_field "${job}_3" JobId)) failed without getting past step 0: this run ends at its first step" "$out4" ||
+    fail "task 4's supervisor did not say why before the run: $(cat "$out4")"
+  grep -qF "failed without getting past step 0, and this one resumed there too: this run ends with exit status 93" "$out4" ||
+    fail "task 4's supervisor did not say how the runs ended: $(cat "$out4")"
+  grep -q "trainctl: exit at step 0: no-progress: " "$out4" || fail "rank 0 of task 4 did not say why it exits: $(cat "$out4")"
+  [ "$(cat "$TEST_DIR"/nop-*.out | grep -c 'this run ends with exit status 93')" -eq 1 ] ||
+    fail "not one task ended on the breaker: $(grep -h 'exit status 93' "$TEST_DIR"/nop-*.out)"
+  grep -q "this run ends with exit status 93; cancelling the array's pending tasks" "$out4" || fail "task 4 did not end the array"
+  log "tasks 1-3 died (SIGSEGV); task 4 ended at step 0 with exit status 93 and said why; tasks 5-6 never started"
 
-# What the ranks did: 6 crashes (2 ranks x 3 tasks), then task 4's 2 ranks exit at step 0
-# without a save.
-read -r crashes exits reasons steps saves < <(python3 - "$ev" <<'PY'
+  # What the ranks did: 6 crashes (2 ranks x 3 tasks), then task 4's 2 ranks exit at step 0
+  # without a save.
+  read -r crashes exits reasons steps saves < <(python3 - "$ev" <<'PY'
 import glob, json, sys
 ev = [json.loads(l) for f in glob.glob(sys.argv[1] + "/rank*.jsonl") for l in open(f)]
 ex = [e for e in ev if e["event"] == "exit"]
 print(sum(e["event"] == "crash" for e in ev), len(ex), ",".join(sorted({e["reason"] for e in ex})) or "-",
       ",".join(sorted({str(e["step"]) for e in ex})) or "-", sum(e["event"] == "save" for e in ev))
 PY
-)
-[ "$crashes" = 6 ] || fail "$crashes crashes, not 6 (2 ranks x tasks 1-3)"
-{ [ "$exits" = 2 ] && [ "$reasons" = no-progress ] && [ "$steps" = 0 ]; } ||
-  fail "task 4's ranks: $exits exits, reasons $reasons, at steps $steps"
-[ "$saves" = 0 ] || fail "$saves saves: the breaker's exit must not save"
-
-! grep -h "as a bad node" "$TEST_DIR"/nop-*.out || fail "a one-node crash was taken for its node's fault"
-if [ "$how" = sigkill ]; then
-  # SIGKILL is no fault of the node, nor a crash of the program.
-  ! grep -h "as a suspect" "$TEST_DIR"/nop-*.out || fail "a run killed from outside made its node a suspect"
-  ! grep -h "forgave \|kept the crash findings" "$out4" || fail "a loop killed from outside had crash findings"
-  log "the runs killed by SIGKILL are named so, and no node is suspected"
-else
+  )
+  [ "$crashes" = 6 ] || fail "$crashes crashes, not 6 (2 ranks x tasks 1-3)"
+  { [ "$exits" = 2 ] && [ "$reasons" = no-progress ] && [ "$steps" = 0 ]; } ||
+    fail "task 4's ranks: $exits exits, reasons $reasons, at steps $steps"
+  [ "$saves" = 0 ] || fail "$saves saves: the breaker's exit must not save"
+  ! grep -h "as a bad node" "$TEST_DIR"/nop-*.out || fail "a one-node crash was taken for its node's fault"
   # A crash in a one-node job has nothing to compare with: a suspicion, never a verdict.
   grep -qh "as a suspect (crashed, suspected (SIGSEGV in a rank of a one-node job" "$TEST_DIR"/nop-*.out ||
     fail "no task suspected its node: $(grep -h 'remembered' "$TEST_DIR"/nop-*.out)"
@@ -191,4 +195,4 @@ assert cp["advised_s"] and abs(cp["advised_s"] - advised) <= 0.02 * advised, (ad
 assert cp["between_s"] and abs(cp["between_s"] - now) <= 0.02 * now, (now, cp)
 PY
 fi
-log "PASS ($MODE): a crash loop ends at its 4th task with exit 93 (one before any check() at its 3rd), the rest of the array cancelled; findings kept when the runs died at different steps, forgiven when at one place, or the outside kill named"
+log "PASS ($MODE): plugin: a crash loop ends at its 4th task with exit 93 (one before any check() at its 3rd), the rest of the array cancelled; findings kept when the runs died at different steps, forgiven when at one place; run: kills from outside count for nothing, saves reset the count"

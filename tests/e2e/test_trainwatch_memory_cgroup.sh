@@ -2,8 +2,9 @@
 # e2e-variants: cgroup
 # trainwatch memory inside a job on the cgroup variant of the cluster: it finds the
 # job's own cgroup (v1) and reports the tighter of its limit and the node. The local
-# cluster does not count memory (CR_Core), so SLURM sets the job's limit to the node's
-# RAM and the node is the tighter; the fixture tests cover a limit below the node.
+# cluster does not count memory (CR_Core), so SLURM sets the job's limit to 8 % of the
+# machine's RAM (MaxRAMPercent=8), which the machine's free memory may or may not be
+# below; the fixture tests cover each case.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 job=$(submit -N1 --mem=300M -o "$TEST_DIR/mem.out" --wrap "$BUILD/bin/trainwatch memory --state-dir $TEST_DIR/state")
