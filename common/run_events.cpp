@@ -116,15 +116,17 @@ std::string own_run_events_path() {
   return run_events_path(array != nullptr && *array != '\0' ? array : job != nullptr ? job : "");
 }
 
-std::int64_t program_id(const std::string& cmdline) {
-  if (cmdline.empty()) return -1;
+std::int64_t text_figure(const std::string& text) {
+  if (text.empty()) return -1;
   std::uint64_t h = 14695981039346656037ULL;  // FNV-1a, 64 bits
-  for (const char c : cmdline) {
+  for (const char c : text) {
     h ^= static_cast<unsigned char>(c);
     h *= 1099511628211ULL;
   }
   return static_cast<std::int64_t>(h % 1000000000000000ULL);
 }
+
+std::int64_t program_id(const std::string& cmdline) { return text_figure(cmdline); }
 
 std::int64_t this_program_id() {
   const owned_fd fd(open("/proc/self/cmdline", O_RDONLY | O_NOFOLLOW | O_CLOEXEC));

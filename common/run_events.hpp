@@ -13,7 +13,9 @@
 // its supervisor: reason = SIGKILL, SIGSEGV, ... or exit; step = the last agreed; node;
 // rank, at (unix ms of the death), status (an exit's status), oom (a SIGKILL: 1 the OOM
 // killer's, 0 from outside the program; oom_watch.hpp) and text, the error it died of,
-// where known).
+// where known; the node's clock as its kernel keeps it, for `trainctl report`'s order of
+// the nodes' deaths: boot (text_figure of its boot id: one figure, one kernel), synced
+// (0/1) and max_error_us, as health/step_presence.hpp's clock_facts).
 // Written by rank 0's controller, from its watcher thread, never the training loop (a
 // hang and task_end by a supervisor); read back only as this user's regular file.
 #pragma once
@@ -34,7 +36,7 @@ struct run_event {
   std::string reason;         // save, exit: why; notice: what kind
   // task_end: the run's place, which a job id alone does not give (ids start again when
   // a cluster's state is reset): SLURM_ARRAY_TASK_ID (-1: not an array) and
-  // SLURM_RESTART_COUNT (-1: unknown, as in lines of trainctl before 0.9).
+  // SLURM_RESTART_COUNT (-1: unknown, as in lines of an older trainctl).
   std::int64_t task = -1;
   std::int64_t restart = -1;
   // task_end: the node the batch script ran on (the job's first; a one-node job's only
@@ -69,6 +71,9 @@ std::string own_run_events_path();
 // most 15 digits. The tasks of one training array share it; a sweep's tasks, each with
 // its own arguments, do not (bad_node_contrast.hpp). -1 when it cannot be read.
 std::int64_t program_id(const std::string& cmdline);
+// A figure that stands for a text (a 64-bit FNV-1a hash, at most 15 digits): the same
+// text gives the same figure on every node; -1 for "".
+std::int64_t text_figure(const std::string& text);
 std::int64_t this_program_id();
 
 // One line for `e` (its time, job and fields; words only in `what` and `reason`).

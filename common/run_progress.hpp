@@ -31,7 +31,7 @@
 // SIGKILL carries its cause (oom_watch.hpp): the OOM killer's is the program's memory and
 // counts (the lines say so instead of calling it a crash); one from outside the program
 // (an admin, a health check, kill -9) is no failure of the program and stops the count,
-// as a preemption does. A SIGKILL of unknown cause (a line of trainctl before 0.12)
+// as a preemption does. A SIGKILL of unknown cause (a line of an older trainctl)
 // counts, as it did.
 #pragma once
 

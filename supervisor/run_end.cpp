@@ -24,6 +24,7 @@
 #include "slurm_api.hpp"
 #include "slurm_job.hpp"
 #include "slurm_release.hpp"
+#include "step_presence.hpp"
 #include "subprocess.hpp"
 
 namespace trainctl {
@@ -379,6 +380,13 @@ void run_end::note_death(const node_health::program_death& d) {
   if (d.died_ms > 0) e.figures.emplace_back("at", d.died_ms);
   if (WIFEXITED(d.status)) e.figures.emplace_back("status", WEXITSTATUS(d.status));
   if (d.oom >= 0) e.figures.emplace_back("oom", d.oom);
+  // The clock `at` was read on: the report orders the nodes' deaths by it.
+  const clock_facts c = this_clock();
+  if (!c.boot.empty()) e.figures.emplace_back("boot", text_figure(c.boot));
+  if (c.max_error_us >= 0) {
+    e.figures.emplace_back("synced", c.synced ? 1 : 0);
+    e.figures.emplace_back("max_error_us", c.max_error_us);
+  }
   e.text = d.error;
   append_event_bounded(format_run_event(e), "cannot note how the ranks died (the no-progress breaker reads it)");
 }

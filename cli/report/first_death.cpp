@@ -3,13 +3,21 @@
 #include <cctype>
 #include <cstdio>
 
+#include "crash_order.hpp"
+
 namespace trainctl {
 
 namespace {
 
-// The clock skew between nodes that a first death must lead by to be called first (the
-// supervisors' crash rule's default, TRAINCTL_CLOCK_SKEW_MS).
-constexpr double kClockSkewS = 0.05;
+// The clock a death's `at` was read on, as its supervisor said (empty where it did not:
+// lines of an older trainctl).
+clock_facts clock_of_death(const run_event& e) {
+  clock_facts c;
+  if (e.figure("boot") >= 0) c.boot = std::to_string(e.figure("boot"));
+  c.max_error_us = e.figure("max_error_us");
+  c.synced = e.figure("synced", 0) == 1;
+  return c;
+}
 
 // A rank that died of a closed connection ended because a peer did (or closed its group)
 // first: gloo's "Connection closed by peer", a reset, a broken pipe, NCCL's remote error.
@@ -55,11 +63,21 @@ void first_death_of(task_report& t, const std::vector<const run_event*>& deaths)
   d.node = first->node;
   d.how = first->reason == "exit" ? "exit status " + std::to_string(first->figure("status", 1)) : first->reason;
   d.error = first->text;
+  const run_event* next = nullptr;
   for (const run_event* e : deaths)
     if (e->node != first->node && at(e) >= d.ms) {
       const double lead = static_cast<double>(at(e) - d.ms) / 1000.0;
-      if (d.lead_s < 0 || lead < d.lead_s) d.lead_s = lead;
+      if (d.lead_s < 0 || lead < d.lead_s) {
+        d.lead_s = lead;
+        next = e;
+      }
     }
+  if (next == nullptr) return;
+  const clock_facts a = clock_of_death(*first), b = clock_of_death(*next);
+  if ((a.boot.empty() && a.max_error_us < 0) || (b.boot.empty() && b.max_error_us < 0)) return;  // not said
+  const skew_allowance s = allowance_between(first->node, a, next->node, b, -1);
+  d.skew_s = s.ms < 0 ? -1 : static_cast<double>(s.ms) / 1000.0;
+  d.skew_how = s.how;
 }
 
 // The first death's clause of a task's detail line ("" when none was recorded).
@@ -81,11 +99,15 @@ std::string first_death_clause(const task_report::death& d) {
     s += " died (" + d.how + "), the first of its own cause";
   else if (d.lead_s < 0)
     s += " died first (" + d.how + ")";
-  else if (d.lead_s > kClockSkewS)
-    s += " died first (" + d.how + "), " + span(d.lead_s) + " before the next node's";
+  else if (d.skew_s < 0)
+    s += " died (" + d.how + ") " + span(d.lead_s) + " before a rank of another node, but " + d.skew_how +
+         ": maybe not first";
+  else if (d.lead_s > d.skew_s)
+    s += " died first (" + d.how + "), " + span(d.lead_s) + " before the next node's" +
+         (d.skew_how.empty() ? "" : " (clock skew at most " + span(d.skew_s) + ", " + d.skew_how + ")");
   else
-    s += " died (" + d.how + ") " + span(d.lead_s) +
-         " before a rank of another node, within the nodes' clock skew: maybe not first";
+    s += " died (" + d.how + ") " + span(d.lead_s) + " before a rank of another node, within the nodes' clock skew" +
+         (d.skew_how.empty() ? "" : " (at most " + span(d.skew_s) + ", " + d.skew_how + ")") + ": maybe not first";
   if (!d.error.empty()) s += ": `" + d.error + "`";
   if (d.lost_peer.rank >= 0 || !d.lost_peer.node.empty())
     s += "; " + who(d.lost_peer.rank, d.lost_peer.node) + " died " + span(d.lost_peer.before_s) +

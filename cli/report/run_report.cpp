@@ -511,6 +511,8 @@ std::string run_report_json(const run_report& r) {
                                          {"error", d.error.empty() ? json(nullptr) : json(d.error)},
                                          {"at", format_slurm_timestamp(d.ms)},
                                          {"lead_s", d.lead_s >= 0 ? json(d.lead_s) : json(nullptr)},
+                                         {"clock_skew_s", d.skew_s >= 0 ? json(d.skew_s) : json(nullptr)},
+                                         {"clock_skew_how", d.skew_how.empty() ? json("default") : json(d.skew_how)},
                                          {"after_closed_connection", lost_peer}};
     jt["damaged"] = t.damaged;
     j["tasks"].push_back(jt);

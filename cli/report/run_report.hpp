@@ -93,6 +93,11 @@ struct task_report {
     std::int64_t rank = -1;
     std::string node, how, error;
     double lead_s = -1;
+    // How far the two nodes' clocks may differ, from what their supervisors said of them
+    // (crash_order.hpp's allowance): seconds, -1 when their order cannot be told, and how
+    // it was found ("" when they said nothing: the report's own 50 ms).
+    double skew_s = 0.05;
+    std::string skew_how;
     struct {
       std::int64_t rank = -1;
       std::string node;

@@ -583,6 +583,34 @@ TEST(RunReport, TheFirstRankToDieIsNamedWithItsError) {
                        "maybe not first\n"),
             std::string::npos)
       << close;
+  // The supervisors said what their clocks were: the allowance is theirs, and said.
+  auto clocked = [&](run_event e, std::int64_t boot, std::int64_t synced, std::int64_t max_error_us) {
+    e.figures.emplace_back("boot", boot);
+    e.figures.emplace_back("synced", synced);
+    e.figures.emplace_back("max_error_us", max_error_us);
+    return e;
+  };
+  const std::string one_kernel =
+      run_report_text(report({clocked(death(30'020, "n1", 0, "SIGSEGV", ""), 7, 0, 16000000),
+                              clocked(death(30'000, "n2", 3, "SIGABRT", ""), 7, 0, 16000000)}));
+  EXPECT_NE(
+      one_kernel.find("rank 3 on n2 died first (SIGABRT), 20 ms before the next node's (clock skew at most 10 ms, "
+                      "one kernel's clock)\n"),
+      std::string::npos)
+      << one_kernel;
+  const run_report ntp = report({clocked(death(30'050, "n1", 0, "SIGSEGV", ""), 7, 1, 30000),
+                                 clocked(death(30'000, "n2", 3, "SIGABRT", ""), 8, 1, 40000)});
+  EXPECT_NEAR(ntp.tasks[0].first_death.skew_s, 0.08, 1e-9);  // 30 + 40 ms, and 10 to notice a death
+  EXPECT_NE(run_report_text(ntp).find("50 ms before a rank of another node, within the nodes' clock skew (at most 80 "
+                                      "ms, NTP's error bounds 40 + 30 ms): maybe not first"),
+            std::string::npos)
+      << run_report_text(ntp);
+  const std::string unsynced = run_report_text(report({clocked(death(31'000, "n1", 0, "SIGSEGV", ""), 7, 0, 16000000),
+                                                       clocked(death(30'000, "n2", 3, "SIGABRT", ""), 8, 1, 40000)}));
+  EXPECT_NE(unsynced.find("1.0s before a rank of another node, but n1's clock is not synchronized (its kernel's NTP "
+                          "status): maybe not first"),
+            std::string::npos)
+      << unsynced;
   const std::string alone = run_report_text(report({death(30'000, "n2", 3, "SIGSEGV", "")}));
   EXPECT_NE(alone.find("rank 3 on n2 died first (SIGSEGV)\n"), std::string::npos) << alone;
 
