@@ -95,6 +95,35 @@ std::optional<memory_reading> read_cgroup(const std::string& root, const std::st
   return best;
 }
 
+// The memory cgroups process `pid` is in (a v2 line, a v1 line with the memory
+// controller), each with its hierarchy's mount: "0::/path" or "4:memory:/path".
+struct memory_cgroup {
+  std::string path;
+  bool v2 = false;
+  mount_entry mount;
+};
+std::vector<memory_cgroup> memory_cgroups(const std::string& root, const std::string& pid) {
+  std::vector<memory_cgroup> out;
+  const auto cgroups = slurp(root + "/proc/" + pid + "/cgroup");
+  const auto mountinfo = slurp(root + "/proc/" + pid + "/mountinfo");
+  if (!cgroups || !mountinfo) return out;
+  std::istringstream in(*cgroups);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1);
+    const bool v2 = line.compare(0, a, "0") == 0 && controllers.empty();
+    bool v1_memory = false;
+    std::istringstream cs(controllers);
+    std::string c;
+    while (std::getline(cs, c, ',')) v1_memory |= c == "memory";
+    if (!v2 && !v1_memory) continue;
+    if (auto mount = find_mount(*mountinfo, v2)) out.push_back({line.substr(b + 1), v2, *mount});
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<std::uint64_t> meminfo_field(const std::string& text, const std::string& field) {
@@ -136,29 +165,10 @@ std::string job_cgroup_of(const std::string& path) {
 }
 
 std::optional<memory_reading> read_memory(const std::string& root, const std::string& pid, bool whole_job) {
-  const auto cgroups = slurp(root + "/proc/" + pid + "/cgroup");
-  const auto mountinfo = slurp(root + "/proc/" + pid + "/mountinfo");
   std::optional<memory_reading> best;
-  if (cgroups && mountinfo) {
-    std::istringstream in(*cgroups);
-    std::string line;
-    while (std::getline(in, line)) {
-      // "0::/path" (v2) or "4:memory:/path" / "7:cpu,memory:/path" (v1)
-      const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
-      if (b == std::string::npos) continue;
-      const std::string controllers = line.substr(a + 1, b - a - 1);
-      const std::string path = whole_job ? job_cgroup_of(line.substr(b + 1)) : line.substr(b + 1);
-      const bool v2 = line.compare(0, a, "0") == 0 && controllers.empty();
-      bool v1_memory = false;
-      std::istringstream cs(controllers);
-      std::string c;
-      while (std::getline(cs, c, ',')) v1_memory |= c == "memory";
-      if (!v2 && !v1_memory) continue;
-      auto mount = find_mount(*mountinfo, v2);
-      if (!mount) continue;
-      auto r = read_cgroup(root, path, *mount, v2);
-      if (r && (!best || r->limit < best->limit)) best = r;
-    }
+  for (const memory_cgroup& m : memory_cgroups(root, pid)) {
+    auto r = read_cgroup(root, whole_job ? job_cgroup_of(m.path) : m.path, m.mount, m.v2);
+    if (r && (!best || r->limit < best->limit)) best = r;
   }
   if (auto meminfo = slurp(root + "/proc/meminfo")) {
     auto total = meminfo_field(*meminfo, "MemTotal");
@@ -179,29 +189,12 @@ std::optional<memory_reading> read_memory(const std::string& root, const std::st
 }
 
 oom_counter find_oom_counter(const std::string& root, const std::string& pid) {
-  const auto cgroups = slurp(root + "/proc/" + pid + "/cgroup");
-  const auto mountinfo = slurp(root + "/proc/" + pid + "/mountinfo");
-  if (cgroups && mountinfo) {
-    std::istringstream in(*cgroups);
-    std::string line;
-    while (std::getline(in, line)) {
-      const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
-      if (b == std::string::npos) continue;
-      const std::string controllers = line.substr(a + 1, b - a - 1);
-      const bool v2 = line.compare(0, a, "0") == 0 && controllers.empty();
-      bool v1_memory = false;
-      std::istringstream cs(controllers);
-      std::string c;
-      while (std::getline(cs, c, ',')) v1_memory |= c == "memory";
-      if (!v2 && !v1_memory) continue;
-      const auto mount = find_mount(*mountinfo, v2);
-      if (!mount) continue;
-      const std::string rel = relative_to(line.substr(b + 1), mount->root);
-      oom_counter o;
-      o.path = root + mount->point + (rel == "/" ? "" : rel) + (v2 ? "/memory.events" : "/memory.oom_control");
-      o.source = std::string(v2 ? "cgroup v2 " : "cgroup v1 ") + (rel.empty() ? "/" : rel);
-      if (read_oom_kills(o)) return o;
-    }
+  for (const memory_cgroup& m : memory_cgroups(root, pid)) {
+    const std::string rel = relative_to(m.path, m.mount.root);
+    oom_counter o;
+    o.path = root + m.mount.point + (rel == "/" ? "" : rel) + (m.v2 ? "/memory.events" : "/memory.oom_control");
+    o.source = std::string(m.v2 ? "cgroup v2 " : "cgroup v1 ") + (rel.empty() ? "/" : rel);
+    if (read_oom_kills(o)) return o;
   }
   oom_counter node{root + "/proc/vmstat", "node"};
   return read_oom_kills(node) ? node : oom_counter{};
