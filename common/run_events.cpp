@@ -180,11 +180,23 @@ std::vector<run_event> parse_run_events(const std::string& text) {
   return out;
 }
 
+std::vector<run_event> this_array(std::vector<run_event> events) {
+  std::int64_t since = 0;
+  for (const run_event& e : events)
+    if (e.what == "task_start") since = std::max(since, e.figure("since", 0));
+  if (since == 0) return events;
+  constexpr std::int64_t kClockMs = 60000;
+  events.erase(
+      std::remove_if(events.begin(), events.end(), [&](const run_event& e) { return e.ms < since - kClockMs; }),
+      events.end());
+  return events;
+}
+
 std::vector<run_event> read_run_events(const std::string& path, std::string* why) {
   std::string text = read_private(path, kMaxRead, why, true);
   // A file past the limit: the first line read is cut, and a cut time could still parse.
   if (text.size() >= kMaxRead) text.erase(0, text.find('\n') == std::string::npos ? text.size() : text.find('\n') + 1);
-  return parse_run_events(text);
+  return this_array(parse_run_events(text));
 }
 
 }  // namespace trainctl

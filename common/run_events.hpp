@@ -16,8 +16,12 @@
 // where known; the node's clock as its kernel keeps it, for `trainctl report`'s order of
 // the nodes' deaths: boot (text_figure of its boot id: one figure, one kernel), synced
 // (0/1) and max_error_us, as health/step_presence.hpp's clock_facts).
+// task_start (a batch script begins: task, restart, since = the array's submit time,
+// run_id.hpp's array_since; written by its supervisor, which decides the run id): a job
+// id the controller gives again after its state was reset names another array, and the
+// lines older than the newest array's submit belong to the earlier one (this_array).
 // Written by rank 0's controller, from its watcher thread, never the training loop (a
-// hang and task_end by a supervisor); read back only as this user's regular file.
+// hang, task_start and task_end by a supervisor); read back only as this user's regular file.
 #pragma once
 
 #include <cstdint>
@@ -87,8 +91,12 @@ inline constexpr long kRunEventsKeepS = 90L * 24 * 3600;
 // user's regular file; past 8 MiB its oldest lines go, down to 4 MiB (bounded_append.hpp).
 std::string append_run_events(const std::string& path, const std::string& lines);
 
+// The lines of the newest array among `events`: those from at most a minute (clocks
+// differ) before the newest task_start's since; all of them where no line has one.
+std::vector<run_event> this_array(std::vector<run_event> events);
+
 // Every well-formed line of `path` (its newest 8 MiB, all of a file kept by its appends), in
-// file order; malformed lines are skipped. A file
+// file order, of the newest array with that id (this_array); malformed lines are skipped. A file
 // that is not this user's regular file is refused: *why says so in one line. Missing:
 // empty, *why empty.
 std::vector<run_event> read_run_events(const std::string& path, std::string* why);

@@ -1,6 +1,9 @@
 #include "run_id.hpp"
 
 #include <cctype>
+#include <ctime>
+
+#include "run_events.hpp"
 
 namespace trainctl {
 
@@ -11,16 +14,42 @@ bool valid_run_id(const std::string& id) {
   return true;
 }
 
-std::string run_id(const env_lookup& env) {
+namespace {
+
+// 1796311554000 -> "20261202T152554" (UTC: the same on every node, whatever its TZ).
+std::string utc_stamp(std::int64_t unix_ms) {
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%S", &tm);
+  return buf;
+}
+
+}  // namespace
+
+std::string run_id(const env_lookup& env, std::int64_t since_ms) {
   std::string own = env(kRunIdVar);
   if (valid_run_id(own)) return own;
   std::string job = env("SLURM_ARRAY_JOB_ID");
   if (job.empty()) job = env("SLURM_JOB_ID");
   if (job.empty() || job.find_first_not_of("0123456789") != std::string::npos) return "";
+  if (since_ms > 0) job += "-" + utc_stamp(since_ms);
   // A cluster name that could not be part of an id is left out rather than mangled.
   const std::string cluster = env("SLURM_CLUSTER_NAME");
   const std::string id = (valid_run_id(cluster) ? cluster + "-" : std::string()) + job;
   return valid_run_id(id) ? id : job;
+}
+
+std::int64_t array_since(std::int64_t own_submit_ms, std::int64_t restart, const std::vector<run_event>& events) {
+  if (own_submit_ms <= 0) return 0;
+  if (restart <= 0) return own_submit_ms;
+  std::int64_t since = 0;
+  for (const run_event& e : events) {
+    const std::int64_t s = e.figure("since", 0);
+    if (e.what == "task_start" && e.restart == 0 && s > since && s <= own_submit_ms) since = s;
+  }
+  return since;
 }
 
 }  // namespace trainctl

@@ -52,6 +52,9 @@ const run_option& run_option_named(std::string_view name);
 // The supervisor's --adopt=PID: the plugin's own plumbing, not an option of what the
 // supervisor does (its process is in no supervisor_options field).
 inline constexpr const char* kAdoptFlag = "--adopt";
+// With --adopt, the batch script's: the descriptor its child waits on for the run id
+// (run_identity.hpp) before it becomes the script.
+inline constexpr const char* kRunIdFdFlag = "--adopt-run-id-fd";
 
 // `row.apply`, with the option's name in front of what its parse says was wrong.
 void apply_run_option(const run_option& row, supervisor_options& o, const std::string& value);

@@ -105,9 +105,10 @@ void slurm_api_job_child(const std::string& job_id) {
     const long long limit =
         j.time_limit == INFINITE || j.time_limit == NO_VAL ? -1 : static_cast<long long>(j.time_limit) * 60;
     char line[256];
-    std::snprintf(line, sizeof line, "trainctl-job end=%lld start=%lld limit=%lld preempt=%d requeue=%d state=%s",
-                  static_cast<long long>(j.end_time), static_cast<long long>(j.start_time), limit,
-                  j.preempt_time > 0 ? 1 : 0, j.requeue != 0 ? 1 : 0, state != nullptr ? state : "");
+    std::snprintf(
+        line, sizeof line, "trainctl-job end=%lld start=%lld limit=%lld preempt=%d requeue=%d submit=%lld state=%s",
+        static_cast<long long>(j.end_time), static_cast<long long>(j.start_time), limit, j.preempt_time > 0 ? 1 : 0,
+        j.requeue != 0 ? 1 : 0, static_cast<long long>(j.submit_time), state != nullptr ? state : "");
     say(line);
     _exit(0);
   }
@@ -129,16 +130,18 @@ std::optional<job_times> parse_api_output(const std::string& output, std::string
     }
     if (line.compare(0, 13, "trainctl-job ") == 0) {
       job_times t;
-      long long end = 0, start = 0, limit = -1;
+      long long end = 0, start = 0, limit = -1, submit = 0;
       int preempt = 0, requeue = 0;
       char state[64] = {};
-      if (std::sscanf(line.c_str(), "trainctl-job end=%lld start=%lld limit=%lld preempt=%d requeue=%d state=%63s",
-                      &end, &start, &limit, &preempt, &requeue, state) < 5) {
+      if (std::sscanf(line.c_str(),
+                      "trainctl-job end=%lld start=%lld limit=%lld preempt=%d requeue=%d submit=%lld state=%63s", &end,
+                      &start, &limit, &preempt, &requeue, &submit, state) < 6) {
         if (error != nullptr) *error = "unreadable answer: " + line.substr(0, 120);
         return std::nullopt;
       }
       t.end_ms = end > 0 ? end * 1000 : 0;
       t.start_ms = start > 0 ? start * 1000 : 0;
+      t.submit_ms = submit > 0 ? submit * 1000 : 0;
       t.limit_s = limit;
       t.preempting = preempt != 0;
       t.requeue = requeue != 0;

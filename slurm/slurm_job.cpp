@@ -91,6 +91,8 @@ std::optional<job_times> parse_scontrol_job(const std::string& line) {
         have_end = true;
       } else if (key == "StartTime") {
         jt.start_ms = parse_slurm_timestamp(value);
+      } else if (key == "SubmitTime") {
+        jt.submit_ms = parse_slurm_timestamp(value);
       } else if (key == "TimeLimit") {
         jt.limit_s = parse_slurm_duration(value);
       } else if (key == "PreemptTime") {

@@ -15,12 +15,13 @@
 namespace trainctl {
 
 struct job_times {
-  std::int64_t end_ms = 0;    // EndTime as unix ms; 0 when unknown
-  std::int64_t start_ms = 0;  // StartTime of this run of the job as unix ms; 0 when unknown
-  std::int64_t limit_s = -1;  // TimeLimit in seconds; -1 UNLIMITED or unknown
-  bool preempting = false;    // PreemptTime is set: preemption has begun
-  bool requeue = false;       // Requeue=1: the job may be requeued
-  std::string state;          // JobState
+  std::int64_t end_ms = 0;     // EndTime as unix ms; 0 when unknown
+  std::int64_t start_ms = 0;   // StartTime of this run of the job as unix ms; 0 when unknown
+  std::int64_t submit_ms = 0;  // SubmitTime as unix ms (SLURM sets it anew at a requeue); 0 when unknown
+  std::int64_t limit_s = -1;   // TimeLimit in seconds; -1 UNLIMITED or unknown
+  bool preempting = false;     // PreemptTime is set: preemption has begun
+  bool requeue = false;        // Requeue=1: the job may be requeued
+  std::string state;           // JobState
 };
 
 // Parses one line of `scontrol show job -o`. Times are local time, as scontrol prints

@@ -7,7 +7,9 @@
 // and in slurmstepd (remote=1: record). slurm_spank_user_init runs in slurmstepd with
 // the user's privileges; slurm_spank_task_init runs in the task process as the user,
 // before it execs the user's command.
+#include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
@@ -333,6 +335,22 @@ std::string argument_origin(const std::string& arg) {
   return "";
 }
 
+// In the batch script's task, before it becomes the script: the run id its supervisor
+// decides (run_identity.hpp), one line on `fd`; "" when none came within 5 s.
+std::string wait_for_run_id(int fd) {
+  std::string got;
+  char buf[80];
+  pollfd p{fd, POLLIN, 0};
+  while (got.size() < sizeof buf && got.find('\n') == std::string::npos && poll(&p, 1, 5000) > 0) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  got = got.substr(0, got.find('\n'));
+  return trainctl::valid_run_id(got) ? got : "";
+}
+
 }  // namespace
 
 extern "C" {
@@ -480,11 +498,23 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
 #else
   char** env = nullptr;
   if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS) env = environ;
+  const auto task_env = [env](const char* name) {
+    const std::size_t n = std::strlen(name);
+    for (char** e = env; e != nullptr && *e != nullptr; ++e)
+      if (std::strncmp(*e, name, n) == 0 && (*e)[n] == '=') return std::string(*e + n + 1);
+    return std::string();
+  };
+  // The batch script waits for the run id its supervisor decides; the job's steps inherit it.
+  int id_pipe[2] = {-1, -1};
+  if (batch && !trainctl::valid_run_id(task_env(trainctl::kRunIdVar)) && pipe2(id_pipe, O_CLOEXEC) != 0)
+    id_pipe[0] = id_pipe[1] = -1;
 
   const pid_t supervisor = getpid();  // this process becomes the supervisor
   const pid_t child = fork();
   if (child < 0) {
     slurm_error("trainctl: fork failed (%s); the task runs without the supervisor", std::strerror(errno));
+    for (int fd : id_pipe)
+      if (fd >= 0) close(fd);
     return 0;
   }
   if (child == 0) {
@@ -507,15 +537,15 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     char pid[24];
     std::snprintf(pid, sizeof pid, "%d", static_cast<int>(supervisor));
     spank_setenv(sp, "TRAINCTL_SUPERVISOR_PID", pid, 1);
-    const auto task_env = [env](const char* name) {
-      const std::size_t n = std::strlen(name);
-      for (char** e = env; e != nullptr && *e != nullptr; ++e)
-        if (std::strncmp(*e, name, n) == 0 && (*e)[n] == '=') return std::string(*e + n + 1);
-      return std::string();
-    };
     const std::string step = trainctl::supervised_step(task_env);
     spank_setenv(sp, trainctl::kSupervisedVar, step.c_str(), 1);
-    const std::string run = trainctl::run_id(task_env);
+    std::string run;
+    if (id_pipe[0] >= 0) {
+      close(id_pipe[1]);
+      run = wait_for_run_id(id_pipe[0]);
+      close(id_pipe[0]);
+    }
+    if (run.empty()) run = trainctl::run_id(task_env);
     if (!run.empty()) spank_setenv(sp, trainctl::kRunIdVar, run.c_str(), 1);
     if (!renv.state.empty()) spank_setenv(sp, "TRAINCTL_STATE", renv.state.c_str(), 1);
     if (!renv.log_dir.empty()) spank_setenv(sp, "TRAINCTL_LOG_DIR", renv.log_dir.c_str(), 1);
@@ -523,6 +553,11 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     return 0;  // slurmstepd goes on and execs the user's command here
   }
   args.insert(args.begin() + 1, std::string(trainctl::kAdoptFlag) + "=" + std::to_string(child));
+  if (id_pipe[1] >= 0) {
+    close(id_pipe[0]);
+    fcntl(id_pipe[1], F_SETFD, 0);  // the supervisor writes it
+    args.insert(args.begin() + 2, std::string(trainctl::kRunIdFdFlag) + "=" + std::to_string(id_pipe[1]));
+  }
   std::vector<char*> argv;
   argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(&a[0]);
@@ -530,6 +565,7 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   execve(argv[0], argv.data(), env);
   // Never return into slurmstepd's path from here: the task would run twice.
   slurm_error("trainctl: cannot run the supervisor %s (%s); the task runs unsupervised", argv[0], std::strerror(errno));
+  if (id_pipe[1] >= 0) close(id_pipe[1]);  // the task waits no longer
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }

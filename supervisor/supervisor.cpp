@@ -20,6 +20,7 @@
 #include "publisher.hpp"
 #include "query_schedule.hpp"
 #include "run_id.hpp"
+#include "run_identity.hpp"
 #include "run_progress.hpp"
 #include "stack_dump.hpp"
 #include "supervised_step.hpp"
@@ -63,8 +64,8 @@ task_supervisor::task_supervisor(const supervisor_options& o)
   health_.set_records([this] { return publishes(); });
 }
 
-int task_supervisor::run(char* const* argv, pid_t adopt) {
-  if (const int status = start(argv, adopt); status >= 0) return status;
+int task_supervisor::run(char* const* argv, pid_t adopt, int run_id_fd) {
+  if (const int status = start(argv, adopt, run_id_fd); status >= 0) return status;
   milliseconds health_wait = health_.tick();
   // An adopted child may have ended before this process blocked SIGCHLD (the signal is
   // then lost, not pending): look once before waiting for it.
@@ -89,7 +90,7 @@ int task_supervisor::run(char* const* argv, pid_t adopt) {
 // Everything before the loop: the signals it reads, the deadline given, the node state,
 // the breaker, the environment, then the command. -1 when it runs, else the wait status
 // to end with (nothing started).
-int task_supervisor::start(char* const* argv, pid_t adopt) {
+int task_supervisor::start(char* const* argv, pid_t adopt, int run_id_fd) {
   if (!opts_.kill_switch.empty()) {
     struct stat st {};
     if (stat(opts_.kill_switch.c_str(), &st) == 0) {
@@ -102,6 +103,15 @@ int task_supervisor::start(char* const* argv, pid_t adopt) {
       if (holds_array()) end_.hold_rest_of_array(opts_.kill_switch);
       return 0;
     }
+  }
+  // Before the breaker reads the run events: the line this appends marks where an
+  // earlier array of this id ends.
+  const std::string run = decided_run_id();
+  if (run_id_fd >= 0) {  // the plugin's task waits for it
+    const std::string line = run + "\n";
+    if (write(run_id_fd, line.data(), line.size()) < 0)
+      log_.line("cannot hand the run id to the task: %s", std::strerror(errno));
+    close(run_id_fd);
   }
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   sigset_t mask;
@@ -132,7 +142,7 @@ int task_supervisor::start(char* const* argv, pid_t adopt) {
                                             opts_.job_id, node_name(), &problem);
     if (!problem.empty()) log_.line("--graceful-exit=auto: %s", problem.c_str());
   }
-  export_environment();
+  export_environment(run);
   if (opts_.hang.timeout.count() != 0 && !state_)
     log_.line("--hang-timeout needs the node state, which was refused above: hangs go undetected in this step");
   if (adopt > 0) {
@@ -145,8 +155,21 @@ int task_supervisor::start(char* const* argv, pid_t adopt) {
   return -1;
 }
 
+// The run id the command and the job's steps get: the batch script's supervisor decides
+// it (run_identity.hpp); another takes the one it inherits, or the job's.
+std::string task_supervisor::decided_run_id() {
+  const std::string own = env_text(kRunIdVar);
+  std::string why;
+  std::string id = opts_.batch ? decide_run_id(opts_.job_id, milliseconds(4000), &why) : run_id(env_text);
+  if (!own.empty() && own != id)
+    log_.line("%s is not a run id (accepted: 1-64 of letters, digits, '_', '.', '-'): the ranks get '%s'", kRunIdVar,
+              id.c_str());
+  if (!why.empty()) log_.line("the run id is %s: %s", id.c_str(), why.c_str());
+  return id;
+}
+
 // What the command and its ranks find in their environment.
-void task_supervisor::export_environment() {
+void task_supervisor::export_environment(const std::string& run) {
   if (!opts_.kill_switch.empty()) setenv("KILL_SWITCH", opts_.kill_switch.c_str(), 1);
   if (!opts_.save_switch.empty()) setenv("SAVE_SWITCH", opts_.save_switch.c_str(), 1);
   const std::string sigs = signal_name(opts_.graceful_signal) + ",TERM";
@@ -155,11 +178,7 @@ void task_supervisor::export_environment() {
   setenv(kSupervisedVar, supervised_step([](const char* name) { return env_text(name); }).c_str(), 1);
   setenv("TRAINCTL_SUPERVISOR_PID", std::to_string(getpid()).c_str(), 1);  // ranks allow its stack readers
   setenv(kSupervisorBuildVar, TRAINCTL_BUILD_TEXT, 1);                     // a rank's library of another layout says so
-  const std::string own = env_text(kRunIdVar), id = run_id([](const char*name) { return env_text(name); });
-  if (!own.empty() && own != id)
-    log_.line("%s is not a run id (accepted: 1-64 of letters, digits, '_', '.', '-'): the ranks get '%s'", kRunIdVar,
-              id.c_str());
-  if (!id.empty()) setenv(kRunIdVar, id.c_str(), 1);
+  if (!run.empty()) setenv(kRunIdVar, run.c_str(), 1);
   setenv("TRAINCTL_LOG_DIR", resolve_log_dir(opts_.log_dir).c_str(), 1);  // slow_nodes beside the stacks
   if (!bad_nodes_path().empty()) setenv("TRAINCTL_BAD_NODES", bad_nodes_path().c_str(), 1);
 }
@@ -386,9 +405,9 @@ int task_supervisor::loop_fd() {
   return loop_fd_;
 }
 
-int run_supervised(const supervisor_options& opts, char* const* argv, pid_t adopt) {
+int run_supervised(const supervisor_options& opts, char* const* argv, pid_t adopt, int run_id_fd) {
   task_supervisor s(opts);
-  return s.run(argv, adopt);
+  return s.run(argv, adopt, run_id_fd);
 }
 
 void exit_like(int status) {

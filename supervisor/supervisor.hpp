@@ -14,8 +14,9 @@
 namespace trainctl {
 
 // Runs `argv` (argv[0] looked up in PATH) under supervision and returns what this
-// process should exit with. With `adopt` > 0 the command already runs as that child.
-int run_supervised(const supervisor_options& opts, char* const* argv, pid_t adopt = 0);
+// process should exit with. With `adopt` > 0 the command already runs as that child;
+// `run_id_fd` >= 0: the run id it waits for goes there (a line), then it is closed.
+int run_supervised(const supervisor_options& opts, char* const* argv, pid_t adopt = 0, int run_id_fd = -1);
 
 // Exits this process the way the command ended: its exit code, or the same signal.
 [[noreturn]] void exit_like(int wait_status);

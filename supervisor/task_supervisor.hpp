@@ -31,17 +31,18 @@ namespace trainctl {
 class task_supervisor {
  public:
   explicit task_supervisor(const supervisor_options& o);
-  int run(char* const* argv, pid_t adopt);
+  int run(char* const* argv, pid_t adopt, int run_id_fd);
 
  private:
   using clock = std::chrono::steady_clock;
 
   // supervisor.cpp: the loop and the node state.
-  int start(char* const* argv, pid_t adopt);  // -1: started; else the status to end with
+  int start(char* const* argv, pid_t adopt, int run_id_fd);  // -1: started; else the status to end with
   std::chrono::milliseconds next_wake(std::chrono::milliseconds health_wait);
   std::chrono::milliseconds turn();  // what fell due after a wait; the health's next wait
   int finish();
-  void export_environment();
+  std::string decided_run_id();
+  void export_environment(const std::string& run);
   void open_state();
   void take_publisher_role();
   void look_after_state();

@@ -53,6 +53,7 @@ struct run_args {
   std::vector<std::string> values;       // one per table row, as given
   std::vector<CLI::Option*> table_opts;  // one per table row: given when counted
   long adopt = 0;
+  int run_id_fd = -1;
   std::vector<std::string> command;
   // The old one-shot flags (gone), and the helpers the verbs start on the job's nodes.
   std::string dump_job, dump_here, stacks_dir, mark_bad, status_here, status_every, signal_here;
@@ -89,6 +90,8 @@ void add_run_options(CLI::App& app, run_args& a) {
   app.add_option("--status-every", a.status_every, "with --status-here: again at this interval")->group("");
   app.add_option("--signal-rank-here", a.signal_here, "the part of trainctl drill that runs on each node")->group("");
   app.add_option(kAdoptFlag, a.adopt, "supervise this existing child instead of starting COMMAND (SPANK plugin)")
+      ->group("");
+  app.add_option(kRunIdFdFlag, a.run_id_fd, "with --adopt: where the child waits for the run id (SPANK plugin)")
       ->group("");
   app.add_option("command", a.command, "the command to run")->expected(-1);
   app.positionals_at_end(true);
@@ -226,7 +229,8 @@ int run(const std::string& program, int argc, char** argv) {
   args.reserve(a.command.size() + 1);
   for (auto& word : a.command) args.push_back(&word[0]);
   args.push_back(nullptr);
-  exit_like(run_supervised(o, args.data(), static_cast<pid_t>(a.adopt)));
+  exit_like(
+      run_supervised(o, args.data(), static_cast<pid_t>(a.adopt), a.adopt > 0 && a.run_id_fd > 2 ? a.run_id_fd : -1));
   return 1;  // not reached: exit_like exits
 }
 

@@ -56,8 +56,11 @@ def run_id() -> str:
     """The run's id, the same in every task of a job array and every requeue of a job: for
     a logger that resumes a run (`wandb.init(id=trainctl.run_id(), resume="allow")`, an
     MLflow run name, a TensorBoard directory). TRAINCTL_RUN_ID when set to 1-64 of
-    [A-Za-z0-9_.-] (give a job submitted again the id of the one it goes on from), else
-    <SLURM_CLUSTER_NAME>-<SLURM_ARRAY_JOB_ID, else SLURM_JOB_ID>; "" outside a SLURM job."""
+    [A-Za-z0-9_.-] (give a job submitted again the id of the one it goes on from). The
+    supervisor of the job's batch script sets it to <SLURM_CLUSTER_NAME>-<SLURM_ARRAY_JOB_ID,
+    else SLURM_JOB_ID>-<the array's submit time, UTC, as 20261202T152554>: two arrays that
+    got one job id (the controller's ids start again after its state is reset) are two
+    runs. Without that supervisor, the id without the time; "" outside a SLURM job."""
     import ctypes
     from ._native import lib
     fn = getattr(lib(), "trainctl_run_id", None)

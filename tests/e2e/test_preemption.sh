@@ -15,6 +15,11 @@
 # says which. In a newer release's root (scripts/test's lanes) the trainctl-run job
 # runs the wheel's trainctl-run, built against Debian 11's SLURM 20.11: the tool a
 # user without root has, which must ask the node's SLURM, not its own headers.
+# The run id: the same for every rank of both runs, with the job's first SubmitTime
+# (SLURM sets it anew at the requeue); an earlier array's lines under the same job id
+# (as after a controller's ids start again) change neither the id nor the report
+# (where the cluster keeps accounting the report windows events by sacct's runs; in
+# the releases' roots, without it, those lines would be rebuilt as a third run).
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -32,16 +37,31 @@ fi
 ev_count() { cat "$1"/rank*.jsonl 2>/dev/null | grep -c "\"event\": \"$2\"" || true; }
 ev_at_least() { [ "$(ev_count "$1" "$2")" -ge "$3" ]; }
 both_at_least() { ev_at_least "$TEST_DIR/events-run" "$1" "$2" && ev_at_least "$TEST_DIR/events-plugin" "$1" "$2"; }
-declare -A job
+# old_array JOB: the lines an earlier array with JOB's id left two days ago (its run
+# began, a deadline notice, an exit, its end), as the user's run events keep them.
+old_array() {
+  local dir=${TRAINCTL_RUN_EVENTS_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/trainctl/runs}
+  local t=$((($(date +%s) - 2 * 86400) * 1000))
+  (umask 077 && mkdir -p "$dir" && printf '%s\n' "$t job=$1 task_start restart=0 since=$((t - 5000))" \
+    "$((t + 1000)) job=$1 first_step step=0" "$((t + 2000)) job=$1 notice reason=deadline" \
+    "$((t + 3000)) job=$1 exit step=7 reason=deadline" "$((t + 4000)) job=$1 task_end reason=ok restart=0" \
+    >>"$dir/$1") || fail "cannot write the earlier array's run events of job $1"
+}
+# utc_stamp SLURM_TIME: as the run id shows it (scontrol prints local time).
+utc_stamp() { date -u -d "@$(date -d "$1" +%s)" +%Y%m%dT%H%M%S; }
+declare -A job submitted
 for MODE in run plugin; do
   EVENTS_DIR=$TEST_DIR/events-$MODE CKPT_DIR=$TEST_DIR/ckpt-$MODE STEPS=300 \
     supervised_job "$TEST_DIR/job-$MODE.sh" --kill-switch="$TEST_DIR/KILL-$MODE"
   conf=$SLURM_CONF
   [ "$MODE" = plugin ] || conf=$CLUSTER_ETC/without-plugin/slurm.conf
-  job[$MODE]=$(SLURM_CONF=$conf submit -p low -N2 --ntasks-per-node=1 --time=10 --requeue "${JOB_OPTS[@]}" \
+  job[$MODE]=$(SLURM_CONF=$conf submit -p low -N2 --ntasks-per-node=1 --time=10 --requeue --hold "${JOB_OPTS[@]}" \
     -o "$TEST_DIR/job-$MODE.out" --open-mode=append "$TEST_DIR/job-$MODE.sh")
+  old_array "${job[$MODE]}"
+  submitted[$MODE]=$(job_field "${job[$MODE]}" SubmitTime)
+  scontrol release "${job[$MODE]}" || fail "cannot release job ${job[$MODE]}"
 done
-log "submitted low-priority jobs ${job[run]} ($run_tool) and ${job[plugin]} (plugin)"
+log "submitted low-priority jobs ${job[run]} ($run_tool) and ${job[plugin]} (plugin), each over an earlier array's lines"
 wait_for 120 "4 ranks of each job started" both_at_least start 4
 for MODE in run plugin; do wait_for 60 "job ${job[$MODE]}'s ranks past step 20" ranks_past "${job[$MODE]}" 4 20; done
 high=$(submit -p high -N3 --exclusive --time=2 -o /dev/null --wrap "sleep 5")
@@ -73,9 +93,12 @@ for MODE in run plugin; do
   j=${job[$MODE]}
   resumed=$(python3 -c 'import glob,json,sys; s=[json.loads(l) for f in glob.glob(sys.argv[1]+"/rank*.jsonl") for l in open(f) if "\"start\"" in l]; print(" ".join(sorted({str(e["step"]) for e in s if e["resumed_from"] is not None})))' "$TEST_DIR/events-$MODE")
   [ "$resumed" = "$((saved[$MODE] + 1))" ] || fail "$MODE: the requeued run started at step(s) $resumed, not $((saved[$MODE] + 1))"
-  # The logger's run id: one for every rank of both runs, the job's on its cluster.
+  # The logger's run id: one for every rank of both runs, the job's on its cluster with
+  # its first SubmitTime, not the requeue's.
   ids=$(python3 -c 'import glob,json,sys; print(" ".join(sorted({str(json.loads(l).get("run_id")) for f in glob.glob(sys.argv[1]+"/rank*.jsonl") for l in open(f) if "\"start\"" in l})))' "$TEST_DIR/events-$MODE")
-  [ "$ids" = "$cluster-$j" ] || fail "$MODE: the ranks' run ids across the requeue: '$ids', not '$cluster-$j'"
+  want=$cluster-$j-$(utc_stamp "${submitted[$MODE]}")
+  [ "$ids" = "$want" ] ||
+    fail "$MODE: the ranks' run ids across the requeue: '$ids', not '$want' (SubmitTime now $(job_field "$j" SubmitTime))"
   wait_for 120 "job $j to finish" job_ended "$j"
   [ "$(job_state "$j")" = COMPLETED ] || fail "$MODE: job $j ended $(job_state "$j")"
   # A preemption that moves EndTime inside the graceful exit is the preemption's doing,

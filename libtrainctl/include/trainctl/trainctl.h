@@ -87,8 +87,10 @@ TRAINCTL_EXPORT int trainctl_set_log_fn(trainctl_log_fn fn, void* user);
 
 /* The run's id, the same in every task of a job array and every requeue of a job (for
  * a logger's run id: W&B, MLflow, TensorBoard): TRAINCTL_RUN_ID when set to 1-64 of
- * [A-Za-z0-9_.-], else <SLURM_CLUSTER_NAME>-<SLURM_ARRAY_JOB_ID or SLURM_JOB_ID>; ""
- * outside a SLURM job. Copies it into buf (always NUL-terminated); returns its length. */
+ * [A-Za-z0-9_.-] (the supervisor of the job's batch script sets it to
+ * <SLURM_CLUSTER_NAME>-<SLURM_ARRAY_JOB_ID or SLURM_JOB_ID>-<the array's submit time, UTC,
+ * 20261202T152554>), else the same without the time; "" outside a SLURM job. Copies it
+ * into buf (always NUL-terminated); returns its length. */
 TRAINCTL_EXPORT int trainctl_run_id(char* buf, size_t len);
 
 /* A configuration read from the environment (malformed values are reported on stderr

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <map>
+
+#include "run_events.hpp"
 
 using namespace trainctl;
 
@@ -36,4 +39,67 @@ TEST(RunId, TheUsersOwnWhenItIsOne) {
   EXPECT_TRUE(valid_run_id(std::string(64, 'a')));
   EXPECT_FALSE(valid_run_id(""));
   EXPECT_FALSE(valid_run_id("a/b"));
+}
+
+// The array's submit time makes the id of an array whose job id the controller gave
+// before (its state reset) another one; it is UTC, so every node writes the same.
+TEST(RunId, TheArraysSubmitTimeTellsTwoArraysOfOneIdApart) {
+  const auto with = [](std::int64_t since) {
+    return run_id(
+        [](const char* name) {
+          return std::string(name) == "SLURM_CLUSTER_NAME" ? "alps" : std::string(name) == "SLURM_JOB_ID" ? "4250" : "";
+        },
+        since);
+  };
+  EXPECT_EQ(with(1796225154000), "alps-4250-20261202T152554");
+  EXPECT_EQ(with(0), "alps-4250") << "unknown: the id without it";
+  setenv("TZ", "Asia/Kolkata", 1);
+  tzset();
+  EXPECT_EQ(with(1796225154000), "alps-4250-20261202T152554") << "the node's time zone does not change it";
+  unsetenv("TZ");
+  tzset();
+}
+
+namespace {
+run_event start_line(std::int64_t restart, std::int64_t since) {
+  run_event e;
+  e.what = "task_start";
+  e.job = "4250";
+  e.restart = restart;
+  e.figures = {{"since", since}};
+  return e;
+}
+}  // namespace
+
+// A requeued task's SubmitTime is its requeue's: it takes what its array's first runs
+// wrote, never a later array's and never an earlier one of the same id.
+TEST(RunId, ARequeuedTaskTakesItsArraysFirstSubmitTime) {
+  const std::int64_t old_array = 1700000000000, this_array = 1796225154000, requeued = 1796226000000;
+  EXPECT_EQ(array_since(this_array, 0, {}), this_array) << "a first run: its own SubmitTime";
+  EXPECT_EQ(array_since(requeued, 1, {start_line(0, old_array), start_line(0, this_array), start_line(1, this_array)}),
+            this_array);
+  EXPECT_EQ(array_since(requeued, 2, {start_line(0, this_array), start_line(0, old_array)}), this_array)
+      << "the newest, whatever the file's order";
+  EXPECT_EQ(array_since(requeued, 1, {start_line(0, requeued + 1000)}), 0) << "submitted after it: another array";
+  EXPECT_EQ(array_since(requeued, 1, {}), 0) << "its first run wrote none (an older trainctl): the id without it";
+  EXPECT_EQ(array_since(0, 0, {start_line(0, this_array)}), 0) << "the controller did not answer";
+}
+
+// The lines of an earlier array of the same id are not this one's: older than its
+// submit (a minute allowed for the nodes' clocks) they are left out.
+TEST(RunEvents, OnlyTheNewestArrayOfAnId) {
+  run_event old_end;
+  old_end.what = "task_end";
+  old_end.reason = "no-progress";
+  old_end.ms = 1700000100000;
+  run_event skewed = old_end;
+  skewed.reason = "ok";
+  skewed.ms = 1796225154000 - 30000;
+  run_event start = start_line(0, 1796225154000);
+  start.ms = 1796225156000;
+  const auto kept = this_array({old_end, start_line(0, 1700000000000), start, skewed});
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_EQ(kept[0].what, "task_start");
+  EXPECT_EQ(kept[1].reason, "ok") << "30 s before the submit: a node's clock, kept";
+  EXPECT_EQ(this_array({old_end}).size(), 1u) << "no task_start (an older trainctl): every line";
 }

@@ -40,11 +40,13 @@ TEST(SlurmJob, ScontrolLine) {
   setenv("TZ", "UTC", 1);
   const std::string line =
       "JobId=10 JobName=wrap UserId=root(0) JobState=RUNNING Reason=None Requeue=1 Restarts=0 "
-      "TimeLimit=00:03:00 StartTime=2026-11-22T07:19:34 EndTime=2026-11-22T07:22:34 PreemptTime=None "
+      "TimeLimit=00:03:00 SubmitTime=2026-11-22T07:19:30 StartTime=2026-11-22T07:19:34 EndTime=2026-11-22T07:22:34 "
+      "PreemptTime=None "
       "Command=(null) WorkDir=/work/main with spaces";
   auto jt = parse_scontrol_job(line);
   ASSERT_TRUE(jt);
   EXPECT_EQ(jt->end_ms, 1795332154000LL);
+  EXPECT_EQ(jt->submit_ms, 1795332154000LL - 184000);
   EXPECT_EQ(jt->limit_s, 180);
   EXPECT_FALSE(jt->preempting);
   EXPECT_TRUE(jt->requeue);
@@ -63,10 +65,12 @@ TEST(SlurmJob, ScontrolLine) {
 TEST(SlurmJob, AnswersOfTheLibslurmChild) {
   std::string error, why;
   auto jt = parse_api_output(
-      "trainctl-job end=1790000100 start=1790000000 limit=600 preempt=1 requeue=1 state=RUNNING\n", &error, &why);
+      "trainctl-job end=1790000100 start=1790000000 limit=600 preempt=1 requeue=1 submit=1789999990 state=RUNNING\n",
+      &error, &why);
   ASSERT_TRUE(jt);
   EXPECT_EQ(jt->end_ms, 1790000100000);
   EXPECT_EQ(jt->start_ms, 1790000000000);
+  EXPECT_EQ(jt->submit_ms, 1789999990000);
   EXPECT_EQ(jt->limit_s, 600);
   EXPECT_TRUE(jt->preempting);
   EXPECT_TRUE(jt->requeue);
