@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <thread>
 
 #include "owned_fd.hpp"
 #include "parse.hpp"
@@ -247,6 +248,16 @@ child_result started_child::finish(int wait_status) {
   r.output = std::move(output_);
   describe_failure(spec_, r);
   return r;
+}
+
+bool started_child::wait_exit(std::chrono::milliseconds bound, int* status) {
+  *status = 0;
+  const auto until = std::chrono::steady_clock::now() + bound;
+  for (;;) {
+    if (pid_ <= 0 || waitpid(pid_, status, WNOHANG) == pid_) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 child_result started_child::abandon() {

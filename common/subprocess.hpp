@@ -69,6 +69,10 @@ class started_child {
   child_result finish(int wait_status);
   // Kills the child's group and gives it up (the caller's reaping collects it later).
   child_result abandon();
+  // For a caller that reaps its children itself and has nothing else to do (its end):
+  // waits at most `bound` for the child to exit, looking every 50 ms. True with its
+  // wait status in *status when it did (or never started); false: still running.
+  bool wait_exit(std::chrono::milliseconds bound, int* status);
 
  private:
   child_spec spec_;

@@ -225,14 +225,11 @@ std::string crash_culprit::evidence_leaf() const {
 // still running at the end would be counted as a process the command left behind.
 void crash_culprit::settle_evidence() {
   if (!evidence_) return;
-  for (int i = 0; i < 40; ++i) {
-    int status = 0;
-    const pid_t pid = evidence_->pid();
-    if (pid <= 0 || waitpid(pid, &status, WNOHANG) == pid) {
-      reaped(pid, status);
-      return;
-    }
-    std::this_thread::sleep_for(milliseconds(50));
+  int status = 0;
+  const pid_t pid = evidence_->pid();
+  if (evidence_->wait_exit(milliseconds(2000), &status)) {
+    reaped(pid, status);
+    return;
   }
   evidence_->abandon();
   evidence_.reset();

@@ -9,7 +9,6 @@
 
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 #include "bad_nodes.hpp"
 #include "owned_fd.hpp"
@@ -152,16 +151,14 @@ bool step_presence::reaped(pid_t pid, int status) {
 
 void step_presence::stop() {
   stopped_ = true;
-  for (int i = 0; writer_ && i < 40; ++i) {
-    int status = 0;
-    const pid_t pid = writer_->pid();
-    if (pid <= 0 || waitpid(pid, &status, WNOHANG) == pid) {
-      reaped(pid, status);
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (!writer_) return;
+  int status = 0;
+  const pid_t pid = writer_->pid();
+  if (writer_->wait_exit(std::chrono::milliseconds(2000), &status)) {
+    reaped(pid, status);
+    return;
   }
-  if (writer_) writer_->abandon();
+  writer_->abandon();
   writer_.reset();
 }
 

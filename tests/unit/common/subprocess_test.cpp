@@ -127,3 +127,18 @@ TEST(Subprocess, AStartedChildPastItsDeadlineIsKilledAndSaysSo) {
   ASSERT_EQ(waitpid(child.pid(), &status, 0), child.pid());
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
+
+// A caller at its end waits a bounded while for its helper, then gives it up.
+TEST(Subprocess, AStartedChildIsWaitedForAtMostTheBound) {
+  started_child quick(cmd({"sh", "-c", "exit 3"}));
+  int status = 0;
+  ASSERT_TRUE(quick.wait_exit(5000ms, &status));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3);
+
+  started_child slow(cmd({"sleep", "30"}));
+  const auto begun = std::chrono::steady_clock::now();
+  EXPECT_FALSE(slow.wait_exit(200ms, &status));
+  EXPECT_LT(std::chrono::steady_clock::now() - begun, 10s) << "bounded, whatever the machine's load";
+  slow.abandon();
+  ASSERT_EQ(waitpid(slow.pid(), &status, 0), slow.pid());
+}
