@@ -1,6 +1,5 @@
 #include "bounded_append.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -11,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "dir_entries.hpp"
 #include "owned_fd.hpp"
 
 namespace trainctl {
@@ -63,12 +63,9 @@ std::string append_bounded(int fd, const std::string& path, const std::string& t
 int sweep_old_files(const std::string& dir, long max_age_s) {
   const owned_fd dfd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
   if (!dfd) return 0;
-  DIR* d = fdopendir(dup(dfd.get()));
-  if (d == nullptr) return 0;
   const std::time_t now = std::time(nullptr);
   int removed = 0;
-  while (const dirent* e = readdir(d)) {
-    const std::string name = e->d_name;
+  for (const std::string& name : dir_entry_names(dfd.get())) {
     if (name.empty() || name.size() > 20 || name.find_first_not_of("0123456789") != std::string::npos) continue;
     struct stat st {};
     if (fstatat(dfd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
@@ -76,7 +73,6 @@ int sweep_old_files(const std::string& dir, long max_age_s) {
       continue;
     if (unlinkat(dfd.get(), name.c_str(), 0) == 0) ++removed;
   }
-  closedir(d);
   return removed;
 }
 

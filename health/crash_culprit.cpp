@@ -1,6 +1,5 @@
 #include "crash_culprit.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -17,6 +16,7 @@
 #include "bad_node_contrast.hpp"
 #include "bad_nodes.hpp"
 #include "crash_order.hpp"
+#include "dir_entries.hpp"
 #include "env.hpp"
 #include "gpu_memory.hpp"
 #include "hostlist.hpp"
@@ -75,10 +75,7 @@ std::vector<std::string> step_node_list(int count) {
 // of this user named as nodes, read without following links or blocking.
 std::vector<node_death> other_deaths(int fd, const std::string& me) {
   std::vector<node_death> out;
-  DIR* d = fdopendir(dup(fd));
-  if (d != nullptr) rewinddir(d);  // the duplicate shares the offset of an earlier read
-  while (dirent* e = d != nullptr ? readdir(d) : nullptr) {
-    const std::string name = e->d_name;
+  for (const std::string& name : dir_entry_names(fd)) {
     if (name == me || !valid_node_name(name)) continue;
     const owned_fd f(openat(fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     struct stat fs {};
@@ -91,7 +88,6 @@ std::vector<node_death> other_deaths(int fd, const std::string& me) {
     if (n <= 0 || std::sscanf(buf, "first_ms=%lld status=%d", &t, &status) < 1) continue;
     out.push_back({name, t, status});
   }
-  if (d != nullptr) closedir(d);
   return out;
 }
 
@@ -106,16 +102,9 @@ std::string close_evidence(int fd, const std::string& dir, const std::string& me
   struct stat st {};
   int done = 0;
   bool keep = fstatat(fd, "blamed", &st, AT_SYMLINK_NOFOLLOW) == 0;
-  std::vector<std::string> names;
-  DIR* d = fdopendir(dup(fd));
-  if (d != nullptr) rewinddir(d);  // the duplicate shares the offset of an earlier read
-  while (dirent* e = d != nullptr ? readdir(d) : nullptr) {
-    const std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
-    names.push_back(name);
+  const std::vector<std::string> names = dir_entry_names(fd);
+  for (const std::string& name : names)
     if (name.size() > 5 && name.compare(name.size() - 5, 5, ".done") == 0) ++done;
-  }
-  if (d != nullptr) closedir(d);
   if (!why.empty() || keep || done < nodes) return why;
   for (const auto& name : names) {
     // Only this user's regular files: anything else (planted there) stays, and so does

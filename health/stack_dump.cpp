@@ -1,6 +1,5 @@
 #include "stack_dump.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -20,6 +19,7 @@
 #include <thread>
 
 #include "bad_nodes.hpp"
+#include "dir_entries.hpp"
 #include "env.hpp"
 #include "node_state.hpp"
 #include "parse.hpp"
@@ -432,13 +432,7 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
 std::vector<rank_stack> read_dumps(int dir_fd, const std::string& run, const std::string& kind, std::int64_t since_ms) {
   std::map<int, rank_stack> newest;
   std::map<int, std::int64_t> newest_at;
-  owned_fd list_fd(dup(dir_fd));
-  DIR* d = list_fd ? fdopendir(list_fd.get()) : nullptr;
-  if (d == nullptr) return {};
-  list_fd.release();  // closedir closes it
-  rewinddir(d);
-  while (dirent* e = readdir(d)) {
-    const std::string name = e->d_name;
+  for (const std::string& name : dir_entry_names(dir_fd)) {
     if (name.compare(0, 4, "rank") != 0 || name.size() < 9 || name.compare(name.size() - 4, 4, ".txt") != 0) continue;
     const std::string text = read_own_text(dir_fd, name);
     if (text.empty()) continue;
@@ -477,7 +471,6 @@ std::vector<rank_stack> read_dumps(int dir_fd, const std::string& run, const std
     }
     keep();
   }
-  closedir(d);
   std::vector<rank_stack> out;
   out.reserve(newest.size());
   for (auto& [rank, s] : newest) out.push_back(s);

@@ -1,6 +1,5 @@
 #include "state_dir.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
@@ -15,6 +14,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "dir_entries.hpp"
 #include "env.hpp"
 #include "node_state.hpp"
 
@@ -88,18 +88,13 @@ std::vector<std::string> own_private_dirs(const std::string& root, const std::st
   std::vector<std::string> found;
   owned_fd dir(open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!dir) return found;
-  DIR* d = fdopendir(dir.get());
-  if (d == nullptr) return found;
-  const int fd = dir.release();  // closedir closes it
-  while (const dirent* e = readdir(d)) {
-    const std::string name = e->d_name;
+  for (const std::string& name : dir_entry_names(dir.get())) {
     if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
     struct stat st {};
-    if (fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid() &&
-        (st.st_mode & 07777) == 0700)
+    if (fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+        st.st_uid == getuid() && (st.st_mode & 07777) == 0700)
       found.push_back(name);
   }
-  closedir(d);
   std::sort(found.begin(), found.end());
   return found;
 }
@@ -205,13 +200,10 @@ int sweep_stale_state(const std::string& dir, int min_age_s, const std::string& 
   } catch (const std::exception&) {
     return 0;  // not ours: the caller's own open reports it
   }
-  DIR* d = fdopendir(dup(dir_fd.get()));
-  if (d == nullptr) return 0;
   const std::int64_t old_enough = unix_now_ms() / 1000 - min_age_s;
   std::vector<std::string> stale;
-  while (dirent* e = readdir(d)) {
-    const std::string name = e->d_name;
-    if (name == "." || name == ".." || fstatat(dir_fd.get(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+  for (const std::string& name : dir_entry_names(dir_fd.get())) {
+    if (fstatat(dir_fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (!S_ISREG(st.st_mode) || st.st_uid != getuid()) continue;
     // A rank's Python stack file: kept while its process lives, whatever its age (a new
     // rank that gets the pid of a dead one creates its file exclusively).
@@ -235,7 +227,7 @@ int sweep_stale_state(const std::string& dir, int min_age_s, const std::string& 
         stale.push_back(name);
       continue;
     }
-    const owned_fd fd(openat(dir_fd.get(), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    const owned_fd fd(openat(dir_fd.get(), name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!fd) continue;
     std::uint64_t magic = 0;
     // A state by its content, or by its name (default_state_path's keys: "<job>.<step>-
@@ -252,7 +244,6 @@ int sweep_stale_state(const std::string& dir, int min_age_s, const std::string& 
       stale.push_back(name + ".lock");
     }
   }
-  closedir(d);
   int removed = 0;
   for (const auto& name : stale) removed += unlinkat(dir_fd.get(), name.c_str(), 0) == 0;
   return removed;
