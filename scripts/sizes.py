@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The size rules of STYLE.md, checked: a product source file holds at most 600 lines, and a
+"""The size rules of docs/style.md, checked: a product source file holds at most 600 lines, and a
 C++ class or struct at most 20 data members (one concern, a handful of fields).
 
     python3 scripts/sizes.py [FILE...]     # default: the product files git tracks
