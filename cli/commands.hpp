@@ -32,7 +32,9 @@ int list_job_status(const std::string& who, bool json);
 // Where the node-hours of job (or job array) `job` went: each task's queue, start-up,
 // training, saves, lost work and end, the goodput, and the timeline as SVG at
 // `svg_path` (none when empty). From sacct, else scontrol, and the run events.
-int show_run_report(const std::string& who, const std::string& job, const std::string& svg_path, bool json);
+// `format`: "text", "json", "openmetrics" or "prometheus" (report_metrics.hpp).
+int show_run_report(const std::string& who, const std::string& job, const std::string& svg_path,
+                    const std::string& format);
 // What in batch script `path` would lose work, checked against the cluster and the
 // script's earlier runs: one line per problem (or JSON); 0 none, 1 some, 2 it could not
 // lint. `sbatch_args`: the options it would be submitted with.

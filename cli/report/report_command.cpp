@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "job_history.hpp"
 #include "parse.hpp"
+#include "report_metrics.hpp"
 #include "run_events.hpp"
 #include "run_report.hpp"
 #include "slurm_job.hpp"
@@ -39,7 +40,8 @@ std::string write_whole(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-int show_run_report(const std::string& who, const std::string& job, const std::string& svg_path, bool json) {
+int show_run_report(const std::string& who, const std::string& job, const std::string& svg_path,
+                    const std::string& format) {
   if (!is_job_id(job)) {
     std::fprintf(stderr,
                  "%s report: '%s' is not a job id; accepted: 1234 (a job, or a whole job array) or 1234_5 (one task)\n",
@@ -76,8 +78,11 @@ int show_run_report(const std::string& who, const std::string& job, const std::s
   const run_report report = build_run_report(job, tasks, events, now);
   std::string svg_why;
   if (!svg_path.empty()) svg_why = write_whole(svg_path, run_report_svg(report));
-  if (json) {
+  if (format == "json") {
     std::fputs(run_report_json(report).c_str(), stdout);
+  } else if (format == "openmetrics" || format == "prometheus") {
+    const metrics_format f = format == "openmetrics" ? metrics_format::openmetrics : metrics_format::prometheus;
+    std::fputs(metrics_text(run_report_metrics(report), f).c_str(), stdout);
   } else {
     std::fputs(run_report_text(report).c_str(), stdout);
     std::printf("\ntasks from %s; trainctl's events from %s\n", source.c_str(), path.c_str());

@@ -280,6 +280,40 @@ assert sum(1 for r in svg.iter() if r.tag.endswith("rect")) >= 12, "too few bars
 PY
   fail "the report's figures are not what the program's own log says"
 
+# The same figures as metrics (docs/metrics.md): Prometheus' own check accepts the text
+# format (on the host, where the test command installs it), and the metrics are --json's.
+as_user "$BUILD/bin/trainctl" report --format=prometheus --no-svg "$job" >"$TEST_DIR/report.prom" ||
+  fail "report --format=prometheus failed"
+as_user "$BUILD/bin/trainctl" report --format=openmetrics --no-svg "$job" >"$TEST_DIR/report.om" ||
+  fail "report --format=openmetrics failed"
+if [ -z "${TRAINCTL_TESTBED_RELEASE:-}" ]; then
+  promtool check metrics <"$TEST_DIR/report.prom" || fail "promtool check metrics: $(promtool check metrics <"$TEST_DIR/report.prom" 2>&1)"
+fi
+python3 - "$TEST_DIR/report.json" "$TEST_DIR/report.prom" "$TEST_DIR/report.om" <<'PY' || fail "the metrics are not the report's figures"
+import json, re, sys
+report = json.load(open(sys.argv[1]))
+def samples(path):
+    out = {}
+    for line in open(path):
+        m = re.match(r'^(trainctl_[a-z_]+)\{([^}]*)\} (\S+)$', line)
+        if m:
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+            out[(m.group(1), labels.get("cause") or labels.get("state") or "")] = float(m.group(3))
+    return out
+prom, om = samples(sys.argv[2]), samples(sys.argv[3])
+assert prom == om, "the two formats disagree"
+assert open(sys.argv[3]).read().endswith("# EOF\n")
+assert abs(prom[("trainctl_goodput_ratio", "")] - report["goodput"]) < 1e-9
+assert abs(prom[("trainctl_allocated_node_seconds_total", "")] - report["allocated_node_s"]) < 1e-6
+for cause in ("startup", "restore", "saves", "lost", "hung", "end"):
+    assert abs(prom[("trainctl_badput_node_seconds_total", cause)] - report[cause + "_node_s"]) < 1e-6, cause
+for cause, n in report["interruption_causes"].items():
+    assert prom[("trainctl_interruptions_total", cause)] == n, cause
+runs = sum(v for (name, _), v in prom.items() if name == "trainctl_task_runs_total")
+assert runs == sum(1 for t in report["tasks"] if t["start"]) >= 3, runs
+print("metrics: %d samples, goodput %.3f, interruptions %s" % (len(prom), report["goodput"], report["interruption_causes"]))
+PY
+
 # Bad input and another user: one line, non-zero, no file.
 cd "$TEST_DIR"
 set +e

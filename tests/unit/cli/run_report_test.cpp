@@ -12,7 +12,9 @@
 
 #include "checkpoint_advice.hpp"
 #include "fixture.hpp"
+#include "metrics_text.hpp"
 #include "report_events.hpp"
+#include "report_metrics.hpp"
 #include "run_events.hpp"
 
 using namespace trainctl;
@@ -718,4 +720,54 @@ TEST(RunReport, ATaskThatStartedFreshAlthoughSavesExistedIsNamed) {
             std::string::npos)
       << r.tasks[2].fresh_start;
   EXPECT_NE(run_report_text(r).find("1600_2: started from step 0 although 3 saves"), std::string::npos);
+}
+
+// The report's figures as metrics: names with their units and `_total` for counters, one
+// sample per cause, the job as a label, and each format's own shape (OpenMetrics names a
+// counter's family without `_total` and ends in # EOF).
+TEST(RunReport, TheFiguresAsMetricsInBothTextFormats) {
+  std::vector<run_event> events = {
+      ev(10, "1301", "first_step", 0),
+      ev(30, "1301", "save", 400, -1, "save-switch"),
+      ev(33, "1301", "saved", -1, 3000),
+      ev(40, "1301", "notice", -1, -1, "deadline"),
+      ev(50, "1301", "exit", 740, -1, "deadline"),
+      ev(54, "1301", "saved", -1, 4000),
+  };
+  const run_report r = build_run_report("1300", {task("1301", "1300_1", 0, 56, 2)}, events, kS + 1000 * kSec);
+  const std::string prom = metrics_text(run_report_metrics(r), metrics_format::prometheus);
+  EXPECT_NE(prom.find("# TYPE trainctl_allocated_node_seconds_total counter\n"
+                      "trainctl_allocated_node_seconds_total{job=\"1300\"} 112\n"),
+            std::string::npos)
+      << prom;
+  EXPECT_NE(prom.find("trainctl_productive_node_seconds_total{job=\"1300\"} 74\n"), std::string::npos) << prom;
+  EXPECT_NE(prom.find("trainctl_badput_node_seconds_total{job=\"1300\",cause=\"startup\"} 20\n"), std::string::npos)
+      << prom;
+  EXPECT_NE(prom.find("trainctl_saves_total{job=\"1300\"} 2\n"), std::string::npos) << prom;
+  EXPECT_NE(prom.find("trainctl_task_runs_total{job=\"1300\",state=\"COMPLETED\"} 1\n"), std::string::npos) << prom;
+  EXPECT_EQ(prom.find("straggler"), std::string::npos) << "a figure the job did not measure is left out";
+  EXPECT_EQ(prom.find("# EOF"), std::string::npos);
+  const double goodput = r.goodput();
+  EXPECT_NEAR(goodput, 74.0 / 112.0, 1e-9);
+  EXPECT_NE(prom.find("trainctl_goodput_ratio{job=\"1300\"} 0.66"), std::string::npos) << prom;
+
+  const std::string om = metrics_text(run_report_metrics(r), metrics_format::openmetrics);
+  EXPECT_NE(om.find("# TYPE trainctl_saves counter\ntrainctl_saves_total{job=\"1300\"} 2\n"), std::string::npos) << om;
+  EXPECT_EQ(om.substr(om.size() - 6), "# EOF\n");
+}
+
+// What comes from outside (a job's name as a label) cannot break a line or a label.
+TEST(MetricsText, LabelValuesAndHelpAreEscaped) {
+  metric_family f;
+  f.name = "x_seconds";
+  f.help = "a \\ b\nc";
+  f.samples.push_back({{{"job", "a\"b\\c\nd"}}, 1.5});
+  EXPECT_EQ(metrics_text({f}, metrics_format::prometheus),
+            "# HELP x_seconds a \\\\ b\\nc\n# TYPE x_seconds gauge\nx_seconds{job=\"a\\\"b\\\\c\\nd\"} 1.5\n");
+  metric_family none;
+  none.name = "empty";
+  EXPECT_EQ(metrics_text({none}, metrics_format::openmetrics), "# EOF\n") << "a family without samples is left out";
+  EXPECT_TRUE(valid_metric_name("trainctl_goodput_ratio", false));
+  EXPECT_FALSE(valid_metric_name("9lives", false));
+  EXPECT_FALSE(valid_metric_name("a:b", true));
 }

@@ -1,0 +1,113 @@
+#include "report_metrics.hpp"
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "checkpoint_advice.hpp"
+#include "interruptions.hpp"
+
+namespace trainctl {
+namespace {
+
+// What each metric is computed from, once per report.
+struct report_figures {
+  const run_report& r;
+  checkpoint_advice advice;
+  interruption_costs interruptions;
+};
+
+using labelled = std::vector<std::pair<std::string, double>>;  // a label's value, the sample's
+
+struct metric_row {
+  const char* name;
+  metric_type type;
+  const char* help;
+  const char* label;  // the label that tells the samples apart; nullptr: one sample
+  std::function<labelled(const report_figures&)> samples;
+};
+
+labelled one(double v) { return {{"", v}}; }
+
+labelled badput(const run_report& r) {
+  return {{"startup", r.startup}, {"restore", r.restore}, {"saves", r.saves},
+          {"lost", r.lost},       {"hung", r.hung},       {"end", r.end}};
+}
+
+// The metrics, in the order they are written. A row whose function gives no sample is
+// left out (a figure the job has no measure of).
+const std::vector<metric_row>& metric_rows() {
+  using t = metric_type;
+  static const std::vector<metric_row> rows = {
+      {"trainctl_allocated_node_seconds_total", t::counter, "Node-seconds the job's tasks held their nodes.", nullptr,
+       [](const report_figures& f) { return one(f.r.allocated); }},
+      {"trainctl_productive_node_seconds_total", t::counter,
+       "Node-seconds of training kept: saved, or in a task that ended cleanly.", nullptr,
+       [](const report_figures& f) { return one(f.r.productive); }},
+      {"trainctl_goodput_ratio", t::gauge, "Productive over allocated node-seconds (0 to 1).", nullptr,
+       [](const report_figures& f) { return one(f.r.goodput()); }},
+      {"trainctl_badput_node_seconds_total", t::counter,
+       "Node-seconds allocated and not kept as training, by cause: startup (to the first step), restore (loading a "
+       "checkpoint), saves (blocking the loop), lost (training not saved when a run ended), hung (after a hang "
+       "began), end (from the last check to the task's end).",
+       "cause", [](const report_figures& f) { return badput(f.r); }},
+      {"trainctl_unsaved_node_seconds", t::gauge,
+       "Node-seconds of training in running tasks since their last save: neither kept nor lost yet.", nullptr,
+       [](const report_figures& f) { return one(f.r.unsaved); }},
+      {"trainctl_queue_seconds_total", t::counter, "Seconds the job had no task running, submitted or eligible.",
+       nullptr, [](const report_figures& f) { return one(f.r.queue_s); }},
+      {"trainctl_straggler_node_seconds_total", t::counter,
+       "Node-seconds of training spent waiting for the slowest rank, where measured.", nullptr,
+       [](const report_figures& f) { return f.r.straggler_tasks > 0 ? one(f.r.straggler) : labelled{}; }},
+      {"trainctl_slow_steps_node_seconds_total", t::counter,
+       "Node-seconds of rank 0's steps beyond the median step plus 3 MAD, where measured.", nullptr,
+       [](const report_figures& f) { return f.r.slow_step_tasks > 0 ? one(f.r.slow_steps) : labelled{}; }},
+      {"trainctl_saves_total", t::counter, "Saves measured to their end, the exit saves too.", nullptr,
+       [](const report_figures& f) { return one(f.advice.saves); }},
+      {"trainctl_save_seconds", t::gauge, "The median save's wall seconds, from its decision to its commit.", nullptr,
+       [](const report_figures& f) { return f.advice.saves > 0 ? one(f.advice.save_s) : labelled{}; }},
+      {"trainctl_interruptions_total", t::counter,
+       "Runs that ended before the training did and were resumed or could be, by cause.", "cause",
+       [](const report_figures& f) {
+         labelled out;
+         for (const auto& [cause, n] : f.interruptions.causes) out.emplace_back(cause, n);
+         return out;
+       }},
+      {"trainctl_replayed_steps_total", t::counter,
+       "Steps trained again after the interruptions, over those whose steps are known.", nullptr,
+       [](const report_figures& f) { return one(static_cast<double>(f.interruptions.replayed_steps)); }},
+      {"trainctl_task_runs_total", t::counter, "Runs of the job's tasks (a requeue is another run), by SLURM state.",
+       "state",
+       [](const report_figures& f) {
+         std::map<std::string, double> by_state;
+         for (const task_report& t : f.r.tasks)
+           if (t.task.start_ms != 0) by_state[t.running ? std::string("RUNNING") : t.task.state] += 1;
+         return labelled(by_state.begin(), by_state.end());
+       }},
+  };
+  return rows;
+}
+
+}  // namespace
+
+std::vector<metric_family> run_report_metrics(const run_report& r) {
+  const report_figures f{r, advise_checkpoints(r), find_interruptions(r)};
+  std::vector<metric_family> out;
+  for (const metric_row& row : metric_rows()) {
+    metric_family m;
+    m.name = row.name;
+    m.type = row.type;
+    m.help = row.help;
+    for (const auto& [label, value] : row.samples(f)) {
+      metric_sample s;
+      s.labels.emplace_back("job", r.job);
+      if (row.label != nullptr) s.labels.emplace_back(row.label, label);
+      s.value = value;
+      m.samples.push_back(std::move(s));
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace trainctl
