@@ -102,21 +102,28 @@ TEST(RunReport, SacctAndScontrolRecordsAreRead) {
   EXPECT_EQ(c[0].end_ms - c[0].start_ms, 60 * kSec);
 }
 
-TEST(RunReport, TheBreakdownAddsUpToTheAllocationAndKeepsOnlySavedWork) {
-  // Task 1 (2 nodes, 56 s): start-up 10 s, a save-switch save of 3 s at +30 s, the
-  // deadline's save of 4 s at +50 s, rank 0 ends at +54.1 s, SLURM at +56 s.
-  // Task 2 (1 node, +60 .. +90 s): a save begun at +80 s never finishes: all lost.
-  std::vector<run_event> events = {
+namespace {
+// Task 1 of array 1300 (job 1301, 2 nodes, 56 s): start-up 10 s, a save-switch save of
+// 3 s at +30 s, the deadline's save of 4 s at +50 s.
+std::vector<run_event> task_one_events() {
+  return {
       ev(10, "1301", "first_step", 0),
       ev(30, "1301", "save", 400, -1, "save-switch"),
       ev(33, "1301", "saved", -1, 3000),
       ev(40, "1301", "notice", -1, -1, "deadline"),
       ev(50, "1301", "exit", 740, -1, "deadline"),
       ev(54, "1301", "saved", -1, 4000),
-      ev(65, "1302", "first_step", 741),
-      ev(80, "1302", "save", 1000, -1, "save-switch"),
-      ev(10, "9999", "first_step", 0),  // another job's
   };
+}
+}  // namespace
+
+TEST(RunReport, TheBreakdownAddsUpToTheAllocationAndKeepsOnlySavedWork) {
+  // Task 1 as task_one_events, rank 0 ends at +54.1 s, SLURM at +56 s.
+  // Task 2 (1 node, +60 .. +90 s): a save begun at +80 s never finishes: all lost.
+  std::vector<run_event> events = task_one_events();
+  events.push_back(ev(65, "1302", "first_step", 741));
+  events.push_back(ev(80, "1302", "save", 1000, -1, "save-switch"));
+  events.push_back(ev(10, "9999", "first_step", 0));  // another job's
   events.push_back(ev(54, "1301", "end", 740));
   events.back().ms += 100;
   const run_report r = build_run_report("1300",
@@ -726,15 +733,8 @@ TEST(RunReport, ATaskThatStartedFreshAlthoughSavesExistedIsNamed) {
 // sample per cause, the job as a label, and each format's own shape (OpenMetrics names a
 // counter's family without `_total` and ends in # EOF).
 TEST(RunReport, TheFiguresAsMetricsInBothTextFormats) {
-  std::vector<run_event> events = {
-      ev(10, "1301", "first_step", 0),
-      ev(30, "1301", "save", 400, -1, "save-switch"),
-      ev(33, "1301", "saved", -1, 3000),
-      ev(40, "1301", "notice", -1, -1, "deadline"),
-      ev(50, "1301", "exit", 740, -1, "deadline"),
-      ev(54, "1301", "saved", -1, 4000),
-  };
-  const run_report r = build_run_report("1300", {task("1301", "1300_1", 0, 56, 2)}, events, kS + 1000 * kSec);
+  const run_report r =
+      build_run_report("1300", {task("1301", "1300_1", 0, 56, 2)}, task_one_events(), kS + 1000 * kSec);
   const std::string prom = metrics_text(run_report_metrics(r), metrics_format::prometheus);
   EXPECT_NE(prom.find("# TYPE trainctl_allocated_node_seconds_total counter\n"
                       "trainctl_allocated_node_seconds_total{job=\"1300\"} 112\n"),
