@@ -13,6 +13,7 @@
 #include <pwd.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -505,15 +506,18 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     return std::string();
   };
   // The batch script waits for the run id its supervisor decides; the job's steps inherit it.
-  int id_pipe[2] = {-1, -1};
-  if (batch && !trainctl::valid_run_id(task_env(trainctl::kRunIdVar)) && pipe2(id_pipe, O_CLOEXEC) != 0)
-    id_pipe[0] = id_pipe[1] = -1;
+  // A socket pair: the supervisor's late answer to a script that stopped waiting is an
+  // error it can ignore (MSG_NOSIGNAL), never a SIGPIPE that ends it.
+  int id_socket[2] = {-1, -1};
+  if (batch && !trainctl::valid_run_id(task_env(trainctl::kRunIdVar)) &&
+      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, id_socket) != 0)
+    id_socket[0] = id_socket[1] = -1;
 
   const pid_t supervisor = getpid();  // this process becomes the supervisor
   const pid_t child = fork();
   if (child < 0) {
     slurm_error("trainctl: fork failed (%s); the task runs without the supervisor", std::strerror(errno));
-    for (int fd : id_pipe)
+    for (int fd : id_socket)
       if (fd >= 0) close(fd);
     return 0;
   }
@@ -540,10 +544,10 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     const std::string step = trainctl::supervised_step(task_env);
     spank_setenv(sp, trainctl::kSupervisedVar, step.c_str(), 1);
     std::string run;
-    if (id_pipe[0] >= 0) {
-      close(id_pipe[1]);
-      run = wait_for_run_id(id_pipe[0]);
-      close(id_pipe[0]);
+    if (id_socket[0] >= 0) {
+      close(id_socket[1]);
+      run = wait_for_run_id(id_socket[0]);
+      close(id_socket[0]);
     }
     if (run.empty()) run = trainctl::run_id(task_env);
     if (!run.empty()) spank_setenv(sp, trainctl::kRunIdVar, run.c_str(), 1);
@@ -553,10 +557,10 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
     return 0;  // slurmstepd goes on and execs the user's command here
   }
   args.insert(args.begin() + 1, std::string(trainctl::kAdoptFlag) + "=" + std::to_string(child));
-  if (id_pipe[1] >= 0) {
-    close(id_pipe[0]);
-    fcntl(id_pipe[1], F_SETFD, 0);  // the supervisor writes it
-    args.insert(args.begin() + 2, std::string(trainctl::kRunIdFdFlag) + "=" + std::to_string(id_pipe[1]));
+  if (id_socket[1] >= 0) {
+    close(id_socket[0]);
+    fcntl(id_socket[1], F_SETFD, 0);  // the supervisor writes it
+    args.insert(args.begin() + 2, std::string(trainctl::kRunIdFdFlag) + "=" + std::to_string(id_socket[1]));
   }
   std::vector<char*> argv;
   argv.reserve(args.size() + 1);
@@ -565,7 +569,7 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   execve(argv[0], argv.data(), env);
   // Never return into slurmstepd's path from here: the task would run twice.
   slurm_error("trainctl: cannot run the supervisor %s (%s); the task runs unsupervised", argv[0], std::strerror(errno));
-  if (id_pipe[1] >= 0) close(id_pipe[1]);  // the task waits no longer
+  if (id_socket[1] >= 0) close(id_socket[1]);  // the task waits no longer
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }

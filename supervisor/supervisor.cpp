@@ -4,6 +4,7 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -109,7 +110,8 @@ int task_supervisor::start(char* const* argv, pid_t adopt, int run_id_fd) {
   const std::string run = decided_run_id();
   if (run_id_fd >= 0) {  // the plugin's task waits for it
     const std::string line = run + "\n";
-    if (write(run_id_fd, line.data(), line.size()) < 0)
+    // A socket: a task that stopped waiting is an error here, never a SIGPIPE.
+    if (send(run_id_fd, line.data(), line.size(), MSG_NOSIGNAL) < 0)
       log_.line("cannot hand the run id to the task: %s", std::strerror(errno));
     close(run_id_fd);
   }
@@ -160,7 +162,7 @@ int task_supervisor::start(char* const* argv, pid_t adopt, int run_id_fd) {
 std::string task_supervisor::decided_run_id() {
   const std::string own = env_text(kRunIdVar);
   std::string why;
-  std::string id = opts_.batch ? decide_run_id(opts_.job_id, milliseconds(4000), &why) : run_id(env_text);
+  std::string id = opts_.batch ? decide_run_id(opts_.job_id, milliseconds(3000), &why) : run_id(env_text);
   if (!own.empty() && own != id)
     log_.line("%s is not a run id (accepted: 1-64 of letters, digits, '_', '.', '-'): the ranks get '%s'", kRunIdVar,
               id.c_str());
