@@ -162,7 +162,11 @@ int task_supervisor::start(char* const* argv, pid_t adopt, int run_id_fd) {
 std::string task_supervisor::decided_run_id() {
   const std::string own = env_text(kRunIdVar);
   std::string why;
-  std::string id = opts_.batch ? decide_run_id(opts_.job_id, milliseconds(3000), &why) : run_id(env_text);
+  const bool asks = opts_.batch && !opts_.job_id.empty() && !valid_run_id(own);
+  if (asks && std::getenv("TRAINCTL_LOG_QUERIES") != nullptr)  // for the RPC tests
+    log_.line("asked the controller for the job's submit time (the run id) at %lld ms",
+              static_cast<long long>(unix_now_ms()));
+  std::string id = asks ? decide_run_id(opts_.job_id, milliseconds(3000), &why) : run_id(env_text);
   if (!own.empty() && own != id)
     log_.line("%s is not a run id (accepted: 1-64 of letters, digits, '_', '.', '-'): the ranks get '%s'", kRunIdVar,
               id.c_str());

@@ -5,7 +5,9 @@
 # slurm.conf without the plugin) and one under the plugin, each with a 10 s EndTime
 # poll. Each EndTime read is one RPC (REQUEST_JOB_INFO_SINGLE, no REQUEST_FED_INFO), no
 # two nodes of a job read in the same second, a user's `scancel --signal=USR1` costs no
-# read, and the batch script's end asks nothing. Nothing else may ask the controller
+# read, and the batch script's end asks nothing; the plugin's batch script costs one read
+# for the run id (its submit time), the run-mode job's batch script (not under trainctl)
+# none. Nothing else may ask the controller
 # about jobs while it counts: the test waits on the jobs' output files, not on scontrol.
 # Both modes at once: the count is the same sum, in half the time this test runs alone.
 # shellcheck source=tests/e2e/lib.sh
@@ -70,8 +72,12 @@ for mode in run plugin; do
   grep -o 'trainctl-run\[[^]]*\]: asked the controller.*' "$out" >"$TEST_DIR/queries-$mode" || true
   n=$(wc -l <"$TEST_DIR/queries-$mode")
   reads=$((reads + n))
-  log "$mode: EndTime reads logged: $n"
+  log "$mode: controller reads logged: $n"
   sed 's/^/  /' "$TEST_DIR/queries-$mode"
+  ids=$(grep -c "submit time (the run id)" "$TEST_DIR/queries-$mode" || true)
+  want=1
+  [ "$mode" = plugin ] || want=0
+  [ "$ids" = "$want" ] || fail "$mode: $ids reads for the run id, not $want (one per batch script under trainctl)"
   [ "$n" -ge 6 ] || fail "$mode: expected at least 2 reads a node over 30 s at a 10 s poll, got $n"
   [ "$n" -le 15 ] || fail "$mode: expected at most 5 reads a node over 30 s at a 10 s poll, got $n"
   grep -q libslurm "$TEST_DIR/queries-$mode" || fail "$mode: the reads did not go through libslurm"
@@ -81,7 +87,7 @@ for mode in run plugin; do
   python3 - "$TEST_DIR/queries-$mode" <<'PY' || fail "$mode: two nodes read EndTime in the same second"
 import re, sys
 gaps = []
-reads = [(m.group(1), int(m.group(2))) for m in (re.search(r"\[(\S+) task.* at (\d+) ms", l) for l in open(sys.argv[1])) if m]
+reads = [(m.group(1), int(m.group(2))) for m in (re.search(r"\[(\S+) task.*EndTime.* at (\d+) ms", l) for l in open(sys.argv[1])) if m]
 reads.sort(key=lambda r: r[1])
 for (n1, t1), (n2, t2) in zip(reads, reads[1:]):
     if n1 != n2:
@@ -92,6 +98,6 @@ sys.exit(1 if bad or len({r[0] for r in reads}) != 3 else 0)
 PY
 done
 log "slurmctld counted REQUEST_JOB_INFO_SINGLE $single, REQUEST_FED_INFO $fed (besides scancel's $scancel_fed), REQUEST_JOB_INFO $all_info (scancel's)"
-[ "$single" = "$reads" ] || fail "slurmctld counted $single job reads for $reads EndTime reads: not one RPC each"
+[ "$single" = "$reads" ] || fail "slurmctld counted $single job reads for $reads reads logged: not one RPC each"
 [ "$fed" = 0 ] || fail "slurmctld counted $fed federation lookups: each read should be one RPC"
-log "PASS: $reads EndTime reads in two jobs, one RPC each ($single REQUEST_JOB_INFO_SINGLE, $fed REQUEST_FED_INFO), no two nodes of a job in one second, none for scancel --signal, none at the batch end"
+log "PASS: $reads controller reads in two jobs (the run id's among them), one RPC each ($single REQUEST_JOB_INFO_SINGLE, $fed REQUEST_FED_INFO), no two nodes of a job in one second, none for scancel --signal, none at the batch end"
