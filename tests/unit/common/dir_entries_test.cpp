@@ -18,7 +18,7 @@ TEST(DirEntries, EveryNameFromTheStartAndTheDescriptorStaysOpen) {
   t.write("a", "1");
   t.write("b", "2");
   ASSERT_EQ(symlink("/etc/passwd", (t / "link").c_str()), 0);
-  const owned_fd dir(open(t.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const owned_fd dir(open(t.path().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   ASSERT_TRUE(dir);
   std::vector<std::string> first = dir_entry_names(dir.get());
   std::sort(first.begin(), first.end());
