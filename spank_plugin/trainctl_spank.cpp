@@ -214,13 +214,14 @@ std::string make_run_dir(uid_t uid, gid_t gid) {
   return dir + " kept being removed while it was made";
 }
 
-// In slurmd, as root: sweep_stale_state(dir, min_age_s, job) in a child that is the
-// user (uid, their primary group `gid`), waited for. "" or why it could not run.
-std::string sweep_as_user(uid_t uid, gid_t gid, const std::string& dir, int min_age_s, const std::string& job) {
+// In slurmd, as root: sweep_stale_state(dir, min_age_s, job, unused) in a child that is
+// the user (uid, their primary group `gid`), waited for. "" or why it could not run.
+std::string sweep_as_user(uid_t uid, gid_t gid, const std::string& dir, int min_age_s, const std::string& job,
+                          bool unused) {
   const pid_t child = fork();
   if (child == 0) {
     if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0 || getuid() != uid) _exit(1);
-    trainctl::sweep_stale_state(dir, min_age_s, job);
+    trainctl::sweep_stale_state(dir, min_age_s, job, unused);
     _exit(0);
   }
   if (child < 0) return std::string("fork: ") + std::strerror(errno);
@@ -241,8 +242,9 @@ gid_t primary_gid(uid_t uid, gid_t fallback) {
 
 // In slurmd, as root, when a job has ended on this node: the user's /run/trainctl/<uid>
 // goes when no task of theirs holds it (their last job here ended). As the user, the
-// files no process has open are removed (the claims of the ended job with them); as
-// root, the directory, if that left it empty. "" or what went wrong.
+// files no process has open are removed, and every job's claims (a job that ended while
+// another of the user's held the directory could not remove its own); as root, the
+// directory, if that left it empty. "" or what went wrong.
 std::string remove_run_dir(uid_t uid, const std::string& job) {
   const std::string dir = std::string(TRAINCTL_RUN_PARENT) + "/" + std::to_string(uid);
   struct stat st {};
@@ -254,7 +256,7 @@ std::string remove_run_dir(uid_t uid, const std::string& job) {
     close(fd);  // another user's, or a task of this user's still holds it
     return "";
   }
-  std::string why = sweep_as_user(uid, primary_gid(uid, st.st_gid), dir, 0, job);
+  std::string why = sweep_as_user(uid, primary_gid(uid, st.st_gid), dir, 0, job, true);
   if (rmdir(dir.c_str()) != 0 && errno != ENOTEMPTY && errno != EEXIST && why.empty())
     why = "rmdir " + dir + ": " + std::strerror(errno);
   close(fd);
@@ -272,7 +274,7 @@ std::string sweep_shm_dir(uid_t uid, const std::string& job) {
   struct stat st {};
   if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid) return "";
   // The ended job's files at once (its processes are gone), others' after a minute.
-  return sweep_as_user(uid, primary_gid(uid, st.st_gid), dir, 60, job);
+  return sweep_as_user(uid, primary_gid(uid, st.st_gid), dir, 60, job, false);
 }
 
 // What the supervisor sets for the processes it starts, for the command the task

@@ -363,7 +363,11 @@ std::string default_state_path();
 // nothing else. Returns how many files it removed; a directory that is not private is
 // left alone. `ended_job`: a job that has ended on this node, whose once-markers
 // and node state files (<job>.<step>-<node>, when no process has them open) go at once.
-int sweep_stale_state(const std::string& dir, int min_age_s = 60, const std::string& ended_job = "");
+// `unused`: the caller holds the directory's lock alone (the plugin's job epilog), so no
+// job of the user runs on this node: every once-marker goes, those of a job that ended
+// while another job of the user still held the directory too.
+int sweep_stale_state(const std::string& dir, int min_age_s = 60, const std::string& ended_job = "",
+                      bool unused = false);
 
 // Whether once-marker `name` (supervisor/once_markers) is job `job`'s: once.<what>.<job>.<more>.
 bool claim_of_job(const std::string& name, const std::string& job);

@@ -191,7 +191,7 @@ bool claim_of_job(const std::string& name, const std::string& job) {
          name.size() > what_end + 1 + job.size() && name[what_end + 1 + job.size()] == '.';
 }
 
-int sweep_stale_state(const std::string& dir, int min_age_s, const std::string& ended_job) {
+int sweep_stale_state(const std::string& dir, int min_age_s, const std::string& ended_job, bool unused) {
   struct stat st {};
   if (lstat(dir.c_str(), &st) != 0) return 0;  // nothing was ever made here
   owned_fd dir_fd;
@@ -215,11 +215,12 @@ int sweep_stale_state(const std::string& dir, int min_age_s, const std::string& 
     // The ended job's own files go whatever their age: its processes are gone.
     const bool of_ended_job = !ended_job.empty() && name.size() > ended_job.size() &&
                               name.compare(0, ended_job.size(), ended_job) == 0 && name[ended_job.size()] == '.';
-    if (st.st_ctim.tv_sec > old_enough && !of_ended_job) continue;
     if (name.compare(0, 5, "once.") == 0) {  // a once-marker: kept while its job may still run
-      if (st.st_ctim.tv_sec <= old_enough - kOnceKeepS || claim_of_job(name, ended_job)) stale.push_back(name);
+      if (unused || st.st_ctim.tv_sec <= old_enough - kOnceKeepS || claim_of_job(name, ended_job))
+        stale.push_back(name);
       continue;
     }
+    if (st.st_ctim.tv_sec > old_enough && !of_ended_job) continue;
     const bool lock = name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0;
     if (lock || name.find(".new.") != std::string::npos) {
       // A lock whose state file is gone, or a temporary file a killed creator left.
