@@ -60,10 +60,12 @@ alert_action decide_alert(alert_entry& e, int status, std::int64_t now, const al
     if (e.failures < p.flap_guard) return alert_action::none;
     e.firing = true;
     e.last_sent = now;
+    e.sent_status = status;
     return alert_action::fire;
   }
   if (now - e.last_sent >= p.repeat.count()) {
     e.last_sent = now;
+    e.sent_status = status;
     return alert_action::repeat;
   }
   return alert_action::none;
@@ -148,6 +150,7 @@ alert_store::alert_store(const std::string& state_dir) : dir_(state_dir) {
       e.last_sent = v.value("last_sent", std::int64_t{0});
       e.failures = v.value("failures", 0);
       e.firing = v.value("firing", false);
+      e.sent_status = v.value("sent_status", -1);
       entries_[key] = e;
     }
   } catch (const std::exception& e) {
@@ -166,11 +169,8 @@ alert_entry& alert_store::entry(const std::string& check, const std::string& tar
 void alert_store::save() {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [key, e] : entries_)
-    j[key] = {{"status", e.status},
-              {"since", e.since},
-              {"last_sent", e.last_sent},
-              {"failures", e.failures},
-              {"firing", e.firing}};
+    j[key] = {{"status", e.status},     {"since", e.since},   {"last_sent", e.last_sent},
+              {"failures", e.failures}, {"firing", e.firing}, {"sent_status", e.sent_status}};
   write_atomically(dir_ + "/alerts.json", j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 

@@ -22,6 +22,7 @@ struct alert_entry {
   std::int64_t last_sent = 0;  // unix s: when an alert for it was last sent; 0 never
   int failures = 0;            // consecutive non-OK runs
   bool firing = false;         // an alert went out and no RESOLVED yet
+  int sent_status = -1;        // the status of the last FIRING or REPEAT sent; -1 none known
 };
 
 enum class alert_action { none, fire, repeat, resolve };

@@ -115,6 +115,7 @@ int handle_results(const std::vector<check_result>& results, const alert_setup& 
         // Nothing took the alert: it is not sent, so a later run with a sink sends it.
         e.firing = before.firing;
         e.last_sent = before.last_sent;
+        e.sent_status = before.sent_status;
         continue;
       }
       alert_message m;
@@ -125,7 +126,13 @@ int handle_results(const std::vector<check_result>& results, const alert_setup& 
       m.text = json_safe(r.text);
       m.host = json_safe(host_name());
       m.time = now;
+      m.since = a == alert_action::resolve ? before.since : e.since;
+      // Kept while repeated: one not repeated within two repeats (an hour at least: cron
+      // runs the checks minutes apart) is stale.
+      if (a != alert_action::resolve) m.expires = now + std::max<std::int64_t>(2 * setup.policy.repeat.count(), 3600);
+      if (a != alert_action::fire) m.previous = before.sent_status;
       m.figures = r.figures;
+      m.labels = r.labels;
       for (const auto& k : setup.sinks) spool(setup, k, m);
     }
     store.save();  // the decision and the spooled alerts are both on disk before any sending

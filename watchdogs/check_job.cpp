@@ -98,6 +98,7 @@ std::vector<check_result> check_job_running(const std::vector<std::string>& name
     check_result r;
     r.check = "job-running";
     r.target = name;
+    r.labels = {{"job", name}};
     if (!ok) {
       r.status = kUnknown;
       r.text = "cannot ask the controller: " + error;

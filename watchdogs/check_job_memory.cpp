@@ -30,12 +30,14 @@ std::vector<check_result> judge_job_memory(const std::string& name, const std::s
     m.source = source.empty() || source.size() > 200 ? "node" : source;
     check_result r = judge_memory(m, o, state_dir, name + " on " + node);
     r.text = name + " on " + node + " (job " + job + "): " + r.text;
+    r.labels = {{"job", name}, {"node", node}};
     out.push_back(std::move(r));
   }
   if (static_cast<int>(out.size()) < nodes) {
     check_result r;
     r.check = "memory";
     r.target = name;
+    r.labels = {{"job", name}};
     r.status = kUnknown;
     r.text = "job " + job + ": no reading from " + std::to_string(nodes - static_cast<int>(out.size())) + " of its " +
              std::to_string(nodes) + " nodes";

@@ -88,6 +88,7 @@ check_result check_bad_node_back(const std::string& name, const std::vector<std:
   check_result r;
   r.check = "job-on-bad-node";
   r.target = name;
+  r.labels = {{"job", name}};
   const auto all = read_bad_nodes(bad_nodes_file);
   const auto bad = nodes_to_exclude(all, now_s, expiry, 1 << 20);
   std::string back;

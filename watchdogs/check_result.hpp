@@ -19,6 +19,9 @@ struct check_result {
   int status = kUnknown;
   std::string text;                                     // one line a person reads
   std::vector<std::pair<std::string, double>> figures;  // for the textfile
+  // What the finding is about, for a site's alert routing (Alertmanager's labels):
+  // "job" (the training job's name) and "node" where a check knows them.
+  std::vector<std::pair<std::string, std::string>> labels;
 };
 
 // The worst status of several results (UNKNOWN ranks between WARNING and CRITICAL:

@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "alertmanager.hpp"
 #include "check_result.hpp"
 #include "curl_loader.hpp"
 #include "parse.hpp"
@@ -54,7 +55,8 @@ std::string env_password(const std::string& authority) {
 
 const std::string kAccepted =
     "accepted: smtp://[user@]host[:port]?from=A&to=B, smtps://..., sendmail:ADDRESS, slack:env:VAR, "
-    "webhook:env:VAR, and in a --notify-file slack:https://hooks... and webhook:http(s)://...";
+    "webhook:env:VAR, alertmanager:http(s)://HOST:PORT, alertmanager:env:VAR, and in a --notify-file "
+    "slack:https://hooks... and webhook:http(s)://...";
 
 struct curl_handle {  // RAII for CURL* and its header lists
   const curl_api& api;
@@ -217,14 +219,15 @@ std::string sink::redacted() const {
       return "sendmail";
     case kind::slack:
       return "slack webhook";  // the URL is the secret
-    case kind::webhook: {
+    case kind::webhook:
+    case kind::alertmanager: {
       // scheme://host[:port] only: paths, queries and fragments often carry tokens
       const size_t scheme = url.find("://");
       const size_t slash = url.find_first_of("/?#", scheme == std::string::npos ? 0 : scheme + 3);
       std::string base = url.substr(0, slash);
       const size_t at = base.find('@');
       if (at != std::string::npos) base = base.substr(0, scheme + 3) + base.substr(at + 1);
-      return "webhook " + base;
+      return (type == kind::webhook ? "webhook " : "alertmanager ") + base;
     }
   }
   return "sink";
@@ -308,9 +311,11 @@ sink parse_sink(const std::string& spec) {
     s.from = std::string(user != nullptr ? user : "trainwatch") + "@" + host_name();
     return s;
   }
-  if (starts("slack:") || starts("webhook:")) {
-    s.type = starts("slack:") ? sink::kind::slack : sink::kind::webhook;
-    const char* kind_name = s.type == sink::kind::slack ? "slack" : "webhook";
+  if (starts("slack:") || starts("webhook:") || starts("alertmanager:")) {
+    s.type = starts("slack:") ? sink::kind::slack : starts("webhook:") ? sink::kind::webhook : sink::kind::alertmanager;
+    const char* kind_name = s.type == sink::kind::slack     ? "slack"
+                            : s.type == sink::kind::webhook ? "webhook"
+                                                            : "alertmanager";
     s.url = spec.substr(spec.find(':') + 1);
     if (s.url.compare(0, 4, "env:") == 0) {
       const std::string var = s.url.substr(4);
@@ -320,11 +325,13 @@ sink parse_sink(const std::string& spec) {
                           kind_name + ":env:VAR takes the URL from VAR)");
       s.url = v;
     } else {
-      s.secret_in_spec = true;  // the URL is the token
+      // The URL is the token; Alertmanager's only where it holds credentials or a query.
+      s.secret_in_spec = s.type != sink::kind::alertmanager || s.url.find_first_of("@?#") != std::string::npos;
     }
     if (s.url.compare(0, 7, "http://") != 0 && s.url.compare(0, 8, "https://") != 0)
       throw parse_error(std::string(kind_name) + " sink: the URL must start with http:// or https://; " + kAccepted);
     if (s.url.find_first_of(" \r\n") != std::string::npos) throw parse_error("sink URL contains white space");
+    if (s.type == sink::kind::alertmanager) s.url = alertmanager_alerts_url(s.url);
     return s;
   }
   // Only the scheme is echoed: whatever follows (or a whole spec without one) may be a secret.
@@ -351,6 +358,14 @@ std::string alert_message::json() const {
   nlohmann::json f = nlohmann::json::object();
   for (const auto& [k, v] : figures) f[k] = v;
   j["figures"] = f;
+  if (since != 0) j["since"] = since;
+  if (expires != 0) j["expires"] = expires;
+  if (previous >= 0) j["previous"] = status_name(previous);
+  if (!labels.empty()) {
+    nlohmann::json l = nlohmann::json::object();
+    for (const auto& [k, v] : labels) l[k] = v;
+    j["labels"] = l;
+  }
   return j.dump();
 }
 
@@ -367,6 +382,12 @@ alert_message alert_message::from_json(const std::string& text) {
   m.time = j.at("time");
   const nlohmann::json figures = j.value("figures", nlohmann::json::object());  // alive while items() runs
   for (const auto& [k, v] : figures.items()) m.figures.emplace_back(k, v.get<double>());
+  // Spooled by an older trainwatch: none of these.
+  m.since = j.value("since", std::int64_t{0});
+  m.expires = j.value("expires", std::int64_t{0});
+  m.previous = parse_status(j.value("previous", std::string()));
+  const nlohmann::json labels = j.value("labels", nlohmann::json::object());
+  for (const auto& [k, v] : labels.items()) m.labels.emplace_back(k, v.get<std::string>());
   return m;
 }
 
@@ -415,6 +436,9 @@ bool deliver(const sink& s, const alert_message& m, const delivery_options& o, s
       }
       case sink::kind::webhook:
         ok = try_http(s, m.json(), o, &err, &retry_after);
+        break;
+      case sink::kind::alertmanager:
+        ok = try_http(s, alertmanager_payload(m), o, &err, &retry_after);
         break;
     }
     if (ok) return true;

@@ -1,5 +1,6 @@
 // Where alerts go: smtp(s):// mail through libcurl, sendmail:ADDRESS, slack:URL (an
-// incoming webhook), webhook:URL (a generic JSON POST). Secrets (passwords, webhook
+// incoming webhook), webhook:URL (a generic JSON POST), alertmanager:URL (Alertmanager's
+// API v2, alertmanager_payload). Secrets (passwords, webhook
 // URLs) never appear in what redacted() returns, and only that is ever logged.
 #pragma once
 
@@ -12,9 +13,9 @@
 namespace trainctl {
 
 struct sink {
-  enum class kind { smtp, sendmail, slack, webhook } type = kind::webhook;
+  enum class kind { smtp, sendmail, slack, webhook, alertmanager } type = kind::webhook;
   std::string spec;  // as given: kept for the spool, never logged
-  std::string url;   // smtp[s]://host:port or http(s)://...
+  std::string url;   // smtp[s]://host:port or http(s)://... (alertmanager: .../api/v2/alerts)
   std::string user, password;
   std::string from;
   std::vector<std::string> to;
@@ -29,7 +30,8 @@ struct sink {
 
 // smtp://[user[:password]@]host[:port]?from=A&to=B[&to=C][&starttls=required]
 // smtps://...   sendmail:ADDRESS[,ADDRESS]   slack:https://...   webhook:http(s)://...
-// slack:env:VAR and webhook:env:VAR read the URL from the environment variable VAR.
+// alertmanager:http(s)://host:port[/prefix] (the alerts go to <that>/api/v2/alerts)
+// slack:env:VAR, webhook:env:VAR and alertmanager:env:VAR read the URL from VAR.
 // Credentials need TLS (smtps:// or starttls=required). TRAINWATCH_SMTP_PASSWORD is the
 // password of the user of the one host named by TRAINWATCH_SMTP_HOST.
 // Throws parse_error naming what is wrong and what is accepted, never the secret.
@@ -40,7 +42,11 @@ struct alert_message {
   int status = 0;
   std::string text, host;
   std::int64_t time = 0;
+  std::int64_t since = 0;    // unix s: when the status it reports began (0: `time`)
+  std::int64_t expires = 0;  // unix s: a FIRING or REPEAT not repeated by then is stale
+  int previous = -1;         // the status of the alert this one replaces or ends; -1 none known
   std::vector<std::pair<std::string, double>> figures;
+  std::vector<std::pair<std::string, std::string>> labels;  // check_result::labels
   std::string subject() const;
   std::string body() const;
   std::string json() const;                                 // the webhook payload

@@ -60,9 +60,9 @@ alert_setup common_options::setup() const {
     if (!k.secret_in_spec) continue;
     if (std::find(notify_on_argv.begin(), notify_on_argv.end(), spec) != notify_on_argv.end())
       usage_error("--notify " + k.redacted() +
-                  ": the spec holds a secret (a password, a Slack or webhook URL) and the command line is "
-                  "visible to every user (ps); put it in --notify-file (mode 600), or use slack:env:VAR, "
-                  "webhook:env:VAR or TRAINWATCH_SMTP_PASSWORD");
+                  ": the spec holds a secret (a password, a Slack or webhook URL, credentials in a URL) and the "
+                  "command line is visible to every user (ps); put it in --notify-file (mode 600), or use "
+                  "slack:env:VAR, webhook:env:VAR, alertmanager:env:VAR or TRAINWATCH_SMTP_PASSWORD");
     if (config_file.empty()) continue;
     std::ifstream config(config_file);
     check_secret_file("--config", config_file, config);

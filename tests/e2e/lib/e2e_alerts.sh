@@ -25,3 +25,29 @@ stop_alert_servers() {
   for p in "${SERVER_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   SERVER_PIDS=()
 }
+
+# start_alertmanager: Debian's Alertmanager on a free loopback port, its gossip off, its
+# data in the test's directory, routing every alert to a receiver that sends nothing;
+# stopped by pid at cleanup (stop_alertmanager stops it earlier). Sets AM_URL, AM_PID.
+start_alertmanager() {
+  local port
+  port=${AM_PORT:-$(free_port)}
+  AM_PORT=$port
+  mkdir -p "$TEST_DIR/alertmanager"
+  printf 'route:\n  receiver: quiet\n  group_wait: 1s\nreceivers:\n  - name: quiet\n' >"$TEST_DIR/alertmanager/am.yml"
+  prometheus-alertmanager --config.file="$TEST_DIR/alertmanager/am.yml" --storage.path="$TEST_DIR/alertmanager/data" \
+    --web.listen-address="127.0.0.1:$port" --cluster.listen-address= >>"$TEST_DIR/alertmanager/log" 2>&1 &
+  AM_PID=$!
+  SERVER_PIDS+=("$AM_PID")
+  # shellcheck disable=SC2034  # read by the tests
+  AM_URL=http://127.0.0.1:$port
+  am_ready() {
+    kill -0 "$AM_PID" 2>/dev/null || fail "Alertmanager exited: $(tail -3 "$TEST_DIR/alertmanager/log")"
+    curl -sf --max-time 2 "$AM_URL/-/ready" >/dev/null
+  }
+  wait_for 30 "Alertmanager on port $port" am_ready
+}
+stop_alertmanager() {
+  kill "$AM_PID" 2>/dev/null || true
+  wait "$AM_PID" 2>/dev/null || true
+}
