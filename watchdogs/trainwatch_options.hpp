@@ -43,7 +43,8 @@ struct common_options {
     app->add_option("--notify", notify,
                     "where alerts go (repeatable): smtp://[user@]host[:port]?from=A&to=B[&starttls=required], "
                     "smtps://..., sendmail:ADDRESS, slack:env:VAR, webhook:env:VAR (the URL in the environment "
-                    "variable VAR: a URL is a secret, and the command line is visible to every user)");
+                    "variable VAR: a URL is a secret, and the command line is visible to every user), "
+                    "alertmanager:http(s)://HOST:PORT (Alertmanager's API v2)");
     app->add_option("--notify-file", notify_file,
                     "read sinks from FILE, one per line; the place for slack:URL, webhook:URL and "
                     "smtp://user:password@... (must be mode 600)");
