@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace trainctl {
 namespace {
@@ -32,7 +33,11 @@ std::string value_text(double v) {
   if (v == std::floor(v) && std::fabs(v) < 1e15) {
     std::snprintf(buf, sizeof buf, "%.0f", v);
   } else {
-    std::snprintf(buf, sizeof buf, "%.17g", v);
+    // The shortest text that reads back as the same double: 0.25, not 0.25000000000000000.
+    for (int digits = 1; digits <= 17; ++digits) {
+      std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+      if (std::strtod(buf, nullptr) == v) break;
+    }
   }
   return buf;
 }

@@ -43,6 +43,22 @@ milliseconds parse_graceful_exit(std::string_view text) {
   }
 }
 
+milliseconds parse_metrics_interval(std::string_view text) {
+  try {
+    return bounded(text, 's', milliseconds(1000), milliseconds(3600 * 1000));
+  } catch (const parse_error& e) {
+    throw parse_error(std::string("--metrics-interval") + ": " + e.what());
+  }
+}
+
+std::string check_metrics_dir(std::string_view text) {
+  if (text.empty() || text[0] != '/' || text.size() > 1024 || text.find('\n') != std::string_view::npos)
+    throw parse_error("--metrics-dir: '" + std::string(text.substr(0, 80)) +
+                      "' is not an absolute path; accepted: node_exporter's textfile directory, e.g. "
+                      "/var/lib/prometheus/node-exporter");
+  return std::string(text);
+}
+
 milliseconds parse_on_notice_timeout(std::string_view text) {
   try {
     return bounded(text, 's', milliseconds(1000), kOnNoticeTimeoutMax);

@@ -30,7 +30,14 @@ constexpr milliseconds kEndtimePollMax{24 * 3600 * 1000};
 // How long before EndTime the ranks are asked to exit; a bare number is minutes.
 constexpr milliseconds kGracefulExitMax{30LL * 24 * 3600 * 1000};
 
+// How often --metrics-dir's file is rewritten at most (node_exporter is scraped every
+// 15 s to a minute): 1 s to 1 h.
+constexpr milliseconds kMetricsIntervalDefault{15000};
+
 milliseconds parse_poll_interval(std::string_view text);
+milliseconds parse_metrics_interval(std::string_view text);
+// --metrics-dir: an absolute path (it is opened on every node of the job).
+std::string check_metrics_dir(std::string_view text);
 milliseconds parse_endtime_poll(std::string_view text);
 // --graceful-exit: a duration, or "auto" (kGracefulExitAuto): learnt from the saves of
 // the job array (save_times.hpp).

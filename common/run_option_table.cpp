@@ -109,6 +109,14 @@ const std::vector<run_option> kTable = {
      [](supervisor_options& o, const std::string& v) {
        o.hang.action = static_cast<hang_action>(option::parse_hang_action(v));
      }},
+    {"--metrics-dir", "DIR", nullptr, row::kPlugin,
+     "keep the task's live figures (steps, step times, the last committed save, the deadline) in DIR as a "
+     "Prometheus textfile for node_exporter's textfile collector, removed as the task ends; DIR must be root's or "
+     "yours and writable by no other user (a group only with the sticky bit)",
+     none, [](supervisor_options& o, const std::string& v) { o.metrics.dir = option::check_metrics_dir(v); }},
+    {"--metrics-interval", "DURATION", nullptr, row::kPlugin, "rewrite the --metrics-dir file at most this often",
+     [] { return format_duration(option::kMetricsIntervalDefault); },
+     [](supervisor_options& o, const std::string& v) { o.metrics.interval = option::parse_metrics_interval(v); }},
     {"--log-dir", "DIR", nullptr, row::kRun,
      "where trainctl-<user>/stacks-<job>/ and slow_nodes go (default $TRAINCTL_LOG_DIR, else $SLURM_SUBMIT_DIR)", none,
      [](supervisor_options& o, const std::string& v) { o.log_dir = v; }},

@@ -23,6 +23,12 @@ struct hang_options {
   hang_action action = hang_action::alert;
 };
 
+// --metrics-dir: the task's live figures for node_exporter (supervisor/task_metrics).
+struct metrics_options {
+  std::string dir;  // node_exporter's textfile directory; empty: none
+  std::chrono::milliseconds interval = option::kMetricsIntervalDefault;  // rewritten at most this often
+};
+
 struct supervisor_options {
   std::chrono::milliseconds graceful_exit{0};  // 0: no deadline from the job's EndTime
   double deadline = 0;                         // an explicit unix deadline (seconds), 0: none
@@ -43,6 +49,7 @@ struct supervisor_options {
   int no_progress_runs = option::kNoProgressRunsDefault;  // the breaker's threshold; 0: off
   std::string log_dir;  // trainctl-<user>/stacks-<job>/ and slow_nodes; empty: $SLURM_SUBMIT_DIR, else .
   std::chrono::milliseconds on_notice_timeout = option::kOnNoticeTimeoutDefault;
+  metrics_options metrics;
 };
 
 }  // namespace trainctl

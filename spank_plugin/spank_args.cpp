@@ -42,9 +42,10 @@ std::vector<plugin_option_doc> plugin_option_docs(int default_signal) {
 void apply_site_argument(site_settings& s, const std::string& arg) {
   const size_t eq = arg.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw parse_error("'" + arg +
-                      "' is not key=value; accepted keys: default_graceful_exit, default_hang_timeout, signals, "
-                      "default_signal, launchers, poll_interval, endtime_poll, shield, always, supervisor");
+    throw parse_error(
+        "'" + arg +
+        "' is not key=value; accepted keys: default_graceful_exit, default_hang_timeout, metrics_dir, signals, "
+        "default_signal, launchers, poll_interval, endtime_poll, shield, always, supervisor");
   const std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
   auto wrap = [&](auto&& f) {
     try {
@@ -61,6 +62,8 @@ void apply_site_argument(site_settings& s, const std::string& arg) {
       apply_run_option(run_option_named("--hang-timeout"), scratch, value);
       s.default_hang_timeout = value;
     });
+  else if (key == "metrics_dir")
+    wrap([&] { s.metrics_dir = option::check_metrics_dir(value); });
   else if (key == "signals")
     wrap([&] { s.allowed_signals = option::parse_notice_signal_list(value); });
   else if (key == "default_signal")
@@ -81,7 +84,7 @@ void apply_site_argument(site_settings& s, const std::string& arg) {
     s.supervisor = value;
   } else {
     throw parse_error("unknown key '" + key +
-                      "'; accepted keys: default_graceful_exit, default_hang_timeout, signals, "
+                      "'; accepted keys: default_graceful_exit, default_hang_timeout, metrics_dir, signals, "
                       "default_signal, launchers, poll_interval, endtime_poll, shield, always, supervisor");
   }
 }

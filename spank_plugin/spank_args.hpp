@@ -13,6 +13,7 @@ namespace trainctl {
 struct site_settings {
   std::chrono::milliseconds default_graceful_exit{0};  // 0: none unless the user asks
   std::string default_hang_timeout;                    // --hang-timeout's value unless the user gives one
+  std::string metrics_dir;                             // --metrics-dir's value unless the user gives one
   std::vector<int> allowed_signals;                    // graceful signals a user may pick
   int default_signal = 0;                              // SIGUSR1 unless set
   std::string launchers;                               // extra names, comma separated

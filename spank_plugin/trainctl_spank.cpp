@@ -478,6 +478,8 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   if (!g.site.shield) args.emplace_back(flag("--no-shield").name);
   if (!g.site.default_hang_timeout.empty() && !trainctl::is_given(g.given, "--hang-timeout"))
     args.push_back(flag("--hang-timeout").with(g.site.default_hang_timeout));
+  if (!g.site.metrics_dir.empty() && !trainctl::is_given(g.given, "--metrics-dir"))
+    args.push_back(flag("--metrics-dir").with(g.site.metrics_dir));
   // Every other option passes on as given: the supervisor parses it with the same row.
   for (const auto& o : g.given) {
     const std::string name = o.row->name;

@@ -145,6 +145,7 @@ int task_supervisor::start(char* const* argv, pid_t adopt, int run_id_fd) {
     if (!problem.empty()) log_.line("--graceful-exit=auto: %s", problem.c_str());
   }
   export_environment(run);
+  if (!opts_.metrics.dir.empty()) open_metrics(run);
   if (opts_.hang.timeout.count() != 0 && !state_)
     log_.line("--hang-timeout needs the node state, which was refused above: hangs go undetected in this step");
   if (adopt > 0) {
@@ -223,7 +224,32 @@ milliseconds task_supervisor::turn() {
   follow_node_flags();
   const milliseconds health_wait = health_.tick();
   procs_.tick();
+  write_metrics();
   return health_wait;
+}
+
+// --metrics-dir (task_metrics.hpp): refused in one line, never a reason not to train.
+void task_supervisor::open_metrics(const std::string& run) {
+  metrics_identity id;
+  id.job = opts_.job_id.empty() ? "none" : opts_.job_id;
+  id.array_task = env_text("SLURM_ARRAY_TASK_ID");
+  id.user = env_text("SLURM_JOB_USER");
+  if (id.user.empty()) id.user = std::to_string(getuid());
+  id.run_id = run;
+  id.node = env_text("SLURMD_NODENAME");
+  if (id.node.empty()) id.node = node_name();
+  id.step = opts_.batch ? "batch" : env_text("SLURM_STEP_ID");
+  std::string why;
+  metrics_ = task_metrics::open(opts_.metrics.dir, opts_.metrics.interval, std::move(id), &why);
+  if (!metrics_) log_.line("--metrics-dir %s %s: no metrics from this task", opts_.metrics.dir.c_str(), why.c_str());
+  if (metrics_ && !state_) log_.line("--metrics-dir needs the node state, which was refused above: no metrics");
+}
+
+// The node's file is the publisher's: the figures are the node state's, one copy a node.
+void task_supervisor::write_metrics() {
+  if (!metrics_ || !state_ || !publishes()) return;
+  const std::string error = metrics_->update(state_->get(), unix_now_ms());
+  if (!error.empty()) log_.line("--metrics-dir: cannot write %s (tried again every interval)", error.c_str());
 }
 
 // After the command ended: the breaker's verdict, the hook, leftovers, the records of
@@ -249,6 +275,7 @@ int task_supervisor::finish() {
     if (std::getenv("SLURM_JOB_ID") != nullptr) end_.note_compute(state_->get());
   }
   if (opts_.batch) end_.note_task_end(procs_.status(), preempted_);
+  metrics_.reset();  // its file goes with the task
   close_state();
   // Quiet on success, as GNU tools are: every rank's task of every job said status 0.
   if (WIFEXITED(procs_.status()) && WEXITSTATUS(procs_.status()) != 0)

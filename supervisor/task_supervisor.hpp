@@ -24,6 +24,7 @@
 #include "run_options.hpp"
 #include "slurm_job.hpp"
 #include "task_log.hpp"
+#include "task_metrics.hpp"
 #include "task_processes.hpp"
 
 namespace trainctl {
@@ -51,6 +52,8 @@ class task_supervisor {
   void reap();
   void kill_ranks();
   void after_hang_dump(const std::string& summary);
+  void open_metrics(const std::string& run);
+  void write_metrics();
   int loop_fd();  // the loop's one descriptor: the signals, the ranks' deaths, the publisher's pidfd
   // The supervisor's own helpers: the hook, a stacks or evidence child, a query.
   bool is_helper(pid_t p) const { return hook_.owns(p) || health_.owns(p) || p == query_.pid(); }
@@ -98,7 +101,8 @@ class task_supervisor {
   deadline_tracker dl_;
   std::unique_ptr<graceful_auto> auto_;  // --graceful-exit=auto
   std::unique_ptr<node_state_file> state_;
-  std::unique_ptr<node_role> role_;  // with state_: whether this supervisor publishes it
+  std::unique_ptr<node_role> role_;        // with state_: whether this supervisor publishes it
+  std::unique_ptr<task_metrics> metrics_;  // --metrics-dir
   int sigfd_ = -1;
   int loop_fd_ = -1;  // epoll: sigfd_, health_.death_fd(), the publisher's pidfd
   job_query query_;   // the EndTime query in flight, if any

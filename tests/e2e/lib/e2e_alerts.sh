@@ -51,3 +51,21 @@ stop_alertmanager() {
   kill "$AM_PID" 2>/dev/null || true
   wait "$AM_PID" 2>/dev/null || true
 }
+
+# start_node_exporter DIR: Debian's node_exporter on a free loopback port with only its
+# textfile collector, reading DIR; stopped by pid at cleanup. Sets NE_URL.
+start_node_exporter() {
+  local port
+  port=$(free_port)
+  prometheus-node-exporter --collector.disable-defaults --collector.textfile --collector.textfile.directory="$1" \
+    --web.listen-address="127.0.0.1:$port" >>"$TEST_DIR/node_exporter.log" 2>&1 &
+  local pid=$!
+  SERVER_PIDS+=("$pid")
+  # shellcheck disable=SC2034  # read by the tests
+  NE_URL=http://127.0.0.1:$port
+  ne_ready() {
+    kill -0 "$pid" 2>/dev/null || fail "node_exporter exited: $(tail -3 "$TEST_DIR/node_exporter.log")"
+    curl -sf --max-time 2 "$NE_URL/metrics" >/dev/null
+  }
+  wait_for 30 "node_exporter on port $port" ne_ready
+}

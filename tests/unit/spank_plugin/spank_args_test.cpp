@@ -28,8 +28,11 @@ TEST(SpankArgs, SiteArguments) {
   EXPECT_EQ(s.default_hang_timeout, "auto");
   apply_site_argument(s, "default_hang_timeout=20m");
   EXPECT_EQ(s.default_hang_timeout, "20m");
-  for (const char* bad : {"nokey", "=x", "bogus=1", "shield=maybe", "supervisor=relative", "poll_interval=0",
-                          "default_graceful_exit=abc", "signals=NOPE", "default_hang_timeout=soon"})
+  apply_site_argument(s, "metrics_dir=/var/lib/prometheus/node-exporter");
+  EXPECT_EQ(s.metrics_dir, "/var/lib/prometheus/node-exporter");
+  for (const char* bad :
+       {"nokey", "=x", "bogus=1", "shield=maybe", "supervisor=relative", "poll_interval=0", "default_graceful_exit=abc",
+        "signals=NOPE", "default_hang_timeout=soon", "metrics_dir=relative/dir"})
     EXPECT_THROW(apply_site_argument(s, bad), parse_error) << bad;
   try {
     apply_site_argument(s, "default_hang_timeout=soon");

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# e2e-modes: plugin
+# e2e-locks: team-users
+# --metrics-dir with Debian's node_exporter (its textfile collector, on loopback) over a
+# directory the way an admin makes it: root's, group-writable with the sticky bit. alice's
+# 2-node job, the option given to sbatch (the plugin passes it to every task): one file
+# per node that promtool finds clean, served by node_exporter with the labels job, user,
+# run_id and node and each rank's step, which goes on; bob's save is seen as the last
+# committed step. bob can neither replace nor remove alice's files. A directory anyone
+# can write is refused in one line, the job runs on. When the job ends its files are gone.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+make_team_users
+as() {  # as USER COMMAND...: as that user, with the cluster's environment
+  local who=$1
+  shift
+  runuser -u "$who" -- env SLURM_CONF="$SLURM_CONF" PYTHONPATH="$PYTHONPATH" PATH="$PATH" "$@"
+}
+on_exit() {
+  local rc=$? p
+  for p in $(pgrep -u alice,bob 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
+  set +e
+  (exit "$rc")
+  cleanup
+}
+trap on_exit EXIT
+chown alice:tcteam "$TEST_DIR"
+chmod 2770 "$TEST_DIR"
+metrics=$TEST_DIR/metrics  # what an admin makes: root's, the team may add files, sticky
+mkdir -m 1770 "$metrics"
+chgrp tcteam "$metrics"
+chmod 1770 "$metrics"
+open=$TEST_DIR/open  # anyone may write here: refused
+mkdir -m 1777 "$open"
+chmod 1777 "$open"
+as alice mkdir -p "$TEST_DIR/events" "$TEST_DIR/ckpt"
+chmod 2770 "$TEST_DIR/events"
+chown alice "$TRAINCTL_LOG_DIR"
+start_node_exporter "$metrics"
+
+log "alice's 2-node job with --metrics-dir (and a refused one for its batch step)"
+supervised_job "$TEST_DIR/job.sh" --metrics-dir="$metrics" --metrics-interval=1s --save-switch="$TEST_DIR/SAVE"
+chmod 755 "$TEST_DIR/job.sh"
+job=$(as alice sbatch --parsable -N2 --ntasks-per-node=1 --time=3 "${JOB_OPTS[@]}" -o "$TEST_DIR/job.out" \
+  "$TEST_DIR/job.sh") || fail "alice's sbatch was refused"
+job=${job%%;*}
+SUBMITTED+=("$job")
+scraped() { curl -sf --max-time 5 "$NE_URL/metrics" | grep '^trainctl_' || true; }
+both_nodes() { [ "$(scraped | grep -c '^trainctl_ranks{')" = 2 ]; }
+wait_for 120 "node_exporter to serve both nodes' files" both_nodes
+files=$(find "$metrics" -name '*.prom' | sort)
+[ "$(wc -l <<<"$files")" = 2 ] || fail "expected 2 files, one per node: $files"
+for f in $files; do
+  [ "$(stat -c '%U %a' "$f")" = "alice 644" ] || fail "$f: $(stat -c '%U %a' "$f")"
+  promtool check metrics <"$f" >"$TEST_DIR/promtool.out" 2>&1 || fail "promtool on $f: $(cat "$TEST_DIR/promtool.out")"
+done
+run_id=$(grep -o 'run_id="[^"]*"' <<<"$(scraped)" | head -1)
+[ -n "$run_id" ] || fail "no run_id label: $(scraped | head -3)"
+for node in n1 n2; do
+  # node_exporter sorts the labels by name
+  scraped | grep -q "^trainctl_ranks{job=\"$job\",node=\"$node\",$run_id,user=\"alice\"} 2$" ||
+    fail "no 2 ranks of job $job on $node: $(scraped | grep '^trainctl_ranks')"
+done
+steps() { scraped | grep '^trainctl_rank_step{' | awk '{s += $2} END {print s + 0}'; }
+first=$(steps)
+grown() { [ "$(steps)" -gt "$first" ]; }
+wait_for 30 "the ranks' steps to go on in the scraped figures" grown
+
+log "bob's save: the last committed step"
+as bob touch "$TEST_DIR/SAVE"
+committed() { [ "$(scraped | grep -c '^trainctl_last_committed_step{')" = 2 ]; }
+wait_for 60 "each node's last committed step" committed
+
+log "bob can neither replace nor remove alice's files"
+victim=$(head -1 <<<"$files")
+as bob bash -c "echo 'trainctl_ranks 99' >$metrics/bob.prom.tmp" || fail "bob cannot write in the team's directory"
+if as bob mv -f "$metrics/bob.prom.tmp" "$victim" 2>/dev/null; then fail "bob replaced $victim"; fi
+if as bob rm -f "$victim" 2>/dev/null && [ ! -e "$victim" ]; then fail "bob removed $victim"; fi
+rm -f "$metrics/bob.prom.tmp"
+
+log "a directory anyone can write: refused in one line, the step runs"
+out=$(as alice srun --jobid="$job" --overlap -N1 -n1 --metrics-dir="$open" true 2>&1) || fail "the step failed: $out"
+grep -q "metrics-dir $open can be written by every user: no metrics from this task" <<<"$out" ||
+  fail "no refusal: $out"
+[ -z "$(ls "$open")" ] || fail "a refused directory got a file: $(ls "$open")"
+
+log "the job ends: its files go"
+as alice scancel "$job"
+wait_for 60 "job $job to end" job_ended "$job"
+no_files() { [ -z "$(find "$metrics" -name '*.prom')" ]; }
+wait_for 30 "the job's files to go" no_files
+[ -z "$(scraped)" ] || fail "node_exporter still serves trainctl metrics: $(scraped | head -3)"
+log "PASS: node_exporter served both nodes' figures (promtool clean, labelled, growing, the commit seen), bob locked out, an open directory refused, the files gone with the job"
