@@ -62,7 +62,7 @@ std::string metrics_dir_problem(const struct stat& st, uid_t me) {
 }
 
 std::vector<std::pair<std::string, std::string>> metrics_identity::labels() const {
-  std::vector<std::pair<std::string, std::string>> l{{"job", job}};
+  std::vector<std::pair<std::string, std::string>> l{{"slurm_job", job}};
   if (!array_task.empty()) l.emplace_back("array_task", array_task);
   l.emplace_back("user", user);
   if (!run_id.empty()) l.emplace_back("run_id", run_id);

@@ -100,7 +100,7 @@ std::vector<metric_family> run_report_metrics(const run_report& r) {
     m.help = row.help;
     for (const auto& [label, value] : row.samples(f)) {
       metric_sample s;
-      s.labels.emplace_back("job", r.job);
+      s.labels.emplace_back("slurm_job", r.job);
       if (row.label != nullptr) s.labels.emplace_back(row.label, label);
       s.value = value;
       m.samples.push_back(std::move(s));

@@ -4,7 +4,7 @@
 # --metrics-dir with Debian's node_exporter (its textfile collector, on loopback) over a
 # directory the way an admin makes it: root's, group-writable with the sticky bit. alice's
 # 2-node job, the option given to sbatch (the plugin passes it to every task): one file
-# per node that promtool finds clean, served by node_exporter with the labels job, user,
+# per node that promtool finds clean, served by node_exporter with the labels slurm_job, user,
 # run_id and node and each rank's step, which goes on; bob's save is seen as the last
 # committed step. bob can neither replace nor remove alice's files. A directory anyone
 # can write is refused in one line, the job runs on. When the job ends its files are gone.
@@ -58,7 +58,7 @@ run_id=$(grep -o 'run_id="[^"]*"' <<<"$(scraped)" | head -1)
 [ -n "$run_id" ] || fail "no run_id label: $(scraped | head -3)"
 for node in n1 n2; do
   # node_exporter sorts the labels by name
-  scraped | grep -q "^trainctl_ranks{job=\"$job\",node=\"$node\",$run_id,user=\"alice\"} 2$" ||
+  scraped | grep -q "^trainctl_ranks{node=\"$node\",$run_id,slurm_job=\"$job\",user=\"alice\"} 2$" ||
     fail "no 2 ranks of job $job on $node: $(scraped | grep '^trainctl_ranks')"
 done
 steps() { scraped | grep '^trainctl_rank_step{' | awk '{s += $2} END {print s + 0}'; }

@@ -737,22 +737,22 @@ TEST(RunReport, TheFiguresAsMetricsInBothTextFormats) {
       build_run_report("1300", {task("1301", "1300_1", 0, 56, 2)}, task_one_events(), kS + 1000 * kSec);
   const std::string prom = metrics_text(run_report_metrics(r), metrics_format::prometheus);
   EXPECT_NE(prom.find("# TYPE trainctl_allocated_node_seconds_total counter\n"
-                      "trainctl_allocated_node_seconds_total{job=\"1300\"} 112\n"),
+                      "trainctl_allocated_node_seconds_total{slurm_job=\"1300\"} 112\n"),
             std::string::npos)
       << prom;
-  EXPECT_NE(prom.find("trainctl_productive_node_seconds_total{job=\"1300\"} 74\n"), std::string::npos) << prom;
-  EXPECT_NE(prom.find("trainctl_badput_node_seconds_total{job=\"1300\",cause=\"startup\"} 20\n"), std::string::npos)
+  EXPECT_NE(prom.find("trainctl_productive_node_seconds_total{slurm_job=\"1300\"} 74\n"), std::string::npos) << prom;
+  EXPECT_NE(prom.find("trainctl_badput_node_seconds_total{slurm_job=\"1300\",cause=\"startup\"} 20\n"), std::string::npos)
       << prom;
-  EXPECT_NE(prom.find("trainctl_saves_total{job=\"1300\"} 2\n"), std::string::npos) << prom;
-  EXPECT_NE(prom.find("trainctl_task_runs_total{job=\"1300\",state=\"COMPLETED\"} 1\n"), std::string::npos) << prom;
+  EXPECT_NE(prom.find("trainctl_saves_total{slurm_job=\"1300\"} 2\n"), std::string::npos) << prom;
+  EXPECT_NE(prom.find("trainctl_task_runs_total{slurm_job=\"1300\",state=\"COMPLETED\"} 1\n"), std::string::npos) << prom;
   EXPECT_EQ(prom.find("straggler"), std::string::npos) << "a figure the job did not measure is left out";
   EXPECT_EQ(prom.find("# EOF"), std::string::npos);
   const double goodput = r.goodput();
   EXPECT_NEAR(goodput, 74.0 / 112.0, 1e-9);
-  EXPECT_NE(prom.find("trainctl_goodput_ratio{job=\"1300\"} 0.66"), std::string::npos) << prom;
+  EXPECT_NE(prom.find("trainctl_goodput_ratio{slurm_job=\"1300\"} 0.66"), std::string::npos) << prom;
 
   const std::string om = metrics_text(run_report_metrics(r), metrics_format::openmetrics);
-  EXPECT_NE(om.find("# TYPE trainctl_saves counter\ntrainctl_saves_total{job=\"1300\"} 2\n"), std::string::npos) << om;
+  EXPECT_NE(om.find("# TYPE trainctl_saves counter\ntrainctl_saves_total{slurm_job=\"1300\"} 2\n"), std::string::npos) << om;
   EXPECT_EQ(om.substr(om.size() - 6), "# EOF\n");
 }
 
