@@ -741,10 +741,12 @@ TEST(RunReport, TheFiguresAsMetricsInBothTextFormats) {
             std::string::npos)
       << prom;
   EXPECT_NE(prom.find("trainctl_productive_node_seconds_total{slurm_job=\"1300\"} 74\n"), std::string::npos) << prom;
-  EXPECT_NE(prom.find("trainctl_badput_node_seconds_total{slurm_job=\"1300\",cause=\"startup\"} 20\n"), std::string::npos)
+  EXPECT_NE(prom.find("trainctl_badput_node_seconds_total{slurm_job=\"1300\",cause=\"startup\"} 20\n"),
+            std::string::npos)
       << prom;
   EXPECT_NE(prom.find("trainctl_saves_total{slurm_job=\"1300\"} 2\n"), std::string::npos) << prom;
-  EXPECT_NE(prom.find("trainctl_task_runs_total{slurm_job=\"1300\",state=\"COMPLETED\"} 1\n"), std::string::npos) << prom;
+  EXPECT_NE(prom.find("trainctl_task_runs_total{slurm_job=\"1300\",state=\"COMPLETED\"} 1\n"), std::string::npos)
+      << prom;
   EXPECT_EQ(prom.find("straggler"), std::string::npos) << "a figure the job did not measure is left out";
   EXPECT_EQ(prom.find("# EOF"), std::string::npos);
   const double goodput = r.goodput();
@@ -752,7 +754,8 @@ TEST(RunReport, TheFiguresAsMetricsInBothTextFormats) {
   EXPECT_NE(prom.find("trainctl_goodput_ratio{slurm_job=\"1300\"} 0.66"), std::string::npos) << prom;
 
   const std::string om = metrics_text(run_report_metrics(r), metrics_format::openmetrics);
-  EXPECT_NE(om.find("# TYPE trainctl_saves counter\ntrainctl_saves_total{slurm_job=\"1300\"} 2\n"), std::string::npos) << om;
+  EXPECT_NE(om.find("# TYPE trainctl_saves counter\ntrainctl_saves_total{slurm_job=\"1300\"} 2\n"), std::string::npos)
+      << om;
   EXPECT_EQ(om.substr(om.size() - 6), "# EOF\n");
 }
 

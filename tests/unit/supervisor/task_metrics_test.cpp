@@ -122,9 +122,10 @@ TEST_F(metrics_test, WrittenByRenameOncePerIntervalAndRemovedAtTheEnd) {
   EXPECT_EQ(st.st_mode & 07777, 0644u) << "node_exporter's user reads it";
   ns.beats[0].step.store(2);
   m->update(ns, 5000);
-  EXPECT_EQ(read().find("trainctl_rank_step{slurm_job=\"7\",array_task=\"3\",user=\"alice\",run_id=\"c-7-20261202T120000\","
-                        "node=\"n1\",rank=\"0\"} 2"),
-            std::string::npos)
+  EXPECT_EQ(
+      read().find("trainctl_rank_step{slurm_job=\"7\",array_task=\"3\",user=\"alice\",run_id=\"c-7-20261202T120000\","
+                  "node=\"n1\",rank=\"0\"} 2"),
+      std::string::npos)
       << "rewritten before its interval";
   m->update(ns, 16000);
   EXPECT_NE(read().find(",rank=\"0\"} 2\n"), std::string::npos);
