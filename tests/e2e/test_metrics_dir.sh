@@ -6,8 +6,10 @@
 # 2-node job, the option given to sbatch (the plugin passes it to every task): one file
 # per node that promtool finds clean, served by node_exporter with the labels slurm_job, user,
 # run_id and node and each rank's step, which goes on; bob's save is seen as the last
-# committed step. bob can neither replace nor remove alice's files. A directory anyone
-# can write is refused in one line, the job runs on. When the job ends its files are gone.
+# committed step. Prometheus scrapes node_exporter: every panel of the Grafana dashboard
+# (grafana/trainctl.json) over these metrics returns data. bob can neither replace nor
+# remove alice's files. A directory anyone can write is refused in one line, the job
+# runs on. When the job ends its files are gone.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 make_team_users
@@ -37,9 +39,11 @@ as alice mkdir -p "$TEST_DIR/events" "$TEST_DIR/ckpt"
 chmod 2770 "$TEST_DIR/events"
 chown alice "$TRAINCTL_LOG_DIR"
 start_node_exporter "$metrics"
+start_prometheus "${NE_URL#http://}"
 
 log "alice's 2-node job with --metrics-dir (and a refused one for its batch step)"
-supervised_job "$TEST_DIR/job.sh" --metrics-dir="$metrics" --metrics-interval=1s --save-switch="$TEST_DIR/SAVE"
+supervised_job "$TEST_DIR/job.sh" --metrics-dir="$metrics" --metrics-interval=1s --save-switch="$TEST_DIR/SAVE" \
+  --graceful-exit=1
 chmod 755 "$TEST_DIR/job.sh"
 job=$(as alice sbatch --parsable -N2 --ntasks-per-node=1 --time=3 "${JOB_OPTS[@]}" -o "$TEST_DIR/job.out" \
   "$TEST_DIR/job.sh") || fail "alice's sbatch was refused"
@@ -70,6 +74,13 @@ log "bob's save: the last committed step"
 as bob touch "$TEST_DIR/SAVE"
 committed() { [ "$(scraped | grep -c '^trainctl_last_committed_step{')" = 2 ]; }
 wait_for 60 "each node's last committed step" committed
+
+log "the dashboard's panels over these metrics, in Prometheus"
+in_prometheus() {
+  curl -sf --max-time 5 "$PROM_URL/api/v1/query?query=count(trainctl_last_committed_step)" | grep -q '"value":\[[^]]*,"2"\]'
+}
+wait_for 30 "Prometheus to scrape both nodes' committed step" in_prometheus
+python3 "$SRC/tests/e2e/dashboard_queries.py" "$PROM_URL" live || fail "a dashboard panel is wrong (above)"
 
 log "bob can neither replace nor remove alice's files"
 victim=$(head -1 <<<"$files")

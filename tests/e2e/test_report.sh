@@ -313,6 +313,18 @@ runs = sum(v for (name, _), v in prom.items() if name == "trainctl_task_runs_tot
 assert runs == sum(1 for t in report["tasks"] if t["start"]) >= 3, runs
 print("metrics: %d samples, goodput %.3f, interruptions %s" % (len(prom), report["goodput"], report["interruption_causes"]))
 PY
+# The Grafana dashboard's panels over the report's metrics, in a real Prometheus scraping
+# them from node_exporter's textfile directory, as docs/metrics.md says to publish them.
+if [ -z "${TRAINCTL_TESTBED_RELEASE:-}" ]; then
+  mkdir -p "$TEST_DIR/textfiles"
+  cp "$TEST_DIR/report.prom" "$TEST_DIR/textfiles/report.new"
+  mv "$TEST_DIR/textfiles/report.new" "$TEST_DIR/textfiles/trainctl_report_$job.prom"
+  start_node_exporter "$TEST_DIR/textfiles"
+  start_prometheus "${NE_URL#http://}"
+  scraped_report() { curl -sf --max-time 5 "$PROM_URL/api/v1/query?query=trainctl_goodput_ratio" | grep -q "\"slurm_job\":\"$job\""; }
+  wait_for 30 "Prometheus to scrape the report's metrics" scraped_report
+  python3 "$SRC/tests/e2e/dashboard_queries.py" "$PROM_URL" report || fail "a dashboard panel is wrong (above)"
+fi
 
 # Bad input and another user: one line, non-zero, no file.
 cd "$TEST_DIR"

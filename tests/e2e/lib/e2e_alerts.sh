@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# The alert receivers on loopback: a real SMTP server and an HTTP receiver.
+# The servers a test talks to on loopback: a real SMTP server and an HTTP receiver for
+# the alerts, Alertmanager, node_exporter and Prometheus.
 # Sourced by tests/e2e/lib.sh: functions only, nothing runs when it is sourced.
 
 # start_alert_servers: a real SMTP server (aiosmtpd) and an HTTP receiver on loopback,
@@ -68,4 +69,26 @@ start_node_exporter() {
     curl -sf --max-time 2 "$NE_URL/metrics" >/dev/null
   }
   wait_for 30 "node_exporter on port $port" ne_ready
+}
+
+# start_prometheus TARGET: Debian's Prometheus on a free loopback port scraping TARGET
+# (host:port) every second, its data in the test's directory; stopped by pid at
+# cleanup. Sets PROM_URL.
+start_prometheus() {
+  local port
+  port=$(free_port)
+  mkdir -p "$TEST_DIR/prometheus"
+  printf 'global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: node\n    static_configs:\n      - targets: ["%s"]\n' \
+    "$1" >"$TEST_DIR/prometheus/prometheus.yml"
+  prometheus --config.file="$TEST_DIR/prometheus/prometheus.yml" --storage.tsdb.path="$TEST_DIR/prometheus/data" \
+    --web.listen-address="127.0.0.1:$port" >>"$TEST_DIR/prometheus/log" 2>&1 &
+  local pid=$!
+  SERVER_PIDS+=("$pid")
+  # shellcheck disable=SC2034  # read by the tests
+  PROM_URL=http://127.0.0.1:$port
+  prom_ready() {
+    kill -0 "$pid" 2>/dev/null || fail "Prometheus exited: $(tail -3 "$TEST_DIR/prometheus/log")"
+    curl -sf --max-time 2 "$PROM_URL/-/ready" >/dev/null
+  }
+  wait_for 60 "Prometheus on port $port" prom_ready
 }
