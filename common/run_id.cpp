@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "run_events.hpp"
+#include "time_text.hpp"
 
 namespace trainctl {
 
@@ -16,15 +17,8 @@ bool valid_run_id(const std::string& id) {
 
 namespace {
 
-// 1796311554000 -> "20261202T152554" (UTC: the same on every node, whatever its TZ).
-std::string utc_stamp(std::int64_t unix_ms) {
-  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%S", &tm);
-  return buf;
-}
+// 1796225154000 -> "20261202T152554" (UTC: the same on every node, whatever its TZ).
+std::string utc_stamp(std::int64_t unix_ms) { return time_text(unix_ms / 1000, "%Y%m%dT%H%M%S", time_zone::utc); }
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include "node_state.hpp"
 #include "ranks.hpp"
 #include "stack_dump.hpp"
+#include "time_text.hpp"
 
 namespace trainctl {
 namespace {
@@ -32,14 +33,7 @@ constexpr milliseconds kNoDumpGrace{5000};
 constexpr milliseconds kJobLineWait{10000};
 
 // "2026-11-23T07:22:34 TEXT\n", local time.
-std::string timed_line(const std::string& text) {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return std::string(buf) + " " + text + "\n";
-}
+std::string timed_line(const std::string& text) { return local_timestamp(std::time(nullptr)) + " " + text + "\n"; }
 
 hang_dump_report report_of(const std::ostringstream& out, const std::string& summary) {
   hang_dump_report rep;

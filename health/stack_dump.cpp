@@ -24,20 +24,14 @@
 #include "node_state.hpp"
 #include "parse.hpp"
 #include "subprocess.hpp"
+#include "time_text.hpp"
 
 namespace trainctl {
 namespace {
 
 using std::chrono::milliseconds;
 
-std::string now_text() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return buf;
-}
+std::string now_text() { return local_timestamp(std::time(nullptr)); }
 
 int rank_of(pid_t pid) {
   for (const char* var : {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {

@@ -16,6 +16,7 @@
 #include "parse.hpp"
 #include "slurm_api.hpp"
 #include "subprocess.hpp"
+#include "time_text.hpp"
 
 namespace trainctl {
 
@@ -66,14 +67,7 @@ std::int64_t parse_slurm_timestamp(const std::string& text) {
   return static_cast<std::int64_t>(t) * 1000;
 }
 
-std::string format_slurm_timestamp(std::int64_t unix_ms) {
-  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return buf;
-}
+std::string format_slurm_timestamp(std::int64_t unix_ms) { return local_timestamp(unix_ms / 1000); }
 
 std::optional<job_times> parse_scontrol_job(const std::string& line) {
   if (line.compare(0, 6, "JobId=") != 0) return std::nullopt;

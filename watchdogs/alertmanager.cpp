@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "check_result.hpp"
+#include "time_text.hpp"
 
 namespace trainctl {
 namespace {
@@ -37,14 +38,7 @@ std::string user_name() {
 
 }  // namespace
 
-std::string rfc3339_utc(std::int64_t unix_s) {
-  const std::time_t t = static_cast<std::time_t>(unix_s);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string rfc3339_utc(std::int64_t unix_s) { return time_text(unix_s, "%Y-%m-%dT%H:%M:%SZ", time_zone::utc); }
 
 std::string alertmanager_alerts_url(const std::string& base) {
   std::string url = base;

@@ -16,6 +16,7 @@
 #include "curl_loader.hpp"
 #include "parse.hpp"
 #include "subprocess.hpp"
+#include "time_text.hpp"
 
 namespace trainctl {
 namespace {
@@ -124,14 +125,7 @@ size_t header_cb(char* buf, size_t size, size_t n, void* user) {
   return size * n;
 }
 
-std::string rfc2822_date(std::int64_t t) {
-  const std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S +0000", &tm);
-  return buf;
-}
+std::string rfc2822_date(std::int64_t t) { return time_text(t, "%a, %d %b %Y %H:%M:%S +0000", time_zone::utc); }
 
 // One try; `retry_after` set (seconds) when the server asked to wait.
 bool try_http(const sink& s, const std::string& payload, const delivery_options& o, std::string* error,

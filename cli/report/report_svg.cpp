@@ -8,6 +8,7 @@
 #include <string>
 
 #include "run_report.hpp"
+#include "time_text.hpp"
 
 namespace trainctl {
 namespace {
@@ -181,11 +182,7 @@ std::string run_report_svg(const run_report& r) {
        std::to_string(ly - 10) + " L" + std::to_string(lx + 5) + " " + std::to_string(ly) +
        " Z\" fill=\"#ff6f00\"/><text x=\"" + std::to_string(lx + 16) + "\" y=\"" + std::to_string(ly) +
        "\">notice</text>\n";
-  const std::time_t t0 = static_cast<std::time_t>(from / 1000);
-  std::tm tm{};
-  localtime_r(&t0, &tm);
-  char when[64];
-  std::strftime(when, sizeof when, "time from %Y-%m-%d %H:%M:%S", &tm);
+  const std::string when = time_text(from / 1000, "time from %Y-%m-%d %H:%M:%S", time_zone::local);
   s += "<text x=\"" + std::to_string(kLeft) + "\" y=\"" + std::to_string(ly + 24) + "\" fill=\"#555\">" + when +
        "</text>\n</svg>\n";
   return s;

@@ -16,6 +16,7 @@
 #include "node_state.hpp"
 #include "parse.hpp"
 #include "slurm_job.hpp"
+#include "time_text.hpp"
 
 namespace trainctl {
 namespace {
@@ -46,13 +47,7 @@ std::string clock_text(std::int64_t ms) {
   return (neg ? "-" : "") + std::string(buf);
 }
 
-std::string local_time(std::int64_t unix_s) {
-  const std::time_t t = static_cast<std::time_t>(unix_s);
-  std::tm tm{};
-  char buf[32] = "?";
-  if (localtime_r(&t, &tm) != nullptr) std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return buf;
-}
+std::string local_time(std::int64_t unix_s) { return local_timestamp(unix_s); }
 
 struct notice_name {
   std::uint32_t bit;
