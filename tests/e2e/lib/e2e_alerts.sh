@@ -27,6 +27,19 @@ stop_alert_servers() {
   SERVER_PIDS=()
 }
 
+# await_server NAME PID URL LOG SECONDS: a server just started as PID, stopped by pid at
+# cleanup, waited for until URL answers; one that exits first fails the test with its log.
+await_server() {
+  local name=$1 pid=$2 url=$3 log=$4
+  SERVER_PIDS+=("$pid")
+  # shellcheck disable=SC2317  # called by wait_for
+  server_ready() {
+    kill -0 "$pid" 2>/dev/null || fail "$name exited: $(tail -3 "$log")"
+    curl -sf --max-time 2 "$url" >/dev/null
+  }
+  wait_for "$5" "$name at $url" server_ready
+}
+
 # start_alertmanager: Debian's Alertmanager on a free loopback port, its gossip off, its
 # data in the test's directory, routing every alert to a receiver that sends nothing;
 # stopped by pid at cleanup (stop_alertmanager stops it earlier). Sets AM_URL, AM_PID.
@@ -39,14 +52,9 @@ start_alertmanager() {
   prometheus-alertmanager --config.file="$TEST_DIR/alertmanager/am.yml" --storage.path="$TEST_DIR/alertmanager/data" \
     --web.listen-address="127.0.0.1:$port" --cluster.listen-address= >>"$TEST_DIR/alertmanager/log" 2>&1 &
   AM_PID=$!
-  SERVER_PIDS+=("$AM_PID")
   # shellcheck disable=SC2034  # read by the tests
   AM_URL=http://127.0.0.1:$port
-  am_ready() {
-    kill -0 "$AM_PID" 2>/dev/null || fail "Alertmanager exited: $(tail -3 "$TEST_DIR/alertmanager/log")"
-    curl -sf --max-time 2 "$AM_URL/-/ready" >/dev/null
-  }
-  wait_for 30 "Alertmanager on port $port" am_ready
+  await_server Alertmanager "$AM_PID" "$AM_URL/-/ready" "$TEST_DIR/alertmanager/log" 30
 }
 stop_alertmanager() {
   kill "$AM_PID" 2>/dev/null || true
@@ -60,15 +68,9 @@ start_node_exporter() {
   port=$(free_port)
   prometheus-node-exporter --collector.disable-defaults --collector.textfile --collector.textfile.directory="$1" \
     --web.listen-address="127.0.0.1:$port" >>"$TEST_DIR/node_exporter.log" 2>&1 &
-  local pid=$!
-  SERVER_PIDS+=("$pid")
   # shellcheck disable=SC2034  # read by the tests
   NE_URL=http://127.0.0.1:$port
-  ne_ready() {
-    kill -0 "$pid" 2>/dev/null || fail "node_exporter exited: $(tail -3 "$TEST_DIR/node_exporter.log")"
-    curl -sf --max-time 2 "$NE_URL/metrics" >/dev/null
-  }
-  wait_for 30 "node_exporter on port $port" ne_ready
+  await_server node_exporter $! "$NE_URL/metrics" "$TEST_DIR/node_exporter.log" 30
 }
 
 # start_prometheus TARGET: Debian's Prometheus on a free loopback port scraping TARGET
@@ -82,13 +84,7 @@ start_prometheus() {
     "$1" >"$TEST_DIR/prometheus/prometheus.yml"
   prometheus --config.file="$TEST_DIR/prometheus/prometheus.yml" --storage.tsdb.path="$TEST_DIR/prometheus/data" \
     --web.listen-address="127.0.0.1:$port" >>"$TEST_DIR/prometheus/log" 2>&1 &
-  local pid=$!
-  SERVER_PIDS+=("$pid")
   # shellcheck disable=SC2034  # read by the tests
   PROM_URL=http://127.0.0.1:$port
-  prom_ready() {
-    kill -0 "$pid" 2>/dev/null || fail "Prometheus exited: $(tail -3 "$TEST_DIR/prometheus/log")"
-    curl -sf --max-time 2 "$PROM_URL/-/ready" >/dev/null
-  }
-  wait_for 60 "Prometheus on port $port" prom_ready
+  await_server Prometheus $! "$PROM_URL/-/ready" "$TEST_DIR/prometheus/log" 60
 }

@@ -3,12 +3,10 @@
 // the end, and only if it is still the one this process wrote).
 #include "task_metrics.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <fstream>
-#include <sstream>
 
 #include "fixture.hpp"
 
@@ -111,10 +109,12 @@ TEST_F(metrics_test, WrittenByRenameOncePerIntervalAndRemovedAtTheEnd) {
   const std::string file = t.path() + "/" + id.file_name();
   EXPECT_EQ(m->update(ns, 1000), "");
   auto read = [&] {
-    std::ifstream in(file);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
+    std::string text;
+    const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    char buf[4096];
+    for (ssize_t n; fd >= 0 && (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+    if (fd >= 0) close(fd);
+    return text;
   };
   EXPECT_NE(read().find("} 1\n"), std::string::npos);
   struct stat st {};
@@ -140,7 +140,12 @@ TEST_F(metrics_test, TheEndRemovesOnlyTheFileThisProcessWroteLast) {
   m->update(ns, 1000);
   const std::string file = t.path() + "/" + id.file_name();
   // The node's next publisher (another task's supervisor) replaced it.
-  { std::ofstream(file + ".other") << "trainctl_ranks 1\n"; }
+  {
+    const int fd = ::open((file + ".other").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, "trainctl_ranks 1\n", 17), 17);
+    close(fd);
+  }
   ASSERT_EQ(rename((file + ".other").c_str(), file.c_str()), 0);
   m.reset();
   struct stat st {};
