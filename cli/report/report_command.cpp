@@ -15,8 +15,8 @@
 #include "job_history.hpp"
 #include "parse.hpp"
 #include "report_metrics.hpp"
+#include "report_views.hpp"
 #include "run_events.hpp"
-#include "run_report.hpp"
 #include "slurm_job.hpp"
 
 namespace trainctl::commands {

@@ -7,7 +7,7 @@
 #include <ctime>
 #include <string>
 
-#include "run_report.hpp"
+#include "report_views.hpp"
 #include "time_text.hpp"
 
 namespace trainctl {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "report_views.hpp"
 #include "run_events.hpp"
-#include "run_report.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 
 Every query must run without an error. The queries over the metrics of one source (live:
 the supervisor's --metrics-dir files, supervisor/task_metrics.cpp; report: trainctl
-report --format=prometheus, cli/report/report_metrics.cpp) must each return data: the
+report --format=prometheus, history/report_metrics.cpp) must each return data: the
 test that calls this has made that source's metrics and Prometheus has scraped them.
 tests/python/test_dashboard.py checks that each query reads one source only. The
 dashboard's variables are given every value ($slurm_job: .*).
@@ -19,7 +19,7 @@ import urllib.parse
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SOURCES = {"live": ("supervisor", "task_metrics.cpp"), "report": ("cli", "report", "report_metrics.cpp")}
+SOURCES = {"live": ("supervisor", "task_metrics.cpp"), "report": ("history", "report_metrics.cpp")}
 
 
 def source_metrics(source):

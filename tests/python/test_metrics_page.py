@@ -12,7 +12,7 @@ class MetricsPage(unittest.TestCase):
     def test_every_metric_has_its_row_and_every_row_a_metric(self):
         written = {}
         # The report's table, and the supervisor's --metrics-dir families.
-        for source, least in ((("cli", "report", "report_metrics.cpp"), 10), (("supervisor", "task_metrics.cpp"), 8)):
+        for source, least in ((("history", "report_metrics.cpp"), 10), (("supervisor", "task_metrics.cpp"), 8)):
             with open(os.path.join(ROOT, *source)) as f:
                 code = f.read()
             # The report's rows and the supervisor's families name the type; its gauge() calls are gauges.

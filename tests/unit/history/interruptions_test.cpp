@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report_events.hpp"
-#include "run_report.hpp"
+#include "report_views.hpp"
 
 using namespace trainctl;
 

@@ -1,6 +1,6 @@
 // trainctl report: the run events on disk, and SLURM's records plus the events into a
 // breakdown whose parts add up to the allocation.
-#include "run_report.hpp"
+#include "report_views.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

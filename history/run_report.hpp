@@ -1,8 +1,9 @@
-// `trainctl report JOB`: where the node-hours of a job array (or one job) went. Two
+// Where the node-hours of a job array (or one job) went (`trainctl report JOB`). Two
 // sources: SLURM's record of each task (sacct where accounting runs, else scontrol while
 // slurmctld still holds the tasks) and the run events rank 0's controller appended
-// (run_events.hpp). This file turns them into one report; report_command.cpp
-// gathers them, report_svg.cpp draws the timeline.
+// (run_events.hpp). This file turns them into one report: `trainctl report` gathers them
+// and shows it (cli/report/), a supervisor with --metrics-dir publishes its own task's
+// as the run goes (supervisor/task_metrics.hpp).
 //
 // The model of one task, on the wall clock between SLURM's Start and End:
 //   start-up   Start .. rank 0's first step, but for the restore
@@ -132,10 +133,5 @@ run_report build_run_report(const std::string& job, std::vector<task_record> tas
 
 // "12.3s", "4m05s", "2h07m": a span a person reads at a glance.
 std::string report_span(double seconds);
-
-// The text a person reads, and the timeline as a standalone SVG document.
-std::string run_report_text(const run_report& r);
-std::string run_report_json(const run_report& r);
-std::string run_report_svg(const run_report& r);
 
 }  // namespace trainctl
