@@ -147,6 +147,7 @@ void task_supervisor::on_job_answer(const std::optional<job_times>& jt, const st
     return;
   }
   if (jt->start_ms > 0) hook_.set_run_start(jt->start_ms);
+  if (jt->start_ms > 0 && metrics_ && metrics_->goodput() != nullptr) metrics_->goodput()->started(jt->start_ms);
   if (jt->preempting && !preempted_) {
     preempted_ = true;
     log_.line("the job is being preempted (EndTime now %s)", format_slurm_timestamp(jt->end_ms).c_str());

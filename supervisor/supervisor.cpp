@@ -243,6 +243,22 @@ void task_supervisor::open_metrics(const std::string& run) {
   metrics_ = task_metrics::open(opts_.metrics.dir, opts_.metrics.interval, std::move(id), &why);
   if (!metrics_) log_.line("--metrics-dir %s %s: no metrics from this task", opts_.metrics.dir.c_str(), why.c_str());
   if (metrics_ && !state_) log_.line("--metrics-dir needs the node state, which was refused above: no metrics");
+  // The job's goodput, once a job: from the first node's file.
+  if (metrics_ && !opts_.batch && env_text("SLURM_NODEID") == "0" && !opts_.job_id.empty()) {
+    task_record task;
+    task.job_id = opts_.job_id;
+    const std::string array = env_text("SLURM_ARRAY_JOB_ID");
+    task.name = array.empty() ? opts_.job_id : array + "_" + env_text("SLURM_ARRAY_TASK_ID");
+    task.user = env_text("SLURM_JOB_USER");
+    std::string nodes = env_text("SLURM_JOB_NUM_NODES");
+    if (nodes.empty()) nodes = env_text("SLURM_NNODES");
+    task.nodes = all_digits(nodes, 5) ? std::stoi(nodes) : 1;
+    auto goodput = std::make_unique<live_report>(task, own_run_events_path());
+    // SLURM 23.02+ says the run's Start; before, the controller's answer does (on_job_answer).
+    const std::string start = env_text("SLURM_JOB_START_TIME");
+    if (all_digits(start, 15)) goodput->started(std::stoll(start) * 1000);
+    metrics_->add_goodput(std::move(goodput));
+  }
 }
 
 // The node's file is the publisher's: the figures are the node state's, one copy a node.
@@ -250,6 +266,8 @@ void task_supervisor::write_metrics() {
   if (!metrics_ || !state_ || !publishes()) return;
   const std::string error = metrics_->update(state_->get(), unix_now_ms());
   if (!error.empty()) log_.line("--metrics-dir: cannot write %s (tried again every interval)", error.c_str());
+  const std::string problem = metrics_->goodput() != nullptr ? metrics_->goodput()->take_problem() : "";
+  if (!problem.empty()) log_.line("--metrics-dir: no goodput: %s", problem.c_str());
 }
 
 // After the command ended: the breaker's verdict, the hook, leftovers, the records of

@@ -175,8 +175,9 @@ task_metrics::~task_metrics() {
 
 std::string task_metrics::update(const node_state& ns, std::int64_t now_ms, bool force) {
   if (!force && written_ms_ != 0 && now_ms - written_ms_ < every_.count()) return "";
-  const std::string text = task_metrics_text(ns, id_);
+  std::string text = task_metrics_text(ns, id_);
   if (text.empty()) return "";
+  if (goodput_) text += metrics_text(goodput_->metrics(now_ms, id_.labels()), metrics_format::prometheus);
   const std::string name = id_.file_name();
   // node_exporter reads only *.prom: the temporary name is not one.
   const std::string tmp = "." + name + ".new." + std::to_string(getpid());

@@ -4,8 +4,10 @@
 // tasks), rewritten by rename (a scrape never reads half a file) at most once per
 // interval, and removed as the task ends. What the supervisor reads from its node state, nothing
 // more: each rank's step, step time and last check(), the last save every rank of the
-// node committed, the deadline and the job's end, the straggler findings. Goodput and
-// the interruptions of a finished job are `trainctl report --format=prometheus`'s.
+// node committed, the deadline and the job's end, the straggler findings; on the job's
+// first node also the run's goodput and node-seconds by cause, as the report computes
+// them (live_report.hpp). The interruptions of a finished job or array are
+// `trainctl report --format=prometheus`'s.
 //
 // The directory is the site's (node_exporter reads it as root or its own user): it must
 // be a real directory owned by root or by this user, writable by no other user, except
@@ -23,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "live_report.hpp"
 #include "node_state.hpp"
 #include "owned_fd.hpp"
 
@@ -53,8 +56,17 @@ class task_metrics {
   task_metrics(const task_metrics&) = delete;
   task_metrics& operator=(const task_metrics&) = delete;
 
-  // Writes the file when `every` has passed since the last write (or `force`). A failure
-  // is said once ("PATH: why" returned, "" otherwise) and tried again an interval later.
+  // Writes the file when `every` has passed since the last write (or `force`), with the
+  // families `more` gives then (the job's goodput, live_report.hpp) after the node
+  // state's. A failure is said once ("PATH: why" returned, "" otherwise) and tried again
+  // an interval later.
+  // The job's goodput in this file too (the job's first node's: live_report.hpp).
+  void add_goodput(std::unique_ptr<live_report> goodput) { goodput_ = std::move(goodput); }
+  live_report* goodput() { return goodput_.get(); }
+
+  // Writes the file when `every` has passed since the last write (or `force`): the node
+  // state's figures, then the goodput's. A failure is said once ("PATH: why" returned,
+  // "" otherwise) and tried again an interval later.
   std::string update(const node_state& ns, std::int64_t now_ms, bool force = false);
 
  private:
@@ -63,6 +75,7 @@ class task_metrics {
   std::string shown_;
   std::chrono::milliseconds every_;
   metrics_identity id_;
+  std::unique_ptr<live_report> goodput_;
   std::int64_t written_ms_ = 0;  // the last try
   ino_t wrote_ = 0;              // the inode of the file last written: this process's to remove
   bool failing_ = false;

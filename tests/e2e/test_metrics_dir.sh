@@ -6,7 +6,8 @@
 # 2-node job, the option given to sbatch (the plugin passes it to every task): one file
 # per node that promtool finds clean, served by node_exporter with the labels slurm_job, user,
 # run_id and node and each rank's step, which goes on; bob's save is seen as the last
-# committed step. Prometheus scrapes node_exporter: every panel of the Grafana dashboard
+# committed step. Prometheus scrapes node_exporter: the job's goodput and node-seconds by
+# cause are `trainctl report --json`'s, and every panel of the Grafana dashboard
 # (grafana/trainctl.json) over these metrics returns data. bob can neither replace nor
 # remove alice's files. A directory anyone can write is refused in one line, the job
 # runs on. When the job ends its files are gone.
@@ -74,6 +75,47 @@ log "bob's save: the last committed step"
 as bob touch "$TEST_DIR/SAVE"
 committed() { [ "$(scraped | grep -c '^trainctl_last_committed_step{')" = 2 ]; }
 wait_for 60 "each node's last committed step" committed
+
+log "the job's goodput in Prometheus is trainctl report's"
+# The first node's file has the report's figures of the running job: Prometheus' latest
+# scrape of them (one query, one scrape) against `trainctl report --json` right after.
+# No save comes between them (the loop saves on the switch only), so each bucket is the
+# same and only the time since the last save grew, on the allocated and unsaved alike.
+live_goodput() {
+  curl -sf --max-time 5 "$PROM_URL/api/v1/query?query=trainctl_productive_node_seconds_total%7Bslurm_job%3D%22$job%22%7D" |
+    grep -q '"value":\[[^]]*,"[1-9]'
+}
+wait_for 30 "Prometheus to scrape the job's goodput after the save" live_goodput
+curl -sf --max-time 5 "$PROM_URL/api/v1/query" --data-urlencode \
+  "query={__name__=~\"trainctl_.*\",slurm_job=\"$job\"}" >"$TEST_DIR/scraped.json" || fail "Prometheus did not answer"
+as alice "$BUILD/bin/trainctl" report --json --no-svg "$job" >"$TEST_DIR/report.json" || fail "report --json failed"
+python3 - "$TEST_DIR/scraped.json" "$TEST_DIR/report.json" <<'PY' || fail "the scraped figures are not the report's (above)"
+import json, sys
+scraped = json.load(open(sys.argv[1]))["data"]["result"]
+report = json.load(open(sys.argv[2]))
+def live(name, **labels):
+    values = [float(s["value"][1]) for s in scraped if s["metric"]["__name__"] == name
+              and all(s["metric"].get(k) == v for k, v in labels.items())]
+    assert len(values) == 1, (name, labels, values)
+    return values[0]
+nodes = report["tasks"][0]["nodes"]
+for cause in ("startup", "restore", "saves", "lost", "hung"):
+    got, want = live("trainctl_badput_node_seconds_total", cause=cause), report[cause + "_node_s"]
+    assert abs(got - want) < 0.01, (cause, got, want)
+productive = live("trainctl_productive_node_seconds_total")
+assert productive > 0 and abs(productive - report["productive_node_s"]) < 0.01, (productive, report["productive_node_s"])
+# Later by the same time on both: the report's now minus the file's.
+later = report["allocated_node_s"] - live("trainctl_allocated_node_seconds_total")
+assert 0 <= later < 30 * nodes, later
+assert abs(later - (report["unsaved_node_s"] - live("trainctl_unsaved_node_seconds"))) < 0.01, later
+then = report["productive_node_s"] / (report["allocated_node_s"] - later)
+goodput = live("trainctl_goodput_ratio")
+assert abs(goodput - then) < 0.001, ("goodput", goodput, then)
+step = report["tasks"][0]["saves"][-1]["step"]
+committed = [float(s["value"][1]) for s in scraped if s["metric"]["__name__"] == "trainctl_last_committed_step"]
+assert committed == [step, step], (committed, step)
+print("goodput %.4f scraped, %.4f the report's %.1f s later; committed step %d on both nodes" % (goodput, then, later / nodes, step))
+PY
 
 log "the dashboard's panels over these metrics, in Prometheus"
 in_prometheus() {
