@@ -9,7 +9,7 @@
 # committed step. Prometheus scrapes node_exporter: the job's goodput and node-seconds by
 # cause are `trainctl report --json`'s, and every panel of the Grafana dashboard
 # (grafana/trainctl.json) over these metrics returns data. bob can neither replace nor
-# remove alice's files. A directory anyone can write is refused in one line, the job
+# remove alice's files; his own job's file lies beside them. A directory anyone can write is refused in one line, the job
 # runs on. When the job ends its files are gone.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -131,6 +131,19 @@ if as bob mv -f "$metrics/bob.prom.tmp" "$victim" 2>/dev/null; then fail "bob re
 if as bob rm -f "$victim" 2>/dev/null && [ ! -e "$victim" ]; then fail "bob removed $victim"; fi
 rm -f "$metrics/bob.prom.tmp"
 
+log "bob's own job writes its own file beside alice's"
+as bob mkdir "$TEST_DIR/bob"
+bobs=$(as bob sbatch --parsable -N1 --time=2 --metrics-dir="$metrics" --metrics-interval=1s -o "$TEST_DIR/bob/job.out" \
+  --wrap "srun python3 $SRC/slurm_templates/train_example.py --ckpt-dir $TEST_DIR/bob/ckpt") || fail "bob's sbatch was refused"
+bobs=${bobs%%;*}
+SUBMITTED+=("$bobs")
+bobs_file() { scraped | grep -Eq "^trainctl_ranks\{node=\"n[0-9]\",run_id=\"[^\"]+\",slurm_job=\"$bobs\",user=\"bob\"\} 1$"; }
+wait_for 60 "node_exporter to serve bob's job's file" bobs_file
+[ "$(find "$metrics" -name "trainctl_${bobs}_*.prom" -user bob | wc -l)" = 1 ] || fail "bob's file: $(ls -l "$metrics")"
+[ "$(find "$metrics" -name "trainctl_${job}_*.prom" -user alice | wc -l)" = 2 ] || fail "alice's files: $(ls -l "$metrics")"
+as bob scancel "$bobs"
+wait_for 60 "bob's job to end" job_ended "$bobs"
+
 log "a directory anyone can write: refused in one line, the step runs"
 out=$(as alice srun --jobid="$job" --overlap -N1 -n1 --metrics-dir="$open" true 2>&1) || fail "the step failed: $out"
 grep -q "metrics-dir $open can be written by every user: no metrics from this task" <<<"$out" ||
@@ -143,4 +156,4 @@ wait_for 60 "job $job to end" job_ended "$job"
 no_files() { [ -z "$(find "$metrics" -name '*.prom')" ]; }
 wait_for 30 "the job's files to go" no_files
 [ -z "$(scraped)" ] || fail "node_exporter still serves trainctl metrics: $(scraped | head -3)"
-log "PASS: node_exporter served both nodes' figures (promtool clean, labelled, growing, the commit seen), bob locked out, an open directory refused, the files gone with the job"
+log "PASS: node_exporter served both nodes' figures (promtool clean, labelled, growing, the commit seen), the goodput the report's, bob locked out of alice's files and his own beside them, an open directory refused, the files gone with the job"
