@@ -67,6 +67,16 @@ const std::vector<metric_row>& metric_rows() {
        [](const report_figures& f) { return one(f.advice.saves); }},
       {"trainctl_save_seconds", t::gauge, "The median save's wall seconds, from its decision to its commit.", nullptr,
        true, [](const report_figures& f) { return f.advice.saves > 0 ? one(f.advice.save_s) : labelled{}; }},
+      {"trainctl_notices_total", t::counter,
+       "Notices the runs had, by kind: hang (a supervisor found the ranks stalled), deadline, preempted, signal, "
+       "memory.",
+       "kind", true,
+       [](const report_figures& f) {
+         std::map<std::string, double> by_kind;
+         for (const task_report& t : f.r.tasks)
+           for (const auto& n : t.notices) by_kind[n.second] += 1;
+         return labelled(by_kind.begin(), by_kind.end());
+       }},
       {"trainctl_interruptions_total", t::counter,
        "Runs that ended before the training did and were resumed or could be, by cause.", "cause", false,
        [](const report_figures& f) {

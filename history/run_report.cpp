@@ -137,7 +137,12 @@ void account(task_report& t, const std::vector<run_event>& events) {
   // A task that ended COMPLETED, its loop done without an exit trainctl decided, kept
   // its last work: a loop that finishes saves its result (it is told so in the text).
   if (until > cursor) t.training.push_back({cursor, until, t.loop_finished, false, t.running});
-  if (hang_from != 0) {
+  // A hang the loop came back from and saved after (--hang-action=alert, a stall that
+  // ended) cost nothing past that save: the training after it is the run's, not the hang's.
+  const bool saved_after_hang = std::any_of(t.saves.begin(), t.saves.end(), [&](const save_span& s) {
+    return hang_from != 0 && s.end_ms != 0 && !s.exit && s.begin_ms >= hang_from;
+  });
+  if (hang_from != 0 && !saved_after_hang) {
     // Lost training from the stall on was a hang's. With --hang-action=save-exit (exit
     // reason hang) the ranks came back from the stall only to save and exit: the save
     // kept the steps before it, and the stall itself was the hang's too.

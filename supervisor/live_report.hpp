@@ -34,7 +34,8 @@ class live_report {
 
   // The task's figures at `now_ms` (report_metrics.hpp's running_task_metrics), labelled
   // `labels`; none before its Start is known or while no event of it was read.
-  std::vector<metric_family> metrics(std::int64_t now_ms, const std::vector<std::pair<std::string, std::string>>& labels);
+  std::vector<metric_family> metrics(std::int64_t now_ms,
+                                     const std::vector<std::pair<std::string, std::string>>& labels);
 
   // What the last read of the events file said was wrong ("" when nothing), once.
   std::string take_problem();

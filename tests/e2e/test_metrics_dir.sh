@@ -3,14 +3,16 @@
 # e2e-locks: team-users
 # --metrics-dir with Debian's node_exporter (its textfile collector, on loopback) over a
 # directory the way an admin makes it: root's, group-writable with the sticky bit. alice's
-# 2-node job, the option given to sbatch (the plugin passes it to every task): one file
-# per node that promtool finds clean, served by node_exporter with the labels slurm_job, user,
-# run_id and node and each rank's step, which goes on; bob's save is seen as the last
-# committed step. Prometheus scrapes node_exporter: the job's goodput and node-seconds by
-# cause are `trainctl report --json`'s, and every panel of the Grafana dashboard
+# 2-node job (a gradient all_reduce every step, rank 1 computing 3x slower, rank 0
+# stalling 6 s), the option given to sbatch (the plugin passes it to every task): one
+# file per node that promtool finds clean, served by node_exporter with the labels
+# slurm_job, user, run_id and node and each rank's step, which goes on; the straggler
+# and the hang each found once; bob's save is seen as the last committed step.
+# Prometheus scrapes node_exporter: the job's goodput, node-seconds by cause and hang
+# findings are `trainctl report --json`'s, and every panel of the Grafana dashboard
 # (grafana/trainctl.json) over these metrics returns data. bob can neither replace nor
-# remove alice's files; his own job's file lies beside them. A directory anyone can write is refused in one line, the job
-# runs on. When the job ends its files are gone.
+# remove alice's files; his own job's file lies beside them. A directory anyone can
+# write is refused in one line, the job runs on. When the job ends its files are gone.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 make_team_users
@@ -42,9 +44,9 @@ chown alice "$TRAINCTL_LOG_DIR"
 start_node_exporter "$metrics"
 start_prometheus "${NE_URL#http://}"
 
-log "alice's 2-node job with --metrics-dir (and a refused one for its batch step)"
-supervised_job "$TEST_DIR/job.sh" --metrics-dir="$metrics" --metrics-interval=1s --save-switch="$TEST_DIR/SAVE" \
-  --graceful-exit=1
+log "alice's 2-node job with --metrics-dir: rank 1 computes 3x slower, rank 0 stalls 6 s at step 15"
+TRAIN_ARGS="--slow-rank 1 --slow-factor 3 --hang-rank 0 --hang-at 15 --hang-for 6" supervised_job "$TEST_DIR/job.sh" \
+  --metrics-dir="$metrics" --metrics-interval=1s --save-switch="$TEST_DIR/SAVE" --graceful-exit=1 --hang-timeout=2s
 chmod 755 "$TEST_DIR/job.sh"
 job=$(as alice sbatch --parsable -N2 --ntasks-per-node=1 --time=3 "${JOB_OPTS[@]}" -o "$TEST_DIR/job.out" \
   "$TEST_DIR/job.sh") || fail "alice's sbatch was refused"
@@ -70,6 +72,12 @@ steps() { scraped | grep '^trainctl_rank_step{' | awk '{s += $2} END {print s + 
 first=$(steps)
 grown() { [ "$(steps)" -gt "$first" ]; }
 wait_for 30 "the ranks' steps to go on in the scraped figures" grown
+
+log "the straggler and the hang, each found once"
+straggler_found() { scraped | grep -Eq '^trainctl_rank_straggler_findings_total\{.*rank="1".*\} [1-9]'; }
+wait_for 60 "rank 1's straggler finding" straggler_found
+hang_found() { scraped | grep -Eq '^trainctl_notices_total\{kind="hang",.*\} 1$'; }
+wait_for 60 "the hang finding in the first node's file" hang_found
 
 log "bob's save: the last committed step"
 as bob touch "$TEST_DIR/SAVE"
@@ -111,6 +119,8 @@ assert abs(later - (report["unsaved_node_s"] - live("trainctl_unsaved_node_secon
 then = report["productive_node_s"] / (report["allocated_node_s"] - later)
 goodput = live("trainctl_goodput_ratio")
 assert abs(goodput - then) < 0.001, ("goodput", goodput, then)
+hangs = [n for n in report["tasks"][0]["notices"] if n["kind"] == "hang"]
+assert len(hangs) == 1 and live("trainctl_notices_total", kind="hang") == 1, hangs
 step = report["tasks"][0]["saves"][-1]["step"]
 committed = [float(s["value"][1]) for s in scraped if s["metric"]["__name__"] == "trainctl_last_committed_step"]
 assert committed == [step, step], (committed, step)

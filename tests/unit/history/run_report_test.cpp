@@ -325,6 +325,22 @@ TEST(RunReport, AHangEndedBySaveExitKeepsTheStepsBeforeTheStallAndCountsTheStall
   EXPECT_EQ(advise_checkpoints(r).interruptions, 0) << "it saved at its exit: no work to redo";
 }
 
+TEST(RunReport, AHangTheLoopSavedAfterCostsNothingPastThatSave) {
+  // --hang-action=alert: the ranks stall at +20 s, the notice at +25 s; the stall ends
+  // and the loop saves at +40 s (2 s). The training after that save is the run's: lost
+  // when the task fails at +60 s, unsaved while it runs, never the hang's.
+  const std::vector<run_event> events = {ev(5, "63", "first_step", 0), ev(25, "63", "notice", -1, 5000, "hang"),
+                                         ev(40, "63", "save", 400, -1, "save-switch"), ev(42, "63", "saved", -1, 2000)};
+  const run_report failed = build_run_report("63", {task("63", "63", 0, 60, 1, "FAILED")}, events, kS + 100 * kSec);
+  EXPECT_DOUBLE_EQ(failed.tasks[0].kept_s, 35) << "5 .. 40 s, the stall in it: the save kept it";
+  EXPECT_DOUBLE_EQ(failed.tasks[0].hung_s, 0);
+  EXPECT_DOUBLE_EQ(failed.tasks[0].lost_s, 18) << "42 .. 60 s";
+  const run_report running = build_run_report("63", {task("63", "63", 0, -1, 1, "RUNNING")}, events, kS + 50 * kSec);
+  EXPECT_DOUBLE_EQ(running.tasks[0].hung_s, 0);
+  EXPECT_DOUBLE_EQ(running.tasks[0].unsaved_s, 8) << "42 .. 50 s";
+  EXPECT_EQ(running.tasks[0].notices.size(), 1u) << "the hang is still told";
+}
+
 TEST(RunReport, TheLoopsMarkedRestoreIsCountedApartFromTheStartUp) {
   // Start-up 12 s to the first step, 5 s of it the restore the loop marked; a restore
   // after the first step (a rollback mid-run) is training, not start-up.

@@ -38,7 +38,7 @@ std::map<std::string, double> figures(const std::vector<metric_family>& families
     for (const metric_sample& s : f.samples) {
       std::string key = f.name;
       for (const auto& [k, v] : s.labels)
-        if (k == "cause") key += "{" + v + "}";
+        if (k == "cause" || k == "kind") key += "{" + v + "}";
       out[key] = s.value;
     }
   return out;
@@ -78,9 +78,21 @@ TEST(LiveReport, TheFiguresAreTheReportsOfTheRunningTaskAtThatMoment) {
   EXPECT_EQ(at_60.count("trainctl_queue_seconds_total"), 0u);
   // Later, with no new line: the same kept training over more allocated time.
   const auto at_90 = figures(live.metrics(kStart + 90'000, kLabels));
-  EXPECT_DOUBLE_EQ(at_90.at("trainctl_productive_node_seconds_total"), at_60.at("trainctl_productive_node_seconds_total"));
+  EXPECT_DOUBLE_EQ(at_90.at("trainctl_productive_node_seconds_total"),
+                   at_60.at("trainctl_productive_node_seconds_total"));
   EXPECT_DOUBLE_EQ(at_90.at("trainctl_allocated_node_seconds_total"), 180.0);
   EXPECT_DOUBLE_EQ(at_90.at("trainctl_unsaved_node_seconds") - at_60.at("trainctl_unsaved_node_seconds"), 60.0);
+}
+
+TEST(LiveReport, AHangBothNodesFoundIsOneFinding) {
+  temp_dir d;
+  const std::string path = d / "700";
+  append(path, line(10, "700", "first_step step=0") + line(50, "700", "notice reason=hang ms=12000") +
+                   line(51, "700", "notice reason=hang ms=13000"));
+  live_report live(this_task(), path);
+  live.started(kStart);
+  const auto f = figures(live.metrics(kStart + 60'000, kLabels));
+  EXPECT_DOUBLE_EQ(f.at("trainctl_notices_total{hang}"), 1.0) << "each node's supervisor notes the one hang";
 }
 
 TEST(LiveReport, NothingBeforeTheStartOrTheFirstEvent) {
@@ -106,7 +118,8 @@ TEST(LiveReport, ANewLineIsReadAndAnEarlierRunsAreNot) {
   live.started(kStart);
   const auto before = figures(live.metrics(kStart + 60'000, kLabels));
   EXPECT_DOUBLE_EQ(before.at("trainctl_allocated_node_seconds_total"), 120.0) << "this run only";
-  EXPECT_DOUBLE_EQ(before.at("trainctl_productive_node_seconds_total"), 0.0) << "the earlier run's save is not this run's";
+  EXPECT_DOUBLE_EQ(before.at("trainctl_productive_node_seconds_total"), 0.0)
+      << "the earlier run's save is not this run's";
   append(path, line(61, "700", "save step=80 reason=switch") + line(63, "700", "saved step=80 ms=2000"));
   const auto after = figures(live.metrics(kStart + 70'000, kLabels));
   EXPECT_GT(after.at("trainctl_productive_node_seconds_total"), 0.0) << "the new save was read";
