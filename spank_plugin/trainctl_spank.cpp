@@ -44,6 +44,7 @@ extern "C" {
 #endif
 
 #include "build_id.hpp"
+#include "metrics_files.hpp"
 #include "node_state.hpp"
 #include "options.hpp"
 #include "parse.hpp"
@@ -426,8 +427,6 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init_privileged(spank_t sp, int ac, c
 
 // In slurmd, as root, once the job has ended on this node (every job, options or not).
 TRAINCTL_SPANK_EXPORT int slurm_spank_job_epilog(spank_t sp, int ac, char** av) {
-  (void)ac;
-  (void)av;
   uid_t uid = 0;
   uint32_t job = 0;
   if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS) return 0;
@@ -437,6 +436,21 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_job_epilog(spank_t sp, int ac, char** av) 
   if (!why.empty()) slurm_info("trainctl: the node state directory of uid %u stays: %s", uid, why.c_str());
   why = sweep_shm_dir(uid, id);
   if (!why.empty()) slurm_info("trainctl: job %s's node state in /dev/shm stays: %s", id.c_str(), why.c_str());
+  // What a task killed outright left in the site's metrics_dir (its supervisor removes
+  // its own file as the task ends); the arguments as slurm_spank_init read them, which
+  // said any bad one.
+  trainctl::site_settings site;
+  for (int i = 0; i < ac; ++i) {
+    try {
+      trainctl::apply_site_argument(site, av[i]);
+    } catch (const parse_error&) {  // slurm_spank_init said it
+      continue;
+    }
+  }
+  if (!site.metrics_dir.empty() && !id.empty()) {
+    why = trainctl::remove_job_metrics(site.metrics_dir, id);
+    if (!why.empty()) slurm_info("trainctl: job %s's metrics files stay: %s", id.c_str(), why.c_str());
+  }
   return 0;
 }
 

@@ -8,18 +8,11 @@
 #include <cstring>
 #include <map>
 
+#include "metrics_files.hpp"
 #include "metrics_text.hpp"
 
 namespace trainctl {
 namespace {
-
-// A file name's part: what the identity holds, with anything but [A-Za-z0-9.-] as '-'.
-std::string name_part(const std::string& v) {
-  std::string out = v.empty() ? "none" : v.substr(0, 64);
-  for (char& c : out)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') c = '-';
-  return out;
-}
 
 // One rank's newest process, as its slot says (a restarted rank leaves its old slot).
 struct rank_progress {
@@ -70,9 +63,7 @@ std::vector<std::pair<std::string, std::string>> metrics_identity::labels() cons
   return l;
 }
 
-std::string metrics_identity::file_name() const {
-  return "trainctl_" + name_part(job) + "_" + name_part(step) + "_" + name_part(node) + ".prom";
-}
+std::string metrics_identity::file_name() const { return metrics_file_name(job, step, node); }
 
 std::string task_metrics_text(const node_state& ns, const metrics_identity& id) {
   using t = metric_type;
