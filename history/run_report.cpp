@@ -24,43 +24,64 @@ std::string report_span(double s) {
 
 namespace {
 
-// Walks the task's events (in time order) into saves, marks and the breakdown.
-void account(task_report& t, const std::vector<run_event>& events) {
-  const std::int64_t start = t.task.start_ms, end = t.task.end_ms;
-  std::int64_t& hang_from = t.hang_from_ms;  // when the ranks stalled, from a hang notice
-  std::vector<const run_event*> deaths;      // each node's first rank death of its own
-  double restore_s = 0;                      // the loop's restore before its first step
-  // SLURM keeps whole seconds: the task really ended up to 999 ms after its EndTime, and
-  // a rank's last events (its end, a crash's last check()) can lie there.
-  const std::int64_t last_ms = end + 999;
-  auto clamp = [&](std::int64_t ms) { return std::min(std::max(ms, start), last_ms); };
+// What the walk over a task's events gathers besides the task's own fields.
+struct walked {
+  std::vector<const run_event*> deaths;  // each node's first rank death of its own
+  double restore_s = 0;                  // the loop's restore before its first step
+};
+
+// SLURM keeps whole seconds: the task really ended up to 999 ms after its EndTime, and
+// a rank's last events (its end, a crash's last check()) can lie there.
+std::int64_t clamp_to_task(const task_report& t, std::int64_t ms) {
+  return std::min(std::max(ms, t.task.start_ms), t.task.end_ms + 999);
+}
+
+// One mark per notice: each node's supervisor notes the hang it found; the stall's
+// begin from the first hang notice that says how long the ranks had been quiet.
+void note_notice(task_report& t, const run_event& e) {
+  const std::int64_t at = clamp_to_task(t, e.ms);
+  const bool again = std::any_of(t.notices.begin(), t.notices.end(), [&](const auto& n) {
+    return n.second == e.reason && std::llabs(n.first - at) < 5000;
+  });
+  if (!again) t.notices.emplace_back(at, e.reason);
+  if (e.reason == "hang" && e.took_ms >= 0 && t.hang_from_ms == 0) t.hang_from_ms = clamp_to_task(t, e.ms - e.took_ms);
+}
+
+void note_save(task_report& t, const run_event& e) {
+  save_span s;
+  s.begin_ms = clamp_to_task(t, e.ms);
+  s.step = e.step;
+  s.reason = e.reason;
+  s.exit = e.what == "exit";
+  if (s.exit) {
+    t.exit_reason = e.reason;
+    t.exit_step = e.step;
+  }
+  t.saves.push_back(s);
+}
+
+// Walks the task's events (in time order) into its saves, marks and ends.
+walked walk_events(task_report& t, const std::vector<run_event>& events) {
+  walked w;
   for (const run_event& e : events) {
     t.has_events = true;
-    if (note_write_event(t, e, clamp(e.ms))) continue;
+    const std::int64_t at = clamp_to_task(t, e.ms);
+    if (note_write_event(t, e, at)) continue;
     if (e.what == "first_step" && t.first_step_ms == 0) {
-      t.first_step_ms = clamp(e.ms);
+      t.first_step_ms = at;
       t.first_step = e.step;
       t.untrusted_saves = std::max<std::int64_t>(0, e.figure("untrusted", 0));
     } else if (e.what == "save" || e.what == "exit") {
-      save_span s;
-      s.begin_ms = clamp(e.ms);
-      s.step = e.step;
-      s.reason = e.reason;
-      s.exit = e.what == "exit";
-      if (s.exit) {
-        t.exit_reason = e.reason;
-        t.exit_step = e.step;
-      }
-      t.saves.push_back(s);
+      note_save(t, e);
     } else if (e.what == "saved" && !t.saves.empty() && t.saves.back().end_ms == 0) {
-      t.saves.back().end_ms = clamp(e.ms);
-      t.saves.back().blocking_ms = std::max<std::int64_t>(0, t.saves.back().end_ms - t.saves.back().begin_ms);
+      t.saves.back().end_ms = at;
+      t.saves.back().blocking_ms = std::max<std::int64_t>(0, at - t.saves.back().begin_ms);
     } else if (e.what == "restore" && t.first_step_ms == 0 && e.took_ms >= 0) {
-      restore_s += static_cast<double>(e.took_ms) / 1000.0;
+      w.restore_s += static_cast<double>(e.took_ms) / 1000.0;
     } else if (e.what == "end") {
-      t.end_event_ms = clamp(e.ms);
+      t.end_event_ms = at;
       t.last_step = e.step;
-      if (e.took_ms >= 0) t.last_agreement_ms = clamp(e.ms - e.took_ms);
+      if (e.took_ms >= 0) t.last_agreement_ms = clamp_to_task(t, e.ms - e.took_ms);
     } else if (e.what == "uncommitted") {
       for (auto s = t.saves.rbegin(); s != t.saves.rend(); ++s)
         if (s->step == e.step) {
@@ -68,21 +89,19 @@ void account(task_report& t, const std::vector<run_event>& events) {
           break;
         }
     } else if (e.what == "death") {
-      deaths.push_back(&e);
+      w.deaths.push_back(&e);
     } else if (e.what == "held") {
       t.held_tasks = std::max<std::int64_t>(0, e.figure("tasks", 0));
     } else if (e.what == "notice") {
-      // One mark per notice: each node's supervisor notes the hang it found.
-      const bool again = std::any_of(t.notices.begin(), t.notices.end(), [&](const auto& n) {
-        return n.second == e.reason && std::llabs(n.first - clamp(e.ms)) < 5000;
-      });
-      if (!again) t.notices.emplace_back(clamp(e.ms), e.reason);
-      if (e.reason == "hang" && e.took_ms >= 0 && hang_from == 0) hang_from = clamp(e.ms - e.took_ms);
+      note_notice(t, e);
     }
   }
-  first_death_of(t, deaths);
-  // A save a rank did not commit is no save to resume from: its time and the training
-  // before it are lost, and the steps kept are the last committed save's.
+  return w;
+}
+
+// A save a rank did not commit is no save to resume from: its time and the training
+// before it are lost, and the steps kept are the last committed save's.
+void settle_saves(task_report& t) {
   settle_writes(t);
   t.kept_step = -1;
   for (save_span& s : t.saves) {
@@ -90,11 +109,14 @@ void account(task_report& t, const std::vector<run_event>& events) {
     if (s.end_ms != 0) t.kept_step = s.step;
   }
   t.loop_finished = t.exit_reason.empty() && t.end_event_ms != 0 && t.task.state == "COMPLETED";
+}
+
+// The stragglers' and slow steps' price, within the task's own wall time `total_s`, or
+// the line was damaged: said, never summed.
+void price_steps(task_report& t, const std::vector<run_event>& events, double total_s) {
   const std::int64_t last = t.last_step >= 0 ? t.last_step : t.exit_step;
   t.straggler = price_stragglers(events, t.first_step >= 0 && last >= t.first_step ? last - t.first_step : -1);
   t.slow = find_slow_steps(events);
-  const double total_s = static_cast<double>(end - start) / 1000.0;
-  // Time within the task's own wall time, or the line was damaged: said, never summed.
   if (t.slow.excess_s > total_s) {
     t.damaged.push_back("step_times (" + report_span(t.slow.excess_s) + " of slow steps in a task of " +
                         report_span(total_s) + ")");
@@ -105,20 +127,11 @@ void account(task_report& t, const std::vector<run_event>& events) {
                         report_span(total_s) + ")");
     t.straggler = straggler_price{};
   }
-  // The restore is part of the time to the first step, apart from the rest of start-up.
-  auto split_restore = [&] {
-    t.restore_s = std::min(restore_s, t.startup_s);
-    t.startup_s -= t.restore_s;
-  };
-  if (t.first_step_ms == 0) {  // no step: the whole task went to start-up (or a failure before it)
-    t.startup_s = total_s;
-    split_restore();
-    return;
-  }
-  const std::int64_t until = t.end_event_ms != 0 ? t.end_event_ms : end;  // rank 0's end
-  t.startup_s = static_cast<double>(t.first_step_ms - start) / 1000.0;
-  split_restore();
-  t.end_s = static_cast<double>(std::max<std::int64_t>(0, end - until)) / 1000.0;
+}
+
+// The training between the saves, from the first step to rank 0's end (`until`); each
+// save's own time goes to its bucket here.
+void split_training(task_report& t, std::int64_t until) {
   std::int64_t kept_until = 0;  // the begin of the last finished save: training before it is kept
   for (const save_span& s : t.saves)
     if (s.end_ms != 0) kept_until = s.begin_ms;
@@ -137,34 +150,58 @@ void account(task_report& t, const std::vector<run_event>& events) {
   // A task that ended COMPLETED, its loop done without an exit trainctl decided, kept
   // its last work: a loop that finishes saves its result (it is told so in the text).
   if (until > cursor) t.training.push_back({cursor, until, t.loop_finished, false, t.running});
-  // A hang the loop came back from and saved after (--hang-action=alert, a stall that
-  // ended) cost nothing past that save: the training after it is the run's, not the hang's.
+}
+
+// Lost training from the stall on was a hang's. With --hang-action=save-exit (exit
+// reason hang) the ranks came back from the stall only to save and exit: the save kept
+// the steps before it, and the stall itself was the hang's too. A hang the loop came
+// back from and saved after (--hang-action=alert, a stall that ended) cost nothing past
+// that save: the training after it is the run's, not the hang's.
+void mark_hung(task_report& t) {
+  const std::int64_t hang_from = t.hang_from_ms;
   const bool saved_after_hang = std::any_of(t.saves.begin(), t.saves.end(), [&](const save_span& s) {
-    return hang_from != 0 && s.end_ms != 0 && !s.exit && s.begin_ms >= hang_from;
+    return s.end_ms != 0 && !s.exit && s.begin_ms >= hang_from;
   });
-  if (hang_from != 0 && !saved_after_hang) {
-    // Lost training from the stall on was a hang's. With --hang-action=save-exit (exit
-    // reason hang) the ranks came back from the stall only to save and exit: the save
-    // kept the steps before it, and the stall itself was the hang's too.
-    const bool save_exit = t.exit_reason == "hang";
-    std::vector<task_report::span> split;
-    for (const auto& sp : t.training) {
-      const bool hangs = !sp.kept || save_exit;
-      if (hangs && sp.from < hang_from && hang_from < sp.to) {
-        split.push_back({sp.from, hang_from, sp.kept, false, sp.unsaved});
-        split.push_back({hang_from, sp.to, false, true});
-      } else {
-        const bool hung = hangs && sp.from >= hang_from;
-        split.push_back({sp.from, sp.to, sp.kept && !hung, hung, sp.unsaved && !hung});
-      }
+  if (hang_from == 0 || saved_after_hang) return;
+  const bool save_exit = t.exit_reason == "hang";
+  std::vector<task_report::span> split;
+  for (const auto& sp : t.training) {
+    const bool hangs = !sp.kept || save_exit;
+    if (hangs && sp.from < hang_from && hang_from < sp.to) {
+      split.push_back({sp.from, hang_from, sp.kept, false, sp.unsaved});
+      split.push_back({hang_from, sp.to, false, true});
+    } else {
+      const bool hung = hangs && sp.from >= hang_from;
+      split.push_back({sp.from, sp.to, sp.kept && !hung, hung, sp.unsaved && !hung});
     }
-    t.training.swap(split);
   }
-  for (const auto& sp : t.training)
-    (sp.kept      ? t.kept_s
-     : sp.hung    ? t.hung_s
-     : sp.unsaved ? t.unsaved_s
-                  : t.lost_s) += static_cast<double>(sp.to - sp.from) / 1000.0;
+  t.training.swap(split);
+}
+
+// The task's events into saves, marks and the breakdown of its wall time.
+void account(task_report& t, const std::vector<run_event>& events) {
+  const walked w = walk_events(t, events);
+  first_death_of(t, w.deaths);
+  settle_saves(t);
+  const double total_s = static_cast<double>(t.task.end_ms - t.task.start_ms) / 1000.0;
+  price_steps(t, events, total_s);
+  if (t.first_step_ms == 0) {  // no step: the whole task went to start-up (or a failure before it)
+    t.startup_s = total_s;
+  } else {
+    t.startup_s = static_cast<double>(t.first_step_ms - t.task.start_ms) / 1000.0;
+    const std::int64_t until = t.end_event_ms != 0 ? t.end_event_ms : t.task.end_ms;  // rank 0's end
+    t.end_s = static_cast<double>(std::max<std::int64_t>(0, t.task.end_ms - until)) / 1000.0;
+    split_training(t, until);
+    mark_hung(t);
+    for (const auto& sp : t.training)
+      (sp.kept      ? t.kept_s
+       : sp.hung    ? t.hung_s
+       : sp.unsaved ? t.unsaved_s
+                    : t.lost_s) += static_cast<double>(sp.to - sp.from) / 1000.0;
+  }
+  // The restore is part of the time to the first step, apart from the rest of start-up.
+  t.restore_s = std::min(w.restore_s, t.startup_s);
+  t.startup_s -= t.restore_s;
 }
 
 // Without accounting (scontrol alone) a requeued job has one record, its newest run's:
