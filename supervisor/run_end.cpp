@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "node_state.hpp"
 #include "once_markers.hpp"
 #include "parse.hpp"
+#include "rank_views.hpp"
 #include "run_events.hpp"
 #include "save_commits.hpp"
 #include "slurm_api.hpp"
@@ -336,26 +336,9 @@ void run_end::note_compute(const node_state& ns) {
 }
 
 void run_end::note_commits(const node_state& ns) {
-  std::map<std::int32_t, std::pair<std::int64_t, rank_save>> latest;  // rank: its newest process's slot
-  for (const rank_beat& b : ns.beats) {
-    rank_save r;
-    r.rank = b.rank.load(std::memory_order_acquire);
-    const std::int64_t beat_ms = b.beat_ms.load(std::memory_order_relaxed);
-    // A slot no process ever checked in from is all zeros: no rank 0.
-    if (r.rank < 0 || beat_ms <= 0 || (latest.count(r.rank) != 0 && latest[r.rank].first >= beat_ms)) continue;
-    r.asked_step = b.saves.asked_step1.load(std::memory_order_acquire) - 1;
-    r.asked_ms = b.saves.asked_ms.load(std::memory_order_relaxed);
-    r.committed_step = b.saves.committed_step1.load(std::memory_order_acquire) - 1;
-    r.committed_ms = b.saves.committed_ms.load(std::memory_order_relaxed);
-    if (b.saves.pending.load(std::memory_order_acquire) > 0) {
-      r.pending_step = b.saves.pending_step1.load(std::memory_order_relaxed) - 1;
-      r.pending_ms = b.saves.pending_ms.load(std::memory_order_relaxed);
-    }
-    latest[r.rank] = {beat_ms, r};
-  }
   std::vector<rank_save> ranks;
-  ranks.reserve(latest.size());
-  for (const auto& [rank, slot] : latest) ranks.push_back(slot.second);
+  for (const rank_view& v : newest_rank_views(ns))
+    ranks.push_back({v.rank, v.asked_step, v.asked_ms, v.committed_step, v.committed_ms, v.pending_step, v.pending_ms});
   const auto commits = judge_save_commits(ranks);
   if (!commits) return;
   const std::string node = env_text("SLURMD_NODENAME");

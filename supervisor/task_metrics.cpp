@@ -6,36 +6,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <map>
 
 #include "metrics_files.hpp"
 #include "metrics_text.hpp"
+#include "rank_views.hpp"
 
 namespace trainctl {
 namespace {
-
-// One rank's newest process, as its slot says (a restarted rank leaves its old slot).
-struct rank_progress {
-  std::int64_t step = -1, beat_ms = 0, step_us = 0, stragglers = 0, committed_step = -1, committed_ms = 0;
-};
-
-std::map<std::int32_t, rank_progress> ranks_of(const node_state& ns) {
-  std::map<std::int32_t, rank_progress> out;
-  for (const rank_beat& b : ns.beats) {
-    const std::int32_t rank = b.rank.load(std::memory_order_acquire);
-    const std::int64_t beat_ms = b.beat_ms.load(std::memory_order_relaxed);
-    if (rank < 0 || beat_ms <= 0 || (out.count(rank) != 0 && out[rank].beat_ms >= beat_ms)) continue;
-    rank_progress p;
-    p.beat_ms = beat_ms;
-    p.step = b.step.load(std::memory_order_relaxed);
-    p.step_us = b.step_us.load(std::memory_order_relaxed);
-    p.stragglers = b.straggler.reports.load(std::memory_order_acquire);
-    p.committed_step = b.saves.committed_step1.load(std::memory_order_acquire) - 1;
-    p.committed_ms = b.saves.committed_ms.load(std::memory_order_relaxed);
-    out[rank] = p;
-  }
-  return out;
-}
 
 metric_sample sample(const std::vector<std::pair<std::string, std::string>>& labels, double v) {
   return metric_sample{labels, v};
@@ -84,15 +61,15 @@ std::string task_metrics_text(const node_state& ns, const metrics_identity& id) 
                      t::counter,
                      "Straggler findings against each rank: agreement windows in a row where it was the slowest.",
                      {}};
-  const auto ranks = ranks_of(ns);
+  const std::vector<rank_view> ranks = newest_rank_views(ns);
   if (ranks.empty()) return "";
   std::int64_t committed = -1, committed_ms = 0;
   bool every_rank_committed = !ranks.empty();
-  for (const auto& [rank, p] : ranks) {
-    step.samples.push_back(sample(with_rank(rank), static_cast<double>(p.step)));
-    if (p.step_us > 0) step_s.samples.push_back(sample(with_rank(rank), static_cast<double>(p.step_us) / 1e6));
-    beat.samples.push_back(sample(with_rank(rank), static_cast<double>(p.beat_ms) / 1000.0));
-    slow.samples.push_back(sample(with_rank(rank), static_cast<double>(p.stragglers)));
+  for (const rank_view& p : ranks) {
+    step.samples.push_back(sample(with_rank(p.rank), static_cast<double>(p.step)));
+    if (p.step_us > 0) step_s.samples.push_back(sample(with_rank(p.rank), static_cast<double>(p.step_us) / 1e6));
+    beat.samples.push_back(sample(with_rank(p.rank), static_cast<double>(p.beat_ms) / 1000.0));
+    slow.samples.push_back(sample(with_rank(p.rank), static_cast<double>(p.straggler_reports)));
     if (p.committed_step < 0) every_rank_committed = false;
     // The step every rank of the node committed: the lowest of their last commits, and
     // when the last of the ranks at it committed.
