@@ -4,6 +4,8 @@
 #include <set>
 #include <string_view>
 
+#include "node_names.hpp"
+
 namespace trainctl {
 
 namespace {

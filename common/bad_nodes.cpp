@@ -15,10 +15,10 @@
 #include <sstream>
 #include <string_view>
 
-#include "bounded_append.hpp"
-#include "env.hpp"
+#include "node_names.hpp"
 #include "owned_fd.hpp"
 #include "parse.hpp"
+#include "private_files.hpp"
 
 namespace trainctl {
 namespace {
@@ -42,15 +42,6 @@ constexpr std::size_t kKeepLines = 300;
 constexpr std::chrono::seconds kKeepAtLeast{7 * 24 * 3600};
 
 }  // namespace
-
-bool make_private_dirs(const std::string& dir) {
-  for (size_t at = 1; at != std::string::npos;) {
-    at = dir.find('/', at + 1);
-    const std::string part = dir.substr(0, at);
-    if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) return false;
-  }
-  return true;
-}
 
 std::vector<bad_node> read_bad_nodes(const std::string& path);
 
@@ -79,57 +70,6 @@ void trim_bad_nodes(const std::string& path, std::int64_t now_s) {
 }
 
 }  // namespace
-
-bool valid_node_name(const std::string& name) {
-  if (name.empty() || name.size() > 64 || name == "-") return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-           c == '.';
-  });
-}
-
-std::string node_name() {
-  if (!env_text("SLURMD_NODENAME").empty()) return env_text("SLURMD_NODENAME");
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  return host;
-}
-
-std::string append_private(const std::string& path, const std::string& text, std::size_t max) {
-  const size_t slash = path.rfind('/');
-  if (slash != std::string::npos && slash > 0 && !make_private_dirs(path.substr(0, slash)))
-    return "cannot create " + path.substr(0, slash) + ": " + std::strerror(errno);
-  const owned_fd fd(open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
-  if (!fd) return "cannot open " + path + ": " + std::strerror(errno);
-  struct stat st {};
-  std::string why;
-  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid())
-    why = path + " is not a regular file of this user";
-  else if (max > 0)
-    why = append_bounded(fd.get(), path, text, max);
-  else if (write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-    why = "cannot append to " + path + ": " + std::strerror(errno);
-  return why;
-}
-
-std::string read_private(const std::string& path, std::size_t max, std::string* why, bool newest) {
-  const owned_fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
-  if (!fd) {
-    if (errno != ENOENT) *why = "cannot read " + path + ": " + std::strerror(errno);
-    return "";
-  }
-  struct stat st {};
-  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
-    *why = path + " is not a regular file of this user; ignored";
-    return "";
-  }
-  const auto size = static_cast<std::size_t>(st.st_size);
-  std::string text(std::min(max, size), '\0');
-  const off_t from = newest && size > max ? static_cast<off_t>(size - max) : 0;
-  const ssize_t got = pread(fd.get(), text.data(), text.size(), from);
-  text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
-  return text;
-}
 
 std::string record_bad_node(const std::string& path, const bad_node& b) {
   if (path.empty()) return "no file for bad nodes (set TRAINCTL_BAD_NODES or HOME)";

@@ -20,27 +20,6 @@ struct bad_node {
   std::string host, job, gpus, reason;
 };
 
-// This node as SLURM names it (SLURMD_NODENAME, which differs where nodes share a
-// host), else the host name: what bad-node records, stack files and reports call it.
-std::string node_name();
-
-// Whether `name` can be one SLURM node's name: letters, digits, '-', '_' and '.', at
-// most 64 characters. No brackets, commas or white space: a hostlist expression such
-// as n[1-3] names many nodes and is never one.
-bool valid_node_name(const std::string& name);
-
-// mkdir -p, each directory it makes 0700 (the per-user state under the home).
-bool make_private_dirs(const std::string& dir);
-
-// Appends `text` in one write to this user's regular file `path` (created 0600, its
-// directories 0700; never through a symlink, never blocking on a FIFO). "" or why not.
-// With `max`, the file is kept under max bytes (bounded_append.hpp).
-std::string append_private(const std::string& path, const std::string& text, std::size_t max = 0);
-// The first `max` bytes of this user's regular file `path` ("" when missing), or with
-// `newest` its last `max` bytes (an append-only file's newest records). Anything else
-// (a symlink, a FIFO, another user's file) is refused: *why says so in one line.
-std::string read_private(const std::string& path, std::size_t max, std::string* why, bool newest = false);
-
 // How long a finding keeps a node off: TRAINCTL_BAD_NODE_EXPIRY (a duration, hours by
 // default), else 24 h; a malformed value counts as 24 h (`trainctl bad-nodes` says so).
 std::chrono::seconds bad_node_expiry();

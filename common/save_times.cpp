@@ -12,9 +12,11 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "bad_nodes.hpp"
+#include "node_names.hpp"
 #include "owned_fd.hpp"
 #include "parse.hpp"
+#include "private_files.hpp"
+#include "user_paths.hpp"
 
 namespace trainctl {
 namespace {

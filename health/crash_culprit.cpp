@@ -21,6 +21,7 @@
 #include "gpu_memory.hpp"
 #include "hostlist.hpp"
 #include "node_health.hpp"
+#include "node_names.hpp"
 #include "owned_fd.hpp"
 #include "parse.hpp"
 #include "stack_dump.hpp"

@@ -11,6 +11,7 @@
 #include "env.hpp"
 #include "hang_verdict.hpp"
 #include "node_health.hpp"
+#include "node_names.hpp"
 #include "node_state.hpp"
 #include "ranks.hpp"
 #include "stack_dump.hpp"

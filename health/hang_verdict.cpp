@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "bad_nodes.hpp"
+#include "node_names.hpp"
 
 namespace trainctl {
 

@@ -20,7 +20,6 @@
 #include <sstream>
 #include <thread>
 
-#include "bad_nodes.hpp"
 #include "env.hpp"
 #include "gpu_memory.hpp"
 #include "hang_budget.hpp"

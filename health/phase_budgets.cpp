@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "bad_nodes.hpp"
+#include "node_names.hpp"
 #include "parse.hpp"
 #include "save_times.hpp"
 

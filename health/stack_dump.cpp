@@ -18,13 +18,15 @@
 #include <sstream>
 #include <thread>
 
-#include "bad_nodes.hpp"
 #include "dir_entries.hpp"
 #include "env.hpp"
+#include "node_names.hpp"
 #include "node_state.hpp"
 #include "parse.hpp"
+#include "private_files.hpp"
 #include "subprocess.hpp"
 #include "time_text.hpp"
+#include "user_paths.hpp"
 
 namespace trainctl {
 namespace {

@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "bad_nodes.hpp"
+#include "node_names.hpp"
 #include "owned_fd.hpp"
 #include "stack_dump.hpp"
 

@@ -15,6 +15,7 @@
 #include "bounded_append.hpp"
 #include "env.hpp"
 #include "no_progress.hpp"
+#include "node_names.hpp"
 #include "node_state.hpp"
 #include "once_markers.hpp"
 #include "parse.hpp"

@@ -17,6 +17,7 @@
 #include "bad_nodes.hpp"
 #include "build_id.hpp"
 #include "env.hpp"
+#include "node_names.hpp"
 #include "parse.hpp"
 #include "publisher.hpp"
 #include "query_schedule.hpp"

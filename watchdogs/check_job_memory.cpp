@@ -2,8 +2,8 @@
 // not that of the cron job that runs the check (which lands on whatever node is free).
 #include <sstream>
 
-#include "bad_nodes.hpp"
 #include "checks.hpp"
+#include "node_names.hpp"
 #include "parse.hpp"
 
 namespace trainctl {

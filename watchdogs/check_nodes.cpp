@@ -6,6 +6,7 @@
 
 #include "bad_nodes.hpp"
 #include "checks.hpp"
+#include "private_files.hpp"
 
 namespace trainctl {
 namespace {

@@ -15,6 +15,7 @@
 #include "env.hpp"
 #include "gpu_memory.hpp"
 #include "job_access.hpp"
+#include "node_names.hpp"
 #include "parse.hpp"
 #include "slurm_job.hpp"
 

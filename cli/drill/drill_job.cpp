@@ -10,9 +10,9 @@
 #include <sstream>
 #include <thread>
 
-#include "bad_nodes.hpp"
 #include "job_access.hpp"
 #include "owned_fd.hpp"
+#include "private_files.hpp"
 #include "subprocess.hpp"
 
 namespace trainctl::commands {

@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
-#include "bad_nodes.hpp"
 #include "job_status.hpp"
+#include "node_names.hpp"
 #include "parse.hpp"
 #include "ranks.hpp"
 #include "slurm_job.hpp"

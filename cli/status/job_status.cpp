@@ -12,7 +12,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "bad_nodes.hpp"
+#include "node_names.hpp"
 #include "node_state.hpp"
 #include "parse.hpp"
 #include "slurm_job.hpp"

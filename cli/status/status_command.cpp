@@ -16,10 +16,10 @@
 #include <string>
 #include <utility>
 
-#include "bad_nodes.hpp"
 #include "commands.hpp"
 #include "job_access.hpp"
 #include "job_status.hpp"
+#include "node_names.hpp"
 #include "node_state.hpp"
 #include "parse.hpp"
 #include "slurm_job.hpp"

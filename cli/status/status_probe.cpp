@@ -15,10 +15,10 @@
 #include <thread>
 #include <vector>
 
-#include "bad_nodes.hpp"
 #include "cgroup_memory.hpp"
 #include "env.hpp"
 #include "job_status.hpp"
+#include "node_names.hpp"
 #include "node_state.hpp"
 #include "ranks.hpp"
 

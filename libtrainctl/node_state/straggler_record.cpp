@@ -13,6 +13,7 @@
 #include "bad_nodes.hpp"
 #include "bounded_append.hpp"
 #include "gpu_memory.hpp"
+#include "node_names.hpp"
 #include "owned_fd.hpp"
 
 namespace trainctl {

@@ -1,4 +1,5 @@
 #include "controller_impl.hpp"
+#include "node_names.hpp"
 #include "run_id.hpp"
 
 namespace trainctl {

@@ -32,7 +32,6 @@
 #include <thread>
 #include <utility>
 
-#include "bad_nodes.hpp"
 #include "config_impl.hpp"
 #include "gpu_memory.hpp"
 #include "node_role.hpp"

@@ -1,4 +1,5 @@
 #include "bad_nodes.hpp"
+#include "node_names.hpp"
 
 #include <gtest/gtest.h>
 

@@ -16,7 +16,7 @@
 #include <sstream>
 #include <string>
 
-#include "bad_nodes.hpp"
+#include "private_files.hpp"
 
 namespace trainctl {
 namespace {
