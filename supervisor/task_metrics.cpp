@@ -34,6 +34,9 @@ std::string metrics_dir_problem(const struct stat& st, uid_t me) {
 std::vector<std::pair<std::string, std::string>> metrics_identity::labels() const {
   std::vector<std::pair<std::string, std::string>> l{{"slurm_job", job}};
   if (!array_task.empty()) l.emplace_back("array_task", array_task);
+  // Several steps of a job on one node (a sweep packed into one allocation) each have a
+  // rank 0: without the step their series would be the same, and node_exporter refuses that.
+  l.emplace_back("slurm_step", step);
   l.emplace_back("user", user);
   if (!run_id.empty()) l.emplace_back("run_id", run_id);
   l.emplace_back("node", node);

@@ -53,8 +53,9 @@ job=$(as alice sbatch --parsable -N2 --ntasks-per-node=1 --time=3 "${JOB_OPTS[@]
 job=${job%%;*}
 SUBMITTED+=("$job")
 scraped() { curl -sf --max-time 5 "$NE_URL/metrics" | grep '^trainctl_' || true; }
-both_nodes() { [ "$(scraped | grep -c '^trainctl_ranks{')" = 2 ]; }
-wait_for 120 "node_exporter to serve both nodes' files" both_nodes
+# Each node's file, once both its ranks called check() (a file is written at the first).
+both_nodes() { [ "$(scraped | grep -c '^trainctl_ranks{.*} 2$')" = 2 ]; }
+wait_for 120 "node_exporter to serve both nodes' files, each with its 2 ranks" both_nodes
 files=$(find "$metrics" -name '*.prom' | sort)
 [ "$(wc -l <<<"$files")" = 2 ] || fail "expected 2 files, one per node: $files"
 promtool_clean() {  # each file as it is now: the node state's figures, and the first node's goodput
@@ -69,7 +70,7 @@ run_id=$(grep -o 'run_id="[^"]*"' <<<"$(scraped)" | head -1)
 [ -n "$run_id" ] || fail "no run_id label: $(scraped | head -3)"
 for node in n1 n2; do
   # node_exporter sorts the labels by name
-  scraped | grep -q "^trainctl_ranks{node=\"$node\",$run_id,slurm_job=\"$job\",user=\"alice\"} 2$" ||
+  scraped | grep -q "^trainctl_ranks{node=\"$node\",$run_id,slurm_job=\"$job\",slurm_step=\"0\",user=\"alice\"} 2$" ||
     fail "no 2 ranks of job $job on $node: $(scraped | grep '^trainctl_ranks')"
 done
 steps() { scraped | grep '^trainctl_rank_step{' | awk '{s += $2} END {print s + 0}'; }
@@ -155,7 +156,7 @@ bobs=$(as bob sbatch --parsable -N1 --time=2 --metrics-dir="$metrics" --metrics-
   --wrap "srun python3 $SRC/slurm_templates/train_example.py --ckpt-dir $TEST_DIR/bob/ckpt") || fail "bob's sbatch was refused"
 bobs=${bobs%%;*}
 SUBMITTED+=("$bobs")
-bobs_file() { scraped | grep -Eq "^trainctl_ranks\{node=\"n[0-9]\",run_id=\"[^\"]+\",slurm_job=\"$bobs\",user=\"bob\"\} 1$"; }
+bobs_file() { scraped | grep -Eq "^trainctl_ranks\{node=\"n[0-9]\",run_id=\"[^\"]+\",slurm_job=\"$bobs\",slurm_step=\"0\",user=\"bob\"\} 1$"; }
 wait_for 60 "node_exporter to serve bob's job's file" bobs_file
 [ "$(find "$metrics" -name "trainctl_${bobs}_*.prom" -user bob | wc -l)" = 1 ] || fail "bob's file: $(ls -l "$metrics")"
 [ "$(find "$metrics" -name "trainctl_${job}_*.prom" -user alice | wc -l)" = 2 ] || fail "alice's files: $(ls -l "$metrics")"

@@ -84,7 +84,8 @@ TEST_F(metrics_test, EachRanksFiguresAndTheStepEveryRankCommitted) {
   beat(2, 1, 5, 1796000000000, -1);  // rank 1's earlier process, restarted: its old slot
   ns.deadline_ms.store(1796003600000);
   const std::string text = task_metrics_text(ns, id);
-  const std::string labels = R"(slurm_job="7",array_task="3",user="alice",run_id="c-7-20261202T120000",node="n1")";
+  const std::string labels =
+      R"(slurm_job="7",array_task="3",slurm_step="0",user="alice",run_id="c-7-20261202T120000",node="n1")";
   EXPECT_NE(text.find("trainctl_ranks{" + labels + "} 2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("trainctl_rank_step{" + labels + ",rank=\"1\"} 118\n"), std::string::npos) << text;
   EXPECT_NE(text.find("trainctl_rank_step_seconds{" + labels + ",rank=\"0\"} 0.25\n"), std::string::npos) << text;
@@ -122,10 +123,10 @@ TEST_F(metrics_test, WrittenByRenameOncePerIntervalAndRemovedAtTheEnd) {
   EXPECT_EQ(st.st_mode & 07777, 0644u) << "node_exporter's user reads it";
   ns.beats[0].step.store(2);
   m->update(ns, 5000);
-  EXPECT_EQ(
-      read().find("trainctl_rank_step{slurm_job=\"7\",array_task=\"3\",user=\"alice\",run_id=\"c-7-20261202T120000\","
-                  "node=\"n1\",rank=\"0\"} 2"),
-      std::string::npos)
+  EXPECT_EQ(read().find("trainctl_rank_step{slurm_job=\"7\",array_task=\"3\",slurm_step=\"0\",user=\"alice\",run_id="
+                        "\"c-7-20261202T120000\","
+                        "node=\"n1\",rank=\"0\"} 2"),
+            std::string::npos)
       << "rewritten before its interval";
   m->update(ns, 16000);
   EXPECT_NE(read().find(",rank=\"0\"} 2\n"), std::string::npos);
