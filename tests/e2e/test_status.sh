@@ -124,8 +124,8 @@ wait_for 30 "a redraw" grep -q '^NODE ' "$TEST_DIR/watch9.out"
 kill -9 "$(pgrep -u alice -x trainctl)"
 wait "$watch_pid" || true  # killed: its status is -9's
 wait_for 30 "the killed watch's step to end" job_steps_are "$steps_before"
-# squeue drops the step before slurmstepd has reaped its tasks (sid's CI lane saw a helper
-# in that moment, gone a moment later): the helpers must end within 30 s of it.
+# squeue drops the step before slurmstepd has reaped its tasks: the helpers must end
+# within 30 s of it.
 no_helpers() { ! pgrep -u alice -f -- '--status-here' >/dev/null; }
 helpers_end=$((SECONDS + 30))
 until no_helpers; do
