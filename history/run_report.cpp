@@ -259,7 +259,7 @@ run_report build_run_report(const std::string& job, std::vector<task_record> tas
   // but never before the middle of the gap after the same job's run before it (a
   // requeued run can start 4 s after the preempted one ended, whose last events lie there).
   auto events_from = [&runs_of](const std::string& id, std::int64_t start) {
-    std::int64_t slack = 5000;
+    std::int64_t slack = kEventsBeforeStartMs;
     for (const auto& run : runs_of[id])
       if (run.first < start && run.second != 0 && run.second <= start)
         slack = std::min(slack, (start - run.second) / 2);

@@ -127,6 +127,10 @@ struct run_report {
   double goodput() const { return allocated > 0 ? productive / allocated : 0; }
 };
 
+// How far before SLURM's Start a run's events may lie (the nodes' clocks differ): the
+// most a run's window reaches back (less where the same job's earlier run ended closer).
+inline constexpr std::int64_t kEventsBeforeStartMs = 5000;
+
 // Puts them together; `now_ms` stands for the End of tasks still running.
 run_report build_run_report(const std::string& job, std::vector<task_record> tasks,
                             const std::vector<run_event>& events, std::int64_t now_ms);

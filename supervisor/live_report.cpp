@@ -10,12 +10,6 @@
 #include "run_report.hpp"
 
 namespace trainctl {
-namespace {
-
-// How far before SLURM's Start a run's events may lie (the nodes' clocks), as the report allows.
-constexpr std::int64_t kEventsBeforeStartMs = 5000;
-
-}  // namespace
 
 live_report::live_report(task_record task, std::string events_path)
     : task_(std::move(task)), path_(std::move(events_path)) {
