@@ -56,10 +56,6 @@ class task_metrics {
   task_metrics(const task_metrics&) = delete;
   task_metrics& operator=(const task_metrics&) = delete;
 
-  // Writes the file when `every` has passed since the last write (or `force`), with the
-  // families `more` gives then (the job's goodput, live_report.hpp) after the node
-  // state's. A failure is said once ("PATH: why" returned, "" otherwise) and tried again
-  // an interval later.
   // The job's goodput in this file too (the job's first node's: live_report.hpp).
   void add_goodput(std::unique_ptr<live_report> goodput) { goodput_ = std::move(goodput); }
   live_report* goodput() { return goodput_.get(); }
