@@ -9,6 +9,13 @@ namespace trainctl {
 
 using std::chrono::milliseconds;
 
+namespace {
+// SLURM may send SIGTERM twice in a row at a time limit (to the process group, then to
+// every process of the step's cgroup): a cut save at least this much longer than any
+// known is learnt and said again, not the same one twice.
+constexpr std::int64_t kCutSaveNewsMs = 1000;
+}  // namespace
+
 // The deadline from a new EndTime (read by this supervisor, or by another node's and
 // passed on by the ranks): logged, published, and the last read before it scheduled.
 void task_supervisor::set_end_time(std::int64_t end, std::int64_t limit_s, bool moved) {
@@ -115,7 +122,7 @@ void task_supervisor::learn_save_time() {
 // end, scancel): a rank that reached the exit (its beat slot says so) and still runs
 // has been saving since that agreement, which no longest_save_ms records. The
 // longest such time is a lower bound of this array's saves, learnt as a save of that
-// length, so the next task leaves more. A rank that never agreed after the exit (still
+// length (when a second or more over any known), so the next task leaves more. A rank that never agreed after the exit (still
 // starting, hung) teaches nothing.
 void task_supervisor::learn_cut_save() {
   if (!auto_ || !state_ || procs_.told_ms() == 0) return;
@@ -131,7 +138,7 @@ void task_supervisor::learn_cut_save() {
       continue;
     cut_ms = std::max(cut_ms, now - beat);
   }
-  if (cut_ms <= auto_->longest_ms()) return;
+  if (cut_ms < auto_->longest_ms() + kCutSaveNewsMs) return;
   std::string problem;
   auto_->saw(cut_ms, publishes(), &problem);
   log_.line(
