@@ -122,8 +122,8 @@ void task_supervisor::learn_save_time() {
 // end, scancel): a rank that reached the exit (its beat slot says so) and still runs
 // has been saving since that agreement, which no longest_save_ms records. The
 // longest such time is a lower bound of this array's saves, learnt as a save of that
-// length (when a second or more over any known), so the next task leaves more. A rank that never agreed after the exit
-// (still starting, hung) teaches nothing.
+// length (when a second or more over any known), so the next task leaves more. A rank
+// that never agreed after the exit (still starting, hung) teaches nothing.
 void task_supervisor::learn_cut_save() {
   if (!auto_ || !state_ || procs_.told_ms() == 0) return;
   const node_state& ns = state_->get();
