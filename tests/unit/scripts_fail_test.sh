@@ -40,6 +40,23 @@ grep -q "wide has 21 data members" <<<"$out" || fail "sizes.py did not name the 
 grep -q "long.py has 601 lines" <<<"$out" || fail "sizes.py did not name the long file: $out"
 ! grep -q "fits" <<<"$out" || fail "sizes.py refused a 20-member struct: $out"
 
+# A function over 80 lines (signature to closing brace), C++ or Python, fails the same way,
+# one of 80 passes; braces in a comment or a string are not the function's end.
+fn() {  # NAME LINES: a C++ function of that many lines
+  echo "int $1(int a) {"
+  echo '  // a } in a comment'
+  echo '  const char* s = "}";'
+  for i in $(seq 4 $(($2 - 1))); do echo "  a += $i;"; done
+  echo '}'
+}
+{ echo 'namespace x {'; fn long_one 81; fn short_one 80; echo '}  // namespace x'; } >"$work/fns.cpp"
+{ echo 'def long_def():'; for i in $(seq 2 81); do echo "    a = $i"; done; } >"$work/fns.py"
+rc=0; out=$(python3 "$src/scripts/sizes.py" "$work/fns.cpp" "$work/fns.py") || rc=$?
+[ "$rc" -eq 1 ] || fail "sizes.py passed an 81-line function (status $rc): $out"
+grep -q "fns.cpp:2: long_one is 81 lines" <<<"$out" || fail "sizes.py did not name the long C++ function: $out"
+grep -q "fns.py:1: long_def is 81 lines" <<<"$out" || fail "sizes.py did not name the long Python def: $out"
+! grep -q "short_one" <<<"$out" || fail "sizes.py refused an 80-line function: $out"
+
 # A fuzz target that crashes the way libFuzzer reports it: scripts/fuzz exits 1.
 mkdir -p "$work/fuzz"
 cat >"$work/fuzz/fuzz_crash" <<'SH'
