@@ -21,6 +21,37 @@
 
 namespace trainctl::commands {
 
+namespace {
+
+// How many nodes a job may keep off when --cap is not given: inside a job, what its
+// partition can spare (its nodes minus the job's); else 4. *why says which.
+long long default_cap(std::string* why) {
+  if (!env_text("SLURM_JOB_ID").empty()) {
+    const std::chrono::milliseconds timeout(10000);
+    const auto job = show_job_record(env_text("SLURM_JOB_ID"), timeout, nullptr);
+    const std::string partition = job ? job->partition : "";
+    const auto part = job ? scontrol_show("partition", partition, timeout, nullptr) : std::nullopt;
+    if (part) {
+      const long long total = std::atoll(scontrol_field(*part, "TotalNodes").c_str());
+      const long long need = std::atoll(job->num_nodes.c_str());
+      *why = "partition " + partition + " has " + std::to_string(total) + " nodes and the job needs " +
+             std::to_string(need);
+      return std::max(0LL, total - need);
+    }
+  }
+  *why = "at most 4 outside a job";
+  return 4;
+}
+
+// The newest record of `host`, or nullptr.
+const bad_node* newest_of(const std::vector<bad_node>& all, const std::string& host) {
+  for (auto it = all.rbegin(); it != all.rend(); ++it)
+    if (it->host == host) return &*it;
+  return nullptr;
+}
+
+}  // namespace
+
 // trainctl bad-nodes: the hosts the next task should keep off, comma separated, on stdout;
 // one line per host on stderr says why. The cap keeps enough of the partition for the
 // job: its node count minus the job's, unless --cap says less.
@@ -43,23 +74,7 @@ int print_bad_nodes(const std::string& who, const std::string& cap_option, const
     return 2;
   }
   std::string why_cap = cap_option;
-  if (cap < 0 && !env_text("SLURM_JOB_ID").empty()) {
-    const std::chrono::milliseconds timeout(10000);
-    const auto job = show_job_record(env_text("SLURM_JOB_ID"), timeout, nullptr);
-    const std::string partition = job ? job->partition : "";
-    const auto part = job ? scontrol_show("partition", partition, timeout, nullptr) : std::nullopt;
-    if (part) {
-      const long long total = std::atoll(scontrol_field(*part, "TotalNodes").c_str());
-      const long long need = std::atoll(job->num_nodes.c_str());
-      cap = std::max(0LL, total - need);
-      why_cap = "partition " + partition + " has " + std::to_string(total) + " nodes and the job needs " +
-                std::to_string(need);
-    }
-  }
-  if (cap < 0) {
-    cap = 4;
-    why_cap = "at most 4 outside a job";
-  }
+  if (cap < 0) cap = default_cap(&why_cap);
   const std::string path = bad_nodes_path();
   const auto all = read_bad_nodes(path);
   const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
@@ -75,18 +90,15 @@ int print_bad_nodes(const std::string& who, const std::string& cap_option, const
     std::vector<std::string> listed = every;
     listed.insert(listed.end(), suspects.begin(), suspects.end());
     for (const auto& host : listed)
-      for (auto it = all.rbegin(); it != all.rend(); ++it)
-        if (it->host == host) {
-          j["nodes"].push_back({{"host", host},
-                                {"reason", it->reason},
-                                {"when", it->when},
-                                {"age_s", now - it->when},
-                                {"job", it->job},
-                                {"gpus", it->gpus},
-                                {"excluded", std::find(keep_off.begin(), keep_off.end(), host) != keep_off.end()},
-                                {"suspected", is_suspicion(*it)}});
-          break;
-        }
+      if (const bad_node* b = newest_of(all, host))
+        j["nodes"].push_back({{"host", host},
+                              {"reason", b->reason},
+                              {"when", b->when},
+                              {"age_s", now - b->when},
+                              {"job", b->job},
+                              {"gpus", b->gpus},
+                              {"excluded", std::find(keep_off.begin(), keep_off.end(), host) != keep_off.end()},
+                              {"suspected", is_suspicion(*b)}});
     j["cap"] = cap;
     j["why_cap"] = why_cap;
     std::printf("%s\n", j.dump(2).c_str());
@@ -95,23 +107,17 @@ int print_bad_nodes(const std::string& who, const std::string& cap_option, const
   std::string list;
   for (const auto& host : keep_off) {
     list += (list.empty() ? "" : ",") + host;
-    for (auto it = all.rbegin(); it != all.rend(); ++it)
-      if (it->host == host) {
-        std::fprintf(stderr, "%s: keeping off %s: %s, %llds ago (job %s)\n", who.c_str(), host.c_str(),
-                     it->reason.c_str(), static_cast<long long>(now - it->when), it->job.c_str());
-        break;
-      }
+    if (const bad_node* b = newest_of(all, host))
+      std::fprintf(stderr, "%s: keeping off %s: %s, %llds ago (job %s)\n", who.c_str(), host.c_str(), b->reason.c_str(),
+                   static_cast<long long>(now - b->when), b->job.c_str());
   }
   if (every.size() > keep_off.size())
     std::fprintf(stderr, "%s: %zu more bad node%s not excluded (%s)\n", who.c_str(), every.size() - keep_off.size(),
                  every.size() - keep_off.size() == 1 ? "" : "s", why_cap.c_str());
   for (const auto& host : suspects)
-    for (auto it = all.rbegin(); it != all.rend(); ++it)
-      if (it->host == host) {
-        std::fprintf(stderr, "%s: not keeping off %s, only suspected: %s, %llds ago (job %s)\n", who.c_str(),
-                     host.c_str(), it->reason.c_str(), static_cast<long long>(now - it->when), it->job.c_str());
-        break;
-      }
+    if (const bad_node* b = newest_of(all, host))
+      std::fprintf(stderr, "%s: not keeping off %s, only suspected: %s, %llds ago (job %s)\n", who.c_str(),
+                   host.c_str(), b->reason.c_str(), static_cast<long long>(now - b->when), b->job.c_str());
   std::printf("%s\n", list.c_str());
   return 0;
 }

@@ -1,6 +1,7 @@
 #include "drill_rehearsal.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "bad_nodes.hpp"
 #include "user_paths.hpp"
@@ -15,10 +16,12 @@ std::string dur(std::int64_t ms) { return drill_duration(ms); }
 
 }  // namespace
 
-// Task 1's events: start-up, the save switch, the hang, the notice. Fills rows and figures.
-void rehearse_task_one(const drill_setup& s, const drill_job& job, event_watch& w, std::vector<drill_row>& rows,
-                       drill_figures& f, std::string& job1) {
-  // Start-up: the queue (up to 10 minutes), then rank 0's first check().
+namespace {
+
+// Start-up: the queue (up to 10 minutes), then rank 0's first check(); its event, or
+// nullopt (a row says why).
+std::optional<run_event> rehearse_start(const drill_setup& s, const drill_job& job, event_watch& w,
+                                        std::vector<drill_row>& rows, drill_figures& f, std::string& job1) {
   const auto running = [&] {
     const auto rec = job_record_of(job.id() + "_1");
     return rec && rec->start_ms > 0 && rec->state != "PENDING";
@@ -42,7 +45,7 @@ void rehearse_task_one(const drill_setup& s, const drill_job& job, event_watch& 
                     : ran ? "task 1 ran " + dur(s.start_timeout.count()) + " and no rank reached check()"
                           : "task 1 did not start in 10 minutes (the queue)",
                     -1, drill_row::kProblem});
-    return;
+    return std::nullopt;
   }
   const run_event first = *w.find("first_step");
   const auto rec = job_record_of(job1);
@@ -50,8 +53,12 @@ void rehearse_task_one(const drill_setup& s, const drill_job& job, event_watch& 
   rows.push_back({"start-up", "every rank reaches check()",
                   "rank 0's first check() at step " + std::to_string(first.step) + " after the task started", startup,
                   drill_row::kOk});
+  return first;
+}
 
-  // The save switch: one save, at one step, on every rank.
+// The save switch: one save, at one step, on every rank.
+void rehearse_save_switch(const drill_setup& s, event_watch& w, const std::string& job1, std::vector<drill_row>& rows,
+                          drill_figures& f) {
   if (s.opts.save_switch.empty()) {
     rows.push_back({"save switch", "every rank saves once, at one step", "no --save-switch in the script", -1,
                     drill_row::kSkipped});
@@ -78,9 +85,13 @@ void rehearse_task_one(const drill_setup& s, const drill_job& job, event_watch& 
            -1, drill_row::kProblem});
     }
   }
+}
 
-  // A hang found before the drill stops anything is the loop's own: watched for one hang
-  // timeout of plain training first (an evaluation, a save of the loop's own).
+// A hang found before the drill stops anything is the loop's own: watched for one hang
+// timeout of plain training first (an evaluation, a save of the loop's own). True when
+// one was found (a row says so).
+bool own_hang_first(const drill_setup& s, event_watch& w, const std::string& job1, const run_event& first,
+                    std::vector<drill_row>& rows, drill_figures& f) {
   if (s.hang_ms > 0)
     wait_until(milliseconds(s.hang_ms + 10000), [&] {
       w.read();
@@ -94,9 +105,16 @@ void rehearse_task_one(const drill_setup& s, const drill_job& job, event_watch& 
                         " after the first check(), before any rank was "
                         "stopped",
                     -1, drill_row::kProblem});
-    return;
+    return true;
   }
-  std::int64_t resumed_ms = 0;  // when the stopped rank went on
+  return false;
+}
+
+// A rank stopped (SIGSTOP) for longer than the hang timeout: every rank's stacks, the
+// stopped rank named. Sets *resumed_ms to when it went on; false when the hang's action
+// ended task 1 (nothing more to rehearse there).
+bool rehearse_hang(const drill_setup& s, event_watch& w, const std::string& job1, const run_event& first,
+                   std::vector<drill_row>& rows, std::int64_t* resumed_ms) {
   const run_event* early_exit = w.find("exit", job1);
   if (s.hang_ms <= 0 || early_exit != nullptr) {
     rows.push_back({"hang", "every rank's stacks, the stopped rank named",
@@ -120,7 +138,7 @@ void rehearse_task_one(const drill_setup& s, const drill_job& job, event_watch& 
     });
     const std::int64_t hang_at = found ? hang->ms : 0;
     if (!line.empty()) signal_rank(job1, rank, "CONT");
-    resumed_ms = unix_ms_now();
+    *resumed_ms = unix_ms_now();
     if (line.empty()) {
       rows.push_back({"hang", "every rank's stacks, the stopped rank named", "no node had rank 0 or 1 to stop", -1,
                       drill_row::kProblem});
@@ -151,11 +169,15 @@ void rehearse_task_one(const drill_setup& s, const drill_job& job, event_watch& 
                           (s.opts.hang.action == hang_action::end_step ? "end-step" : "save-exit") +
                           ", written into the script) ended task 1 first",
                       -1, drill_row::kSkipped});
-      return;
+      return false;
     }
   }
+  return true;
+}
 
-  // The graceful exit's notice: the time limit's deadline, as the real run's.
+// The graceful exit's notice: the time limit's deadline, as the real run's.
+void rehearse_notice(const drill_setup& s, event_watch& w, const std::string& job1, std::vector<drill_row>& rows,
+                     drill_figures& f) {
   const auto rec1 = job_record_of(job1);
   const std::int64_t end_ms = rec1 ? rec1->end_ms : 0;
   const run_event* exit = nullptr;
@@ -183,8 +205,11 @@ void rehearse_task_one(const drill_setup& s, const drill_job& job, event_watch& 
                     exit == nullptr ? "no exit before task 1 ended" : "the exit's save never finished", -1,
                     drill_row::kProblem});
   }
+}
 
-  // A hang found well after the stopped rank went on is the loop's own again.
+// A hang found well after the stopped rank went on is the loop's own again.
+void late_hangs(event_watch& w, const std::string& job1, std::int64_t resumed_ms, std::vector<drill_row>& rows,
+                drill_figures& f) {
   if (resumed_ms > 0)
     for (const run_event& e : w.read())
       if (e.what == "notice" && e.reason == "hang" && e.job == job1 && e.ms > resumed_ms + 5000 && !f.false_hang) {
@@ -195,11 +220,9 @@ void rehearse_task_one(const drill_setup& s, const drill_job& job, event_watch& 
       }
 }
 
-// Task 2's events: the resume from task 1's last save, then a rank killed.
-void rehearse_task_two(event_watch& w, const std::string& job1, std::vector<drill_row>& rows, drill_figures& f) {
-  // Task 1's saves that ended (rank 0's "saved" after a save or exit decision): the
-  // resume goes to the newest every rank committed, which may be an earlier one when the
-  // last was cut.
+// Task 1's saves that ended (rank 0's "saved" after a save or exit decision): their
+// steps, oldest first.
+std::vector<std::int64_t> saved_steps_of(event_watch& w, const std::string& job1) {
   std::vector<std::int64_t> saved_steps;
   const run_event* pending = nullptr;
   for (const run_event& e : w.read()) {
@@ -207,6 +230,29 @@ void rehearse_task_two(event_watch& w, const std::string& job1, std::vector<dril
     if (e.what == "save" || e.what == "exit") pending = &e;
     if (e.what == "saved" && pending != nullptr) saved_steps.push_back(pending->step);
   }
+  return saved_steps;
+}
+
+}  // namespace
+
+// Task 1's events: start-up, the save switch, the hang, the notice. Fills rows and figures.
+void rehearse_task_one(const drill_setup& s, const drill_job& job, event_watch& w, std::vector<drill_row>& rows,
+                       drill_figures& f, std::string& job1) {
+  const std::optional<run_event> first = rehearse_start(s, job, w, rows, f, job1);
+  if (!first) return;
+  rehearse_save_switch(s, w, job1, rows, f);
+  if (own_hang_first(s, w, job1, *first, rows, f)) return;
+  std::int64_t resumed_ms = 0;  // when the stopped rank went on
+  if (!rehearse_hang(s, w, job1, *first, rows, &resumed_ms)) return;
+  rehearse_notice(s, w, job1, rows, f);
+  late_hangs(w, job1, resumed_ms, rows, f);
+}
+
+// Task 2's events: the resume from task 1's last save, then a rank killed.
+void rehearse_task_two(event_watch& w, const std::string& job1, std::vector<drill_row>& rows, drill_figures& f) {
+  // The resume goes to the newest save every rank committed, which may be an earlier one
+  // when the last was cut.
+  const std::vector<std::int64_t> saved_steps = saved_steps_of(w, job1);
   const std::int64_t last_saved_step = saved_steps.empty() ? -1 : saved_steps.back();
   std::string job2;
   const run_event* first2 = nullptr;

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -96,6 +97,53 @@ std::string where(const std::string& script, int line) {
   return line > 0 ? script + ":" + std::to_string(line) : script;
 }
 
+// --export as sbatch's command line gives it (the script's own #SBATCH --export is read
+// with the script, after the lookups this serves); nullopt when not given.
+std::optional<std::string> export_of(const std::vector<std::string>& sbatch_args) {
+  std::optional<std::string> value;
+  for (std::size_t i = 0; i < sbatch_args.size(); ++i) {
+    if (sbatch_args[i].rfind("--export=", 0) == 0)
+      value = sbatch_args[i].substr(9);
+    else if (sbatch_args[i] == "--export" && i + 1 < sbatch_args.size())
+      value = sbatch_args[++i];
+  }
+  return value;
+}
+
+void print_lint_json(const std::string& path, const std::string& job_name, const lint_result& r,
+                     const std::string& partition, const std::string& preempt, const run_figures& measured) {
+  nlohmann::json doc = {{"schema", 1},
+                        {"script", path},
+                        {"job_name", job_name},
+                        {"supervisor", r.supervisor},
+                        {"partition", partition},
+                        {"preemption", preempt},
+                        {"earlier_runs", measured.arrays},
+                        {"measured",
+                         {{"longest_save_ms", measured.longest_save_ms},
+                          {"longest_quiet_ms", measured.longest_quiet_ms},
+                          {"longest_start_ms", measured.longest_start_ms},
+                          {"phases", measured.phases}}},
+                        {"problems", nlohmann::json::array()},
+                        {"notes", r.notes}};
+  for (const lint_problem& p : r.problems)
+    doc["problems"].push_back({{"rule", p.rule}, {"line", p.line}, {"text", p.text}});
+  std::printf("%s\n", doc.dump(2).c_str());
+}
+
+void print_lint_text(const std::string& path, const lint_result& r, const std::string& partition,
+                     const std::string& preempt, const std::string& history) {
+  for (const lint_problem& p : r.problems)
+    std::printf("%s: %s [%s]\n", where(path, p.line).c_str(), p.text.c_str(), p.rule.c_str());
+  for (const std::string& n : r.notes) std::printf("%s: note: %s\n", path.c_str(), n.c_str());
+  const std::string n = std::to_string(r.problems.size());
+  std::printf(
+      "%s: %s (%s; partition %s, %s; %s)\n", path.c_str(),
+      r.problems.empty() ? "no problem found" : (n + (r.problems.size() == 1 ? " problem" : " problems")).c_str(),
+      r.supervisor.empty() ? "not under trainctl" : ("supervised by " + r.supervisor).c_str(), partition.c_str(),
+      preempt.c_str(), history.c_str());
+}
+
 }  // namespace
 
 int lint_batch_script(const std::string& who, const std::string& path, const std::vector<std::string>& sbatch_args,
@@ -109,20 +157,8 @@ int lint_batch_script(const std::string& who, const std::string& path, const std
   char cwd[4096];
   std::string submit_dir = getcwd(cwd, sizeof cwd) != nullptr ? cwd : ".";
   std::string job_name;
-  // --export as sbatch's command line gives it (the script's own #SBATCH --export is read
-  // with the script, after these lookups).
-  std::string export_value;
-  bool export_given = false;
-  for (std::size_t i = 0; i < sbatch_args.size(); ++i) {
-    if (sbatch_args[i].rfind("--export=", 0) == 0) {
-      export_value = sbatch_args[i].substr(9);
-      export_given = true;
-    } else if (sbatch_args[i] == "--export" && i + 1 < sbatch_args.size()) {
-      export_value = sbatch_args[++i];
-      export_given = true;
-    }
-  }
-  const job_environment job_env(export_given ? &export_value : nullptr, [](const char* n) { return env_text(n); });
+  const std::optional<std::string> export_value = export_of(sbatch_args);
+  const job_environment job_env(export_value ? &*export_value : nullptr, [](const char* n) { return env_text(n); });
   const env_lookup env = [&](const char* name) -> std::string {
     if (std::strcmp(name, "SLURM_SUBMIT_DIR") == 0) return submit_dir;
     if (std::strcmp(name, "SLURM_JOB_NAME") == 0) return job_name;
@@ -161,35 +197,10 @@ int lint_batch_script(const std::string& who, const std::string& path, const std
                                                    : "PreemptMode=" + (cluster->partition.preempt_mode.empty()
                                                                            ? cluster->preempt_mode
                                                                            : cluster->partition.preempt_mode);
-  if (json) {
-    nlohmann::json doc = {{"schema", 1},
-                          {"script", path},
-                          {"job_name", job_name},
-                          {"supervisor", r.supervisor},
-                          {"partition", cluster->partition.name},
-                          {"preemption", preempt},
-                          {"earlier_runs", ctx.measured.arrays},
-                          {"measured",
-                           {{"longest_save_ms", ctx.measured.longest_save_ms},
-                            {"longest_quiet_ms", ctx.measured.longest_quiet_ms},
-                            {"longest_start_ms", ctx.measured.longest_start_ms},
-                            {"phases", ctx.measured.phases}}},
-                          {"problems", nlohmann::json::array()},
-                          {"notes", r.notes}};
-    for (const lint_problem& p : r.problems)
-      doc["problems"].push_back({{"rule", p.rule}, {"line", p.line}, {"text", p.text}});
-    std::printf("%s\n", doc.dump(2).c_str());
-    return r.problems.empty() ? 0 : 1;
-  }
-  for (const lint_problem& p : r.problems)
-    std::printf("%s: %s [%s]\n", where(path, p.line).c_str(), p.text.c_str(), p.rule.c_str());
-  for (const std::string& n : r.notes) std::printf("%s: note: %s\n", path.c_str(), n.c_str());
-  const std::string n = std::to_string(r.problems.size());
-  std::printf(
-      "%s: %s (%s; partition %s, %s; %s)\n", path.c_str(),
-      r.problems.empty() ? "no problem found" : (n + (r.problems.size() == 1 ? " problem" : " problems")).c_str(),
-      r.supervisor.empty() ? "not under trainctl" : ("supervised by " + r.supervisor).c_str(),
-      cluster->partition.name.c_str(), preempt.c_str(), history.c_str());
+  if (json)
+    print_lint_json(path, job_name, r, cluster->partition.name, preempt, ctx.measured);
+  else
+    print_lint_text(path, r, cluster->partition.name, preempt, history);
   return r.problems.empty() ? 0 : 1;
 }
 

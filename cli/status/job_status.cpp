@@ -91,6 +91,67 @@ std::string switches_text(const job_status& s) {
   return out.empty() ? "none registered" : out;
 }
 
+status_node node_of(const std::string& line, const std::string& host) {
+  status_node n;
+  n.node = host;
+  const std::int64_t now = num(line, "now_ms");
+  n.flags = static_cast<std::uint32_t>(num(line, "flags"));
+  n.deadline_ms = num(line, "deadline_ms");
+  n.has_deadline = n.deadline_ms > 0;
+  n.deadline_in_ms = n.deadline_ms - now;
+  n.supervised = num(line, "supervised") != 0;
+  const std::int64_t pub = num(line, "published_ms");
+  n.published_age_ms = pub > 0 ? now - pub : -1;
+  n.longest_save_ms = num(line, "longest_save_ms");
+  return n;
+}
+
+status_death death_of(const std::string& line, const std::string& host) {
+  status_death d;
+  d.node = host;
+  d.rank = static_cast<int>(num(line, "rank"));
+  d.pid = static_cast<int>(num(line, "pid"));
+  d.error = printable_line(tail_field(line, "error"), kMaxError);  // as the table shows it
+  return d;
+}
+
+// `node_now`: the node's own clock from its node line (ages are the node's), 0 when none came.
+status_rank rank_of(const std::string& line, const std::string& host, std::int64_t node_now) {
+  status_rank r;
+  r.node = host;
+  r.rank = static_cast<int>(num(line, "rank"));
+  r.pid = static_cast<int>(num(line, "pid"));
+  r.step = num(line, "step");
+  const std::int64_t beat = num(line, "beat_ms");
+  r.since_check_ms = beat > 0 && node_now != 0 ? std::max<std::int64_t>(0, node_now - beat) : -1;
+  r.step_us = num(line, "step_us");
+  r.slow = static_cast<int>(num(line, "slow"));
+  r.agreements = std::max<int>(1, static_cast<int>(num(line, "agreements")));
+  r.mem_free = std::strtoull(scontrol_field(line, "mem_free").c_str(), nullptr, 10);
+  r.mem_limit = std::strtoull(scontrol_field(line, "mem_limit").c_str(), nullptr, 10);
+  return r;
+}
+
+// One row per switch: any node that sees an exit switch sees it for the job.
+void add_switch(std::vector<status_switch>& switches, const std::string& line, const std::string& host) {
+  status_switch w;
+  w.node = host;
+  w.kind = scontrol_field(line, "kind");
+  w.name = scontrol_field(line, "name");
+  w.path = tail_field(line, "path");
+  w.present = num(line, "present") != 0;
+  w.touches = num(line, "touches");
+  auto same = std::find_if(switches.begin(), switches.end(), [&](const status_switch& o) {
+    return std::tie(o.kind, o.name, o.path) == std::tie(w.kind, w.name, w.path);
+  });
+  if (same == switches.end()) {
+    switches.push_back(w);
+  } else {
+    same->present |= w.present;
+    same->touches = std::max(same->touches, w.touches);
+  }
+}
+
 }  // namespace
 
 job_status parse_status_lines(const std::string& text, const status_job& job) {
@@ -115,58 +176,15 @@ job_status parse_status_lines(const std::string& text, const status_job& job) {
       const size_t text_at = std::string("error host=").size() + host.size() + 1;
       s.errors.push_back(host + ": " + (line.size() > text_at ? line.substr(text_at) : "(no text)"));
     } else if (kind == "node") {
-      status_node n;
-      n.node = host;
-      const std::int64_t now = num(line, "now_ms");
-      node_now[host] = now;
-      n.flags = static_cast<std::uint32_t>(num(line, "flags"));
-      n.deadline_ms = num(line, "deadline_ms");
-      n.has_deadline = n.deadline_ms > 0;
-      n.deadline_in_ms = n.deadline_ms - now;
-      n.supervised = num(line, "supervised") != 0;
-      const std::int64_t pub = num(line, "published_ms");
-      n.published_age_ms = pub > 0 ? now - pub : -1;
-      n.longest_save_ms = num(line, "longest_save_ms");
-      s.nodes.push_back(n);
+      s.nodes.push_back(node_of(line, host));
+      node_now[host] = num(line, "now_ms");
     } else if (kind == "died") {
-      status_death d;
-      d.node = host;
-      d.rank = static_cast<int>(num(line, "rank"));
-      d.pid = static_cast<int>(num(line, "pid"));
-      d.error = printable_line(tail_field(line, "error"), kMaxError);  // as the table shows it
-      s.deaths.push_back(d);
+      s.deaths.push_back(death_of(line, host));
     } else if (kind == "rank") {
-      status_rank r;
-      r.node = host;
-      r.rank = static_cast<int>(num(line, "rank"));
-      r.pid = static_cast<int>(num(line, "pid"));
-      r.step = num(line, "step");
-      const std::int64_t beat = num(line, "beat_ms");
-      r.since_check_ms = beat > 0 && node_now.count(host) != 0 ? std::max<std::int64_t>(0, node_now[host] - beat) : -1;
-      r.step_us = num(line, "step_us");
-      r.slow = static_cast<int>(num(line, "slow"));
-      r.agreements = std::max<int>(1, static_cast<int>(num(line, "agreements")));
-      r.mem_free = std::strtoull(scontrol_field(line, "mem_free").c_str(), nullptr, 10);
-      r.mem_limit = std::strtoull(scontrol_field(line, "mem_limit").c_str(), nullptr, 10);
-      s.ranks.push_back(r);
+      const auto now = node_now.find(host);
+      s.ranks.push_back(rank_of(line, host, now != node_now.end() ? now->second : 0));
     } else {
-      status_switch w;
-      w.node = host;
-      w.kind = scontrol_field(line, "kind");
-      w.name = scontrol_field(line, "name");
-      w.path = tail_field(line, "path");
-      w.present = num(line, "present") != 0;
-      w.touches = num(line, "touches");
-      // One row per switch: any node that sees an exit switch sees it for the job.
-      auto same = std::find_if(s.switches.begin(), s.switches.end(), [&](const status_switch& o) {
-        return std::tie(o.kind, o.name, o.path) == std::tie(w.kind, w.name, w.path);
-      });
-      if (same == s.switches.end()) {
-        s.switches.push_back(w);
-      } else {
-        same->present |= w.present;
-        same->touches = std::max(same->touches, w.touches);
-      }
+      add_switch(s.switches, line, host);
     }
   }
   std::sort(s.ranks.begin(), s.ranks.end(), [](const status_rank& a, const status_rank& b) {

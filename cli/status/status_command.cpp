@@ -66,6 +66,55 @@ void print_view(const job_status& s, bool json, bool watch, std::chrono::millise
   std::fflush(stdout);
 }
 
+// The helpers' lines: each node's round, complete at its "end" line.
+struct node_rounds {
+  std::map<std::string, std::string> latest, partial;
+  std::set<std::string> since_drawn;  // the nodes with a new round since the last draw
+  std::string other;                  // the first line from no node (srun's, or a helper's error)
+
+  // Takes the complete lines of `pending`; true when a node's round completed.
+  bool take(std::string& pending) {
+    bool fresh = false;
+    for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) {
+      const std::string line = pending.substr(0, nl);
+      const std::string host = scontrol_field(line, "host");
+      if (line.compare(0, 4, "end ") == 0) {
+        latest[host] = std::exchange(partial[host], std::string());
+        since_drawn.insert(host);
+        fresh = true;
+      } else if (!host.empty() && line.find(' ') != std::string::npos) {
+        partial[host] += line + "\n";
+      } else if (other.empty()) {
+        other = line;
+      }
+    }
+    return fresh;
+  }
+  std::string text() const {
+    std::string out;
+    for (const auto& [host, lines] : latest) out += lines;
+    return out;
+  }
+};
+
+// After the watch's helpers ended (or were ended): 0 when the user stopped it or the job
+// ended after a view was drawn, else 1 and why the helpers ended (`other`: their first
+// line from no node).
+int watch_ended(const std::string& who, const std::string& job_id, bool drawn, const std::string& other,
+                started_child& c, int status) {
+  if (g_stop_watch.load()) return 0;
+  const auto last = show_job_record(job_id, std::chrono::milliseconds(5000), nullptr);
+  const std::string state = last ? last->state : "gone";
+  if (drawn && state != "RUNNING") {
+    std::fprintf(stderr, "%s: status %s: the job is %s; nothing more to watch\n", who.c_str(), job_id.c_str(),
+                 state.c_str());
+    return 0;
+  }
+  std::fprintf(stderr, "%s: status %s: %s\n", who.c_str(), job_id.c_str(),
+               other.empty() ? c.finish(status).error.c_str() : other.c_str());
+  return 1;
+}
+
 // --watch: one task per node stays and prints a round every `every` (one job step for
 // the whole watch, not one per refresh: slurmctld sees a single step). The view is
 // redrawn when a node's round is complete.
@@ -86,14 +135,13 @@ int watch_job_status(const std::string& who, const job_record& job, bool json, s
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   const std::size_t nodes = static_cast<std::size_t>(std::max(1L, std::atol(job.num_nodes.c_str())));
-  std::map<std::string, std::string> latest, partial;
-  std::string pending, other;
+  node_rounds rounds;
+  std::string pending;
   status_job facts = job_facts(job);
   auto facts_at = std::chrono::steady_clock::now();
   const auto started = facts_at;
   bool drawn = false;
   auto drawn_at = started;
-  std::set<std::string> since_drawn;  // the nodes with a new round since the last draw
   int status = 0;
   bool exited = false;
   while (!g_stop_watch.load() && !exited) {
@@ -101,38 +149,24 @@ int watch_job_status(const std::string& who, const job_record& job, bool json, s
     poll(&p, 1, 200);
     c.drain();
     pending += c.take_output();
-    bool fresh = false;
-    for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) {
-      const std::string line = pending.substr(0, nl);
-      const std::string host = scontrol_field(line, "host");
-      if (line.compare(0, 4, "end ") == 0) {
-        latest[host] = std::exchange(partial[host], std::string());
-        since_drawn.insert(host);
-        fresh = true;
-      } else if (!host.empty() && line.find(' ') != std::string::npos) {
-        partial[host] += line + "\n";
-      } else if (other.empty()) {
-        other = line;
-      }
-    }
+    const bool fresh = rounds.take(pending);
     exited = waitpid(c.pid(), &status, WNOHANG) == c.pid();
     const auto now = std::chrono::steady_clock::now();
-    if (!fresh || (latest.size() < nodes && now - started < 2 * every)) continue;
+    if (!fresh || (rounds.latest.size() < nodes && now - started < 2 * every)) continue;
     // Once per interval, not once per node: when every node has a new round, or a node
     // is late by half an interval (it still shows its last round).
-    if (drawn && since_drawn.size() < std::min(nodes, latest.size()) && now - drawn_at < every * 3 / 2) continue;
+    if (drawn && rounds.since_drawn.size() < std::min(nodes, rounds.latest.size()) && now - drawn_at < every * 3 / 2)
+      continue;
     if (now - facts_at > std::chrono::seconds(30)) {  // EndTime moves with scontrol update; asked rarely
       if (const auto again = show_job_record(facts.id, std::chrono::milliseconds(5000), nullptr))
         facts = job_facts(*again);
       facts_at = now;
     }
     facts.now_ms = unix_now_ms();
-    std::string text;
-    for (const auto& [host, lines] : latest) text += lines;
-    print_view(parse_status_lines(text, facts), json, true, every);
+    print_view(parse_status_lines(rounds.text(), facts), json, true, every);
     drawn = true;
     drawn_at = now;
-    since_drawn.clear();
+    rounds.since_drawn.clear();
   }
   if (!exited) {
     kill(-c.pid(), SIGTERM);
@@ -141,17 +175,7 @@ int watch_job_status(const std::string& who, const job_record& job, bool json, s
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
-  if (g_stop_watch.load()) return 0;
-  const auto last = show_job_record(facts.id, std::chrono::milliseconds(5000), nullptr);
-  const std::string state = last ? last->state : "gone";
-  if (drawn && state != "RUNNING") {
-    std::fprintf(stderr, "%s: status %s: the job is %s; nothing more to watch\n", who.c_str(), facts.id.c_str(),
-                 state.c_str());
-    return 0;
-  }
-  std::fprintf(stderr, "%s: status %s: %s\n", who.c_str(), facts.id.c_str(),
-               other.empty() ? c.finish(status).error.c_str() : other.c_str());
-  return 1;
+  return watch_ended(who, facts.id, drawn, rounds.other, c, status);
 }
 
 }  // namespace
