@@ -15,6 +15,7 @@
 #include "owned_fd.hpp"
 #include "parse.hpp"
 #include "run_option_table.hpp"
+#include "shell_words.hpp"
 
 namespace trainctl {
 namespace {
@@ -51,135 +52,6 @@ bool value_optional(const std::string& name) {
   for (const run_option& r : run_option_table())
     if (name == r.name) return r.value_optional() || r.metavar == nullptr;
   return kFlags.count(name) != 0;
-}
-
-// -- the script's words ---------------------------------------------------------------
-
-struct raw_word {
-  std::string raw;  // as written, quotes and all
-  int line = 0;
-};
-using command = std::vector<raw_word>;
-
-// Steps over a $(...), $((...)) or ${...} that starts at text[i] ('$'), returning the
-// index just past it.
-size_t skip_dollar(const std::string& t, size_t i) {
-  if (i + 1 >= t.size()) return i + 1;
-  const char open = t[i + 1];
-  if (open != '(' && open != '{') return i + 1;
-  const char close = open == '(' ? ')' : '}';
-  int depth = 0;
-  for (size_t j = i + 1; j < t.size(); ++j) {
-    if (t[j] == '\\') {
-      ++j;
-    } else if (t[j] == '\'' && open == '(') {
-      const size_t end = t.find('\'', j + 1);
-      j = end == std::string::npos ? t.size() : end;
-    } else if (t[j] == open) {
-      ++depth;
-    } else if (t[j] == close && --depth == 0) {
-      return j + 1;
-    }
-  }
-  return t.size();
-}
-
-// The script's commands, split as the shell would: words (quotes kept), ended by a
-// newline outside parentheses, ';', '&', '|', '(' or ')'. Comments and here-documents
-// are dropped.
-std::vector<command> commands_of(const std::string& t) {
-  std::vector<command> out(1);
-  int line = 1, depth = 0;
-  std::string heredoc;  // the terminator of a here-document that starts on the next line
-  std::string word;
-  int word_line = 0;
-  auto end_word = [&] {
-    if (!word.empty()) {
-      if (word.rfind("<<", 0) == 0 && word.size() > 2) {
-        std::string end = word.substr(word[2] == '-' ? 3 : 2);
-        end.erase(std::remove_if(end.begin(), end.end(), [](char c) { return c == '\'' || c == '"'; }), end.end());
-        heredoc = end;
-      }
-      out.back().push_back({word, word_line});
-    }
-    word.clear();
-  };
-  auto end_command = [&] {
-    end_word();
-    if (!out.back().empty()) out.emplace_back();
-  };
-  for (size_t i = 0; i < t.size(); ++i) {
-    const char c = t[i];
-    if (word.empty()) word_line = line;
-    if (c == '\n') {
-      ++line;
-      if (depth > 0) {
-        end_word();
-      } else {
-        end_command();
-      }
-      if (!heredoc.empty()) {  // skip to the terminator's line
-        while (i + 1 < t.size()) {
-          const size_t eol = t.find('\n', i + 1);
-          const std::string l = t.substr(i + 1, (eol == std::string::npos ? t.size() : eol) - i - 1);
-          i = eol == std::string::npos ? t.size() : eol;
-          ++line;
-          const size_t a = l.find_first_not_of('\t');
-          if (a != std::string::npos && l.substr(a) == heredoc) break;
-        }
-        heredoc.clear();
-      }
-    } else if (c == '\\' && i + 1 < t.size()) {
-      if (t[i + 1] == '\n') {
-        ++line;
-        ++i;
-        end_word();
-      } else {
-        word += t.substr(i, 2);
-        ++i;
-      }
-    } else if (c == '\'' || c == '"') {
-      size_t j = i + 1;
-      while (j < t.size() && t[j] != c) {
-        if (c == '"' && t[j] == '\\') ++j;
-        if (c == '"' && t[j] == '$') {
-          const size_t past = skip_dollar(t, j);
-          line += static_cast<int>(std::count(t.begin() + j, t.begin() + std::min(past, t.size()), '\n'));
-          j = past;
-          continue;
-        }
-        if (j < t.size() && t[j] == '\n') ++line;
-        ++j;
-      }
-      word += t.substr(i, std::min(j, t.size() - 1) - i + 1);
-      i = j;
-    } else if (c == '$') {
-      const size_t past = skip_dollar(t, i);
-      line += static_cast<int>(std::count(t.begin() + i, t.begin() + std::min(past, t.size()), '\n'));
-      word += t.substr(i, past - i);
-      i = past - 1;
-    } else if (c == '#' && word.empty()) {
-      while (i + 1 < t.size() && t[i + 1] != '\n') ++i;
-    } else if (c == ' ' || c == '\t') {
-      end_word();
-    } else if (c == ';' || c == '&' || c == '|') {
-      end_command();
-    } else if (c == '(' || c == ')') {
-      if (c == '(' && !word.empty() && word.back() == '=') {  // NAME=( ... ): an array
-        word += '(';
-        end_word();
-        ++depth;
-        continue;
-      }
-      end_command();
-      depth = std::max(0, depth + (c == '(' ? 1 : -1));
-    } else {
-      word += c;
-    }
-  }
-  end_command();
-  out.pop_back();
-  return out;
 }
 
 // -- expansion --------------------------------------------------------------------------
@@ -405,15 +277,11 @@ std::string job_name_of(const batch_script& s, const std::string& file_name) {
   return file_name.substr(file_name.rfind('/') == std::string::npos ? 0 : file_name.rfind('/') + 1);
 }
 
-std::optional<batch_script> read_batch_script(const std::string& text, const std::string& file_name,
-                                              const std::vector<std::string>& cli_args, const env_lookup& env,
-                                              std::string* why) {
-  if (text.rfind("#!", 0) != 0) {
-    *why = "it is not a batch script: its first line does not start with #! (sbatch refuses it)";
-    return std::nullopt;
-  }
-  batch_script s;
-  // #SBATCH lines: from the second line to the first line of code, as sbatch reads them.
+namespace {
+
+// #SBATCH lines: from the second line to the first line of code, as sbatch reads them;
+// what is wrong with one, or "".
+std::string read_sbatch_lines(const std::string& text, batch_script& s) {
   size_t at = text.find('\n');
   int line = 1;
   while (at != std::string::npos && at + 1 < text.size()) {
@@ -426,11 +294,70 @@ std::optional<batch_script> read_batch_script(const std::string& text, const std
     if (l[a] != '#') break;
     if (l.compare(a, 7, "#SBATCH") != 0) continue;
     const std::string err = parse_sbatch_args(option_words(l.substr(a + 7)), line, &s.sbatch);
-    if (!err.empty()) {
-      *why = "line " + std::to_string(line) + ": #SBATCH " + err;
-      return std::nullopt;
-    }
+    if (!err.empty()) return "line " + std::to_string(line) + ": #SBATCH " + err;
   }
+  return "";
+}
+
+// A command's words that name checkpoints: their lines, whether one differs per array
+// task, and the paths they give (expanded where the script says how).
+void note_checkpoint_words(const command& c, const lookup_fn& lookup, batch_script& s) {
+  for (size_t k = 0; k < c.size(); ++k) {
+    const raw_word& w = c[k];
+    if (!names_checkpoints(w.raw)) continue;
+    if (std::find(s.checkpoint_lines.begin(), s.checkpoint_lines.end(), w.line) == s.checkpoint_lines.end())
+      s.checkpoint_lines.push_back(w.line);
+    if (w.raw.find("SLURM_ARRAY_TASK_ID") != std::string::npos || w.raw.find("%a") != std::string::npos)
+      s.checkpoint_per_task = true;
+    // --ckpt-dir=PATH, CKPT_DIR=PATH; --ckpt-dir PATH; $CKPT_DIR/x or /scratch/ckpt alone.
+    const size_t eq = w.raw.find('=');
+    const bool option = w.raw.rfind('-', 0) == 0;
+    if (c[0].raw == "echo" || c[0].raw == "printf" || w.raw.find_first_of(" \t") != std::string::npos ||
+        (eq != std::string::npos && !option && !is_name(w.raw.substr(0, eq))))
+      continue;  // a message, not a path
+    std::string value = eq != std::string::npos ? w.raw.substr(eq + 1)
+                        : option                ? (k + 1 < c.size() ? c[k + 1].raw : "")
+                                                : w.raw;
+    if (value.empty() || (!option && value.find_first_of("/$") == std::string::npos)) continue;
+    const expanded e = expand(value, w.line, lookup, 0);
+    s.checkpoint_paths.emplace_back(w.line, e.known ? e.text : "");
+  }
+}
+
+// A trainctl-run (or `trainctl run`) command: its options, as the script expands them.
+void note_trainctl_run(const command& c, const lookup_fn& lookup, batch_script& s) {
+  std::vector<std::string> words;
+  for (const raw_word& w : c) words.push_back(w.raw);
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (!is_trainctl_run(words, i)) continue;
+    std::vector<script_option> opts;
+    bool batch = false;
+    for (size_t j = i + (words[i].find("trainctl-run") == std::string::npos ? 2 : 1); j < c.size(); ++j) {
+      const expanded e = expand(c[j].raw, c[j].line, lookup, 0);
+      if (e.text == "--" || e.text.rfind("--", 0) != 0) break;
+      script_option o = split_option(e.text, c[j].line);
+      o.known = e.known;
+      if (o.name == "--batch") batch = true;
+      opts.push_back(o);
+    }
+    s.runs.push_back(opts);
+    s.run_is_batch.push_back(batch);
+    break;
+  }
+}
+
+}  // namespace
+
+std::optional<batch_script> read_batch_script(const std::string& text, const std::string& file_name,
+                                              const std::vector<std::string>& cli_args, const env_lookup& env,
+                                              std::string* why) {
+  if (text.rfind("#!", 0) != 0) {
+    *why = "it is not a batch script: its first line does not start with #! (sbatch refuses it)";
+    return std::nullopt;
+  }
+  batch_script s;
+  *why = read_sbatch_lines(text, s);
+  if (!why->empty()) return std::nullopt;
   // sbatch's input variables come between the script's lines and the command line.
   for (const auto& [var, option] : kInputVariables) {
     const std::string value = env(var);
@@ -479,44 +406,8 @@ std::optional<batch_script> read_batch_script(const std::string& text, const std
   };
 
   for (const command& c : cmds) {
-    std::vector<std::string> words;
-    for (const raw_word& w : c) words.push_back(w.raw);
-    for (size_t k = 0; k < c.size(); ++k) {
-      const raw_word& w = c[k];
-      if (!names_checkpoints(w.raw)) continue;
-      if (std::find(s.checkpoint_lines.begin(), s.checkpoint_lines.end(), w.line) == s.checkpoint_lines.end())
-        s.checkpoint_lines.push_back(w.line);
-      if (w.raw.find("SLURM_ARRAY_TASK_ID") != std::string::npos || w.raw.find("%a") != std::string::npos)
-        s.checkpoint_per_task = true;
-      // --ckpt-dir=PATH, CKPT_DIR=PATH; --ckpt-dir PATH; $CKPT_DIR/x or /scratch/ckpt alone.
-      const size_t eq = w.raw.find('=');
-      const bool option = w.raw.rfind('-', 0) == 0;
-      if (c[0].raw == "echo" || c[0].raw == "printf" || w.raw.find_first_of(" \t") != std::string::npos ||
-          (eq != std::string::npos && !option && !is_name(w.raw.substr(0, eq))))
-        continue;  // a message, not a path
-      std::string value = eq != std::string::npos ? w.raw.substr(eq + 1)
-                          : option                ? (k + 1 < c.size() ? c[k + 1].raw : "")
-                                                  : w.raw;
-      if (value.empty() || (!option && value.find_first_of("/$") == std::string::npos)) continue;
-      const expanded e = expand(value, w.line, lookup, 0);
-      s.checkpoint_paths.emplace_back(w.line, e.known ? e.text : "");
-    }
-    for (size_t i = 0; i < words.size(); ++i) {
-      if (!is_trainctl_run(words, i)) continue;
-      std::vector<script_option> opts;
-      bool batch = false;
-      for (size_t j = i + (words[i].find("trainctl-run") == std::string::npos ? 2 : 1); j < c.size(); ++j) {
-        const expanded e = expand(c[j].raw, c[j].line, lookup, 0);
-        if (e.text == "--" || e.text.rfind("--", 0) != 0) break;
-        script_option o = split_option(e.text, c[j].line);
-        o.known = e.known;
-        if (o.name == "--batch") batch = true;
-        opts.push_back(o);
-      }
-      s.runs.push_back(opts);
-      s.run_is_batch.push_back(batch);
-      break;
-    }
+    note_checkpoint_words(c, lookup, s);
+    note_trainctl_run(c, lookup, s);
   }
   return s;
 }
