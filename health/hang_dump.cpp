@@ -65,6 +65,40 @@ hang_dump_report decode(const std::string& output) {
   return rep;
 }
 
+// Every rank's dump of this hang in the job's stacks directory (`fd`), waited for up to
+// kJobDumpWait while fewer than `world` came (0: unknown, a grace instead).
+std::vector<rank_stack> wait_for_job_dumps(int fd, const hang_dump_request& r, int world) {
+  const std::int64_t since = r.stall_began_ms - r.stall_ms - 60000;
+  if (world == 0) std::this_thread::sleep_for(kNoDumpGrace);  // nothing to count by
+  std::vector<rank_stack> all = read_dumps(fd, r.run, "hang", since);
+  for (auto end = clock::now() + kJobDumpWait; static_cast<int>(all.size()) < world && clock::now() < end;) {
+    std::this_thread::sleep_for(milliseconds(200));
+    all = read_dumps(fd, r.run, "hang", since);
+  }
+  return all;
+}
+
+// The nodes the whole job's stacks point at, remembered as bad; those with ranks elsewhere
+// that the evidence does not blame, said so.
+void remember_hung_nodes(const std::vector<rank_stack>& all, const std::string& job, const std::string& dir,
+                         std::ostringstream& out) {
+  for (const auto& h : unblamed_hosts(all))
+    out << "hang: " << h << " is not remembered as a bad node: its ranks elsewhere are beside its others in the "
+        << "common frame, so the program's own path holds them, not the node\n";
+  for (const auto& [h, why] : suspect_hosts(all)) {
+    bad_node b;
+    b.when = unix_now_ms() / 1000;
+    b.host = h;
+    b.job = job.empty() ? "-" : job;
+    b.reason = "hung (" + why + "; stacks in " + dir + ")";
+    const std::string path = bad_nodes_path(), err = record_bad_node(path, b);
+    out << ""
+        << (err.empty() ? "remembered " + h + " as a bad node (" + b.reason + ") in " + path
+                        : "could not remember " + h + " as a bad node: " + err)
+        << "\n";
+  }
+}
+
 }  // namespace
 
 hang_dump_report take_hang_stacks(const hang_dump_request& r) {
@@ -114,32 +148,12 @@ hang_dump_report take_hang_stacks(const hang_dump_request& r) {
   int world = 0;
   if (!ranks.empty()) world = std::atoi(proc_environ_value(ranks[0].pid, "WORLD_SIZE").c_str());
   if (world == 0) world = std::atoi(env_text("SLURM_NTASKS").c_str());
-  const std::int64_t since = r.stall_began_ms - r.stall_ms - 60000;
-  if (world == 0) std::this_thread::sleep_for(kNoDumpGrace);  // nothing to count by
-  std::vector<rank_stack> all = read_dumps(fd, r.run, "hang", since);
-  for (auto end = clock::now() + kJobDumpWait; static_cast<int>(all.size()) < world && clock::now() < end;) {
-    std::this_thread::sleep_for(milliseconds(200));
-    all = read_dumps(fd, r.run, "hang", since);
-  }
+  const std::vector<rank_stack> all = wait_for_job_dumps(fd, r, world);
   const std::string node = env_text("SLURM_NODEID");
   if ((node.empty() || node == "0") && world > static_cast<int>(stacks.size())) {
     summary = summarize(all) + doing_text;
     out << "hang: the whole job (" << all.size() << " of " << world << " ranks dumped): " << summary << "\n";
-    for (const auto& h : unblamed_hosts(all))
-      out << "hang: " << h << " is not remembered as a bad node: its ranks elsewhere are beside its others in the "
-          << "common frame, so the program's own path holds them, not the node\n";
-    for (const auto& [h, why] : suspect_hosts(all)) {
-      bad_node b;
-      b.when = unix_now_ms() / 1000;
-      b.host = h;
-      b.job = r.job.empty() ? "-" : r.job;
-      b.reason = "hung (" + why + "; stacks in " + dir + ")";
-      const std::string path = bad_nodes_path(), err = record_bad_node(path, b);
-      out << ""
-          << (err.empty() ? "remembered " + h + " as a bad node (" + b.reason + ") in " + path
-                          : "could not remember " + h + " as a bad node: " + err)
-          << "\n";
-    }
+    remember_hung_nodes(all, r.job, dir, out);
   }
   // One job-wide line per hang, from the first node; another node's line says whose view it is.
   const bool job_wide = node.empty() || node == "0" || world <= static_cast<int>(stacks.size());

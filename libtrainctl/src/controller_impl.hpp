@@ -165,6 +165,9 @@ struct controller::impl {
   // there were touches however its steps fall. Never touches the exit decision.
   bool consume_saves(std::int64_t step, const std::int64_t* r, decision& d, bool agreed);
   decision decide(std::int64_t step, const std::int64_t* r, bool agreed);
+  // The exit the reduced vector `r` asks for (a kill switch, then the reasons in order,
+  // then another exit switch), once: decided, noted and said by rank 0.
+  void decide_exit(std::int64_t step, const std::int64_t* r);
   // The watcher's duties besides publishing: the node state's health, the role, the
   // supervisor's life, the deadline. Called on every wake of the watcher thread.
   void look_after_state(std::unique_ptr<node_role>& role, const publisher_options& popts);

@@ -113,13 +113,13 @@ std::string exposure(const std::string& path, const struct stat& st) {
   return "";
 }
 
-}  // namespace
-
-resume_scan scan_saves(const std::string& path) {
-  resume_scan out;
+// The checkpoint directory, opened to be listed; an empty fd when nothing is saved there
+// yet. Throws for another user's link (it could lead to another run's saves) or a
+// directory it cannot read.
+owned_fd open_saves_dir(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return out;  // a fresh start
+    if (errno == ENOENT) return owned_fd();  // a fresh start
     throw_errno(errno, "trainctl: resume_path(): cannot read " + path);
   }
   const std::string link = foreign_link(path);
@@ -128,10 +128,17 @@ resume_scan scan_saves(const std::string& path) {
                            ", not yours: refused (it could lead to another run's saves); use the directory "
                            "itself, or a link of your own");
   owned_fd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));  // a link of the user's: followed
-  if (!dir) {
-    if (errno == ENOENT) return out;  // a dangling link of the user's: nothing saved yet
-    throw_errno(errno, "trainctl: resume_path(): cannot read " + path);
-  }
+  if (!dir && errno != ENOENT) throw_errno(errno, "trainctl: resume_path(): cannot read " + path);
+  return dir;  // empty for a dangling link of the user's: nothing saved yet
+}
+
+}  // namespace
+
+resume_scan scan_saves(const std::string& path) {
+  resume_scan out;
+  const owned_fd dir = open_saves_dir(path);
+  if (!dir) return out;
+  struct stat st {};
   if (::fstat(dir.get(), &st) == 0) out.exposed = exposure(path, st);
   owned_fd listed(::dup(dir.get()));
   std::unique_ptr<DIR, int (*)(DIR*)> entries(listed ? ::fdopendir(listed.get()) : nullptr, ::closedir);

@@ -177,53 +177,55 @@ decision controller::decide(std::int64_t step, const std::int64_t* r, std::size_
   return impl_->decide(step, r, true);
 }
 
+void controller::impl::decide_exit(std::int64_t step, const std::int64_t* r) {
+  impl& m = *this;
+  std::string reason;
+  auto first_switch = [&](bool kill) -> std::string {
+    for (std::size_t i = 0; i < m.sw.list.size(); ++i) {
+      const auto& s = m.sw.list[i];
+      if (s.exit && r[kVoteSwitch0 + i] > 0 && (s.name == "kill-switch") == kill) return s.name;
+    }
+    return "";
+  };
+  reason = first_switch(true);
+  for (const exit_reason& e : kExitReasons)
+    if (reason.empty() && r[e.vote] != 0) reason = e.name;
+  if (reason.empty()) reason = first_switch(false);
+  if (reason.empty()) return;
+  m.decided.exit = true;
+  m.decided.reason = reason;
+  bool saves = true;  // an exit switch's too
+  for (const exit_reason& e : kExitReasons)
+    if (reason == e.name) saves = e.saves;
+  m.decided.saved = !saves || r[kVoteSavedAsSupervisorWent] != 0;
+  m.local_bits.fetch_or(kFlagDecided, std::memory_order_release);
+  // The notice before the exit it brought, on the timeline; a notice the ranks agreed
+  // on counts though this node's supervisor may not have published it yet.
+  std::uint32_t agreed_notices = 0;
+  for (const exit_reason& e : kExitReasons)
+    if (e.notice && r[e.vote] != 0) agreed_notices |= e.flag;
+  m.note_notices(m.state(), agreed_notices);
+  if (m.cfg.rank == 0 && reason == "no-progress")
+    log_line(kLogWarning,
+             "trainctl: exit at step %lld: no-progress: the array's last runs failed without getting past the "
+             "step this one resumed at; it ends now, and the job with exit status 93 (the supervisor's log "
+             "names them; TRAINCTL_NO_PROGRESS_RUNS=0 turns this off)\n",
+             static_cast<long long>(step));
+  else if (m.cfg.rank == 0 && m.decided.saved)
+    log_line(kLogInfo,
+             "trainctl: exit at step %lld: %s, without a save: a supervisor went away during the save the "
+             "ranks just made, which is the last\n",
+             static_cast<long long>(step), reason.c_str());
+  else if (m.cfg.rank == 0)
+    log_line(kLogInfo, "trainctl: exit at step %lld: %s\n", static_cast<long long>(step), reason.c_str());
+}
+
 decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool agreed) {
   impl& m = *this;
   std::lock_guard<std::recursive_mutex> hold(sw.mu);
   decision d;
   if (agreed) m.learn_end_news(r[kVoteEndTime]);
-  if (!m.decided.exit) {
-    std::string reason;
-    auto first_switch = [&](bool kill) -> std::string {
-      for (std::size_t i = 0; i < m.sw.list.size(); ++i) {
-        const auto& s = m.sw.list[i];
-        if (s.exit && r[kVoteSwitch0 + i] > 0 && (s.name == "kill-switch") == kill) return s.name;
-      }
-      return "";
-    };
-    reason = first_switch(true);
-    for (const exit_reason& e : kExitReasons)
-      if (reason.empty() && r[e.vote] != 0) reason = e.name;
-    if (reason.empty()) reason = first_switch(false);
-    if (!reason.empty()) {
-      m.decided.exit = true;
-      m.decided.reason = reason;
-      bool saves = true;  // an exit switch's too
-      for (const exit_reason& e : kExitReasons)
-        if (reason == e.name) saves = e.saves;
-      m.decided.saved = !saves || r[kVoteSavedAsSupervisorWent] != 0;
-      m.local_bits.fetch_or(kFlagDecided, std::memory_order_release);
-      // The notice before the exit it brought, on the timeline; a notice the ranks agreed
-      // on counts though this node's supervisor may not have published it yet.
-      std::uint32_t agreed_notices = 0;
-      for (const exit_reason& e : kExitReasons)
-        if (e.notice && r[e.vote] != 0) agreed_notices |= e.flag;
-      m.note_notices(m.state(), agreed_notices);
-      if (m.cfg.rank == 0 && reason == "no-progress")
-        log_line(kLogWarning,
-                 "trainctl: exit at step %lld: no-progress: the array's last runs failed without getting past the "
-                 "step this one resumed at; it ends now, and the job with exit status 93 (the supervisor's log "
-                 "names them; TRAINCTL_NO_PROGRESS_RUNS=0 turns this off)\n",
-                 static_cast<long long>(step));
-      else if (m.cfg.rank == 0 && m.decided.saved)
-        log_line(kLogInfo,
-                 "trainctl: exit at step %lld: %s, without a save: a supervisor went away during the save the "
-                 "ranks just made, which is the last\n",
-                 static_cast<long long>(step), reason.c_str());
-      else if (m.cfg.rank == 0)
-        log_line(kLogInfo, "trainctl: exit at step %lld: %s\n", static_cast<long long>(step), reason.c_str());
-    }
-  }
+  if (!m.decided.exit) m.decide_exit(step, r);
   d.exit = m.decided.exit;
   d.saved = m.decided.saved;
   d.reason = m.decided.reason;
