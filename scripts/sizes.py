@@ -27,8 +27,6 @@ LONG_BEFORE_THE_RULE = {
     "python/trainctl/hf.py:_make_callback_class": 84,
     "slurm_templates/train_example.py:train": 95,
     "spank_plugin/trainctl_spank.cpp:slurm_spank_task_init": 136,
-    "watchdogs/check_fs.cpp:check_fs": 91,
-    "watchdogs/trainwatch.cpp:run_main": 87,
 }
 PRODUCT = re.compile(r"\.(c|h|cpp|hpp|py)$")
 NOT_PRODUCT = re.compile(r"^(tests|debian|packaging|build[^/]*)/")

@@ -104,95 +104,102 @@ std::optional<double> runway_seconds(const std::vector<std::pair<double, double>
   return left <= 0 ? 0.0 : left / rate;
 }
 
+namespace {
+
+// statfs of the target in a child bounded by its timeout (a hung mount blocks it
+// forever): "TOTAL FREE INODES IFREE", "error TEXT", or nullopt when it did not answer.
+std::optional<std::string> statfs_text(const fs_target& t) {
+  const std::string path = t.path;
+  child_spec statfs_child;
+  statfs_child.deadline = t.timeout;
+  statfs_child.work = [path] {
+    struct statvfs v {};
+    if (statvfs(path.c_str(), &v) != 0) return std::string("error ") + std::strerror(errno);
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "%llu %llu %llu %llu", static_cast<unsigned long long>(v.f_blocks) * v.f_frsize,
+                  static_cast<unsigned long long>(v.f_bavail) * v.f_frsize, static_cast<unsigned long long>(v.f_files),
+                  static_cast<unsigned long long>(v.f_favail));
+    return std::string(buf);
+  };
+  const child_result statfs_result = run_child(statfs_child);
+  return statfs_result.ok() ? std::optional<std::string>(statfs_result.output) : std::nullopt;
+}
+
+// The quota command's figures, where they leave less than the filesystem: *total and
+// *free become the quota's and *source "quota". What went wrong, or "".
+std::string apply_quota(const fs_target& t, std::uint64_t* total, std::uint64_t* free, std::string* source) {
+  child_spec quota;
+  quota.argv = {"/bin/sh", "-c", t.quota_command};
+  quota.deadline = t.timeout;
+  const child_result qr = run_child(quota);
+  if (!qr.ok()) return " (quota: " + qr.error + ")";
+  if (auto q = parse_quota_output(qr.output); q && q->limit > 0 && q->limit - std::min(q->used, q->limit) < *free) {
+    *total = q->limit;
+    *free = q->limit - std::min(q->used, q->limit);
+    *source = "quota";
+  }
+  return "";
+}
+
+check_result check_one_fs(const fs_target& t, const std::string& state_dir) {
+  check_result r;
+  r.check = "fs";
+  r.target = t.path;
+  r.status = kUnknown;
+  const std::optional<std::string> text = statfs_text(t);
+  if (!text) {
+    r.text = t.path + ": statfs did not answer within " + format_duration(t.timeout) + " (hung mount?)";
+    return r;
+  }
+  if (text->compare(0, 6, "error ") == 0) {
+    r.text = t.path + ": " + text->substr(6);
+    return r;
+  }
+  auto fr = parse_fs_reading(*text);
+  if (!fr) {
+    r.text = t.path + ": unreadable statfs answer";
+    return r;
+  }
+  // Effective capacity: with factor 0.8, 80% used counts as full.
+  const double eff_total = static_cast<double>(fr->total) * t.capacity;
+  const double used = static_cast<double>(fr->total - fr->free);
+  const std::uint64_t eff_free = eff_total > used ? static_cast<std::uint64_t>(eff_total - used) : 0;
+  std::uint64_t total = static_cast<std::uint64_t>(eff_total), free = eff_free;
+  std::string source = "filesystem";
+  if (!t.quota_command.empty()) r.text = apply_quota(t, &total, &free, &source);
+  int st = kOk;
+  if (below(t.min_free, free, total) || below(t.min_free_inodes, fr->ifree, fr->inodes))
+    st = kCritical;
+  else if (below(t.warn_free, free, total) || below(t.warn_free_inodes, fr->ifree, fr->inodes))
+    st = kWarning;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s: %s free of %s (%.1f%%, %s), %s inodes free of %s", t.path.c_str(),
+                format_size(free).c_str(), format_size(total).c_str(),
+                total ? 100.0 * static_cast<double>(free) / static_cast<double>(total) : 0.0, source.c_str(),
+                count(fr->ifree).c_str(), count(fr->inodes).c_str());
+  r.text = buf + r.text;
+  if (!state_dir.empty()) {
+    const auto hist = record_history(history_file(state_dir, "fs", t.path), static_cast<double>(time(nullptr)),
+                                     static_cast<double>(total - free));
+    if (auto run = runway_seconds(hist, static_cast<double>(total))) {
+      r.text += "; full in " + human_time(*run) + " at the recent rate";
+      r.figures.emplace_back("runway_seconds", *run);
+    }
+  }
+  r.status = st;
+  r.figures.emplace_back("free_bytes", static_cast<double>(free));
+  r.figures.emplace_back("total_bytes", static_cast<double>(total));
+  r.figures.emplace_back("free_inodes", static_cast<double>(fr->ifree));
+  r.figures.emplace_back("total_inodes", static_cast<double>(fr->inodes));
+  return r;
+}
+
+}  // namespace
+
 std::vector<check_result> check_fs(const std::vector<fs_target>& targets, const std::string& state_dir) {
   std::vector<check_result> out;
-  for (const auto& t : targets) {
-    check_result r;
-    r.check = "fs";
-    r.target = t.path;
-    const std::string path = t.path;
-    child_spec statfs_child;
-    statfs_child.deadline = t.timeout;
-    statfs_child.work = [path] {
-      struct statvfs v {};
-      if (statvfs(path.c_str(), &v) != 0) return std::string("error ") + std::strerror(errno);
-      char buf[128];
-      std::snprintf(buf, sizeof buf, "%llu %llu %llu %llu", static_cast<unsigned long long>(v.f_blocks) * v.f_frsize,
-                    static_cast<unsigned long long>(v.f_bavail) * v.f_frsize,
-                    static_cast<unsigned long long>(v.f_files), static_cast<unsigned long long>(v.f_favail));
-      return std::string(buf);
-    };
-    const child_result statfs_result = run_child(statfs_child);
-    const std::optional<std::string> text =
-        statfs_result.ok() ? std::optional<std::string>(statfs_result.output) : std::nullopt;
-    if (!text) {
-      r.status = kUnknown;
-      r.text = t.path + ": statfs did not answer within " + format_duration(t.timeout) + " (hung mount?)";
-      out.push_back(r);
-      continue;
-    }
-    if (text->compare(0, 6, "error ") == 0) {
-      r.status = kUnknown;
-      r.text = t.path + ": " + text->substr(6);
-      out.push_back(r);
-      continue;
-    }
-    auto fr = parse_fs_reading(*text);
-    if (!fr) {
-      r.status = kUnknown;
-      r.text = t.path + ": unreadable statfs answer";
-      out.push_back(r);
-      continue;
-    }
-    // Effective capacity: with factor 0.8, 80% used counts as full.
-    const double eff_total = static_cast<double>(fr->total) * t.capacity;
-    const double used = static_cast<double>(fr->total - fr->free);
-    const std::uint64_t eff_free = eff_total > used ? static_cast<std::uint64_t>(eff_total - used) : 0;
-    const std::uint64_t eff_total_u = static_cast<std::uint64_t>(eff_total);
-    std::uint64_t total = eff_total_u, free = eff_free;
-    std::string source = "filesystem";
-    if (!t.quota_command.empty()) {
-      child_spec quota;
-      quota.argv = {"/bin/sh", "-c", t.quota_command};
-      quota.deadline = t.timeout;
-      const child_result qr = run_child(quota);
-      if (qr.ok()) {
-        if (auto q = parse_quota_output(qr.output);
-            q && q->limit > 0 && q->limit - std::min(q->used, q->limit) < free) {
-          total = q->limit;
-          free = q->limit - std::min(q->used, q->limit);
-          source = "quota";
-        }
-      } else {
-        r.text = " (quota: " + qr.error + ")";
-      }
-    }
-    int st = kOk;
-    if (below(t.min_free, free, total) || below(t.min_free_inodes, fr->ifree, fr->inodes))
-      st = kCritical;
-    else if (below(t.warn_free, free, total) || below(t.warn_free_inodes, fr->ifree, fr->inodes))
-      st = kWarning;
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "%s: %s free of %s (%.1f%%, %s), %s inodes free of %s", t.path.c_str(),
-                  format_size(free).c_str(), format_size(total).c_str(),
-                  total ? 100.0 * static_cast<double>(free) / static_cast<double>(total) : 0.0, source.c_str(),
-                  count(fr->ifree).c_str(), count(fr->inodes).c_str());
-    r.text = buf + r.text;
-    if (!state_dir.empty()) {
-      const auto hist = record_history(history_file(state_dir, "fs", t.path), static_cast<double>(time(nullptr)),
-                                       static_cast<double>(total - free));
-      if (auto run = runway_seconds(hist, static_cast<double>(total))) {
-        r.text += "; full in " + human_time(*run) + " at the recent rate";
-        r.figures.emplace_back("runway_seconds", *run);
-      }
-    }
-    r.status = st;
-    r.figures.emplace_back("free_bytes", static_cast<double>(free));
-    r.figures.emplace_back("total_bytes", static_cast<double>(total));
-    r.figures.emplace_back("free_inodes", static_cast<double>(fr->ifree));
-    r.figures.emplace_back("total_inodes", static_cast<double>(fr->inodes));
-    out.push_back(r);
-  }
+  out.reserve(targets.size());
+  for (const auto& t : targets) out.push_back(check_one_fs(t, state_dir));
   return out;
 }
 

@@ -436,6 +436,34 @@ struct flush_command {
   }
 };
 
+// `trainwatch bad-nodes`, the old name of job-on-bad-node, is still run, and said so.
+void say_when_old_name(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {  // which name came first on the command line
+    const std::string word = argv[i];
+    if (word == "job-on-bad-node") return;
+    if (word == "bad-nodes") {
+      std::fprintf(stderr,
+                   "trainwatch: bad-nodes is now `trainwatch job-on-bad-node` (`trainctl bad-nodes` lists the "
+                   "nodes); the old name goes in the next release\n");
+      return;
+    }
+  }
+}
+
+// The config is read strictly before CLI11 reads it leniently: its fs targets' words, and
+// one usage line for a wrong name or value.
+std::vector<std::string> read_config_strictly(int argc, char** argv, CLI::App& app, common_options* common) {
+  const auto configs = argv_values(argc, argv, "--config");
+  if (configs.empty()) return {};
+  common->config_file = configs.back();
+  try {
+    return check_config(common->config_file, app);
+  } catch (const std::runtime_error& e) {
+    usage_error(e.what());
+  }
+  return {};
+}
+
 int run_main(int argc, char** argv) {
   CLI::App app{
       "Watchdog checks for training runs on SLURM clusters, alerting by email, Slack and webhooks.\n"
@@ -468,17 +496,7 @@ int run_main(int argc, char** argv) {
   flush.add(app);
   notify.add(app);
 
-  // The config is read strictly before CLI11 reads it leniently.
-  std::vector<std::string> fs_words;
-  const auto configs = argv_values(argc, argv, "--config");
-  if (!configs.empty()) {
-    common.config_file = configs.back();
-    try {
-      fs_words = check_config(common.config_file, app);
-    } catch (const std::runtime_error& e) {
-      usage_error(e.what());
-    }
-  }
+  std::vector<std::string> fs_words = read_config_strictly(argc, argv, app, &common);
   common.notify_on_argv = argv_values(argc, argv, "--notify");
   name_values(app);
   try {
@@ -502,16 +520,7 @@ int run_main(int argc, char** argv) {
   if (log.cmd->parsed()) return log.run(setup);
   if (slow.cmd->parsed()) return slow.run(setup);
   if (bad.cmd->parsed()) {
-    for (int i = 1; i < argc; ++i) {  // which name came first on the command line
-      const std::string word = argv[i];
-      if (word == "job-on-bad-node") break;
-      if (word == "bad-nodes") {
-        std::fprintf(stderr,
-                     "trainwatch: bad-nodes is now `trainwatch job-on-bad-node` (`trainctl bad-nodes` lists the "
-                     "nodes); the old name goes in the next release\n");
-        break;
-      }
-    }
+    say_when_old_name(argc, argv);
     return bad.run(setup);
   }
   if (fs.cmd->parsed()) {
