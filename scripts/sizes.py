@@ -24,9 +24,7 @@ MAX_FUNCTION_LINES = 80
 # may not pass: one that grows fails, one split to 80 lines or fewer must leave the list, and a
 # function not listed fails at 81. The list only shrinks.
 LONG_BEFORE_THE_RULE = {
-    "python/trainctl/hf.py:_make_callback_class": 84,
     "slurm_templates/train_example.py:train": 95,
-    "spank_plugin/trainctl_spank.cpp:slurm_spank_task_init": 136,
 }
 PRODUCT = re.compile(r"\.(c|h|cpp|hpp|py)$")
 NOT_PRODUCT = re.compile(r"^(tests|debian|packaging|build[^/]*)/")

@@ -131,4 +131,39 @@ std::string untrusted_supervisor(const std::string& path) {
   return "";
 }
 
+std::vector<std::string> supervisor_argv(const site_settings& site, const supervisor_options& opts,
+                                         const std::vector<given_option>& given, bool batch, const std::string& state) {
+  const auto flag = [](const char* name) -> const run_option& { return run_option_named(name); };
+  auto ms = [](std::chrono::milliseconds d) { return std::to_string(d.count()) + "ms"; };
+  std::vector<std::string> args{site.supervisor};
+  // What the site sets, or the plugin resolves, the options given can change.
+  if (batch) args.emplace_back(flag("--batch").name);
+  if (opts.graceful_exit == option::kGracefulExitAuto)
+    args.push_back(flag("--graceful-exit").with("auto"));
+  else if (opts.graceful_exit.count() > 0)
+    args.push_back(flag("--graceful-exit").with(ms(opts.graceful_exit)));
+  if (!opts.kill_switch.empty()) args.push_back(flag("--kill-switch").with(opts.kill_switch));
+  if (!opts.save_switch.empty()) args.push_back(flag("--save-switch").with(opts.save_switch));
+  args.push_back(flag("--graceful-signal").with(signal_name(opts.graceful_signal)));
+  args.push_back(flag("--poll-interval").with(ms(site.poll_interval)));
+  args.push_back(flag("--endtime-poll").with(ms(site.endtime_poll)));
+  if (!site.launchers.empty()) args.push_back(flag("--launchers").with(site.launchers));
+  if (!site.shield) args.emplace_back(flag("--no-shield").name);
+  if (!site.default_hang_timeout.empty() && !is_given(given, "--hang-timeout"))
+    args.push_back(flag("--hang-timeout").with(site.default_hang_timeout));
+  if (!site.metrics_dir.empty() && !is_given(given, "--metrics-dir"))
+    args.push_back(flag("--metrics-dir").with(site.metrics_dir));
+  // Every other option passes on as given: the supervisor parses it with the same row.
+  for (const auto& o : given) {
+    const std::string name = o.row->name;
+    if (name == "--graceful-exit" || name == "--kill-switch" || name == "--save-switch" || name == "--graceful-signal")
+      continue;
+    if (name == "--hang-phase-timeout" && opts.hang.timeout.count() == 0) continue;  // no hang is looked for
+    const bool bare = o.row->metavar == nullptr || (o.row->value_optional() && o.value.empty());
+    args.push_back(bare ? name : o.row->with(o.value));
+  }
+  if (!state.empty()) args.push_back("--state=" + state);
+  return args;
+}
+
 }  // namespace trainctl

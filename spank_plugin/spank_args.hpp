@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "options.hpp"
+#include "run_option_table.hpp"
 
 namespace trainctl {
 
@@ -44,6 +45,13 @@ struct plugin_option_doc {
   std::string help;
 };
 std::vector<plugin_option_doc> plugin_option_docs(int default_signal);
+
+// The supervisor's command line for a task: what the site sets or the plugin resolved
+// (the graceful exit, the switches' paths, the signal, the intervals, the site's
+// defaults), then every other option as given, each written by its option-table row,
+// then the node state's path (`state`, "" for none). argv[0] is site.supervisor.
+std::vector<std::string> supervisor_argv(const site_settings& site, const supervisor_options& opts,
+                                         const std::vector<given_option>& given, bool batch, const std::string& state);
 
 // Why the plugin must not run `path` as every user's supervisor ("" when it may): the
 // file and every directory above it must belong to root and be writable by nobody

@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -355,6 +356,48 @@ std::string wait_for_run_id(int fd) {
   return trainctl::valid_run_id(got) ? got : "";
 }
 
+#ifndef TRAINCTL_HAVE_PREPEND_ARGV
+// The forked child of slurm_spank_task_init: it goes back to slurmstepd, which execs the
+// user's command in it, with the notice signals ignored, the supervisor's death as a
+// notice, and the variables its ranks read (the run id the batch supervisor decides).
+int become_the_command(spank_t sp, pid_t supervisor, const int id_socket[2], const rank_env& renv,
+                       const std::function<std::string(const char*)>& task_env) {
+  // slurmstepd leaves SIGCHLD (and what else it blocked) blocked in the task, and
+  // the command would inherit that mask: a launcher waiting for its workers with
+  // SIGCHLD blocked misses them.
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (g.run_dir_hold >= 0) close(g.run_dir_hold);  // the supervisor holds it, not the command
+  if (g.site.shield) {
+    for (int sig : trainctl::option::kDefaultShield) signal(sig, SIG_IGN);
+    signal(g.opts.graceful_signal, SIG_IGN);
+  }
+  // The supervisor's death (OOM killer, kill -9) reaches the command as a notice, and
+  // its ranks know whom to watch and to allow as ptracer (the supervisor sets these
+  // itself only for commands it starts).
+  prctl(PR_SET_PDEATHSIG, g.opts.graceful_signal);
+  if (getppid() != supervisor) raise(g.opts.graceful_signal);
+  char pid[24];
+  std::snprintf(pid, sizeof pid, "%d", static_cast<int>(supervisor));
+  spank_setenv(sp, "TRAINCTL_SUPERVISOR_PID", pid, 1);
+  const std::string step = trainctl::supervised_step(task_env);
+  spank_setenv(sp, trainctl::kSupervisedVar, step.c_str(), 1);
+  std::string run;
+  if (id_socket[0] >= 0) {
+    close(id_socket[1]);
+    run = wait_for_run_id(id_socket[0]);
+    close(id_socket[0]);
+  }
+  if (run.empty()) run = trainctl::run_id(task_env);
+  if (!run.empty()) spank_setenv(sp, trainctl::kRunIdVar, run.c_str(), 1);
+  if (!renv.state.empty()) spank_setenv(sp, "TRAINCTL_STATE", renv.state.c_str(), 1);
+  if (!renv.log_dir.empty()) spank_setenv(sp, "TRAINCTL_LOG_DIR", renv.log_dir.c_str(), 1);
+  if (!renv.bad_nodes.empty()) spank_setenv(sp, "TRAINCTL_BAD_NODES", renv.bad_nodes.c_str(), 1);
+  return 0;  // slurmstepd goes on and execs the user's command here
+}
+#endif
+
 }  // namespace
 
 extern "C" {
@@ -473,38 +516,8 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   spank_get_item(sp, S_JOB_STEPID, &step);
   const bool batch = step == SLURM_BATCH_SCRIPT;
 
-  namespace opt = trainctl::option;
-  const auto flag = [](const char* name) -> const trainctl::run_option& { return trainctl::run_option_named(name); };
-  auto ms = [](std::chrono::milliseconds d) { return std::to_string(d.count()) + "ms"; };
-  std::vector<std::string> args{g.site.supervisor};
-  // What the site sets, or the plugin resolves, the options given can change.
-  if (batch) args.emplace_back(flag("--batch").name);
-  if (g.opts.graceful_exit == opt::kGracefulExitAuto)
-    args.push_back(flag("--graceful-exit").with("auto"));
-  else if (g.opts.graceful_exit.count() > 0)
-    args.push_back(flag("--graceful-exit").with(ms(g.opts.graceful_exit)));
-  if (!g.opts.kill_switch.empty()) args.push_back(flag("--kill-switch").with(g.opts.kill_switch));
-  if (!g.opts.save_switch.empty()) args.push_back(flag("--save-switch").with(g.opts.save_switch));
-  args.push_back(flag("--graceful-signal").with(trainctl::signal_name(g.opts.graceful_signal)));
-  args.push_back(flag("--poll-interval").with(ms(g.site.poll_interval)));
-  args.push_back(flag("--endtime-poll").with(ms(g.site.endtime_poll)));
-  if (!g.site.launchers.empty()) args.push_back(flag("--launchers").with(g.site.launchers));
-  if (!g.site.shield) args.emplace_back(flag("--no-shield").name);
-  if (!g.site.default_hang_timeout.empty() && !trainctl::is_given(g.given, "--hang-timeout"))
-    args.push_back(flag("--hang-timeout").with(g.site.default_hang_timeout));
-  if (!g.site.metrics_dir.empty() && !trainctl::is_given(g.given, "--metrics-dir"))
-    args.push_back(flag("--metrics-dir").with(g.site.metrics_dir));
-  // Every other option passes on as given: the supervisor parses it with the same row.
-  for (const auto& o : g.given) {
-    const std::string name = o.row->name;
-    if (name == "--graceful-exit" || name == "--kill-switch" || name == "--save-switch" || name == "--graceful-signal")
-      continue;
-    if (name == "--hang-phase-timeout" && g.opts.hang.timeout.count() == 0) continue;  // no hang is looked for
-    const bool bare = o.row->metavar == nullptr || (o.row->value_optional() && o.value.empty());
-    args.push_back(bare ? name : o.row->with(o.value));
-  }
   const rank_env renv = env_for_ranks(sp, batch);
-  if (!renv.state.empty()) args.push_back("--state=" + renv.state);
+  std::vector<std::string> args = trainctl::supervisor_argv(g.site, g.opts, g.given, batch, renv.state);
 
 #ifdef TRAINCTL_HAVE_PREPEND_ARGV
   // The supervisor starts the command itself: argv becomes trainctl-run OPTIONS -- argv.
@@ -539,41 +552,7 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
       if (fd >= 0) close(fd);
     return 0;
   }
-  if (child == 0) {
-    // slurmstepd leaves SIGCHLD (and what else it blocked) blocked in the task, and
-    // the command would inherit that mask: a launcher waiting for its workers with
-    // SIGCHLD blocked misses them.
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (g.run_dir_hold >= 0) close(g.run_dir_hold);  // the supervisor holds it, not the command
-    if (g.site.shield) {
-      for (int sig : trainctl::option::kDefaultShield) signal(sig, SIG_IGN);
-      signal(g.opts.graceful_signal, SIG_IGN);
-    }
-    // The supervisor's death (OOM killer, kill -9) reaches the command as a notice, and
-    // its ranks know whom to watch and to allow as ptracer (the supervisor sets these
-    // itself only for commands it starts).
-    prctl(PR_SET_PDEATHSIG, g.opts.graceful_signal);
-    if (getppid() != supervisor) raise(g.opts.graceful_signal);
-    char pid[24];
-    std::snprintf(pid, sizeof pid, "%d", static_cast<int>(supervisor));
-    spank_setenv(sp, "TRAINCTL_SUPERVISOR_PID", pid, 1);
-    const std::string step = trainctl::supervised_step(task_env);
-    spank_setenv(sp, trainctl::kSupervisedVar, step.c_str(), 1);
-    std::string run;
-    if (id_socket[0] >= 0) {
-      close(id_socket[1]);
-      run = wait_for_run_id(id_socket[0]);
-      close(id_socket[0]);
-    }
-    if (run.empty()) run = trainctl::run_id(task_env);
-    if (!run.empty()) spank_setenv(sp, trainctl::kRunIdVar, run.c_str(), 1);
-    if (!renv.state.empty()) spank_setenv(sp, "TRAINCTL_STATE", renv.state.c_str(), 1);
-    if (!renv.log_dir.empty()) spank_setenv(sp, "TRAINCTL_LOG_DIR", renv.log_dir.c_str(), 1);
-    if (!renv.bad_nodes.empty()) spank_setenv(sp, "TRAINCTL_BAD_NODES", renv.bad_nodes.c_str(), 1);
-    return 0;  // slurmstepd goes on and execs the user's command here
-  }
+  if (child == 0) return become_the_command(sp, supervisor, id_socket, renv, task_env);
   args.insert(args.begin() + 1, std::string(trainctl::kAdoptFlag) + "=" + std::to_string(child));
   if (id_socket[1] >= 0) {
     close(id_socket[0]);

@@ -44,6 +44,82 @@ __all__ = ["TrainctlCallback"]
 _log = logging.getLogger("trainctl")
 
 
+class _CallbackSteps:
+    """What TrainctlCallback does at each of the Trainer's events; a class of its own so that
+    this module imports without transformers (the callback class is made on first use)."""
+
+    def __init__(self, controller=None):
+        self._ctl = controller
+        self._own = controller is None
+        self.decision = Decision()
+        self.step = None
+        self._open = None  # the phase this callback opened: "eval", "save" or None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if self._ctl is None:
+            self._ctl = Controller()
+        return control
+
+    def on_step_end(self, args, state, control, **kwargs):
+        d = self._ctl.check(state.global_step)
+        if d.save or d.exit:
+            self.decision, self.step = d, state.global_step
+            if d.save or not d.saved:  # saved: no-progress, or the save just made is the last
+                control.should_save = True
+        if d.exit:
+            control.should_training_stop = True
+        # The Trainer evaluates, then saves, right after the step-end callbacks.
+        if control.should_save:
+            self._begin_write(args, state)
+        if control.should_evaluate:
+            self._enter("eval")
+        elif control.should_save:
+            self._enter("save")
+        return control
+
+    def _begin_write(self, args, state):
+        # The save begins: a marker left in checkpoint-<step> by an earlier save of it
+        # goes now, and on_save commits it again once written.
+        self._ctl._save_starts(os.path.join(args.output_dir, "checkpoint-%d" % state.global_step))
+
+    def on_evaluate(self, args, state, control, **kwargs):
+        if self._open == "eval":
+            self._leave()
+            if control.should_save:
+                self._enter("save")
+        return control
+
+    def on_save(self, args, state, control, **kwargs):
+        # The Trainer wrote checkpoint-<step> (transformers' PREFIX_CHECKPOINT_DIR) in
+        # output_dir; this rank's part of it is in place.
+        path = os.path.join(args.output_dir, "checkpoint-%d" % state.global_step)
+        if os.path.isdir(path):
+            self._ctl.saved(state.global_step, path)
+        else:  # hyperparameter search saves under a run directory of its own
+            _log.warning("trainctl: %s is not there on this rank: this save is not committed, so "
+                         "trainctl.resume_path will not resume from it", path)
+        if self._open == "save":
+            self._leave()
+        return control
+
+    def _enter(self, name):
+        self._leave()
+        self._ctl.phase_begin(name)
+        self._open = name
+
+    def _leave(self):
+        if self._open is not None and self._ctl is not None:
+            self._open = None
+            self._ctl.phase_end()
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self._leave()
+        if self._own and self._ctl is not None:
+            self._ctl.close()
+            self._ctl = None
+        return control
+
+
 def _make_callback_class():
     try:
         from transformers import TrainerCallback
@@ -51,81 +127,10 @@ def _make_callback_class():
         raise ImportError("trainctl.hf.TrainctlCallback needs Hugging Face transformers "
                           "(pip install transformers): %s" % e) from e
 
-    class TrainctlCallback(TrainerCallback):
+    class TrainctlCallback(_CallbackSteps, TrainerCallback):
         """Polls trainctl at each step end; see the module text. `controller`: a Controller
         of yours (made at train begin from the environment when None). After train():
         `decision` is the last Decision and `step` the step it was taken at."""
-
-        def __init__(self, controller=None):
-            self._ctl = controller
-            self._own = controller is None
-            self.decision = Decision()
-            self.step = None
-            self._open = None  # the phase this callback opened: "eval", "save" or None
-
-        def on_train_begin(self, args, state, control, **kwargs):
-            if self._ctl is None:
-                self._ctl = Controller()
-            return control
-
-        def on_step_end(self, args, state, control, **kwargs):
-            d = self._ctl.check(state.global_step)
-            if d.save or d.exit:
-                self.decision, self.step = d, state.global_step
-                if d.save or not d.saved:  # saved: no-progress, or the save just made is the last
-                    control.should_save = True
-            if d.exit:
-                control.should_training_stop = True
-            # The Trainer evaluates, then saves, right after the step-end callbacks.
-            if control.should_save:
-                self._begin_write(args, state)
-            if control.should_evaluate:
-                self._enter("eval")
-            elif control.should_save:
-                self._enter("save")
-            return control
-
-        def _begin_write(self, args, state):
-            # The save begins: a marker left in checkpoint-<step> by an earlier save of it
-            # goes now, and on_save commits it again once written.
-            self._ctl._save_starts(os.path.join(args.output_dir, "checkpoint-%d" % state.global_step))
-
-        def on_evaluate(self, args, state, control, **kwargs):
-            if self._open == "eval":
-                self._leave()
-                if control.should_save:
-                    self._enter("save")
-            return control
-
-        def on_save(self, args, state, control, **kwargs):
-            # The Trainer wrote checkpoint-<step> (transformers' PREFIX_CHECKPOINT_DIR) in
-            # output_dir; this rank's part of it is in place.
-            path = os.path.join(args.output_dir, "checkpoint-%d" % state.global_step)
-            if os.path.isdir(path):
-                self._ctl.saved(state.global_step, path)
-            else:  # hyperparameter search saves under a run directory of its own
-                _log.warning("trainctl: %s is not there on this rank: this save is not committed, so "
-                             "trainctl.resume_path will not resume from it", path)
-            if self._open == "save":
-                self._leave()
-            return control
-
-        def _enter(self, name):
-            self._leave()
-            self._ctl.phase_begin(name)
-            self._open = name
-
-        def _leave(self):
-            if self._open is not None and self._ctl is not None:
-                self._open = None
-                self._ctl.phase_end()
-
-        def on_train_end(self, args, state, control, **kwargs):
-            self._leave()
-            if self._own and self._ctl is not None:
-                self._ctl.close()
-                self._ctl = None
-            return control
 
     return TrainctlCallback
 

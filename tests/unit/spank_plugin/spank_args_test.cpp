@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 
 #include "fixture.hpp"
@@ -111,6 +112,40 @@ TEST(SpankArgs, PluginOptionsAreTheTablesPluginRows) {
       EXPECT_NE(help.find("exported as KILL_SWITCH"), std::string::npos);
     }
   }
+}
+
+// The supervisor's command line: what the site and the plugin resolved first, then the
+// options as given by their own rows, and the node state last; the supervisor parses it
+// back into the same options.
+TEST(SpankArgs, TheSupervisorsArgvIsWrittenByTheOptionRows) {
+  site_settings site;
+  site.supervisor = "/usr/libexec/trainctl/trainctl-run";
+  site.default_hang_timeout = "20m";
+  site.metrics_dir = "/var/lib/prometheus/node-exporter";
+  std::vector<given_option> given = {{&run_option_named("--graceful-exit"), "auto"},
+                                     {&run_option_named("--hang-timeout"), "8m"},
+                                     {&run_option_named("--hang-phase-timeout"), "save=30m"}};
+  const env_lookup none = [](const char*) { return std::string(); };
+  supervisor_options opts = supervisor_options_from(given, none);
+  const auto argv = supervisor_argv(site, opts, given, true, "/run/trainctl/1000/job.42");
+  ASSERT_GE(argv.size(), 4u);
+  EXPECT_EQ(argv[0], site.supervisor);
+  EXPECT_EQ(argv[1], "--batch");
+  auto has = [&](const std::string& a) { return std::find(argv.begin(), argv.end(), a) != argv.end(); };
+  EXPECT_TRUE(has("--graceful-exit=auto"));
+  EXPECT_TRUE(has("--hang-timeout=8m")) << "the user's, not the site's default";
+  EXPECT_FALSE(has("--hang-timeout=20m"));
+  EXPECT_TRUE(has("--hang-phase-timeout=save=30m"));
+  EXPECT_TRUE(has("--metrics-dir=/var/lib/prometheus/node-exporter")) << "the site's, none given";
+  EXPECT_EQ(argv.back(), "--state=/run/trainctl/1000/job.42");
+  // Without a hang timeout no hang is looked for, and a phase timeout is not passed on.
+  given = {{&run_option_named("--hang-phase-timeout"), "save=30m"}};
+  site.default_hang_timeout.clear();
+  opts = supervisor_options{};
+  const auto plain = supervisor_argv(site, opts, given, false, "");
+  EXPECT_EQ(std::count_if(plain.begin(), plain.end(), [](const std::string& a) { return a.rfind("--hang", 0) == 0; }),
+            0);
+  EXPECT_NE(plain.back().rfind("--state", 0), 0u);
 }
 
 // Every job runs the supervisor: a copy another user could replace is refused.
