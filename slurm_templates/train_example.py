@@ -361,33 +361,58 @@ def main(group=None):
         run.close()
 
 
-def train(args, run):
-    ctl = trainctl.Controller(world_size=run.world)  # the ranks that save together: all, or this one alone
-    if args.faulthandler:
-        import faulthandler
-        faulthandler.enable()
+def resume(args, run, ctl):
+    """The step to start at: after the newest save every rank committed, else 0."""
     began = time.time()
-    resume, last = trainctl.resume_path(args.ckpt_dir), None  # None: nothing committed yet, a fresh start
-    if resume is not None:
+    path, last = trainctl.resume_path(args.ckpt_dir), None  # None: nothing committed yet, a fresh start
+    if path is not None:
         with ctl.phase("restore"):  # trainctl report counts it apart from the rest of the start-up
-            last = run.restore(resume)
+            last = run.restore(path)
             time.sleep(args.restore_time)
     start = 0 if last is None else last + 1
     run.log("start", step=start, world=run.world, resumed_from=last, restore_s=round(time.time() - began, 3),
             run_id=trainctl.run_id())  # the same in every task and requeue: your logger's run id
-    step_time = args.step_time * (args.slow_factor if run.rank == args.slow_rank else 1)
-    task = int(os.environ.get("SLURM_ARRAY_TASK_ID", "1") or 1)
-    crash_at = start + args.crash_after if args.crash_after else args.crash_at[(task - 1) % len(args.crash_at)]
-    model = optimizer = None
+    return start
+
+
+def make_model(args, ctl):
+    """(model, optimizer, grad): a DDP model (--ddp), or a gradient averaged by hand
+    (--allreduce), or neither; trainctl watches their collectives for hangs."""
+    model = optimizer = grad = None
     if args.ddp:
         from torch.nn.parallel import DistributedDataParallel
         model = DistributedDataParallel(torch.nn.Linear(16, 4))
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
         trainctl.watch_ddp(model, ctl)
-    grad = None
     if args.allreduce and dist is not None and dist.is_initialized():
         grad = torch.ones(4096)
         trainctl.watch_collectives(ctl)
+    return model, optimizer, grad
+
+
+def train_step(model, optimizer, grad, step_time):
+    if model is not None:  # forward, backward (DDP all_reduces the gradients), step
+        time.sleep(step_time)
+        loss = model(torch.ones(8, 16)).sum()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    else:
+        time.sleep(step_time)  # train_step(batch) goes here
+        if grad is not None:
+            dist.all_reduce(grad)  # the gradients, averaged by hand
+
+
+def train(args, run):
+    ctl = trainctl.Controller(world_size=run.world)  # the ranks that save together: all, or this one alone
+    if args.faulthandler:
+        import faulthandler
+        faulthandler.enable()
+    start = resume(args, run, ctl)
+    step_time = args.step_time * (args.slow_factor if run.rank == args.slow_rank else 1)
+    task = int(os.environ.get("SLURM_ARRAY_TASK_ID", "1") or 1)
+    crash_at = start + args.crash_after if args.crash_after else args.crash_at[(task - 1) % len(args.crash_at)]
+    model, optimizer, grad = make_model(args, ctl)
     ignoring = False
     # This rank's own time in its steps' work and how many it did, in its exit event: what
     # trainctl report's straggler price can be checked against.
@@ -409,16 +434,7 @@ def train(args, run):
                 os.kill(os.getpid(), 11)  # SIGSEGV
             os.abort()
         began = time.monotonic()
-        if model is not None:  # forward, backward (DDP all_reduces the gradients), step
-            time.sleep(step_time)
-            loss = model(torch.ones(8, 16)).sum()
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad()
-        else:
-            time.sleep(step_time)  # train_step(batch) goes here
-            if grad is not None:
-                dist.all_reduce(grad)  # the gradients, averaged by hand
+        train_step(model, optimizer, grad, step_time)
         work_s, worked = work_s + time.monotonic() - began, worked + 1
         d = ctl.check(step, allreduce=run.allreduce)  # None: torch.distributed, if initialised
         if args.eval_every and step % args.eval_every == 0 and step > start:
