@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "env.hpp"
 #include "node_names.hpp"
 #include "owned_fd.hpp"
 #include "parse.hpp"
@@ -112,11 +113,7 @@ std::string run_events_path(const std::string& key) {
   return dir + "/" + key;
 }
 
-std::string own_run_events_path() {
-  const char* array = std::getenv("SLURM_ARRAY_JOB_ID");
-  const char* job = std::getenv("SLURM_JOB_ID");
-  return run_events_path(array != nullptr && *array != '\0' ? array : job != nullptr ? job : "");
-}
+std::string own_run_events_path() { return run_events_path(env_or("SLURM_ARRAY_JOB_ID", env_text("SLURM_JOB_ID"))); }
 
 std::int64_t text_figure(const std::string& text) {
   if (text.empty()) return -1;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "env.hpp"
 #include "node_names.hpp"
 #include "parse.hpp"
 #include "save_times.hpp"
@@ -14,8 +15,7 @@ phase_budgets::phase_budgets(const supervisor_options& o, log_fn log) : opts_(o)
   rules_.timeout = o.hang.timeout;
   rules_.set = o.hang.phase_timeouts;
   // One store per job array (or job): the budgets carry over to its next task.
-  const char* array = std::getenv("SLURM_ARRAY_JOB_ID");
-  const std::string id = array != nullptr && *array != '\0' ? array : o.job_id;
+  const std::string id = env_or("SLURM_ARRAY_JOB_ID", o.job_id);
   if (!o.job_id.empty()) store_ = save_times_path(id);
   training_ = shortest_phase_ = budget_for(rules_, "", 0).budget;
 }

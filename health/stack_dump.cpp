@@ -130,8 +130,7 @@ std::string one_line(std::string s) {
 }  // namespace
 
 int stack_signal_from_env() {
-  const char* v = std::getenv("TRAINCTL_STACK_SIGNAL");
-  std::string name = v != nullptr ? v : "URG";
+  const std::string name = env_set("TRAINCTL_STACK_SIGNAL") ? env_text("TRAINCTL_STACK_SIGNAL") : "URG";
   if (name.empty() || name == "none" || name == "NONE" || name == "0") return 0;
   try {
     return parse_signal(name);

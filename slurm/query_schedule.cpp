@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "env.hpp"
 #include "parse.hpp"
 
 namespace trainctl {
@@ -14,8 +15,8 @@ namespace {
 // A count from the task's environment, through the project's one integer parser;
 // `fallback` when unset or nonsense.
 std::int64_t env_number(const char* name, std::int64_t fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
+  const std::string v = env_text(name);
+  if (v.empty()) return fallback;
   try {
     return parse_int(v, 0, 999999);
   } catch (const parse_error&) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "env.hpp"
 #include "once_markers.hpp"
 #include "parse.hpp"
 #include "ranks.hpp"
@@ -132,7 +133,7 @@ void task_supervisor::start_query(const char* why) {
     on_job_answer(std::nullopt, error);
     return;
   }
-  if (std::getenv("TRAINCTL_LOG_QUERIES") != nullptr)  // for the RPC tests
+  if (env_set("TRAINCTL_LOG_QUERIES"))  // for the RPC tests
     log_.line("asked the controller for the job's EndTime (%s, through %s) at %lld ms", why, query_.how(),
               static_cast<long long>(unix_now_ms()));
 }

@@ -313,8 +313,8 @@ void run_end::convict_where_this_program_crashed(const std::string& here) const 
 // the ranks timed and the slowest rank's (the agreement's). A rank process that a
 // launcher restarted counts from its restart.
 void run_end::note_compute(const node_state& ns) {
-  const char* job = std::getenv("SLURM_JOB_ID");
-  if (job == nullptr) return;
+  const std::string job = env_text("SLURM_JOB_ID");
+  if (!env_set("SLURM_JOB_ID")) return;
   run_event e;
   e.ms = unix_now_ms();
   e.job = job;
@@ -378,8 +378,8 @@ void run_end::note_death(const node_health::program_death& d) {
 // Written from the hang's dump, not the loop's hot path, and in a child with a limit:
 // the home may be the stalled mount the ranks hang on.
 void run_end::note_hang(std::int64_t stall_ms) {
-  const char* job = std::getenv("SLURM_JOB_ID");
-  if (job == nullptr) return;
+  const std::string job = env_text("SLURM_JOB_ID");
+  if (!env_set("SLURM_JOB_ID")) return;
   run_event e;
   e.ms = unix_now_ms();
   e.job = job;

@@ -165,7 +165,7 @@ std::string task_supervisor::decided_run_id() {
   const std::string own = env_text(kRunIdVar);
   std::string why;
   const bool asks = opts_.batch && !opts_.job_id.empty() && !valid_run_id(own);
-  if (asks && std::getenv("TRAINCTL_LOG_QUERIES") != nullptr)  // for the RPC tests
+  if (asks && env_set("TRAINCTL_LOG_QUERIES"))  // for the RPC tests
     log_.line("asked the controller for the job's submit time (the run id) at %lld ms",
               static_cast<long long>(unix_now_ms()));
   std::string id = asks ? decide_run_id(opts_.job_id, milliseconds(3000), &why) : run_id(env_text);
@@ -291,7 +291,7 @@ int task_supervisor::finish() {
     end_.hold_rest_of_array(opts_.kill_switch);
   if (state_ && publishes() && state_->damage().empty()) {
     end_.note_commits(state_->get());
-    if (std::getenv("SLURM_JOB_ID") != nullptr) end_.note_compute(state_->get());
+    if (env_set("SLURM_JOB_ID")) end_.note_compute(state_->get());
   }
   if (opts_.batch) end_.note_task_end(procs_.status(), preempted_);
   metrics_.reset();  // its file goes with the task

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "checks.hpp"
+#include "env.hpp"
 #include "subprocess.hpp"
 
 namespace trainctl {
@@ -88,11 +89,10 @@ std::vector<check_result> check_job_running(const std::vector<std::string>& name
   const std::string& error = squeue.error;
   // Never count the job this check runs in (a cron job named like the training job
   // would otherwise always find itself).
-  std::string self;
-  if (const char* j = std::getenv("SLURM_JOB_ID")) self = j;
+  const std::string self = env_text("SLURM_JOB_ID");
   std::string self_array;
-  if (const char* a = std::getenv("SLURM_ARRAY_JOB_ID"))
-    if (const char* t = std::getenv("SLURM_ARRAY_TASK_ID")) self_array = std::string(a) + "_" + t;
+  if (env_set("SLURM_ARRAY_JOB_ID") && env_set("SLURM_ARRAY_TASK_ID"))
+    self_array = env_text("SLURM_ARRAY_JOB_ID") + "_" + env_text("SLURM_ARRAY_TASK_ID");
   const auto rows = ok ? parse_squeue(text) : std::vector<job_row>{};
   for (const auto& name : names) {
     check_result r;

@@ -14,6 +14,7 @@
 #include "alertmanager.hpp"
 #include "check_result.hpp"
 #include "curl_loader.hpp"
+#include "env.hpp"
 #include "parse.hpp"
 #include "subprocess.hpp"
 #include "time_text.hpp"
@@ -43,14 +44,15 @@ bool plausible_address(const std::string& a) {
 // TRAINWATCH_SMTP_PASSWORD, if TRAINWATCH_SMTP_HOST names this host (host or
 // host:port): a spec pointed at another server never gets it.
 std::string env_password(const std::string& authority) {
-  const char* pw = std::getenv("TRAINWATCH_SMTP_PASSWORD");
-  if (pw == nullptr || *pw == '\0') return "";
-  const char* host = std::getenv("TRAINWATCH_SMTP_HOST");
+  std::string pw = env_text("TRAINWATCH_SMTP_PASSWORD");
+  if (pw.empty()) return "";
+  const std::string host = env_text("TRAINWATCH_SMTP_HOST");
   const std::string bare =
       authority.substr(0, authority.rfind(':') == std::string::npos ? std::string::npos : authority.rfind(':'));
-  if (host == nullptr || (authority != host && bare != host))
+  if (!env_set("TRAINWATCH_SMTP_HOST") || (authority != host && bare != host))
     throw parse_error("smtp sink " + authority + ": TRAINWATCH_SMTP_PASSWORD is only for the host in " +
-                      "TRAINWATCH_SMTP_HOST (" + (host != nullptr ? std::string(host) : std::string("not set")) + ")");
+                      "TRAINWATCH_SMTP_HOST (" + (env_set("TRAINWATCH_SMTP_HOST") ? host : std::string("not set")) +
+                      ")");
   return pw;
 }
 
@@ -192,9 +194,8 @@ bool try_smtp(const sink& s, const alert_message& m, const delivery_options& o, 
 }
 
 bool try_sendmail(const sink& s, const alert_message& m, const delivery_options& o, std::string* error) {
-  const char* env = std::getenv("TRAINCTL_SENDMAIL");
   child_spec spec;
-  spec.argv = {env != nullptr && *env != '\0' ? env : "/usr/sbin/sendmail", "-t", "-oi"};
+  spec.argv = {env_or("TRAINCTL_SENDMAIL", "/usr/sbin/sendmail"), "-t", "-oi"};
   spec.input = mail_text(s, m);
   spec.deadline = o.timeout;
   const child_result r = run_child(spec);
@@ -301,8 +302,7 @@ sink parse_sink(const std::string& spec) {
       if (!plausible_address(a)) throw parse_error("sendmail sink: '" + a + "' is not an address; " + kAccepted);
       s.to.push_back(a);
     }
-    const char* user = std::getenv("USER");
-    s.from = std::string(user != nullptr ? user : "trainwatch") + "@" + host_name();
+    s.from = (env_set("USER") ? env_text("USER") : "trainwatch") + "@" + host_name();
     return s;
   }
   if (starts("slack:") || starts("webhook:") || starts("alertmanager:")) {
@@ -313,8 +313,8 @@ sink parse_sink(const std::string& spec) {
     s.url = spec.substr(spec.find(':') + 1);
     if (s.url.compare(0, 4, "env:") == 0) {
       const std::string var = s.url.substr(4);
-      const char* v = var.empty() ? nullptr : std::getenv(var.c_str());
-      if (v == nullptr || *v == '\0')
+      const std::string v = var.empty() ? "" : env_text(var.c_str());
+      if (v.empty())
         throw parse_error(std::string(kind_name) + " sink: environment variable '" + var + "' is not set (" +
                           kind_name + ":env:VAR takes the URL from VAR)");
       s.url = v;

@@ -22,6 +22,7 @@
 #include "bad_nodes.hpp"
 #include "checks.hpp"
 #include "cli_text.hpp"
+#include "env.hpp"
 #include "parse.hpp"
 #include "subprocess.hpp"
 #include "trainctl/trainctl.h"
@@ -86,8 +87,7 @@ struct job_running_command {
   }
   int run(const alert_setup& setup) {
     if (user.empty()) {
-      const char* u = std::getenv("USER");
-      user = u != nullptr ? u : std::to_string(getuid());
+      user = env_set("USER") ? env_text("USER") : std::to_string(getuid());
     }
     return report(check_job_running(names, user, seconds_option("--timeout", timeout)), setup);
   }
@@ -124,10 +124,9 @@ struct bad_nodes_command {
   }
   int run(const alert_setup& setup) {
     if (file.empty()) file = bad_nodes_path();
-    const char* u = std::getenv("USER");
+    const std::string u = env_set("USER") ? env_text("USER") : std::to_string(getuid());
     child_spec q;
-    q.argv = {"squeue", "-h", "-u", u != nullptr ? u : std::to_string(getuid()), "-t", "RUNNING", "-n",
-              name,     "-o", "%N"};
+    q.argv = {"squeue", "-h", "-u", u, "-t", "RUNNING", "-n", name, "-o", "%N"};
     q.deadline = seconds_option("--timeout", timeout);
     const child_result r = run_child(q);
     std::vector<std::string> nodes;
@@ -359,11 +358,10 @@ struct memory_command {
       r.text = why;
       return std::vector<check_result>{r};
     };
-    const char* u = std::getenv("USER");
+    const std::string u = env_set("USER") ? env_text("USER") : std::to_string(getuid());
     child_spec q;
     // %A: the job's own id, also for an array's task (%i would be ARRAY_TASK).
-    q.argv = {"squeue", "-h", "-u",      u != nullptr ? u : std::to_string(getuid()), "-t", "RUNNING", "-n",
-              job,      "-o", "%A %D %N"};
+    q.argv = {"squeue", "-h", "-u", u, "-t", "RUNNING", "-n", job, "-o", "%A %D %N"};
     q.deadline = limit;
     const child_result jobs = run_child(q);
     if (!jobs.ok()) return unknown("cannot ask the controller: " + jobs.error);

@@ -1,4 +1,5 @@
 #include "trainwatch_options.hpp"
+#include "env.hpp"
 
 #include <sys/stat.h>
 
@@ -29,10 +30,10 @@ void usage_error(const std::string& line) {
 }
 
 std::string default_state_dir() {
-  if (const char* s = std::getenv("TRAINWATCH_STATE_DIR"); s != nullptr && *s) return s;
-  if (const char* x = std::getenv("XDG_STATE_HOME"); x != nullptr && x[0] == '/') return std::string(x) + "/trainwatch";
-  const char* home = std::getenv("HOME");
-  return home != nullptr && home[0] == '/' ? std::string(home) + "/.local/state/trainwatch" : "";
+  if (std::string s = env_text("TRAINWATCH_STATE_DIR"); !s.empty()) return s;
+  if (const std::string x = env_text("XDG_STATE_HOME"); !x.empty() && x[0] == '/') return x + "/trainwatch";
+  const std::string home = env_text("HOME");
+  return !home.empty() && home[0] == '/' ? home + "/.local/state/trainwatch" : "";
 }
 
 alert_setup common_options::setup() const {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "build_id.hpp"
+#include "env.hpp"
 #include "plugin_build.hpp"
 #include "slurm_release.hpp"
 #include "trainctl/trainctl.h"
@@ -33,8 +34,7 @@ int verb_version(int argc, char** argv) {
   std::printf("trainctl %d.%d.%d\n", TRAINCTL_VERSION_MAJOR, TRAINCTL_VERSION_MINOR, TRAINCTL_VERSION_PATCH);
   if (std::strcmp(argv[0], "--version") == 0) return 0;  // one line, as every tool's --version
   std::printf("node-state layout %u, C ABI TRAINCTL_0 (libtrainctl.so.0)\n", node_state::kVersion);
-  const char* conf = std::getenv("SLURM_CONF");
-  const plugin_found plugin = find_plugin(conf != nullptr && *conf != '\0' ? conf : "/etc/slurm/slurm.conf");
+  const plugin_found plugin = find_plugin(env_or("SLURM_CONF", "/etc/slurm/slurm.conf"));
   build_id b;
   std::vector<std::string> mismatches;
   if (!plugin.build.empty() && parse_build(plugin.build, &b)) {
@@ -43,8 +43,8 @@ int verb_version(int argc, char** argv) {
   } else {
     std::printf("plugin: %s\n", plugin.problem.c_str());
   }
-  const char* supervisor = std::getenv(kSupervisorBuildVar);
-  if (supervisor != nullptr && parse_build(supervisor, &b)) {
+  const std::string supervisor = env_text(kSupervisorBuildVar);
+  if (!supervisor.empty() && parse_build(supervisor, &b)) {
     std::printf("this job's supervisor: %s\n", describe(b).c_str());
     mismatches.push_back(layout_mismatch(b, "this job's supervisor", "this trainctl"));
   }

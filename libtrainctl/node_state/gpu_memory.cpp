@@ -1,4 +1,5 @@
 #include "gpu_memory.hpp"
+#include "env.hpp"
 
 #include <dlfcn.h>
 
@@ -25,8 +26,7 @@ using uuid_fn = nvml_return (*)(nvml_device, char*, unsigned);
 gpu_memory::gpu_memory(const std::string& library) {
   std::string lib = library;
   if (lib.empty()) {
-    const char* env = std::getenv("TRAINCTL_NVML_LIBRARY");
-    lib = env != nullptr && *env != '\0' ? env : "libnvidia-ml.so.1";
+    lib = env_or("TRAINCTL_NVML_LIBRARY", "libnvidia-ml.so.1");
   }
   handle_ = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle_ == nullptr) {

@@ -24,6 +24,7 @@
 #include <system_error>
 #include <vector>
 
+#include "env.hpp"
 #include "sigbus_guard.hpp"
 #include "state_dir.hpp"
 
@@ -342,13 +343,12 @@ int node_state_file::register_switch(switch_kind kind, const std::string& name, 
 }
 
 owned_fd node_state_file::open_supervisors_copy() const {
-  const char* state = std::getenv("TRAINCTL_STATE");
-  const char* pid = std::getenv("TRAINCTL_SUPERVISOR_PID");
-  const char* fd = std::getenv("TRAINCTL_STATE_FD");
-  const auto number = [](const char* v) {
-    return v != nullptr && *v != '\0' && std::strlen(v) <= 9 && std::strspn(v, "0123456789") == std::strlen(v);
+  const std::string state = env_text("TRAINCTL_STATE"), pid = env_text("TRAINCTL_SUPERVISOR_PID"),
+                    fd = env_text("TRAINCTL_STATE_FD");
+  const auto number = [](const std::string& v) {
+    return !v.empty() && v.size() <= 9 && v.find_first_not_of("0123456789") == std::string::npos;
   };
-  if (state == nullptr || path_ != state || !number(pid) || !number(fd)) {
+  if (state.empty() || path_ != state || !number(pid) || !number(fd)) {
     errno = ENOENT;
     return owned_fd();
   }

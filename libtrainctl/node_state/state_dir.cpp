@@ -141,11 +141,11 @@ bool hold_run_dir(const std::string& dir, const struct stat& st) {
 }  // namespace
 
 std::string state_dir(std::string* note) {
-  const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+  const std::string xdg = env_text("XDG_RUNTIME_DIR");
   struct stat st {};
   // A login node's XDG_RUNTIME_DIR often reaches a compute node where it does not exist.
-  if (xdg != nullptr && xdg[0] == '/' && lstat(xdg, &st) == 0 && untrusted(st, true).empty())
-    return std::string(xdg) + "/trainctl";
+  if (!xdg.empty() && xdg[0] == '/' && lstat(xdg.c_str(), &st) == 0 && untrusted(st, true).empty())
+    return xdg + "/trainctl";
   const std::string uid = std::to_string(getuid());
   // Made by the SPANK plugin as root before the task starts, under a root-owned parent
   // (as logind makes /run/user/<uid>): nobody else can take the name first.
@@ -170,12 +170,12 @@ std::string state_dir(std::string* note) {
 
 std::string default_state_path() {
   std::string key;
-  const char* job = std::getenv("SLURM_JOB_ID");
-  if (job != nullptr && *job != '\0') {
+  const std::string job = env_text("SLURM_JOB_ID");
+  if (!job.empty()) {
     // The node name too: several slurmd may share one host (multiple-slurmd, the
     // local test cluster), and each node has its own state.
-    key = std::string(job) + "." + env_or("SLURM_STEP_ID", "batch") + "-" + env_or("SLURMD_NODENAME", "node");
-  } else if (std::getenv("LOCAL_RANK") != nullptr) {
+    key = job + "." + env_or("SLURM_STEP_ID", "batch") + "-" + env_or("SLURMD_NODENAME", "node");
+  } else if (env_set("LOCAL_RANK")) {
     // torchrun's workers are children of one agent: its pid names the run on this node.
     key = "ppid" + std::to_string(getppid());
   } else {

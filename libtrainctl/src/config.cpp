@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "config_impl.hpp"
+#include "env.hpp"
 #include "log_line.hpp"
 
 namespace trainctl {
@@ -149,8 +150,8 @@ config config::from_env() {
   config c;
   impl& m = *c.impl_;
   for (const auto& e : kEnvKeys) {
-    const char* v = std::getenv(e.env);
-    if (v == nullptr || *v == '\0') continue;
+    const std::string v = env_text(e.env);
+    if (v.empty()) continue;
     try {
       m.set(e.key, v);
     } catch (const std::exception& ex) {
@@ -166,8 +167,8 @@ config config::from_env() {
   }
   // The launcher's rank first: under mpirun, SLURM_PROCID is the orted's, not the rank's.
   for (const char* rank_env : {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    const char* v = std::getenv(rank_env);
-    if (v == nullptr || *v == '\0') continue;
+    const std::string v = env_text(rank_env);
+    if (v.empty()) continue;
     try {
       m.set("rank", v);
     } catch (const std::exception& ex) {

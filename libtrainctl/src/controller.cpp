@@ -1,4 +1,5 @@
 #include "controller_impl.hpp"
+#include "env.hpp"
 #include "node_names.hpp"
 #include "run_id.hpp"
 
@@ -24,8 +25,7 @@ bool is_ancestor(pid_t pid) {
 // dies), if it is an ancestor of this process: a variable inherited from elsewhere,
 // naming some other process, is ignored. None when there is none.
 owned_fd open_supervisor_pidfd() {
-  const char* env = std::getenv("TRAINCTL_SUPERVISOR_PID");
-  const long pid = env != nullptr ? std::strtol(env, nullptr, 10) : 0;
+  const long pid = std::strtol(env_text("TRAINCTL_SUPERVISOR_PID").c_str(), nullptr, 10);
   if (pid <= 1 || !is_ancestor(static_cast<pid_t>(pid))) return owned_fd();
   owned_fd fd(static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0)));
   if (!is_ancestor(static_cast<pid_t>(pid))) return owned_fd();  // it died and the pid was reused meanwhile
@@ -38,9 +38,7 @@ owned_fd open_supervisor_pidfd() {
 controller::controller(const config& cfg) : impl_(std::make_unique<impl>(*cfg.impl_)) {
   impl& m = *impl_;
   m.open_state();
-  if (const char* job = std::getenv("SLURM_JOB_ID")) {
-    m.events.write_to(own_run_events_path(), job);
-  }
+  if (env_set("SLURM_JOB_ID")) m.events.write_to(own_run_events_path(), env_text("SLURM_JOB_ID"));
   if (!m.cfg.kill_switch.empty()) m.register_switch(true, "kill-switch", m.cfg.kill_switch);
   if (!m.cfg.save_switch.empty()) m.register_switch(false, "save-switch", m.cfg.save_switch);
   for (const auto& np : m.cfg.exit_switches) m.register_switch(true, np.name, np.path);
@@ -61,8 +59,8 @@ controller::controller(const config& cfg) : impl_(std::make_unique<impl>(*cfg.im
   m.watcher.start([&m] { m.watch_loop(); });
   // Where Yama restricts ptrace to ancestors (ptrace_scope 1), let the supervisor's own
   // children (eu-stack, gdb) read this process's native stack for the hang diagnosis.
-  if (const char* sup = std::getenv("TRAINCTL_SUPERVISOR_PID")) {
-    const long pid = std::strtol(sup, nullptr, 10);
+  {
+    const long pid = std::strtol(env_text("TRAINCTL_SUPERVISOR_PID").c_str(), nullptr, 10);
     if (pid > 1) prctl(PR_SET_PTRACER, static_cast<unsigned long>(pid), 0, 0, 0);  // EINVAL without Yama: fine
   }
 }
@@ -181,12 +179,7 @@ void controller::note_error(const std::string& text) {
   if (impl_->beat != nullptr) note_rank_error(*impl_->beat, text);
 }
 
-std::string controller::run_id() {
-  return trainctl::run_id([](const char* name) {
-    const char* v = std::getenv(name);
-    return std::string(v != nullptr ? v : "");
-  });
-}
+std::string controller::run_id() { return trainctl::run_id(env_text); }
 
 const std::string& controller::state_path() const {
   static const std::string none = "(private)";
@@ -335,7 +328,7 @@ void controller::impl::report_straggler(std::int64_t step, const step_timing::ve
 // Where slow_nodes goes: log_dir, else $SLURM_SUBMIT_DIR, else the working directory.
 std::string controller::impl::straggler_dir() const {
   std::string dir = cfg.log_dir;
-  if (dir.empty() && std::getenv("SLURM_SUBMIT_DIR") != nullptr) dir = std::getenv("SLURM_SUBMIT_DIR");
+  if (dir.empty()) dir = env_text("SLURM_SUBMIT_DIR");
   return dir.empty() ? "." : dir;
 }
 

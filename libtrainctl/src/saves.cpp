@@ -7,6 +7,7 @@
 
 #include "committed_saves.hpp"
 #include "controller_impl.hpp"
+#include "env.hpp"
 #include "run_id.hpp"
 
 namespace trainctl {
@@ -29,8 +30,8 @@ std::string without_prefix(const char* what) {
 // Rank 0 of the launcher's ranks (or no rank said): who logs what every rank would.
 bool first_rank() {
   for (const char* name : {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    const char* v = std::getenv(name);
-    if (v != nullptr && *v != '\0') return std::strcmp(v, "0") == 0;
+    const std::string v = env_text(name);
+    if (!v.empty()) return v == "0";
   }
   return true;
 }

@@ -1,4 +1,5 @@
 #include "controller_impl.hpp"
+#include "env.hpp"
 
 namespace trainctl {
 namespace {
@@ -28,8 +29,8 @@ constexpr std::int64_t kSupervisorClassifiesUs = 3'000'000;
 
 long world_size() {
   for (const char* name : {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
-    const char* v = std::getenv(name);
-    if (v != nullptr && *v != '\0') return std::strtol(v, nullptr, 10);
+    const std::string v = env_text(name);
+    if (!v.empty()) return std::strtol(v.c_str(), nullptr, 10);
   }
   return 1;
 }

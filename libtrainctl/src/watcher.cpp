@@ -1,5 +1,6 @@
 #include "build_id.hpp"
 #include "controller_impl.hpp"
+#include "env.hpp"
 
 namespace trainctl {
 
@@ -19,15 +20,14 @@ void controller::impl::open_state() {
     // plugin the supervisor does not start the task, so the task has the plugin's build
     // (the supervisor of the plugin's package) in its environment instead.
     build_id supervisor;
-    const char* said = std::getenv(kSupervisorBuildVar);
+    std::string said = env_text(kSupervisorBuildVar);
     const char* who = "this node's supervisor (trainctl-run)";
-    if (said == nullptr) {
-      said = std::getenv(kPluginBuildVar);
+    if (!env_set(kSupervisorBuildVar)) {
+      said = env_text(kPluginBuildVar);
       who = "this node's SPANK plugin (with its trainctl-run)";
     }
-    const std::string mismatch = said != nullptr && parse_build(said, &supervisor)
-                                     ? layout_mismatch(supervisor, who, "this rank's library")
-                                     : "";
+    const std::string mismatch =
+        !said.empty() && parse_build(said, &supervisor) ? layout_mismatch(supervisor, who, "this rank's library") : "";
     if (!mismatch.empty())
       log_line(kLogWarning,
                "trainctl: %s. This process watches on its own: the deadline, notices and switches still reach it; "
@@ -45,11 +45,11 @@ void controller::impl::open_state() {
     beat = &state().beats[slot];
     beat->exiting.store(0, std::memory_order_release);  // a new Controller has decided nothing yet
   } else {
-    const char* rank = std::getenv("RANK");
+    const std::string rank = env_or("RANK", "?");
     log_line(kLogWarning,
              "trainctl: the node state %s has heartbeat slots for %d rank processes, all taken: this process "
              "(rank %s, pid %d) is not watched for hangs on this node\n",
-             path.c_str(), kMaxRanks, rank != nullptr ? rank : "?", static_cast<int>(getpid()));
+             path.c_str(), kMaxRanks, rank.c_str(), static_cast<int>(getpid()));
   }
 }
 

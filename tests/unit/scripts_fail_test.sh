@@ -57,6 +57,15 @@ grep -q "fns.cpp:2: long_one is 81 lines" <<<"$out" || fail "sizes.py did not na
 grep -q "fns.py:1: long_def is 81 lines" <<<"$out" || fail "sizes.py did not name the long Python def: $out"
 ! grep -q "short_one" <<<"$out" || fail "sizes.py refused an 80-line function: $out"
 
+# scripts/env_home.py: a getenv outside common/env.hpp fails lint with its line; the
+# plugin's spank_getenv and a getenv in a comment do not.
+printf '%s\n' '#include <cstdlib>' 'const char* f() { return std::getenv("HOME"); }' >"$work/reads.cpp"
+printf '%s\n' 'int g(spank_t sp) { return spank_getenv(sp, "X", b, 1); }  // not getenv("X")' >"$work/spank.cpp"
+rc=0; out=$(python3 "$src/scripts/env_home.py" "$work/reads.cpp" "$work/spank.cpp") || rc=$?
+[ "$rc" -eq 1 ] || fail "env_home.py passed a getenv outside common/env.hpp (status $rc): $out"
+grep -q "reads.cpp:2: getenv outside common/env.hpp" <<<"$out" || fail "env_home.py did not name the line: $out"
+! grep -q "spank.cpp" <<<"$out" || fail "env_home.py refused spank_getenv or a comment: $out"
+
 # A fuzz target that crashes the way libFuzzer reports it: scripts/fuzz exits 1.
 mkdir -p "$work/fuzz"
 cat >"$work/fuzz/fuzz_crash" <<'SH'
