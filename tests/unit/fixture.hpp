@@ -3,9 +3,11 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -79,6 +81,20 @@ inline char process_state(pid_t pid) {
   const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
   const auto paren = stat.rfind(')');
   return paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : '\0';
+}
+// fork() for a test's child that sleeps until the test kills it: the child dies with the
+// thread that forked it. A child left asleep after a failed ASSERT holds ctest's output
+// pipe open, and ctest waits for the pipe, not the process: the whole test command
+// stalls (CI once waited an hour on one). Credentials changed in the child clear this
+// (setuid); such a child asks again after.
+inline pid_t fork_child() {
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(0);  // the parent went before the line above
+  }
+  return pid;
 }
 inline bool exists(const std::string& path) {
   struct stat st {};

@@ -1,6 +1,7 @@
 #include "node_health.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,9 +53,10 @@ TEST(NodeHealth, AnotherUsersProcessIsNoRank) {
   if (getuid() != 0) GTEST_SKIP() << "needs root to start a process as another user";
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
-  const pid_t p = fork();
+  const pid_t p = trainctl_test::fork_child();
   if (p == 0) {
     if (setgid(65534) != 0 || setuid(65534) != 0) _exit(1);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // cleared by setuid
     ssize_t n = write(ready[1], "x", 1);
     (void)n;
     pause();

@@ -74,30 +74,41 @@ TEST(Ranks, DescendantsFollowTheChildrenFilesFromTheRootDown) {
   EXPECT_EQ(found, (std::vector<pid_t>{101, 102, 103}));
 }
 
-// A real tree: a child, and its child forked from a second thread.
+// A real tree: a child, and its child forked from a second thread. That thread stays
+// until the test has looked: when a thread exits, the kernel hands its children to
+// another thread of the process, and a look at that moment finds them under neither
+// (under load the test once saw only the child, and its grandchild, left asleep,
+// stalled ctest for an hour).
 TEST(Ranks, RealDescendantsIncludeChildrenOfOtherThreads) {
-  int ready[2];
+  int ready[2], done[2];
   ASSERT_EQ(pipe(ready), 0);
-  const pid_t child = fork();
+  ASSERT_EQ(pipe(done), 0);
+  const pid_t child = trainctl_test::fork_child();
   if (child == 0) {
     std::thread([&] {
-      if (fork() == 0) {
+      const pid_t grandchild = trainctl_test::fork_child();
+      if (grandchild == 0) {
         pause();
         _exit(0);
       }
-      (void)!write(ready[1], "x", 1);
+      (void)!write(ready[1], &grandchild, sizeof grandchild);
+      char c;
+      (void)!read(done[0], &c, 1);  // the test has looked
     }).join();
-    pause();
     _exit(0);
   }
-  char c;
-  ASSERT_EQ(read(ready[0], &c, 1), 1);
-  const auto found = descendants(getpid(), {});
-  EXPECT_EQ(found.size(), 2u);
-  for (const auto& p : found) kill(p.pid, SIGKILL);
+  pid_t grandchild = 0;
+  ASSERT_EQ(read(ready[0], &grandchild, sizeof grandchild), static_cast<ssize_t>(sizeof grandchild));
+  std::vector<pid_t> found;
+  for (const auto& p : descendants(getpid(), {})) found.push_back(p.pid);
+  std::sort(found.begin(), found.end());
+  std::vector<pid_t> want{child, grandchild};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(found, want);
+  kill(grandchild, SIGKILL);
+  (void)!write(done[1], "x", 1);
   waitpid(child, nullptr, 0);
-  close(ready[0]);
-  close(ready[1]);
+  for (int fd : {ready[0], ready[1], done[0], done[1]}) close(fd);
 }
 
 TEST(Ranks, NoLauncherMeansTheCommandIsTheRank) {

@@ -120,7 +120,7 @@ TEST(StackDump, ATieNamesNoOddOneOut) {
 // A rank that is no Python program still gets its native stack, and the header says so.
 TEST(StackDump, ARankWithoutThePythonPackageGetsANativeStackAndTheDumpReadsBack) {
   trainctl_test::temp_dir t;
-  const pid_t child = fork();
+  const pid_t child = trainctl_test::fork_child();
   if (child == 0) {
     pause();
     _exit(0);
@@ -250,7 +250,7 @@ TEST(StackDump, TheFlightRecorderPipeOfTheRankIsWrittenTo) {
     std::ifstream in(pipe);
     std::getline(in, got);
   });
-  const pid_t child = fork();
+  const pid_t child = trainctl_test::fork_child();
   if (child == 0) {
     setenv("RANK", "5", 1);
     setenv("TORCH_NCCL_DEBUG_INFO_PIPE_FILE", stem.c_str(), 1);

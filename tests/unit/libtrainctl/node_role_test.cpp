@@ -89,7 +89,7 @@ TEST(NodeRole, TheHoldersPidfdBecomesReadableWhenItDies) {
   temp_dir t;
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
-  const pid_t child = fork();
+  const pid_t child = trainctl_test::fork_child();
   ASSERT_GE(child, 0);
   if (child == 0) {
     node_state_file f(t / "state");

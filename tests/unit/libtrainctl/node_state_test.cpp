@@ -46,7 +46,7 @@ TEST(NodeState, PublisherLockPassesOnWhenItsProcessDies) {
   const std::string path = t / "state";
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
-  const pid_t child = fork();
+  const pid_t child = trainctl_test::fork_child();
   if (child == 0) {
     node_state_file f(path);
     char c = f.try_become_publisher() ? '1' : '0';
