@@ -56,9 +56,27 @@ bool catches(pid_t pid, int sig) {
   return false;
 }
 
-off_t file_size(const std::string& path) {
+// A rank's stacks.<pid>, opened as the rest of the node state is: this user's regular
+// file, no link followed, never blocking. In a state directory someone squatted, a FIFO
+// under the name held a plain open (and the whole hang dump) until the dump's limit.
+owned_fd open_stacks_file(const std::string& path) {
+  owned_fd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   struct stat st {};
-  return stat(path.c_str(), &st) == 0 ? st.st_size : -1;
+  if (fd && (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid())) fd.reset();
+  return fd;
+}
+
+off_t file_size(const std::string& path) {
+  const owned_fd fd = open_stacks_file(path);
+  struct stat st {};
+  return fd && fstat(fd.get(), &st) == 0 ? st.st_size : -1;
+}
+
+// Whether something other than this user's regular file sits at `path` (a link, a FIFO,
+// another user's file): the rank is then not asked for its Python stacks.
+bool foreign_at(const std::string& path) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0 && (!S_ISREG(st.st_mode) || st.st_uid != getuid());
 }
 
 // What the rank wrote into its stacks file after `from`, once it stopped growing.
@@ -73,12 +91,11 @@ std::string python_stacks(const std::string& path, off_t from, milliseconds wait
     if (now != last) still = 0;
     last = now;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in || last <= from) return "";
-  in.seekg(from);
+  const owned_fd fd = open_stacks_file(path);
+  if (!fd || last <= from) return "";
   std::string out(static_cast<size_t>(last - from), '\0');
-  in.read(&out[0], static_cast<std::streamsize>(out.size()));
-  out.resize(static_cast<size_t>(in.gcount()));
+  const ssize_t got = pread(fd.get(), out.data(), out.size(), from);
+  out.resize(got > 0 ? static_cast<size_t>(got) : 0);
   return out;
 }
 
@@ -326,7 +343,7 @@ char process_state(pid_t pid) {
 
 // The first line of `path` (the Python package writes the main thread's id there).
 std::string first_line(const std::string& path) {
-  const owned_fd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  const owned_fd fd = open_stacks_file(path);
   if (!fd) return "";
   char buf[128] = {};
   const ssize_t n = read(fd.get(), buf, sizeof buf - 1);
@@ -378,12 +395,16 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
   // Then every rank writes its own Python stacks, all at once.
   // A rank writes them beside its node state (TRAINCTL_STATE, which its supervisor set).
   std::vector<off_t> before(ranks.size(), -1);
-  std::vector<std::string> py_file(ranks.size());
+  std::vector<std::string> py_file(ranks.size()), refused(ranks.size());
   for (size_t i = 0; i < ranks.size(); ++i) {
     std::string dir = proc_environ_value(ranks[i].pid, "TRAINCTL_STATE");
     dir = dir.find('/') == std::string::npos ? o.python_dir : dir.substr(0, dir.rfind('/'));
     py_file[i] = dir + "/stacks." + std::to_string(ranks[i].pid);
     if (o.stack_signal == 0 || dir.empty() || !catches(ranks[i].pid, o.stack_signal)) continue;
+    if (foreign_at(py_file[i])) {
+      refused[i] = py_file[i] + " is not a regular file of this user";
+      continue;
+    }
     before[i] = std::max<off_t>(0, file_size(py_file[i]));
     if (!pid_handle(ranks[i]).signal(o.stack_signal)) before[i] = -1;
   }
@@ -410,7 +431,9 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
          << " at_ms=" << o.id.at_ms << "\n=== innermost: " << s.frame << "\n";
     if (s.state != 0) text << "=== process state: " << s.state << "\n";
     text << "--- Python, all threads (faulthandler)\n"
-         << (py.empty() ? "(none: the rank does not use trainctl's Python package, or did not answer)\n" : py);
+         << (!refused[i].empty() ? "(not asked for: " + refused[i] + ")\n"
+             : py.empty()        ? "(none: the rank does not use trainctl's Python package, or did not answer)\n"
+                                 : py);
     text << "--- native (" << tool[i] << ")\n" << native[i] << "\n";
     const std::string fr = request_flight_recorder(s.pid, s.rank);
     if (!fr.empty()) text << "--- NCCL flight recorder\n" << fr;

@@ -169,6 +169,60 @@ TEST(StackDump, ARankWithoutThePythonPackageGetsANativeStackAndTheDumpReadsBack)
   EXPECT_EQ(st.st_mode & 0777, 0600u) << "stacks are the user's alone outside a group log directory";
 }
 
+namespace {
+volatile sig_atomic_t g_asked = 0;
+void note_asked(int) { g_asked = 1; }
+}  // namespace
+
+// A rank's stacks.<pid> beside the node state: a FIFO or a link planted under that name
+// (a state directory someone squatted) is neither opened to wait on nor followed; the
+// rank is not asked, and its dump says why. A plain open of the FIFO held the dump until
+// its limit (issue 63); here the test's own limit would catch it.
+TEST(StackDump, AFifoOrALinkAsTheRanksStacksFileIsNeitherWaitedOnNorFollowed) {
+  for (const bool fifo : {true, false}) {
+    trainctl_test::temp_dir t;
+    const pid_t child = trainctl_test::fork_child();
+    if (child == 0) {
+      signal(SIGURG, note_asked);  // catches the stack signal, as the Python package does
+      while (g_asked == 0) pause();
+      _exit(3);  // asked: the test sees the exit status
+    }
+    for (int i = 0; i < 500 && trainctl_test::process_state(child) != 'S'; ++i) usleep(10000);
+    const std::string planted = t / ("stacks." + std::to_string(child));
+    const std::string target = t / "bashrc";
+    { std::ofstream(target) << "# mine\n"; }
+    if (fifo)
+      ASSERT_EQ(mkfifo(planted.c_str(), 0666), 0);
+    else
+      ASSERT_EQ(symlink(target.c_str(), planted.c_str()), 0);
+    proc_info p;
+    p.pid = child;
+    p.ours = true;
+    dump_options o;
+    o.out_dir = t / "stacks";
+    std::string why;
+    const owned_fd dir = open_stacks_dir(o.out_dir, false, &why);
+    ASSERT_TRUE(dir) << why;
+    o.dir_fd = dir.get();
+    o.id = {"7.0", "hang", 1000};
+    o.python_dir = t.path();
+    o.stack_signal = SIGURG;
+    o.reason = "test";
+    const auto out = dump_stacks({p}, o);
+    int status = 0;
+    const pid_t ended = waitpid(child, &status, WNOHANG);
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    EXPECT_EQ(ended, 0) << (fifo ? "fifo" : "link") << ": the rank was asked for its stacks";
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_FALSE(out[0].python);
+    const std::string text = trainctl_test::read_file(out[0].file);
+    EXPECT_NE(text.find("(not asked for: " + planted + " is not a regular file of this user)"), std::string::npos)
+        << text;
+    EXPECT_EQ(trainctl_test::read_file(target), "# mine\n");
+  }
+}
+
 // What another user (or a teammate in a group-writable log directory) can put where
 // the stacks go: nothing of it is written through, read, or waited on.
 TEST(StackDump, PlantedLinksFifosAndForeignDirectoriesAreRefused) {
