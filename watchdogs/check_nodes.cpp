@@ -1,5 +1,8 @@
 // Stragglers (slow_nodes, written by the ranks) and bad nodes coming back (bad_nodes,
 // written by the supervisors), as trainwatch results with their figures.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -45,22 +48,47 @@ std::vector<slow_node> parse_slow_nodes(const std::string& text) {
   return out;
 }
 
-check_result check_slow_nodes(const std::string& path, std::chrono::milliseconds max_age, std::int64_t now_s) {
+// The stragglers this user's supervisors also remembered as slow nodes (the bad-node
+// memory, private): every finding slow_nodes would hold, of every run of the user's.
+std::vector<slow_node> remembered_stragglers(const std::string& bad_nodes_file) {
+  std::vector<slow_node> out;
+  for (const bad_node& b : read_bad_nodes(bad_nodes_file)) {
+    int rank = -1;
+    double factor = 0;
+    if (std::sscanf(b.reason.c_str(), "slow (rank %d, x%lf", &rank, &factor) != 2 || factor <= 0) continue;
+    out.push_back({b.when, b.host, std::to_string(rank), b.job, factor});
+  }
+  return out;
+}
+
+check_result check_slow_nodes(const std::string& path, std::chrono::milliseconds max_age, std::int64_t now_s,
+                              const std::string& bad_nodes_file) {
   check_result r;
   r.check = "slow-nodes";
   r.target = path;
   // The log directory is often group-writable: the file is read only as this user's
   // regular file, never through a link (to /dev/zero) or from a FIFO (open would wait
-  // forever), and only its newest 1 MiB (a cut first line is no record).
-  std::string why;
-  const std::string text = read_private(path, 1 << 20, &why, true);
-  if (!why.empty()) {
-    r.status = kUnknown;
-    r.text = why;
-    return r;
+  // forever), and only its newest 1 MiB (a cut first line is no record). Anything else
+  // under its name (another user's file, a link, a FIFO) is skipped with one line: the
+  // supervisors never append there, and they remember every straggler in the user's own
+  // bad-node memory too, which is read instead, so the check is never pinned.
+  std::string why, skipped;
+  std::vector<slow_node> found;
+  struct stat st {};
+  if (lstat(path.c_str(), &st) == 0 && (!S_ISREG(st.st_mode) || st.st_uid != getuid())) {
+    skipped = path + " is not a regular file of this user (skipped); from your bad-node memory";
+    found = remembered_stragglers(bad_nodes_file.empty() ? bad_nodes_path() : bad_nodes_file);
+  } else {
+    const std::string text = read_private(path, 1 << 20, &why, true);
+    if (!why.empty()) {
+      r.status = kUnknown;
+      r.text = why;
+      return r;
+    }
+    found = parse_slow_nodes(text);
   }
   std::vector<slow_node> recent;
-  for (const auto& s : parse_slow_nodes(text))
+  for (const auto& s : found)
     if (now_s - s.when <= max_age.count() / 1000) recent.push_back(s);
   double worst = 0;
   std::string names;
@@ -81,6 +109,7 @@ check_result check_slow_nodes(const std::string& path, std::chrono::milliseconds
     r.status = kWarning;
     r.text = std::to_string(recent.size()) + " straggler report" + (recent.size() == 1 ? "" : "s") + ": " + names;
   }
+  if (!skipped.empty()) r.text = skipped + ", " + r.text;
   return r;
 }
 

@@ -95,8 +95,12 @@ struct slow_node {
 // The lines of a slow_nodes file (as the library writes them); malformed ones skipped.
 std::vector<slow_node> parse_slow_nodes(const std::string& text);
 // WARNING when a straggler was reported within `max_age` (named: host, rank, factor);
-// OK when none (also when the file does not exist: it appears with the first one).
-check_result check_slow_nodes(const std::string& path, std::chrono::milliseconds max_age, std::int64_t now_s);
+// OK when none (also when the file does not exist: it appears with the first one). When
+// something other than this user's regular file is under the name, it is skipped (one
+// line) and the stragglers come from the bad-node memory `bad_nodes_file` (default
+// bad_nodes_path()) instead; UNKNOWN only when the user's own file cannot be read.
+check_result check_slow_nodes(const std::string& path, std::chrono::milliseconds max_age, std::int64_t now_s,
+                              const std::string& bad_nodes_file = "");
 // WARNING when a job of `name` runs on a node remembered as bad (bad_nodes, not expired):
 // the node came back into the job's allocation. `nodes` are the job's hosts.
 check_result check_bad_node_back(const std::string& name, const std::vector<std::string>& nodes,

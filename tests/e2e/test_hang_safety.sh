@@ -20,7 +20,9 @@
 #     FIFOs (mode 666) as stacks-<job>/rank0.txt and summary.txt, and a FIFO as
 #     slow_nodes, while alice's job has a 3x straggler. Nothing blocks: the straggler's
 #     line is refused (a FIFO), the stall is dumped into her home, it ends, and alice's
-#     kill switch ends the job at once, COMPLETED.
+#     kill switch ends the job at once, COMPLETED. Her `trainwatch slow-nodes` over that
+#     directory skips the FIFO in one line and names her straggler from her own
+#     bad-node memory (WARNING, not a pinned UNKNOWN).
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -185,4 +187,12 @@ for f in trainctl-alice/stacks-$next/rank0.txt trainctl-alice/stacks-$next/summa
 done
 grep -q "^[0-9]* $(job_node "$job" 1) job=$job .*reason=slow (rank 1, x" "$TRAINCTL_BAD_NODES" ||
   fail "the straggler's node ($(job_node "$job" 1), rank 1's) not remembered: $(cat "$TRAINCTL_BAD_NODES")"
+# alice's watchdog over the same log directory: mallory's FIFO is skipped at once, never
+# waited on, and her straggler still shows, from her own bad-node memory.
+rc=0
+watch=$(as alice env TRAINCTL_BAD_NODES="$TRAINCTL_BAD_NODES" timeout 30 "$BUILD/bin/trainwatch" slow-nodes \
+  --path "$public/slow_nodes") || rc=$?
+[ "$rc" = 1 ] || fail "trainwatch slow-nodes over mallory's FIFO: exit $rc, not 1 (WARNING): $watch"
+grep -q "$public/slow_nodes is not a regular file of this user (skipped); from your bad-node memory, .*$(job_node "$job" 1) rank 1 x" <<<"$watch" ||
+  fail "trainwatch slow-nodes did not name alice's straggler from her memory: $watch"
 log "PASS: start hang caught with stacks; bob's and mallory's squatted evidence directories, links, files and FIFOs changed nothing"

@@ -501,19 +501,44 @@ TEST(SlowNodes, ARecentReportIsAWarningNamingHostAndRankAnOldOneIsOver) {
 }
 
 // The log directory is often group-writable: what a teammate or another user put there
-// under the name is not read, and never stops the check (cron would pile up hung runs).
-TEST(SlowNodes, AFifoOrALinkInItsPlaceIsUnknownAtOnce) {
+// under the name is not read, never stops the check (cron would pile up hung runs) and
+// never pins it: the user's own stragglers come from the bad-node memory instead, where
+// the supervisors remember every one (and they never append to such a file).
+TEST(SlowNodes, AFifoALinkOrAnotherUsersFileIsSkippedForTheBadNodeMemory) {
   trainctl_test::temp_dir t;
+  const std::string memory = t / "bad_nodes";
+  bad_node slow;
+  slow.when = 1000;
+  slow.host = "n3";
+  slow.job = "8";
+  slow.reason = "slow (rank 1, x2.50 the fastest rank's step time)";
+  ASSERT_EQ(record_bad_node(memory, slow), "");
+  bad_node crash = slow;
+  crash.host = "n4";
+  crash.reason = "crashed (SIGSEGV in rank 0, the first death of the job)";
+  ASSERT_EQ(record_bad_node(memory, crash), "");
   const std::string fifo = t / "fifo/slow_nodes";
   ASSERT_EQ(mkdir((t / "fifo").c_str(), 0700), 0);
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
-  const check_result f = check_slow_nodes(fifo, std::chrono::hours(1), 1000);
-  EXPECT_EQ(f.status, kUnknown);
-  EXPECT_NE(f.text.find("is not a regular file of this user"), std::string::npos) << f.text;
+  const check_result f = check_slow_nodes(fifo, std::chrono::hours(1), 1060, memory);
+  EXPECT_EQ(f.status, kWarning) << f.text;
+  EXPECT_EQ(f.text, fifo +
+                        " is not a regular file of this user (skipped); from your bad-node memory, 1 straggler "
+                        "report: n3 rank 1 x2.50 (job 8, 60 s ago)");
+  EXPECT_EQ(check_slow_nodes(fifo, std::chrono::hours(1), 1000 + 7200, memory).status, kOk) << "an old one is over";
   const std::string link = t / "slow_nodes_link";
   ASSERT_EQ(symlink("/dev/zero", link.c_str()), 0);
-  const check_result l = check_slow_nodes(link, std::chrono::hours(1), 1000);
-  EXPECT_EQ(l.status, kUnknown) << "never read through a link (to /dev/zero: without bound)";
+  const check_result l = check_slow_nodes(link, std::chrono::hours(1), 1060, memory);
+  EXPECT_EQ(l.status, kWarning) << "never read through a link (to /dev/zero: without bound)";
+  if (getuid() == 0) {  // another user's file: root can make one
+    const std::string theirs = t / "slow_nodes";
+    std::ofstream(theirs) << "1050 host=n9 rank=0 job=99 step=5 step_ms=90.0 fastest_ms=30.0 factor=3.00 gpus=-\n";
+    ASSERT_EQ(chown(theirs.c_str(), 65534, 65534), 0);
+    const check_result o = check_slow_nodes(theirs, std::chrono::hours(1), 1060, memory);
+    EXPECT_EQ(o.status, kWarning);
+    EXPECT_EQ(o.text.find("n9"), std::string::npos) << "their line is not read: " << o.text;
+    EXPECT_NE(o.text.find("n3 rank 1"), std::string::npos) << o.text;
+  }
 }
 
 TEST(BadNodeBack, AJobOnARememberedNodeIsAWarning) {
