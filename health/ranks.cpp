@@ -69,6 +69,19 @@ std::string proc_environ_value(pid_t pid, const std::string& name, const std::st
   return environ_value(blob, name);
 }
 
+int proc_rank(pid_t pid, const std::string& proc) {
+  std::string blob;
+  if (!read_file(proc + "/" + std::to_string(pid) + "/environ", blob)) return -1;
+  for (const char* var : {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    const std::string v = environ_value(blob, var);
+    if (v.empty()) continue;
+    char* end = nullptr;
+    const long n = std::strtol(v.c_str(), &end, 10);
+    return *end == '\0' && n >= 0 && n < (1 << 24) ? static_cast<int>(n) : -1;
+  }
+  return -1;
+}
+
 bool cmdline_names_launcher(const std::string& blob, const std::vector<std::string>& names) {
   std::vector<std::string> args;
   std::string cur;

@@ -45,6 +45,10 @@ std::vector<proc_info> find_job_rank_procs(const std::string& job_id, const std:
 
 // NAME's value in process `pid`'s environment; "" when unset or unreadable.
 std::string proc_environ_value(pid_t pid, const std::string& name, const std::string& proc = "/proc");
+// The rank number process `pid` carries: the launcher's (RANK, then MPI's
+// OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK), else SLURM_PROCID, a step task's own (`srun
+// python train.py`); -1 when it carries none. libtrainctl's config reads the same order.
+int proc_rank(pid_t pid, const std::string& proc = "/proc");
 
 // A process found in /proc, held by a pidfd that is kept only if the pid still names
 // the process that was found (the same start time): a signal sent through it reaches

@@ -35,14 +35,6 @@ using std::chrono::milliseconds;
 
 std::string now_text() { return local_timestamp(std::time(nullptr)); }
 
-int rank_of(pid_t pid) {
-  for (const char* var : {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    const std::string v = proc_environ_value(pid, var);
-    if (!v.empty()) return std::atoi(v.c_str());
-  }
-  return -1;
-}
-
 // Whether `pid` has a handler for `sig` (SigCgt in /proc/PID/status): a signal it does
 // not catch is never sent, whatever its default action.
 bool catches(pid_t pid, int sig) {
@@ -412,7 +404,7 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
   for (size_t i = 0; i < ranks.size(); ++i) {
     rank_stack s;
     s.pid = ranks[i].pid;
-    s.rank = rank_of(s.pid);
+    s.rank = proc_rank(s.pid);
     s.host = host;
     s.state = state[i];
     std::string py;

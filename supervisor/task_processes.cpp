@@ -109,10 +109,9 @@ void task_processes::report_lingering(const char* when) {
   size_t n = 0;
   for (const auto& r : find_rank_procs(getpid(), opts_.launchers, !opts_.batch)) {
     if (is_helper_(r.pid)) continue;
-    std::string rank = proc_environ_value(r.pid, "RANK");
-    if (rank.empty()) rank = proc_environ_value(r.pid, "SLURM_PROCID");
-    names += std::string(n++ ? ", " : "") + "rank " + (rank.empty() ? "?" : rank) + " (pid " + std::to_string(r.pid) +
-             (writing_ && writing_(r.pid) ? ", waiting for its save's write" : "") + ")";
+    const int rank = proc_rank(r.pid);
+    names += std::string(n++ ? ", " : "") + "rank " + (rank < 0 ? "?" : std::to_string(rank)) + " (pid " +
+             std::to_string(r.pid) + (writing_ && writing_(r.pid) ? ", waiting for its save's write" : "") + ")";
   }
   if (n == 0) return;
   log_.line("%zu rank process%s still running %lld s after %s told to exit (%s)%s: %s", n, n == 1 ? "" : "es",

@@ -185,7 +185,11 @@ void rehearse_notice(const drill_setup& s, event_watch& w, const std::string& jo
   const bool exited = wait_until(milliseconds(std::max<std::int64_t>(end_ms - unix_ms_now(), 0) + 60000), [&] {
     w.read();
     exit = w.find("exit", job1);
+    // The task's end (its batch script's supervisor writes it: the plugin, or `trainctl-run
+    // --batch` as the template runs it), else rank 0's own end: a script of plain `srun
+    // trainctl-run` lines has no batch supervisor, and rank 0 notes nothing after its end.
     end = w.find("task_end", job1);
+    if (end == nullptr) end = w.find("end", job1);
     return end != nullptr;
   });
   const run_event* saved = exit != nullptr ? w.after(*exit, "saved") : nullptr;

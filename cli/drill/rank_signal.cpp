@@ -50,7 +50,7 @@ int signal_rank_here(const std::string& spec) {
   const std::vector<std::string> launchers{"torchrun", "accelerate", "deepspeed", "mpirun", "mpiexec", "srun", "orted"};
   const std::string node = node_name();
   for (const proc_info& p : find_job_rank_procs(job, launchers)) {
-    if (proc_environ_value(p.pid, "RANK") != std::to_string(rank)) continue;
+    if (proc_rank(p.pid) != rank) continue;  // `srun python train.py`: SLURM_PROCID
     // Where nodes share a host (test beds), every node's ranks are visible: this node's only.
     const std::string on = proc_environ_value(p.pid, "SLURMD_NODENAME");
     if (!on.empty() && on != node) continue;

@@ -16,7 +16,8 @@
 # Two more drills are ended as they start: one killed with SIGKILL (its own cancel
 # cannot run: the reaper it forked cancels the array), one sent SIGHUP as a closed terminal
 # does (it cancels the array itself); neither leaves a task of its array. First, three
-# scripts a drill cannot keep apart from the real run are refused.
+# scripts a drill cannot keep apart from the real run are refused. Beside the four, a sound
+# job of one process (`srun python`, no launcher) rehearses clean: exit 0.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 use_train_template "--steps 100000 --step-time 0.05"
@@ -112,8 +113,35 @@ drill slow-save --plugin "--graceful-exit=30s --kill-switch --save-switch --hang
 drill unmarked-eval TRAIN_SCRIPT="$broken" BROKEN=unmarked-eval HANG_TIMEOUT=30s \
   TRAIN_ARGS="--steps 100000 --step-time 0.05 --eval-every 20 --eval-time 45" --
 drill no-check TRAIN_SCRIPT="$broken" BROKEN=no-check -- --start-timeout=30s
-all_done() { for c in never-resumes slow-save unmarked-eval no-check; do [ -f "$TEST_DIR/$c/rc" ] || return 1; done; }
-wait_for 480 "the four drills to end" all_done
+# A sound job of one process, as a new user writes it (issue 63): one node, `srun python`,
+# no launcher, so its rank is SLURM_PROCID's. The drill stops rank 0 for the hang, skips
+# the rank it cannot kill, and finds nothing to fix: exit 0.
+mkdir -p "$TEST_DIR/one-process"
+cat >"$TEST_DIR/one-process/loop.slurm" <<JOB
+#!/bin/bash
+#SBATCH -N1
+#SBATCH -n1
+CKPT_DIR=\${CKPT_DIR:-\$SLURM_SUBMIT_DIR/checkpoints/\$SLURM_JOB_NAME}
+srun trainctl-run --graceful-exit=30s --kill-switch --save-switch --hang-timeout=30s -- \\
+  python3 $SRC/slurm_templates/train_example.py --ckpt-dir "\$CKPT_DIR" --steps 100000 --step-time 0.05
+JOB
+(
+  cd "$TEST_DIR/one-process" || exit 1
+  rc=0
+  trainctl drill loop.slurm -J one-process >out 2>err || rc=$?
+  echo "$rc" >rc
+) &
+all_done() { for c in never-resumes slow-save unmarked-eval no-check one-process; do [ -f "$TEST_DIR/$c/rc" ] || return 1; done; }
+wait_for 480 "the five drills to end" all_done
+sed -n 's/^trainctl drill: array \([0-9]*\) .*/\1/p' "$TEST_DIR/one-process/out" >>"$TEST_DIR/.submitted"
+echo "--- one-process (exit $(cat "$TEST_DIR/one-process/rc"))"
+cat "$TEST_DIR/one-process/out" "$TEST_DIR/one-process/err"
+[ "$(cat "$TEST_DIR/one-process/rc")" = 0 ] || fail "one-process: the drill of a sound one-process job exited $(cat "$TEST_DIR/one-process/rc"), not 0"
+grep -qE "^ok +hang .*rank 0 stopped on n[1-3]; stacks " "$TEST_DIR/one-process/out" ||
+  fail "one-process: the hang row did not stop and find rank 0"
+if grep -q "^FAIL " "$TEST_DIR/one-process/out"; then fail "one-process: a row failed"; fi
+grep -q "^verdict: ready for the long run$" "$TEST_DIR/one-process/out" || fail "one-process: no clean verdict"
+if grep -q "too little margin" "$TEST_DIR/one-process/out"; then fail "one-process: a 30 s lead called too little for its saves"; fi
 for c in never-resumes slow-save unmarked-eval no-check; do
   sed -n 's/^trainctl drill: array \([0-9]*\) .*/\1/p' "$TEST_DIR/$c/out" >>"$TEST_DIR/.submitted"
   echo "--- $c (exit $(cat "$TEST_DIR/$c/rc"))"
