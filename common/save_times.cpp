@@ -181,4 +181,9 @@ auto_graceful auto_graceful_exit(std::int64_t longest_ms, std::int64_t limit_s) 
   return a;
 }
 
+std::int64_t lead_needed_ms(std::int64_t longest_save_ms, std::int64_t longest_quiet_ms) {
+  return static_cast<std::int64_t>(kAutoSaveFactor * static_cast<double>(std::max<std::int64_t>(longest_save_ms, 0))) +
+         std::max<std::int64_t>(longest_quiet_ms, 0) + kLeadMargin.count();
+}
+
 }  // namespace trainctl

@@ -59,4 +59,13 @@ inline constexpr std::chrono::milliseconds kAutoFloor{60000};       // never und
 inline constexpr std::chrono::milliseconds kAutoFirstTask{600000};  // no save seen yet
 auto_graceful auto_graceful_exit(std::int64_t longest_ms, std::int64_t limit_s);
 
+// The least lead an explicit --graceful-exit=DURATION needs for a deadline save, from
+// what was measured: the longest save x kAutoSaveFactor (a slower disk, a larger
+// state), the longest time a training rank went between agreements (the notice is
+// agreed at the next one), and kLeadMargin for the notice to reach the ranks and for
+// them to exit. auto leaves more (kAutoMargin, kAutoFloor): it also has to hold what
+// was never measured. `trainctl lint` and `trainctl drill` judge a lead by this.
+inline constexpr std::chrono::milliseconds kLeadMargin{10000};
+std::int64_t lead_needed_ms(std::int64_t longest_save_ms, std::int64_t longest_quiet_ms);
+
 }  // namespace trainctl

@@ -22,13 +22,18 @@ std::string value(std::int64_t ms) {
   return s % 60 == 0 ? std::to_string(s / 60) + "m" : std::to_string(s) + "s";
 }
 
-// A save at the deadline needs the longest save, with the same margin auto leaves.
-std::int64_t lead_needed(std::int64_t save_ms) {
-  return static_cast<std::int64_t>(kAutoSaveFactor * static_cast<double>(save_ms)) + kAutoMargin.count();
+// What an explicit lead needs for the save and the steps measured (common/save_times).
+std::int64_t lead_needed(const drill_figures& f) { return lead_needed_ms(f.longest_save_ms, f.longest_quiet_ms); }
+
+// What --graceful-exit=auto leaves for the longest save measured.
+std::int64_t auto_lead(std::int64_t save_ms) {
+  return std::max<std::int64_t>(
+      static_cast<std::int64_t>(kAutoSaveFactor * static_cast<double>(save_ms)) + kAutoMargin.count(),
+      kAutoFloor.count());
 }
 
 bool save_fits(const drill_figures& f) {
-  return f.lead_auto || f.lead_ms == 0 || f.longest_save_ms == 0 || lead_needed(f.longest_save_ms) <= f.lead_ms;
+  return f.lead_auto || f.lead_ms == 0 || f.longest_save_ms == 0 || lead_needed(f) <= f.lead_ms;
 }
 
 }  // namespace
@@ -58,12 +63,12 @@ std::vector<std::string> drill_verdict(const drill_figures& f, const std::vector
         "every step (or use trainctl.hf / trainctl.lightning)");
   if (f.longest_save_ms > f.lead_ms && f.lead_ms > 0 && !f.lead_auto)
     out.push_back("the save took " + dur(f.longest_save_ms) + "; the lead is " + dur(f.lead_ms) +
-                  ": a deadline save would be cut; use --graceful-exit=" + value(lead_needed(f.longest_save_ms)) +
+                  ": a deadline save would be cut; use --graceful-exit=" + value(lead_needed(f)) +
                   " or --graceful-exit=auto");
   else if (!save_fits(f))
     out.push_back("the save took " + dur(f.longest_save_ms) + "; the lead is " + dur(f.lead_ms) +
-                  ": too little margin for a slower save; use --graceful-exit=" +
-                  value(lead_needed(f.longest_save_ms)) + " or --graceful-exit=auto");
+                  ": too little margin for a slower save; use --graceful-exit=" + value(lead_needed(f)) +
+                  " or --graceful-exit=auto");
   if (f.false_hang)
     out.push_back(
         "a hang was found before the drill stopped any rank: part of the loop runs longer than --hang-timeout=" +
@@ -77,10 +82,9 @@ std::vector<std::string> drill_verdict(const drill_figures& f, const std::vector
   // Advice from what was measured, for the real run.
   if (f.lead_ms > 0 && save_fits(f) && f.longest_save_ms > 0)
     out.push_back("graceful exit: the longest save took " + dur(f.longest_save_ms) + "; " +
-                  (f.lead_auto ? "--graceful-exit=auto leaves it " +
-                                     dur(std::max(lead_needed(f.longest_save_ms), std::int64_t{60000}))
-                               : "--graceful-exit=" + value(f.lead_ms) + " leaves it room (" +
-                                     value(lead_needed(f.longest_save_ms)) + " would do)"));
+                  (f.lead_auto ? "--graceful-exit=auto leaves it " + dur(auto_lead(f.longest_save_ms))
+                               : "--graceful-exit=" + value(f.lead_ms) + " leaves it room (" + value(lead_needed(f)) +
+                                     " would do)"));
   if (f.longest_quiet_ms > 0) {
     hang_rules rules;
     rules.timeout = option::kHangTimeoutAuto;

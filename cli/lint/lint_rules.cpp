@@ -114,13 +114,15 @@ void two_notices(const view& v, lint_result* r) {
 void lead_vs_save(const view& v, lint_result* r) {
   const std::int64_t save = v.ctx.measured.longest_save_ms;
   if (save <= 0 || v.o.graceful_exit.count() <= 0 || !v.sure("--graceful-exit")) return;
-  const auto need = static_cast<std::int64_t>(kAutoSaveFactor * save) + kAutoMargin.count();
+  const std::int64_t quiet = v.ctx.measured.longest_quiet_ms;
+  const std::int64_t need = lead_needed_ms(save, quiet);
   if (v.o.graceful_exit.count() >= need) return;
   add(r, "lead-shorter-than-save", v.line("--graceful-exit"),
       "--graceful-exit=" + format_duration(v.o.graceful_exit) + " is too short for this job's saves: the longest " +
           "took " + dur(save) + " in an earlier run, so a save at the deadline could be cut; use --graceful-exit=" +
-          dur(need) + " (the save x" + std::to_string(kAutoSaveFactor).substr(0, 3) + " + " +
-          format_duration(kAutoMargin) + "), or auto");
+          dur((need + 999) / 1000 * 1000) + " (the save x" + std::to_string(kAutoSaveFactor).substr(0, 3) +
+          (quiet > 0 ? " + the longest step, " + dur(quiet) : std::string()) + " + " + format_duration(kLeadMargin) +
+          "), or auto");
 }
 
 void limit_vs_lead(const view& v, lint_result* r) {
@@ -294,7 +296,8 @@ const std::vector<lint_rule>& lint_rules() {
       {"unsupervised", "the script runs under trainctl: the plugin's options in #SBATCH lines, or trainctl-run"},
       {"no-graceful-exit", "trainctl has a --graceful-exit, so a time limit ends the run with a save"},
       {"two-notices", "no --signal besides --graceful-exit: one notice, at one step"},
-      {"lead-shorter-than-save", "the graceful exit is at least the longest save measured x1.5 + 30s"},
+      {"lead-shorter-than-save",
+       "the graceful exit is at least the longest save measured x1.5, plus the longest step and 10s"},
       {"limit-too-short", "the time limit is at least twice the graceful exit plus the longest start-up measured"},
       {"preempt-cancels", "the partition does not preempt with PreemptMode=CANCEL"},
       {"preempt-no-requeue", "where the partition preempts with REQUEUE, the job can be requeued"},

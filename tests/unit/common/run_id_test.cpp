@@ -1,10 +1,14 @@
 #include "run_id.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <ctime>
+#include <fstream>
 #include <map>
 
+#include "fixture.hpp"
 #include "run_events.hpp"
 
 using namespace trainctl;
@@ -102,4 +106,60 @@ TEST(RunEvents, OnlyTheNewestArrayOfAnId) {
   EXPECT_EQ(kept[0].what, "task_start");
   EXPECT_EQ(kept[1].reason, "ok") << "30 s before the submit: a node's clock, kept";
   EXPECT_EQ(this_array({old_end}).size(), 1u) << "no task_start (an older trainctl): every line";
+}
+
+// Two nodes' supervisors append to one array's run events at once, the file at its size
+// limit (8 MiB) so that their appends trim it meanwhile: every event of both is there,
+// whole and in its writer's order (one write per append, under the file's lock).
+TEST(RunEvents, TwoNodesAppendingAtOnceAtTheLimitLoseAndInterleaveNothing) {
+  trainctl_test::temp_dir t;
+  const std::string path = t / "runs/4242";
+  std::size_t filled = 0;
+  {
+    const std::string old = "1700000000000 job=1 saved ms=5 text=" + std::string(100, 'o') + "\n";
+    ASSERT_EQ(append_run_events(path, ""), "");  // makes the directory, as a supervisor does
+    std::ofstream out(path);
+    for (std::size_t n = 0; n + old.size() < (8u << 20) - 2000; n += old.size(), ++filled) out << old;
+  }
+  constexpr int kEach = 1500;
+  pid_t kids[2];
+  for (int w = 0; w < 2; ++w) {
+    kids[w] = trainctl_test::fork_child();
+    if (kids[w] == 0) {
+      for (int i = 0; i < kEach; ++i) {
+        run_event e;
+        e.ms = 1796225154000 + i;
+        e.job = "4242";
+        e.what = "saved";
+        e.took_ms = i;
+        e.node = w == 0 ? "n1" : "n2";
+        e.text = std::string(80, w == 0 ? 'a' : 'b');  // lines of about 150 bytes
+        if (!append_run_events(path, format_run_event(e)).empty()) _exit(1);
+      }
+      _exit(0);
+    }
+  }
+  for (pid_t p : kids) {
+    int status = 0;
+    ASSERT_EQ(waitpid(p, &status, 0), p);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "an append failed";
+  }
+  std::string why;
+  std::map<std::string, std::vector<std::int64_t>> by_node;
+  std::size_t old = 0;
+  for (const run_event& e : read_run_events(path, &why)) {
+    if (e.job == "1") ++old;
+    if (e.job != "4242") continue;
+    EXPECT_EQ(e.text, std::string(80, e.node == "n1" ? 'a' : 'b')) << "a line mixed with another";
+    by_node[e.node].push_back(e.took_ms);
+  }
+  EXPECT_EQ(why, "");
+  for (const char* node : {"n1", "n2"}) {
+    const auto& got = by_node[node];
+    ASSERT_EQ(got.size(), static_cast<std::size_t>(kEach)) << node << ": events lost";
+    for (int i = 0; i < kEach; ++i) EXPECT_EQ(got[static_cast<std::size_t>(i)], i) << node << " out of order";
+  }
+  EXPECT_LT(old, filled) << "the file was trimmed meanwhile";
+  std::ifstream in(path, std::ios::ate | std::ios::binary);
+  EXPECT_LE(static_cast<std::size_t>(in.tellg()), 8u << 20) << "within its limit";
 }
