@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "deadline_fields.hpp"
 #include "parse.hpp"
 #include "task_supervisor.hpp"
 
@@ -47,9 +48,7 @@ void task_supervisor::set_end_time(std::int64_t end, std::int64_t limit_s, bool 
 // would otherwise fire the old deadline on waking, and its ranks with it.
 void task_supervisor::adopt_end_news() {
   if (!state_ || dl_.end_ms() == 0 || !tracks_endtime()) return;  // a follower: its publisher's to follow
-  const node_state& ns = state_->get();
-  const std::int64_t read = ns.end_read_ms.load(std::memory_order_acquire);
-  const std::int64_t end = ns.end_ms.load(std::memory_order_acquire);
+  const auto [end, read] = deadline_fields::end_time(state_->get());
   if (read <= dl_.end_read_ms() || end == 0 || end == dl_.end_ms()) return;
   log_.line(
       "EndTime moved from %s to %s: read at %s by another node's supervisor and passed on by the ranks, before "
@@ -64,16 +63,9 @@ void task_supervisor::adopt_end_news() {
 // publishes (or a rank whose supervisor stopped) fires it on time.
 void task_supervisor::publish_deadline() {
   if (!state_) return;
-  node_state& ns = state_->get();
   // Never a staler EndTime over a fresher one the ranks brought (adopt_end_news takes
   // that one at this supervisor's next wake).
-  if (ns.end_read_ms.load(std::memory_order_acquire) > dl_.end_read_ms() &&
-      ns.end_ms.load(std::memory_order_acquire) != dl_.end_ms())
-    return;
-  ns.end_ms.store(dl_.end_ms(), std::memory_order_release);
-  ns.end_read_ms.store(dl_.end_read_ms(), std::memory_order_release);
-  ns.deadline_ms.store(dl_.deadline_ms(), std::memory_order_release);
-  ns.seq.fetch_add(1, std::memory_order_release);
+  deadline_fields::publish(state_->get(), dl_.deadline_ms(), {dl_.end_ms(), dl_.end_read_ms()});
 }
 
 void task_supervisor::check_deadline() {

@@ -13,6 +13,7 @@
 #include "bad_node_contrast.hpp"
 #include "bad_nodes.hpp"
 #include "bounded_append.hpp"
+#include "breaker_fields.hpp"
 #include "env.hpp"
 #include "no_progress.hpp"
 #include "node_names.hpp"
@@ -78,11 +79,7 @@ int run_end::start(pid_t adopt, node_state* ns) {
     return kNoProgressExit << 8;
   }
   if (breaker_.what != breaker_verdict::armed) return -1;
-  if (ns != nullptr) {
-    ns->breaker.runs.store(breaker_.count.runs, std::memory_order_relaxed);
-    ns->breaker.step1.store(breaker_.at_step + 1, std::memory_order_release);
-    ns->seq.fetch_add(1, std::memory_order_release);
-  }
+  if (ns != nullptr) breaker_fields::arm(*ns, breaker_.at_step, breaker_.count.runs);
   if (opts_.batch || ns == nullptr)
     log_.line(
         "no progress: the last %d runs of this array (jobs %s) %s without getting past step %lld: this run ends "

@@ -16,6 +16,7 @@
 
 #include "bad_nodes.hpp"
 #include "build_id.hpp"
+#include "deadline_fields.hpp"
 #include "env.hpp"
 #include "node_names.hpp"
 #include "parse.hpp"
@@ -200,7 +201,7 @@ milliseconds task_supervisor::next_wake(milliseconds health_wait) {
   if (reads_job_itself() && tracks_endtime()) wait = std::min(wait, milliseconds(dl_.next_read_ms() - now_ms));
   wait = dl_.wait(tracks_endtime(), wait);
   if (state_ && !publishes()) {  // a follower: the publisher's deadline, a little after it fires it
-    const std::int64_t d = state_->get().deadline_ms.load(std::memory_order_acquire);
+    const std::int64_t d = deadline_fields::deadline_ms(state_->get());
     if (d != 0 && (seen_flags_ & kFlagDeadline) == 0 && d + 200 > now_ms)
       wait = std::min(wait, milliseconds(d + 200 - now_ms));
   }
@@ -344,7 +345,7 @@ void task_supervisor::take_publisher_role() {
               t.taken_from);
   // A follower that takes over goes on from the deadline its predecessor published and
   // reads EndTime in its own slot of the period: a takeover costs the controller nothing.
-  const std::int64_t published = state_->get().deadline_ms.load(std::memory_order_acquire);
+  const std::int64_t published = deadline_fields::deadline_ms(state_->get());
   dl_.adopt(published);
   if (dl_.next_read_ms() != 0 && published != 0) dl_.schedule_periodic_read();
   state_->get().supervised.store(1);

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "deadline_fields.hpp"
 #include "metrics_files.hpp"
 #include "metrics_text.hpp"
 #include "rank_views.hpp"
@@ -98,11 +99,11 @@ std::string task_metrics_text(const node_state& ns, const metrics_identity& id) 
   const std::int64_t longest = ns.longest_save_ms.load(std::memory_order_relaxed);
   gauge("trainctl_longest_save_seconds", "The longest save of a rank on this node, from the decision to save.",
         static_cast<double>(longest) / 1000.0, longest > 0);
-  const std::int64_t deadline = ns.deadline_ms.load(std::memory_order_acquire);
+  const std::int64_t deadline = deadline_fields::deadline_ms(ns);
   gauge("trainctl_deadline_timestamp_seconds",
         "When the ranks are told to save and exit before the job's end (Unix time).",
         static_cast<double>(deadline) / 1000.0, deadline > 0);
-  const std::int64_t end = ns.end_ms.load(std::memory_order_acquire);
+  const std::int64_t end = deadline_fields::end_time(ns).end_ms;
   gauge("trainctl_job_end_timestamp_seconds", "The job's EndTime as the controller last said it (Unix time).",
         static_cast<double>(end) / 1000.0, end > 0);
   return metrics_text(families, metrics_format::prometheus);

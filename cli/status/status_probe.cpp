@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cgroup_memory.hpp"
+#include "deadline_fields.hpp"
 #include "env.hpp"
 #include "job_status.hpp"
 #include "node_names.hpp"
@@ -80,9 +81,9 @@ void print_state(std::string& out, const std::string& host, const node_state& n,
   std::snprintf(
       line, sizeof line,
       "node host=%s now_ms=%lld flags=%u deadline_ms=%lld supervised=%d published_ms=%lld longest_save_ms=%lld\n",
-      host.c_str(), static_cast<long long>(unix_now_ms()), n.flags.load(), static_cast<long long>(n.deadline_ms.load()),
-      n.supervised.load() != 0 ? 1 : 0, static_cast<long long>(n.published_ms.load()),
-      static_cast<long long>(n.longest_save_ms.load()));
+      host.c_str(), static_cast<long long>(unix_now_ms()), n.flags.load(),
+      static_cast<long long>(deadline_fields::deadline_ms(n)), n.supervised.load() != 0 ? 1 : 0,
+      static_cast<long long>(n.published_ms.load()), static_cast<long long>(n.longest_save_ms.load()));
   out += line;
   for (const auto& b : n.beats) {
     const int pid = b.pid.load();

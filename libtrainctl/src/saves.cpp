@@ -7,6 +7,7 @@
 
 #include "committed_saves.hpp"
 #include "controller_impl.hpp"
+#include "deadline_fields.hpp"
 #include "env.hpp"
 #include "run_id.hpp"
 
@@ -209,7 +210,7 @@ std::size_t controller::wait_for_saves(double timeout_s) {
   if (pending.empty()) return 0;
   const std::int64_t start = steady_us();
   std::int64_t until = timeout_s >= 0 ? start + static_cast<std::int64_t>(timeout_s * 1e6) : 0;
-  const std::int64_t end_ms = m.state().end_ms.load(std::memory_order_acquire);
+  const std::int64_t end_ms = deadline_fields::end_time(m.state()).end_ms;
   std::string bound =
       timeout_s >= 0
           ? "at most " + format_duration(std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000)))

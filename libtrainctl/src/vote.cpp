@@ -1,4 +1,6 @@
+#include "breaker_fields.hpp"
 #include "controller_impl.hpp"
+#include "deadline_fields.hpp"
 #include "env.hpp"
 
 namespace trainctl {
@@ -96,7 +98,7 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
     }
     // The breaker: this run resumed no later than the array's last runs, which failed
     // without getting further. It votes to end here, at the first agreement.
-    const std::int64_t armed = armed_breaker_step(m.state());
+    const std::int64_t armed = breaker_fields::armed_step(m.state());
     if (armed >= 0 && step <= armed) m.local_bits.fetch_or(kFlagNoProgress, std::memory_order_release);
   }
   m.pos.last_step = step;
@@ -128,9 +130,8 @@ void controller::impl::fill_vote(std::int64_t* v, std::size_t len) const {
   for (const exit_reason& e : kExitReasons) v[e.vote] = (bits & e.flag) != 0;
   v[kVoteSignal] = v[kVoteSignal] != 0 || caught_signal_counts();
   v[kVoteNegFastest] = step_timing::kNoTime;
-  const node_state& n = state();
-  v[kVoteEndTime] =
-      pack_end_news(n.end_ms.load(std::memory_order_acquire), n.end_read_ms.load(std::memory_order_acquire));
+  const end_read end = deadline_fields::end_time(state());
+  v[kVoteEndTime] = pack_end_news(end.end_ms, end.read_ms);
   v[kVoteSavedAsSupervisorWent] = pos.saved_as_supervisor_went;
   for (std::size_t i = 0; i < sw.list.size(); ++i) v[kVoteSwitch0 + i] = token_of(sw.list[i]);
 }
@@ -144,17 +145,8 @@ void controller::impl::learn_end_news(std::int64_t news) {
   if (news <= 0) return;
   const std::int64_t read_ms = ((news >> 32) + kNewsEpochS) * 1000;
   const std::int64_t end_ms = ((news & 0xffffffff) + kNewsEpochS) * 1000;
-  node_state& n = state();
-  std::int64_t known_read = n.end_read_ms.load(std::memory_order_acquire);
-  const std::int64_t known_end = n.end_ms.load(std::memory_order_acquire);
-  // Nothing read on this node (no supervisor here): no graceful exit to keep.
-  if (known_end == 0 || read_ms / 1000 <= known_read / 1000 || end_ms / 1000 == known_end / 1000) return;
-  if (read_ms > unix_now_ms() + 60'000) return;  // a read from the future: a damaged state's, not news
-  if (!n.end_read_ms.compare_exchange_strong(known_read, read_ms, std::memory_order_acq_rel)) return;
-  n.end_ms.store(end_ms, std::memory_order_release);
-  const std::int64_t deadline = n.deadline_ms.load(std::memory_order_acquire);
-  if (deadline > 0) n.deadline_ms.store(deadline + (end_ms - known_end), std::memory_order_release);
-  n.seq.fetch_add(1, std::memory_order_release);
+  std::int64_t known_end = 0;
+  if (!deadline_fields::learn(state(), {end_ms, read_ms}, unix_now_ms(), &known_end)) return;
   wake();
   const auto clock_time = [](std::int64_t ms) {
     const time_t t = static_cast<time_t>(ms / 1000);

@@ -1,5 +1,6 @@
 #include "build_id.hpp"
 #include "controller_impl.hpp"
+#include "deadline_fields.hpp"
 #include "env.hpp"
 
 namespace trainctl {
@@ -60,7 +61,7 @@ void controller::impl::open_state() {
 void controller::impl::fall_back_to_private(const std::string& why) {
   auto fresh = std::make_unique<node_state>();
   init_header(*fresh);
-  fresh->deadline_ms.store(known_deadline_ms);  // the damaged state's own may be zeros or junk
+  deadline_fields::set_deadline(*fresh, known_deadline_ms);  // the damaged state's own may be zeros or junk
   std::lock_guard<std::recursive_mutex> hold(sw.mu);
   for (auto& s : sw.list) {
     s.slot = claim_switch_slot(*fresh, s.exit ? switch_kind::exit : switch_kind::save, s.name, s.path);
@@ -111,7 +112,7 @@ void controller::impl::look_after_state(std::unique_ptr<node_role>& role, const 
   }
   node_state& n = state();
   const bool shared = file && &n != private_state.get();
-  known_deadline_ms = n.deadline_ms.load(std::memory_order_acquire);
+  known_deadline_ms = deadline_fields::deadline_ms(n);
   if (!role) role = std::make_unique<node_role>(shared ? file.get() : nullptr, n, popts);
   const node_role::turn t = role->look();
   if (t.lost)  // another process took the role while this one was stopped or stuck: it follows
@@ -132,8 +133,7 @@ void controller::impl::look_after_state(std::unique_ptr<node_role>& role, const 
   // The deadline, whoever publishes: the supervisor writes it as soon as it knows it,
   // so a supervisor that died or stopped does not take it along.
   const std::int64_t now = unix_now_ms();
-  for (const std::int64_t d :
-       {local_deadline_ms.load(std::memory_order_acquire), n.deadline_ms.load(std::memory_order_acquire)})
+  for (const std::int64_t d : {local_deadline_ms.load(std::memory_order_acquire), deadline_fields::deadline_ms(n)})
     if (d > 0 && now >= d) local_bits.fetch_or(kFlagDeadline, std::memory_order_release);
   note_notices(n);
   const std::int64_t remove_at = sw.remove_at_ms.load(std::memory_order_acquire);
@@ -164,8 +164,8 @@ void controller::impl::watch_loop() {
     // Wake for the next deadline, and when the publisher's heartbeat would go stale.
     const std::int64_t now = unix_now_ms();
     std::chrono::milliseconds wait = role->until_stale(now, cfg.poll_interval);
-    for (const std::int64_t d : {local_deadline_ms.load(std::memory_order_acquire),
-                                 n.deadline_ms.load(std::memory_order_acquire), sw.remove_at_ms.load()})
+    for (const std::int64_t d :
+         {local_deadline_ms.load(std::memory_order_acquire), deadline_fields::deadline_ms(n), sw.remove_at_ms.load()})
       if (d > now) wait = std::min(wait, std::chrono::milliseconds(d - now));
     if (role->publishes()) {
       role->pub()->wait_and_refresh(watcher.fd(), wait);

@@ -309,15 +309,6 @@ inline std::uint32_t valid_flags(const node_state& ns) {
   return magic == node_state::kMagic && (f & ~kKnownFlags) == 0 ? f : 0;
 }
 
-// The step the breaker is armed at (the rank's first check() at it or earlier ends the
-// run), or -1: not armed, or not a state a supervisor wrote.
-inline std::int64_t armed_breaker_step(const node_state& ns) {
-  const std::int64_t step1 = ns.breaker.step1.load(std::memory_order_acquire);
-  const std::int32_t runs = ns.breaker.runs.load(std::memory_order_relaxed);
-  if (!has_header(ns) || valid_flags(ns) != ns.flags.load(std::memory_order_relaxed)) return -1;
-  return step1 > 0 && runs >= 1 && runs <= 1000 ? step1 - 1 : -1;
-}
-
 // Finds the slot holding (kind, path) in `ns` or claims a free one (lock-free: any
 // number of processes may register at once); -1 when all are taken. A slot is never
 // freed. Also serves a process's private node state.

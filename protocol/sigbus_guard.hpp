@@ -1,4 +1,4 @@
-// The SIGBUS guard of the node state's mappings (internal to node_state/): a mapped file
+// The SIGBUS guard of the node state's mappings (internal to protocol/): a mapped file
 // that someone truncates raises SIGBUS at the next read of its pages; the guard turns the
 // fault into zero pages that read as damage (node_state_file::damage) instead of killing
 // the ranks and their supervisor. The handler's rules are in sigbus_guard.cpp.

@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "cgroup_memory.hpp"
+#include "deadline_fields.hpp"
 #include "gpu_memory.hpp"
 #include "switch_paths.hpp"
 
@@ -54,9 +55,8 @@ void publisher::set_flag(std::uint32_t bit, bool on, bool& changed) {
 }
 
 void publisher::set_deadline_ms(std::int64_t deadline_ms) {
-  state_.deadline_ms.store(deadline_ms, std::memory_order_release);
-  refresh_deadline();
-  state_.seq.fetch_add(1, std::memory_order_release);
+  deadline_fields::set_deadline(state_, deadline_ms);
+  if (refresh_deadline()) state_.seq.fetch_add(1, std::memory_order_release);  // the flag too
 }
 
 bool publisher::refresh_switches() {
@@ -90,7 +90,7 @@ bool publisher::refresh_switches() {
 
 bool publisher::refresh_deadline() {
   bool changed = false;
-  const std::int64_t deadline = state_.deadline_ms.load(std::memory_order_acquire);
+  const std::int64_t deadline = deadline_fields::deadline_ms(state_);
   set_flag(kFlagDeadline, deadline > 0 && unix_now_ms() >= deadline, changed);
   return changed;
 }
@@ -174,7 +174,7 @@ void publisher::wait_and_refresh(int wake_fd, std::chrono::milliseconds max_wait
   auto until = std::min({now + max_wait, next_stat_, now + heartbeat()});
   if (!inotify_fd_ && inotify_at_ != clock::time_point::max()) until = std::min(until, inotify_at_);
   if (opts_.memory.enabled() || gpu_) until = std::min(until, next_memory_);
-  const std::int64_t deadline = state_.deadline_ms.load(std::memory_order_acquire);
+  const std::int64_t deadline = deadline_fields::deadline_ms(state_);
   if (deadline > 0 && (state_.flags.load(std::memory_order_relaxed) & kFlagDeadline) == 0) {
     const auto to_deadline = std::chrono::milliseconds(std::max<std::int64_t>(0, deadline - unix_now_ms()));
     until = std::min(until, now + to_deadline);

@@ -24,6 +24,7 @@
 #include <system_error>
 #include <vector>
 
+#include "deadline_fields.hpp"
 #include "env.hpp"
 #include "sigbus_guard.hpp"
 #include "state_dir.hpp"
@@ -263,7 +264,7 @@ bool terminated(const char* text, std::size_t size) { return std::memchr(text, '
 // slots) fails one of these with certainty for all practical purposes: 16 switch slots
 // whose state must be 0, 1 or 2, 64 beats whose phase and exit mark are small numbers.
 std::string bad_field(const node_state& ns) {
-  if (ns.deadline_ms.load() < 0 || ns.save_max.load() < 0 || ns.supervised.load() < 0 || ns.supervised.load() > 1 ||
+  if (!deadline_fields::sane(ns) || ns.save_max.load() < 0 || ns.supervised.load() < 0 || ns.supervised.load() > 1 ||
       ns.publish_every_ms.load() < 0 || ns.longest_save_ms.load() < 0 || ns.longest_quiet_ms.load() < 0)
     return "a header field out of range";
   for (const switch_slot& s : ns.slots) {

@@ -1,5 +1,5 @@
 // Where a user's node state lives, and what in it can be trusted (internal to
-// node_state/): the state directory's policy is in state_dir.cpp, with the sweep of what
+// protocol/): the state directory's policy is in state_dir.cpp, with the sweep of what
 // killed steps left there.
 #pragma once
 
