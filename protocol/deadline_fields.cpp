@@ -38,8 +38,6 @@ void set_deadline(node_state& ns, std::int64_t deadline_ms) {
   ns.seq.fetch_add(1, std::memory_order_release);
 }
 
-bool sane(const node_state& ns) {
-  return ns.deadline_ms.load(std::memory_order_relaxed) >= 0;
-}
+bool sane(const node_state& ns) { return ns.deadline_ms.load(std::memory_order_relaxed) >= 0; }
 
 }  // namespace trainctl::deadline_fields
