@@ -6,8 +6,8 @@
 # they can, between tcloader's own good library and one of theirs whose constructor
 # leaves a mark. 60 Python starts of tcloader's: none runs tcswapper's code; each says
 # in one line that the link is not loaded. (Before, 4 of 20 starts ran it: at that rate
-# 60 starts miss the fault with a chance of 0.8^60, about 2 in a million. 200 starts
-# took 70-220 s with the swapper spinning on one of the machine's two cores.)
+# 60 starts miss the fault with a chance of 0.8^60, about 2 in a million; each start runs
+# beside the swapper spinning on one core, so more would cost the whole test command.)
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 

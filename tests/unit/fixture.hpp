@@ -85,7 +85,7 @@ inline char process_state(pid_t pid) {
 // fork() for a test's child that sleeps until the test kills it: the child dies with the
 // thread that forked it. A child left asleep after a failed ASSERT holds ctest's output
 // pipe open, and ctest waits for the pipe, not the process: the whole test command
-// stalls (CI once waited an hour on one). Credentials changed in the child clear this
+// stalls until its own limit. Credentials changed in the child clear this
 // (setuid); such a child asks again after.
 inline pid_t fork_child() {
   const pid_t parent = getpid();

@@ -76,9 +76,9 @@ TEST(Ranks, DescendantsFollowTheChildrenFilesFromTheRootDown) {
 
 // A real tree: a child, and its child forked from a second thread. That thread stays
 // until the test has looked: when a thread exits, the kernel hands its children to
-// another thread of the process, and a look at that moment finds them under neither
-// (under load the test once saw only the child, and its grandchild, left asleep,
-// stalled ctest for an hour).
+// another thread of the process, and a look at that moment finds them under neither.
+// The test kills what it forked by the pids it knows: a grandchild left asleep would hold
+// ctest's output pipe open.
 TEST(Ranks, RealDescendantsIncludeChildrenOfOtherThreads) {
   int ready[2], done[2];
   ASSERT_EQ(pipe(ready), 0);

@@ -176,8 +176,8 @@ void note_asked(int) { g_asked = 1; }
 
 // A rank's stacks.<pid> beside the node state: a FIFO or a link planted under that name
 // (a state directory someone squatted) is neither opened to wait on nor followed; the
-// rank is not asked, and its dump says why. A plain open of the FIFO held the dump until
-// its limit (issue 63); here the test's own limit would catch it.
+// rank is not asked, and its dump says why. A plain open of the FIFO would hold the dump
+// until its limit; here the test's own TIMEOUT would catch that.
 TEST(StackDump, AFifoOrALinkAsTheRanksStacksFileIsNeitherWaitedOnNorFollowed) {
   for (const bool fifo : {true, false}) {
     trainctl_test::temp_dir t;
