@@ -40,7 +40,11 @@ class temp_dir {
     const std::string dir = full.substr(0, full.rfind('/'));
     const std::string cmd = "mkdir -p '" + dir + "'";
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("mkdir failed");
-    std::ofstream(full) << text;
+    const int fd = open(full.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) throw std::runtime_error("cannot write " + full);
+    const bool whole = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    close(fd);
+    if (!whole) throw std::runtime_error("cannot write " + full);
   }
 
  private:

@@ -190,7 +190,7 @@ TEST(StackDump, AFifoOrALinkAsTheRanksStacksFileIsNeitherWaitedOnNorFollowed) {
     for (int i = 0; i < 500 && trainctl_test::process_state(child) != 'S'; ++i) usleep(10000);
     const std::string planted = t / ("stacks." + std::to_string(child));
     const std::string target = t / "bashrc";
-    { std::ofstream(target) << "# mine\n"; }
+    t.write("bashrc", "# mine\n");
     if (fifo)
       ASSERT_EQ(mkfifo(planted.c_str(), 0666), 0);
     else

@@ -532,7 +532,7 @@ TEST(SlowNodes, AFifoALinkOrAnotherUsersFileIsSkippedForTheBadNodeMemory) {
   EXPECT_EQ(l.status, kWarning) << "never read through a link (to /dev/zero: without bound)";
   if (getuid() == 0) {  // another user's file: root can make one
     const std::string theirs = t / "slow_nodes";
-    std::ofstream(theirs) << "1050 host=n9 rank=0 job=99 step=5 step_ms=90.0 fastest_ms=30.0 factor=3.00 gpus=-\n";
+    t.write("slow_nodes", "1050 host=n9 rank=0 job=99 step=5 step_ms=90.0 fastest_ms=30.0 factor=3.00 gpus=-\n");
     ASSERT_EQ(chown(theirs.c_str(), 65534, 65534), 0);
     const check_result o = check_slow_nodes(theirs, std::chrono::hours(1), 1060, memory);
     EXPECT_EQ(o.status, kWarning);
