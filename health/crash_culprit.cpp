@@ -20,10 +20,11 @@
 #include "env.hpp"
 #include "gpu_memory.hpp"
 #include "hostlist.hpp"
-#include "node_health.hpp"
 #include "node_names.hpp"
+#include "node_state.hpp"
 #include "owned_fd.hpp"
 #include "parse.hpp"
+#include "ranks.hpp"
 #include "stack_dump.hpp"
 
 namespace trainctl {

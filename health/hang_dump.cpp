@@ -10,7 +10,6 @@
 #include "bad_nodes.hpp"
 #include "env.hpp"
 #include "hang_verdict.hpp"
-#include "node_health.hpp"
 #include "node_names.hpp"
 #include "node_state.hpp"
 #include "ranks.hpp"

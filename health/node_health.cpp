@@ -20,14 +20,19 @@
 #include <sstream>
 #include <thread>
 
+#include "beat_fields.hpp"
 #include "env.hpp"
+#include "error_fields.hpp"
 #include "gpu_memory.hpp"
 #include "hang_budget.hpp"
 #include "node_state.hpp"
+#include "node_state_file.hpp"
 #include "parse.hpp"
 #include "ranks.hpp"
+#include "save_fields.hpp"
 #include "save_times.hpp"
 #include "stack_dump.hpp"
+#include "state_dir.hpp"
 #include "straggler_record.hpp"
 #include "user_paths.hpp"
 
@@ -54,29 +59,6 @@ std::string resolve_log_dir(const std::string& given) {
   if (!given.empty()) return given;
   const std::string dir = job_log_dir();
   return !dir.empty() ? dir : ".";
-}
-
-int zombie_wait_status(pid_t pid) {
-  const std::string stat = read_small("/proc/" + std::to_string(pid) + "/stat");
-  size_t pos = stat.rfind(')');
-  if (pos == std::string::npos || pos + 2 >= stat.size() || stat[pos + 2] != 'Z') return -1;
-  // Fields after comm: 3 is the state; exit_code is field 52.
-  for (int field = 2; field < 52 && pos != std::string::npos; ++field) pos = stat.find(' ', pos + 1);
-  if (pos == std::string::npos) return -1;
-  return std::atoi(stat.c_str() + pos + 1);
-}
-
-bool live_process_of_mine(pid_t pid) {
-  const std::string dir = "/proc/" + std::to_string(pid);
-  struct stat st {};
-  if (pid <= 0 || stat(dir.c_str(), &st) != 0 || st.st_uid != getuid()) return false;
-  const std::string s = read_small(dir + "/stat");
-  const size_t pos = s.rfind(')');
-  return pos != std::string::npos && pos + 2 < s.size() && s[pos + 2] != 'Z' && s[pos + 2] != 'X';
-}
-
-bool is_fault_signal(int sig) {
-  return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGABRT || sig == SIGFPE;
 }
 
 node_health::node_health(const supervisor_options& o, log_fn log, hang_fn on_hang)
@@ -216,7 +198,7 @@ std::chrono::milliseconds node_health::tick() {
 void node_health::watch_new_ranks() {
   if (state_ == nullptr || !epoll_fd_ || !has_header(state_->get())) return;
   for (const auto& b : state_->get().beats) {
-    const pid_t pid = b.pid.load(std::memory_order_acquire);
+    const pid_t pid = beat_fields::read(b).pid;
     if (pid <= 0 || pid == self_ || ranks_.count(pid) != 0) continue;
     watched w;
     w.fd.reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
@@ -259,17 +241,14 @@ void node_health::note_death(pid_t pid, std::int64_t when_ms, int wait_status) {
   w.wait_status = wait_status;
   // Read now: a restarted rank may take the dead one's slot later.
   if (const rank_beat* b = beat_of(pid)) {
-    w.rank = b->rank.load(std::memory_order_relaxed);
-    w.error = rank_error(*b);
+    w.rank = beat_fields::read(*b).rank;
+    w.error = error_fields::read(*b);
   }
   culprit_.rank_died(pid, when_ms, wait_status);
 }
 
 const rank_beat* node_health::beat_of(pid_t pid) const {
-  if (state_ == nullptr || !has_header(state_->get()) || pid <= 0) return nullptr;
-  for (const rank_beat& b : state_->get().beats)
-    if (b.pid.load(std::memory_order_acquire) == pid && b.beat_ms.load(std::memory_order_acquire) > 0) return &b;
-  return nullptr;
+  return state_ != nullptr ? beat_fields::of_pid(state_->get(), pid) : nullptr;
 }
 
 // A rank quiet for longer than its phase's budget is hung: training ranks after
@@ -288,11 +267,9 @@ void node_health::check_hang() {
   hang_budget stale_budget;
   bool fresh = false;  // some rank made progress within its budget since the hang was found
   for (const auto& b : state_->get().beats) {
-    const std::int32_t pid = b.pid.load(std::memory_order_acquire);
-    const std::int32_t phase = b.phase.load(std::memory_order_acquire);
-    const std::int64_t since = clocks_of(b.beat_ms.load(std::memory_order_relaxed), phase == kPhaseTraining,
-                                         b.phase_ms.load(std::memory_order_relaxed))
-                                   .hang_clock;
+    const beat_fields::beat_view v = beat_fields::read(b);
+    const std::int32_t pid = v.pid, phase = v.phase;
+    const std::int64_t since = clocks_of(v.beat_ms, phase == kPhaseTraining, v.phase_ms).hang_clock;
     if (pid <= 0 || since <= 0) continue;  // not started: check_start judges it
     if (phase == kPhaseWrite) continue;    // at its end, waiting for its writes: check_writes judges them
     const std::string name = phase_budgets::phase_name(state_->get(), phase);
@@ -318,11 +295,11 @@ void node_health::check_hang() {
     return;
   }
   if (dump_.hung() || dump_.running()) return;
-  const std::string who =
-      "rank " + std::to_string(stale->rank.load()) + " (pid " + std::to_string(stale->pid.load()) + ")";
+  const beat_fields::beat_view sv = beat_fields::read(*stale);
+  const std::string who = "rank " + std::to_string(sv.rank) + " (pid " + std::to_string(sv.pid) + ")";
   char quiet[32];
   std::snprintf(quiet, sizeof quiet, "%.1f s", static_cast<double>(now - oldest) / 1000.0);
-  const std::string step = std::to_string(stale->step.load());
+  const std::string step = std::to_string(sv.step);
   std::string why;
   if (stale_phase.empty())
     why = who + " has not reached an agreement for " + std::string(quiet) + " (its last step " + step + ")";
@@ -342,20 +319,21 @@ void node_health::check_writes() {
   if (opts_.hang.timeout.count() == 0 || state_ == nullptr || !has_header(state_->get())) return;
   const std::int64_t now = unix_now_ms();
   for (const auto& b : state_->get().beats) {
-    const std::int32_t pid = b.pid.load(std::memory_order_acquire);
-    if (pid <= 0 || b.saves.pending.load(std::memory_order_acquire) <= 0) continue;
-    const std::int64_t step = b.saves.pending_step1.load(std::memory_order_relaxed) - 1;
-    const std::int64_t since = b.saves.pending_ms.load(std::memory_order_relaxed);
+    const beat_fields::beat_view v = beat_fields::read(b);
+    const std::int32_t pid = v.pid;
+    const save_fields::save_view saves = save_fields::read(b);
+    if (pid <= 0 || saves.pending <= 0) continue;
+    const std::int64_t step = saves.pending_step, since = saves.pending_ms;
     if (step < 0 || since <= 0 || since > now) continue;
     const hang_budget budget = budgets_.budget_of("save");
     if (now - since <= budget.budget.count() || !slow_writes_.insert({pid, step}).second) continue;
     if (!live_process_of_mine(pid)) continue;
     char took[32];
     std::snprintf(took, sizeof took, "%.1f s", static_cast<double>(now - since) / 1000.0);
-    log("save: rank " + std::to_string(b.rank.load()) + " (pid " + std::to_string(pid) + ") has been writing the " +
+    log("save: rank " + std::to_string(v.rank) + " (pid " + std::to_string(pid) + ") has been writing the " +
         "save at step " + std::to_string(step) + " for " + took + ", past the save's budget of " +
         format_duration(budget.budget) + " (" + budget.why + "): a slow or stuck write; " +
-        (b.saves.waiting.load() != 0 ? "the rank waits for it at its end" : "training goes on meanwhile") +
+        (saves.waiting ? "the rank waits for it at its end" : "training goes on meanwhile") +
         ", nothing is ended, and the save is not committed until the write ends");
   }
 }
@@ -372,10 +350,10 @@ void node_health::check_start() {
                                              std::chrono::duration_cast<milliseconds>(opts_.hang.start_timeout / 10));
   std::map<pid_t, rank_clocks> clocks;
   if (state_ != nullptr && has_header(state_->get()))
-    for (const auto& b : state_->get().beats)
-      clocks[b.pid.load()] = clocks_of(b.beat_ms.load(std::memory_order_relaxed),
-                                       b.phase.load(std::memory_order_acquire) == kPhaseTraining,
-                                       b.phase_ms.load(std::memory_order_relaxed));
+    for (const auto& b : state_->get().beats) {
+      const beat_fields::beat_view v = beat_fields::read(b);
+      clocks[v.pid] = clocks_of(v.beat_ms, v.phase == kPhaseTraining, v.phase_ms);
+    }
   double uptime = 0;
   std::ifstream("/proc/uptime") >> uptime;
   const long hz = sysconf(_SC_CLK_TCK);
@@ -447,7 +425,7 @@ std::optional<node_health::program_death> node_health::command_ended(int status)
   // A rank that crashed never cleared its beat slot: its pid and rank are still there.
   f.rank_of = [this](pid_t pid) {
     const rank_beat* b = beat_of(pid);
-    return b != nullptr ? static_cast<int>(b->rank.load(std::memory_order_relaxed)) : -1;
+    return b != nullptr ? static_cast<int>(beat_fields::read(*b).rank) : -1;
   };
   culprit_.command_ended(f);
   if (culprit_.program_death_status() < 0) return std::nullopt;
@@ -461,8 +439,8 @@ std::optional<node_health::program_death> node_health::command_ended(int status)
     d.rank = w->second.rank;
     d.error = w->second.error;
   } else if (const rank_beat* b = beat_of(first)) {  // the command itself was the rank
-    d.rank = b->rank.load(std::memory_order_relaxed);
-    d.error = rank_error(*b);
+    d.rank = beat_fields::read(*b).rank;
+    d.error = error_fields::read(*b);
   }
   if (!d.error.empty()) {
     const int st = d.status;
@@ -476,12 +454,11 @@ std::optional<node_health::program_death> node_health::command_ended(int status)
   // The step the rank that died first was at (its own last check()); where its slot is
   // not known, the furthest any rank of this node got.
   const rank_beat* own = beat_of(first);
-  if (own != nullptr && own->beat_ms.load(std::memory_order_acquire) > 0) {
-    d.step = own->step.load(std::memory_order_relaxed);
+  if (own != nullptr) {  // beat_of: only a slot with an agreement
+    d.step = beat_fields::read(*own).step;
   } else if (state_ != nullptr && has_header(state_->get())) {
     for (const rank_beat& b : state_->get().beats)
-      if (b.beat_ms.load(std::memory_order_acquire) > 0)
-        d.step = std::max(d.step, b.step.load(std::memory_order_relaxed));
+      if (const beat_fields::beat_view v = beat_fields::read(b); v.beat_ms > 0) d.step = std::max(d.step, v.step);
   }
   return d;
 }

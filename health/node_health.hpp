@@ -39,6 +39,7 @@
 #include "crash_culprit.hpp"
 #include "hang_budget.hpp"
 #include "hang_dump.hpp"
+#include "node_state_file.hpp"
 #include "owned_fd.hpp"
 #include "phase_budgets.hpp"
 #include "run_options.hpp"
@@ -156,14 +157,5 @@ class node_health {
 
 // --log-dir, else TRAINCTL_LOG_DIR, else SLURM_SUBMIT_DIR, else ".".
 std::string resolve_log_dir(const std::string& given);
-
-// The wait status of zombie `pid` from /proc/<pid>/stat (exit_code, field 52): -1 when
-// the process is not a zombie (or no longer there).
-int zombie_wait_status(pid_t pid);
-// Whether `pid` is a live process of this user: not gone, not a zombie, not another
-// user's (kill(pid, 0) says yes to all three).
-bool live_process_of_mine(pid_t pid);
-// A fault signal: a death by it is evidence against the node it ran on.
-bool is_fault_signal(int sig);
 
 }  // namespace trainctl

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "beat_fields.hpp"
 #include "env.hpp"
 #include "node_names.hpp"
 #include "parse.hpp"
@@ -28,19 +29,15 @@ void phase_budgets::take_recorded(const std::string& name, std::int64_t ms) {
 std::string phase_budgets::phase_name(const node_state& ns, std::int32_t phase) {
   if (phase == kPhaseTraining) return "";
   if (phase == kPhaseSave || phase == kPhaseWrite) return "save";  // a write is judged by the save's budget
-  const int i = phase - kPhaseNamed;
-  if (i < 0 || i >= kMaxPhases) return "?";  // past the node state's table: nothing learnt
-  const phase_slot& slot = ns.phases[i];
-  if (slot.state.load(std::memory_order_acquire) != 2) return "?";
-  return std::string(slot.name, strnlen(slot.name, sizeof slot.name));
+  // Past the node state's table, or a slot not written: nothing learnt.
+  const std::string name = beat_fields::phase_name(ns, phase - kPhaseNamed);
+  return name.empty() ? "?" : name;
 }
 
 void phase_budgets::learn(const node_state& ns) {
-  std::vector<std::pair<std::string, std::int64_t>> seen{{"save", ns.longest_save_ms.load()},
-                                                         {kQuietPhase, ns.longest_quiet_ms.load()}};
-  for (const phase_slot& slot : ns.phases)
-    if (slot.state.load(std::memory_order_acquire) == 2)
-      seen.emplace_back(std::string(slot.name, strnlen(slot.name, sizeof slot.name)), slot.longest_ms.load());
+  std::vector<std::pair<std::string, std::int64_t>> seen{{"save", beat_fields::longest_save_ms(ns)},
+                                                         {kQuietPhase, beat_fields::longest_quiet_ms(ns)}};
+  for (auto& phase : beat_fields::learnt_phases(ns)) seen.push_back(std::move(phase));
   for (const auto& [name, ms] : seen) {
     if (ms <= learnt_[name] || ms >= std::int64_t{7} * 24 * 3600 * 1000) continue;
     learnt_[name] = ms;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -340,6 +341,31 @@ std::vector<proc_info> find_job_rank_procs(const std::string& job_id, const std:
     in_job[p.pid] = true;
   }
   return topmost(in_job);
+}
+
+int zombie_wait_status(pid_t pid) {
+  std::string stat;
+  if (!read_file("/proc/" + std::to_string(pid) + "/stat", stat, 4096)) return -1;
+  size_t pos = stat.rfind(')');
+  if (pos == std::string::npos || pos + 2 >= stat.size() || stat[pos + 2] != 'Z') return -1;
+  // Fields after comm: 3 is the state; exit_code is field 52.
+  for (int field = 2; field < 52 && pos != std::string::npos; ++field) pos = stat.find(' ', pos + 1);
+  if (pos == std::string::npos) return -1;
+  return std::atoi(stat.c_str() + pos + 1);
+}
+
+bool live_process_of_mine(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid);
+  struct stat st {};
+  std::string s;
+  if (pid <= 0 || stat(dir.c_str(), &st) != 0 || st.st_uid != getuid() || !read_file(dir + "/stat", s, 4096))
+    return false;
+  const size_t pos = s.rfind(')');
+  return pos != std::string::npos && pos + 2 < s.size() && s[pos + 2] != 'Z' && s[pos + 2] != 'X';
+}
+
+bool is_fault_signal(int sig) {
+  return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGABRT || sig == SIGFPE;
 }
 
 }  // namespace trainctl

@@ -69,6 +69,15 @@ class pid_handle {
   pid_t pid_ = 0;
 };
 
+// The wait status of zombie `pid` from /proc/<pid>/stat (exit_code, field 52): -1 when
+// the process is not a zombie (or no longer there).
+int zombie_wait_status(pid_t pid);
+// Whether `pid` is a live process of this user: not gone, not a zombie, not another
+// user's (kill(pid, 0) says yes to all three).
+bool live_process_of_mine(pid_t pid);
+// A fault signal: a death by it is evidence against the node it ran on.
+bool is_fault_signal(int sig);
+
 // Pieces for tests and fuzzing.
 bool environ_has_rank(const std::string& environ_blob);
 // NAME's value in a NUL-separated environment; "" when unset.

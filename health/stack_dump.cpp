@@ -24,6 +24,7 @@
 #include "node_state.hpp"
 #include "parse.hpp"
 #include "private_files.hpp"
+#include "state_dir.hpp"
 #include "subprocess.hpp"
 #include "time_text.hpp"
 #include "user_paths.hpp"

@@ -3,7 +3,9 @@
 #include <sstream>
 #include <vector>
 
+#include "beat_fields.hpp"
 #include "parse.hpp"
+#include "straggler_fields.hpp"
 #include "straggler_record.hpp"
 
 namespace trainctl {
@@ -13,18 +15,20 @@ void straggler_recorder::look(const node_state& ns, const std::function<bool(pid
   if (writer_ || !has_header(ns)) return;
   std::vector<straggler_finding> found;
   for (const auto& b : ns.beats) {
-    const pid_t pid = b.pid.load(std::memory_order_acquire);
-    const std::int64_t reports = b.straggler.reports.load(std::memory_order_acquire);
+    const beat_fields::beat_view v = beat_fields::read(b);
+    const straggler_fields::straggler_report r = straggler_fields::last_report(b);
+    const pid_t pid = v.pid;
+    const std::int64_t reports = r.reports;
     if (pid <= 0 || reports <= 0 || !mine(pid)) continue;
     std::int64_t& seen = seen_[pid];
     if (reports <= seen) continue;
     seen = reports;
     straggler_finding f;
-    f.rank = b.rank.load(std::memory_order_relaxed);
+    f.rank = v.rank;
     f.job = opts_.job_id;
-    f.step = b.straggler.step.load(std::memory_order_relaxed);
-    f.slow_us = b.straggler.slow_us.load(std::memory_order_relaxed);
-    f.fastest_us = b.straggler.fastest_us.load(std::memory_order_relaxed);
+    f.step = r.step;
+    f.slow_us = r.slow_us;
+    f.fastest_us = r.fastest_us;
     if (f.slow_us > 0 && f.fastest_us > 0) found.push_back(f);
   }
   if (found.empty()) return;

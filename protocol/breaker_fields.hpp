@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "node_state.hpp"
+#include "notice_fields.hpp"
 
 namespace trainctl::breaker_fields {
 
@@ -24,7 +25,7 @@ void arm(node_state& ns, std::int64_t step, std::int32_t runs);
 inline std::int64_t armed_step(const node_state& ns) {
   const std::int64_t step1 = ns.breaker.step1.load(std::memory_order_acquire);
   const std::int32_t runs = ns.breaker.runs.load(std::memory_order_relaxed);
-  if (!has_header(ns) || valid_flags(ns) != ns.flags.load(std::memory_order_relaxed)) return -1;
+  if (!has_header(ns) || valid_flags(ns) != notice_fields::flags(ns)) return -1;
   return step1 > 0 && runs >= 1 && runs <= 1000 ? step1 - 1 : -1;
 }
 

@@ -1,5 +1,7 @@
 #include "deadline_fields.hpp"
 
+#include "notice_fields.hpp"
+
 namespace trainctl::deadline_fields {
 
 std::int64_t deadline_ms(const node_state& ns) { return ns.deadline_ms.load(std::memory_order_acquire); }
@@ -14,7 +16,7 @@ bool publish(node_state& ns, std::int64_t deadline_ms, end_read read) {
   ns.end_ms.store(read.end_ms, std::memory_order_release);
   ns.end_read_ms.store(read.read_ms, std::memory_order_release);
   ns.deadline_ms.store(deadline_ms, std::memory_order_release);
-  ns.seq.fetch_add(1, std::memory_order_release);
+  notice_fields::changed(ns);
   return true;
 }
 
@@ -28,14 +30,14 @@ bool learn(node_state& ns, end_read news, std::int64_t now_ms, std::int64_t* was
   ns.end_ms.store(news.end_ms, std::memory_order_release);
   const std::int64_t deadline = ns.deadline_ms.load(std::memory_order_acquire);
   if (deadline > 0) ns.deadline_ms.store(deadline + (news.end_ms - known_end), std::memory_order_release);
-  ns.seq.fetch_add(1, std::memory_order_release);
+  notice_fields::changed(ns);
   if (was_end_ms != nullptr) *was_end_ms = known_end;
   return true;
 }
 
 void set_deadline(node_state& ns, std::int64_t deadline_ms) {
   ns.deadline_ms.store(deadline_ms, std::memory_order_release);
-  ns.seq.fetch_add(1, std::memory_order_release);
+  notice_fields::changed(ns);
 }
 
 bool sane(const node_state& ns) { return ns.deadline_ms.load(std::memory_order_relaxed) >= 0; }

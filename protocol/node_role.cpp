@@ -6,6 +6,9 @@
 
 #include <algorithm>
 
+#include "node_state_file.hpp"
+#include "publisher_fields.hpp"
+
 namespace trainctl {
 
 node_role::node_role(node_state_file* file, node_state& state, publisher_options opts)
@@ -39,15 +42,14 @@ void node_role::give_up() {
 
 pid_t node_role::holder() const {
   if (pub_ || file_ == nullptr) return 0;
-  return static_cast<pid_t>(state_.publisher_id.load(std::memory_order_acquire) >> 32);
+  return publisher_fields::holder_pid(publisher_fields::holder(state_));
 }
 
 // A holder that stopped is taken over at once: a live one has beaten again by then.
 // Already stale and still not taken, the lock is unusable: the caller's poll goes on.
 std::chrono::milliseconds node_role::until_stale(std::int64_t now_ms, std::chrono::milliseconds cap) const {
   if (pub_ || file_ == nullptr) return cap;
-  const std::int64_t stale_at =
-      state_.published_ms.load(std::memory_order_relaxed) + publisher_stale_after_ms(state_) + 50;
+  const std::int64_t stale_at = publisher_fields::beat_ms(state_) + publisher_stale_after_ms(state_) + 50;
   if (stale_at <= now_ms) return cap;
   return std::min(cap, std::chrono::milliseconds(std::max<std::int64_t>(100, stale_at - now_ms)));
 }

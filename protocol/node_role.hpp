@@ -15,6 +15,7 @@
 #include <string>
 
 #include "node_state.hpp"
+#include "node_state_file.hpp"
 #include "owned_fd.hpp"
 #include "publisher.hpp"
 

@@ -1,19 +1,20 @@
-// The node state: one small shared-memory file per job step and node, written by one
-// publisher (the supervisor, or else the first rank process that takes the publisher
-// lock) and read by every rank process on the node with plain atomic loads.
+// The node state's layout: one small shared-memory file per job step and node, written
+// by one publisher (the supervisor, or else the first rank process that takes the
+// publisher lock) and read by every rank process on the node with plain atomic loads.
+// The file that maps it is node_state_file.hpp; each concern's fields are read and
+// written only in its home (notice_fields.hpp, beat_fields.hpp, ...: the comments below
+// say what a field holds, the homes say who writes and reads it and in what order).
 //
 // Layout is versioned (kVersion); readers refuse a file with another magic, version or
 // size rather than misread it. All fields are lock-free atomics; the layout is the same
 // for every process of one build because it only holds fixed-size types.
 #pragma once
 
+#include <time.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <string>
-
-#include "owned_fd.hpp"
 
 // The node state's layout: a build reads only a file of its own layout (node_state::kVersion).
 // A macro as well, so that a build's identity can be a string in its binaries (build_id.hpp).
@@ -204,170 +205,24 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "node state needs
 static_assert(sizeof(rank_beat) == 376 && offsetof(rank_beat, error_len) == 168, "rank_beat's layout changed");
 static_assert(sizeof(node_state) == 41848 && offsetof(node_state, beats) == 17400, "node_state's layout changed");
 
-// A mapping of the node state file. Move-only; unmaps and closes on destruction.
-//
-// The file lives in a directory only its user can add names to (owned by the user, not
-// a symlink, not writable by group or others; checked on the open descriptor at every
-// open), and every name in it is opened relative to that descriptor with O_NOFOLLOW:
-// another user on the node can neither plant a state or lock file nor swap the
-// directory. Every refusal is a runtime_error whose text is one line naming the path,
-// its owner and what to do.
-class node_state_file {
- public:
-  // Opens or creates `path` (mode 0600); creates its directory (0700) when missing.
-  explicit node_state_file(const std::string& path);
-  ~node_state_file();
-  node_state_file(const node_state_file&) = delete;
-  node_state_file& operator=(const node_state_file&) = delete;
-
-  node_state& get() const { return *state_; }
-  const std::string& path() const { return path_; }
-
-  // Takes the publisher role without blocking; true when this object now publishes.
-  // The first holder is elected by the publisher lock (a flock: it goes with a dead
-  // holder); besides, a role whose holder is gone or whose heartbeat is older than
-  // `stale_ms` (> 0) is taken over, and *taken_from then names the old holder's pid.
-  // When the lock file itself cannot be used (not merely held by another process),
-  // *problem gets one line that says why, naming the path and its owner.
-  bool try_become_publisher(std::string* problem = nullptr, std::int64_t stale_ms = 0, int* taken_from = nullptr);
-  // True while this object holds the role: false once another process took it over.
-  bool is_publisher() const;
-  // Gives the role and the lock up (the next try_become_publisher elsewhere succeeds).
-  void release_publisher();
-
-  // Whether the file is still the state this object mapped: the same size, magic and
-  // version, no unknown flag bits, and no fault on its pages (a truncated file reads as
-  // zeros here instead of killing the process with SIGBUS; see guard_mapping). "" when
-  // intact, else one line naming the file and what is wrong.
-  std::string damage() const;
-
-  // The open file descriptor (for TRAINCTL_STATE_FD: see adopted()).
-  int fd() const { return fd_.get(); }
-  // Whether the file's name is gone while it is open (st_nlink 0): systemd-logind's
-  // RemoveIPC=yes removes a user's /dev/shm files when their last login session on the
-  // node ends. The processes that have it open keep sharing it.
-  bool removed() const;
-  // Whether this object opened its supervisor's copy of a removed state: when `path` is
-  // missing and is the supervisor's (TRAINCTL_STATE), the file the supervisor
-  // (TRAINCTL_SUPERVISOR_PID) holds open as TRAINCTL_STATE_FD is opened through /proc,
-  // if it is this user's removed node state, instead of making a new one that nobody
-  // would publish (a worker torchrun restarted missed both switches).
-  bool adopted() const { return adopted_; }
-
-  // Finds the slot holding (kind, path) or claims a free one; -1 when all are taken.
-  int register_switch(switch_kind kind, const std::string& name, const std::string& path);
-
-  // Removes the state and lock files when no other process has the state open.
-  void unlink_if_last();
-
- private:
-  void open_file();
-  std::string path_, name_;
-  owned_fd dir_fd_;
-  owned_fd fd_;
-  owned_fd lock_fd_;
-  std::uint64_t my_id_ = 0;
-  int guard_ = -1;  // slot in the SIGBUS guard
-  bool adopted_ = false;
-  owned_fd open_supervisors_copy() const;
-  node_state* state_ = nullptr;
-};
-
-// Puts the node state's SIGBUS guard (see sigbus_guard.cpp) first again when a handler
-// installed later took its place (Python's faulthandler.enable() after the Controller
-// was made); that handler then runs for every fault outside a node state. True when it
-// had to. Cheap (one sigaction call): the watchers call it at each wake.
-bool rearm_sigbus_guard();
-
-// A copy of the node state at `path` for a reader that must leave it as it is (trainctl
-// status): read once, no lock taken (the last rank's unlink_if_last is not held up),
-// nothing created. Null with *why (one line) when it is not a node state of this user.
-// Each field is read whole; fields may come from moments a few microseconds apart.
-std::unique_ptr<node_state> read_node_state(const std::string& path, std::string* why);
-
 // Fills in magic, version and size (a private state that never was a file).
-void init_header(node_state& ns);
+inline void init_header(node_state& ns) {
+  ns.magic = node_state::kMagic;
+  ns.version = node_state::kVersion;
+  ns.size = sizeof(node_state);
+}
 
-// Whether the role's holder looks gone: none, a pid that no longer exists, or a
-// heartbeat older than `stale_ms` (0: never by age).
-bool publisher_stale(const node_state& ns, std::int64_t now_ms, std::int64_t stale_ms);
-
-// How old a heartbeat may be before others take the role over: 4 s for a holder that
-// beats every second (3 s at least for faster ones), two of its intervals and a second
-// for a holder that advertises a longer one.
-std::int64_t publisher_stale_after_ms(const node_state& ns);
-
-// The hot path's validity test: a plain load of the magic (on the same cache line as
-// the flags) and the flags' unknown bits. A state another program overwrote reads as
-// "no flags" until the watcher notices and falls back.
+// Whether `ns` starts as a node state does: a plain load of the magic (on the same cache
+// line as the flags: valid_flags in notice_fields.hpp is the hot path's test).
 inline bool has_header(const node_state& ns) {
   return __atomic_load_n(&ns.magic, __ATOMIC_RELAXED) == node_state::kMagic;
 }
-inline std::uint32_t valid_flags(const node_state& ns) {
-  const std::uint32_t f = ns.flags.load(std::memory_order_relaxed);
-  const std::uint64_t magic = __atomic_load_n(&ns.magic, __ATOMIC_RELAXED);
-  return magic == node_state::kMagic && (f & ~kKnownFlags) == 0 ? f : 0;
+
+// Unix ms, the time base of every time the node state holds.
+inline std::int64_t unix_now_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
-
-// Finds the slot holding (kind, path) in `ns` or claims a free one (lock-free: any
-// number of processes may register at once); -1 when all are taken. A slot is never
-// freed. Also serves a process's private node state.
-int claim_switch_slot(node_state& ns, switch_kind kind, const std::string& name, const std::string& path);
-
-// The slot of the loop's phase `name` in `ns`, claimed when new (lock-free); -1 when all
-// are taken by other names. `name` is a valid phase name (valid_phase_name).
-int claim_phase_slot(node_state& ns, const std::string& name);
-// 1 to 31 of [A-Za-z0-9_.-], not starting with '.' or '-'.
-bool valid_phase_name(const std::string& name);
-// Raises `longest` to `ms` when longer (a compare-and-swap loop).
-void raise_to(std::atomic<std::int64_t>& longest, std::int64_t ms);
-
-// A heartbeat slot for process `pid` in `ns` (its own slot again if it has one; a free
-// one or one whose process is gone otherwise); -1 when all 64 are taken by live ones.
-int claim_beat_slot(node_state& ns, std::int32_t pid);
-
-// `text`'s first line as one line a terminal shows as it is: printable ASCII, anything
-// else '?', at most `max` characters.
-std::string printable_line(const std::string& text, std::size_t max);
-// The error rank `b` is dying of (rank_beat::error): written once by the rank (a second
-// call keeps the first, the error it is dying of), read by its supervisor ("" none).
-void note_rank_error(rank_beat& b, const std::string& text);
-std::string rank_error(const rank_beat& b);
-
-// Where this user's node state files live on this node: $XDG_RUNTIME_DIR/trainctl when
-// XDG_RUNTIME_DIR names a directory of this user; else /run/trainctl/<uid> when the
-// SPANK plugin made it (TRAINCTL_RUN_DIR replaces /run/trainctl); else
-// /dev/shm/trainctl-<uid> (TRAINCTL_SHM_DIR replaces /dev/shm, for tests), or, when
-// another user took that name first, this user's private /dev/shm/trainctl-<uid>-XXXXXX
-// (random, made with mkdtemp; found again by owner and mode 0700), and *note says so in
-// one line.
-std::string state_dir(std::string* note = nullptr);
-
-// The default path in state_dir(): <job>.<step>-<node> under SLURM, or keyed by the
-// launcher's pid for torchrun outside SLURM, or by the process itself.
-std::string default_state_path();
-
-// Removes node state files in `dir` that no process has open and that are older than
-// `min_age_s`, with their lock files, lock and temporary files left without one (what a
-// step killed before it could clean up left), and the stack files of processes that are
-// gone, whatever their age. Only for state_dir(), which holds
-// nothing else. Returns how many files it removed; a directory that is not private is
-// left alone. `ended_job`: a job that has ended on this node, whose once-markers
-// and node state files (<job>.<step>-<node>, when no process has them open) go at once.
-// `unused`: the caller holds the directory's lock alone (the plugin's job epilog), so no
-// job of the user runs on this node: every once-marker goes, those of a job that ended
-// while another job of the user still held the directory too.
-int sweep_stale_state(const std::string& dir, int min_age_s = 60, const std::string& ended_job = "",
-                      bool unused = false);
-
-// Whether once-marker `name` (supervisor/once_markers) is job `job`'s: once.<what>.<job>.<more>.
-bool claim_of_job(const std::string& name, const std::string& job);
-
-// state_dir(), opened (made 0700 when missing) after the checks every node state file
-// gets: for what else keeps per-user, per-node files there (supervisor/once_markers).
-// Throws runtime_error (one line) when the directory is refused.
-owned_fd open_state_dir();
-
-std::int64_t unix_now_ms();
 
 }  // namespace trainctl

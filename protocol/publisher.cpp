@@ -12,6 +12,9 @@
 #include "cgroup_memory.hpp"
 #include "deadline_fields.hpp"
 #include "gpu_memory.hpp"
+#include "notice_fields.hpp"
+#include "publisher_fields.hpp"
+#include "switch_fields.hpp"
 #include "switch_paths.hpp"
 
 namespace trainctl {
@@ -39,7 +42,7 @@ publisher::publisher(node_state& state, publisher_options opts) : state_(state),
   }
   // The heartbeat's interval, not the switches' poll: others take the role over a few
   // seconds after the heartbeat stops, within one poll interval (issue 34: 24-29 s).
-  state_.publish_every_ms.store(static_cast<std::int32_t>(heartbeat().count()), std::memory_order_relaxed);
+  publisher_fields::set_interval(state_, static_cast<std::int32_t>(heartbeat().count()));
 }
 
 std::chrono::milliseconds publisher::heartbeat() const {
@@ -48,41 +51,29 @@ std::chrono::milliseconds publisher::heartbeat() const {
 
 publisher::~publisher() = default;
 
-void publisher::set_flag(std::uint32_t bit, bool on, bool& changed) {
-  const std::uint32_t before = on ? state_.flags.fetch_or(bit, std::memory_order_release)
-                                  : state_.flags.fetch_and(~bit, std::memory_order_release);
-  changed |= ((before & bit) != 0) != on;
-}
+void publisher::set_flag(std::uint32_t bit, bool on, bool& changed) { changed |= notice_fields::set(state_, bit, on); }
 
 void publisher::set_deadline_ms(std::int64_t deadline_ms) {
   deadline_fields::set_deadline(state_, deadline_ms);
-  if (refresh_deadline()) state_.seq.fetch_add(1, std::memory_order_release);  // the flag too
+  if (refresh_deadline()) notice_fields::changed(state_);  // the flag too
 }
 
 bool publisher::refresh_switches() {
   bool changed = false, any_exit = false;
   std::int64_t saves = 0;
-  for (auto& slot : state_.slots) {
-    if (slot.state.load(std::memory_order_acquire) != 2) continue;
+  for (const auto& slot : switch_fields::ready(state_)) {
     const std::int64_t token = switch_token(slot.path);
-    state_.stat_calls.fetch_add(1, std::memory_order_relaxed);
-    if (slot.kind == static_cast<std::uint32_t>(switch_kind::exit)) {
-      changed |= slot.token.exchange(token, std::memory_order_release) != token;
+    publisher_fields::count_stat(state_);
+    if (slot.kind == switch_kind::exit) {
+      changed |= switch_fields::look_exit(state_, slot.slot, token);
       any_exit |= token != 0;
     } else {
-      // A touch is a newer mtime (kOneTouchNs past the last one); the removal of the
-      // file is not one. The CAS makes a touch count once even when a publisher that was
-      // taken over finishes a look.
-      std::int64_t counted = slot.token.load(std::memory_order_acquire);
-      if (token > counted && slot.token.compare_exchange_strong(counted, token, std::memory_order_acq_rel) &&
-          token - counted > kOneTouchNs) {
-        slot.count.fetch_add(1, std::memory_order_acq_rel);
-        changed = true;
-      }
-      saves += slot.count.load(std::memory_order_acquire);
+      // A touch is a newer mtime, kOneTouchNs past the last one.
+      changed |= switch_fields::look_save(state_, slot.slot, token, kOneTouchNs);
+      saves += switch_fields::count(state_, slot.slot);
     }
   }
-  if (saves != state_.save_max.load(std::memory_order_relaxed)) state_.save_max.store(saves, std::memory_order_release);
+  switch_fields::set_save_total(state_, saves);
   set_flag(kFlagExitSwitch, any_exit, changed);
   next_stat_ = clock::now() + opts_.poll_interval;
   return changed;
@@ -115,17 +106,16 @@ bool publisher::refresh() {
   bool changed = refresh_switches();
   changed |= refresh_deadline();
   if (opts_.memory.enabled() || gpu_) changed |= refresh_memory();
-  state_.published_ms.store(unix_now_ms(), std::memory_order_relaxed);
-  if (changed) state_.seq.fetch_add(1, std::memory_order_release);
+  publisher_fields::beat(state_, unix_now_ms());
+  if (changed) notice_fields::changed(state_);
   return changed;
 }
 
 void publisher::sync_watches() {
-  const std::uint32_t seq = state_.seq.load(std::memory_order_acquire);
+  const std::uint32_t seq = notice_fields::seq(state_);
   if (!inotify_fd_ || seq == watched_seq_) return;
   watched_seq_ = seq;
-  for (auto& slot : state_.slots) {
-    if (slot.state.load(std::memory_order_acquire) != 2) continue;
+  for (const auto& slot : switch_fields::ready(state_)) {
     const std::string dir = dir_of(slot.path);
     if (std::any_of(watches_.begin(), watches_.end(), [&](const watch& w) { return w.dir == dir; })) continue;
     const int wd = inotify_add_watch(
@@ -155,8 +145,8 @@ bool publisher::drain_inotify() {
       const auto w = std::find_if(watches_.begin(), watches_.end(), [&](const watch& x) { return x.wd == ev->wd; });
       if (w == watches_.end()) continue;
       const std::string path = (w->dir == "/" ? "" : w->dir) + "/" + ev->name;
-      for (auto& slot : state_.slots)
-        if (slot.state.load(std::memory_order_acquire) == 2 && path == slot.path) relevant = true;
+      for (const auto& slot : switch_fields::ready(state_))
+        if (path == slot.path) relevant = true;
     }
   }
   return relevant;
@@ -175,7 +165,7 @@ void publisher::wait_and_refresh(int wake_fd, std::chrono::milliseconds max_wait
   if (!inotify_fd_ && inotify_at_ != clock::time_point::max()) until = std::min(until, inotify_at_);
   if (opts_.memory.enabled() || gpu_) until = std::min(until, next_memory_);
   const std::int64_t deadline = deadline_fields::deadline_ms(state_);
-  if (deadline > 0 && (state_.flags.load(std::memory_order_relaxed) & kFlagDeadline) == 0) {
+  if (deadline > 0 && (notice_fields::flags(state_) & kFlagDeadline) == 0) {
     const auto to_deadline = std::chrono::milliseconds(std::max<std::int64_t>(0, deadline - unix_now_ms()));
     until = std::min(until, now + to_deadline);
   }
@@ -192,8 +182,8 @@ void publisher::wait_and_refresh(int wake_fd, std::chrono::milliseconds max_wait
   }
   if ((opts_.memory.enabled() || gpu_) && after >= next_memory_) changed |= refresh_memory();
   changed |= refresh_deadline();
-  state_.published_ms.store(unix_now_ms(), std::memory_order_relaxed);
-  if (changed) state_.seq.fetch_add(1, std::memory_order_release);
+  publisher_fields::beat(state_, unix_now_ms());
+  if (changed) notice_fields::changed(state_);
 }
 
 }  // namespace trainctl

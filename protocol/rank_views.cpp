@@ -2,28 +2,34 @@
 
 #include <map>
 
+#include "beat_fields.hpp"
+#include "save_fields.hpp"
+#include "straggler_fields.hpp"
+
 namespace trainctl {
 
 std::vector<rank_view> newest_rank_views(const node_state& ns) {
   std::map<std::int32_t, rank_view> newest;
   for (const rank_beat& b : ns.beats) {
-    rank_view v;
-    v.rank = b.rank.load(std::memory_order_acquire);
-    v.beat_ms = b.beat_ms.load(std::memory_order_relaxed);
+    const beat_fields::beat_view beat = beat_fields::read(b);
     // A slot no process ever checked in from is all zeros: no rank 0.
-    const auto seen = newest.find(v.rank);
-    if (v.rank < 0 || v.beat_ms <= 0 || (seen != newest.end() && seen->second.beat_ms >= v.beat_ms)) continue;
-    v.pid = b.pid.load(std::memory_order_relaxed);
-    v.step = b.step.load(std::memory_order_relaxed);
-    v.step_us = b.step_us.load(std::memory_order_relaxed);
-    v.straggler_reports = b.straggler.reports.load(std::memory_order_acquire);
-    v.asked_step = b.saves.asked_step1.load(std::memory_order_acquire) - 1;
-    v.asked_ms = b.saves.asked_ms.load(std::memory_order_relaxed);
-    v.committed_step = b.saves.committed_step1.load(std::memory_order_acquire) - 1;
-    v.committed_ms = b.saves.committed_ms.load(std::memory_order_relaxed);
-    if (b.saves.pending.load(std::memory_order_acquire) > 0) {
-      v.pending_step = b.saves.pending_step1.load(std::memory_order_relaxed) - 1;
-      v.pending_ms = b.saves.pending_ms.load(std::memory_order_relaxed);
+    const auto seen = newest.find(beat.rank);
+    if (beat.rank < 0 || beat.beat_ms <= 0 || (seen != newest.end() && seen->second.beat_ms >= beat.beat_ms)) continue;
+    rank_view v;
+    v.rank = beat.rank;
+    v.beat_ms = beat.beat_ms;
+    v.pid = beat.pid;
+    v.step = beat.step;
+    v.step_us = beat.step_us;
+    v.straggler_reports = straggler_fields::last_report(b).reports;
+    const save_fields::save_view saves = save_fields::read(b);
+    v.asked_step = saves.asked_step;
+    v.asked_ms = saves.asked_ms;
+    v.committed_step = saves.committed_step;
+    v.committed_ms = saves.committed_ms;
+    if (saves.pending > 0) {
+      v.pending_step = saves.pending_step;
+      v.pending_ms = saves.pending_ms;
     }
     newest[v.rank] = v;
   }

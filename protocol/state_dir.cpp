@@ -250,4 +250,6 @@ int sweep_stale_state(const std::string& dir, int min_age_s, const std::string& 
   return removed;
 }
 
+owned_fd open_state_dir() { return open_private_dir(state_dir()); }
+
 }  // namespace trainctl

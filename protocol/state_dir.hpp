@@ -1,6 +1,6 @@
-// Where a user's node state lives, and what in it can be trusted (internal to
-// protocol/): the state directory's policy is in state_dir.cpp, with the sweep of what
-// killed steps left there.
+// Where a user's node state lives, and what in it can be trusted: the state directory's
+// policy is in state_dir.cpp, with the sweep of what killed steps left there. The
+// state_dir_detail part is internal to protocol/.
 #pragma once
 
 #include <sys/stat.h>
@@ -13,6 +13,41 @@
 #include "owned_fd.hpp"
 
 namespace trainctl {
+
+// Where this user's node state files live on this node: $XDG_RUNTIME_DIR/trainctl when
+// XDG_RUNTIME_DIR names a directory of this user; else /run/trainctl/<uid> when the
+// SPANK plugin made it (TRAINCTL_RUN_DIR replaces /run/trainctl); else
+// /dev/shm/trainctl-<uid> (TRAINCTL_SHM_DIR replaces /dev/shm, for tests), or, when
+// another user took that name first, this user's private /dev/shm/trainctl-<uid>-XXXXXX
+// (random, made with mkdtemp; found again by owner and mode 0700), and *note says so in
+// one line.
+std::string state_dir(std::string* note = nullptr);
+
+// The default path in state_dir(): <job>.<step>-<node> under SLURM, or keyed by the
+// launcher's pid for torchrun outside SLURM, or by the process itself.
+std::string default_state_path();
+
+// Removes node state files in `dir` that no process has open and that are older than
+// `min_age_s`, with their lock files, lock and temporary files left without one (what a
+// step killed before it could clean up left), and the stack files of processes that are
+// gone, whatever their age. Only for state_dir(), which holds
+// nothing else. Returns how many files it removed; a directory that is not private is
+// left alone. `ended_job`: a job that has ended on this node, whose once-markers
+// and node state files (<job>.<step>-<node>, when no process has them open) go at once.
+// `unused`: the caller holds the directory's lock alone (the plugin's job epilog), so no
+// job of the user runs on this node: every once-marker goes, those of a job that ended
+// while another job of the user still held the directory too.
+int sweep_stale_state(const std::string& dir, int min_age_s = 60, const std::string& ended_job = "",
+                      bool unused = false);
+
+// Whether once-marker `name` (supervisor/once_markers) is job `job`'s: once.<what>.<job>.<more>.
+bool claim_of_job(const std::string& name, const std::string& job);
+
+// state_dir(), opened (made 0700 when missing) after the checks every node state file
+// gets: for what else keeps per-user, per-node files there (supervisor/once_markers).
+// Throws runtime_error (one line) when the directory is refused.
+owned_fd open_state_dir();
+
 namespace state_dir_detail {
 
 std::system_error sys_error(const std::string& what);

@@ -53,6 +53,7 @@ extern "C" {
 #include "run_id.hpp"
 #include "run_option_table.hpp"
 #include "spank_args.hpp"
+#include "state_dir.hpp"
 #include "supervised_step.hpp"
 #include "switch_paths.hpp"
 #include "user_paths.hpp"

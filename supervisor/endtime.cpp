@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "beat_fields.hpp"
 #include "deadline_fields.hpp"
 #include "parse.hpp"
 #include "task_supervisor.hpp"
@@ -91,7 +92,7 @@ std::optional<graceful_exit_value> task_supervisor::graceful_exit(std::int64_t l
 // deadline already fired stays fired.
 void task_supervisor::learn_save_time() {
   if (!auto_ || !state_) return;
-  const std::int64_t save_ms = state_->get().longest_save_ms.load(std::memory_order_relaxed);
+  const std::int64_t save_ms = beat_fields::longest_save_ms(state_->get());
   if (save_ms <= auto_->longest_ms()) return;
   std::string problem;
   auto_->saw(save_ms, publishes(), &problem);
@@ -124,10 +125,10 @@ void task_supervisor::learn_cut_save() {
   // beat is the last it made: it has been saving (or ending) since then.
   std::int64_t cut_ms = 0;
   for (const rank_beat& b : ns.beats) {
-    const std::int32_t pid = b.pid.load(std::memory_order_acquire);
-    const std::int64_t beat = b.beat_ms.load(std::memory_order_acquire);
-    if (pid <= 0 || b.exiting.load(std::memory_order_acquire) == 0 || beat <= 0 || beat > now || kill(pid, 0) != 0)
-      continue;
+    const beat_fields::beat_view v = beat_fields::read(b);
+    const std::int32_t pid = v.pid;
+    const std::int64_t beat = v.beat_ms;
+    if (pid <= 0 || !v.exiting || beat <= 0 || beat > now || kill(pid, 0) != 0) continue;
     cut_ms = std::max(cut_ms, now - beat);
   }
   if (cut_ms < auto_->longest_ms() + kCutSaveNewsMs) return;

@@ -13,6 +13,7 @@
 #include "once_markers.hpp"
 #include "parse.hpp"
 #include "slurm_job.hpp"
+#include "state_dir.hpp"
 
 namespace trainctl {
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "env.hpp"
+#include "notice_fields.hpp"
 #include "once_markers.hpp"
 #include "parse.hpp"
 #include "ranks.hpp"
@@ -80,8 +81,7 @@ void task_supervisor::resolve_notice(const char* why) {
 
 void task_supervisor::fire(std::uint32_t flag, const char* why) {
   if (state_) {
-    state_->get().flags.fetch_or(flag, std::memory_order_release);
-    state_->get().seq.fetch_add(1, std::memory_order_release);
+    notice_fields::raise(state_->get(), flag);
     seen_flags_ |= flag;
   }
   procs_.signal_ranks(why);
@@ -105,7 +105,7 @@ void task_supervisor::run_hook(std::uint32_t flag) {
 
 void task_supervisor::follow_node_flags() {
   if (!state_ || publishes()) return;
-  const std::uint32_t flags = state_->get().flags.load(std::memory_order_acquire);
+  const std::uint32_t flags = notice_fields::flags(state_->get());
   const std::uint32_t fresh = flags & ~seen_flags_ & (kFlagDeadline | kFlagPreempted);
   if (fresh == 0) return;
   seen_flags_ |= fresh;

@@ -12,6 +12,7 @@
 
 #include "node_state.hpp"
 #include "owned_fd.hpp"
+#include "state_dir.hpp"
 
 namespace trainctl {
 

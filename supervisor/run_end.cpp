@@ -12,6 +12,7 @@
 
 #include "bad_node_contrast.hpp"
 #include "bad_nodes.hpp"
+#include "beat_fields.hpp"
 #include "bounded_append.hpp"
 #include "breaker_fields.hpp"
 #include "env.hpp"
@@ -27,6 +28,7 @@
 #include "slurm_job.hpp"
 #include "slurm_release.hpp"
 #include "step_presence.hpp"
+#include "straggler_fields.hpp"
 #include "subprocess.hpp"
 
 namespace trainctl {
@@ -318,14 +320,15 @@ void run_end::note_compute(const node_state& ns) {
   e.what = "compute";
   std::int64_t steps = 0, slowest_us = 0, marked = 1;
   for (const rank_beat& b : ns.beats) {
-    const std::int64_t n = b.work.timed_steps.load(std::memory_order_acquire);
-    const std::int32_t rank = b.rank.load(std::memory_order_relaxed);
+    const straggler_fields::work_totals w = straggler_fields::work(b);
+    const std::int64_t n = w.timed_steps;
+    const std::int32_t rank = beat_fields::read(b).rank;
     if (n <= 0 || rank < 0) continue;
-    e.works.emplace_back(rank, b.work.total_us.load(std::memory_order_relaxed) / n);
-    if (b.work_marked.load(std::memory_order_relaxed) != 1) marked = 0;
+    e.works.emplace_back(rank, w.total_us / n);
+    if (!w.marked) marked = 0;
     if (n > steps) {
       steps = n;
-      slowest_us = b.work.slowest_total_us.load(std::memory_order_relaxed) / n;
+      slowest_us = w.slowest_total_us / n;
     }
   }
   if (e.works.empty()) return;

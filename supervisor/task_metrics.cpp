@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "beat_fields.hpp"
 #include "deadline_fields.hpp"
 #include "metrics_files.hpp"
 #include "metrics_text.hpp"
@@ -96,7 +97,7 @@ std::string task_metrics_text(const node_state& ns, const metrics_identity& id) 
         static_cast<double>(committed), every_rank_committed);
   gauge("trainctl_last_commit_timestamp_seconds", "When the last rank of the node committed that save (Unix time).",
         static_cast<double>(committed_ms) / 1000.0, every_rank_committed);
-  const std::int64_t longest = ns.longest_save_ms.load(std::memory_order_relaxed);
+  const std::int64_t longest = beat_fields::longest_save_ms(ns);
   gauge("trainctl_longest_save_seconds", "The longest save of a rank on this node, from the decision to save.",
         static_cast<double>(longest) / 1000.0, longest > 0);
   const std::int64_t deadline = deadline_fields::deadline_ms(ns);

@@ -1,5 +1,5 @@
 // The supervisor of one task (supervisor.hpp's run_supervised), as one class whose parts
-// live in files by concern: supervisor.cpp (its loop, the node state, the end),
+// live in files by concern: task_supervisor.cpp (its loop, the node state, the end),
 // notices.cpp (signals, the controller's answers, telling the ranks), endtime.cpp
 // (EndTime, the deadline, the learnt save). Private to supervisor/.
 #pragma once
@@ -19,7 +19,9 @@
 #include "node_health.hpp"
 #include "node_role.hpp"
 #include "node_state.hpp"
+#include "node_state_file.hpp"
 #include "notice_hook.hpp"
+#include "publisher_fields.hpp"
 #include "run_end.hpp"
 #include "run_options.hpp"
 #include "slurm_job.hpp"
@@ -88,9 +90,7 @@ class task_supervisor {
   // Whether this supervisor reads EndTime and preemption itself: always, unless another
   // supervisor on the node publishes them into a node state this one shares. No node
   // state problem (a refused file, a lock held by a rank) may cost a notice.
-  bool reads_job_itself() const {
-    return publishes() || !state_ || state_->get().supervised.load(std::memory_order_acquire) == 0;
-  }
+  bool reads_job_itself() const { return publishes() || !state_ || !publisher_fields::supervised(state_->get()); }
 
   supervisor_options opts_;
   task_log log_;

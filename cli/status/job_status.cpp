@@ -12,6 +12,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "error_fields.hpp"
 #include "node_names.hpp"
 #include "node_state.hpp"
 #include "parse.hpp"

@@ -15,13 +15,20 @@
 #include <thread>
 #include <vector>
 
+#include "beat_fields.hpp"
 #include "cgroup_memory.hpp"
 #include "deadline_fields.hpp"
 #include "env.hpp"
+#include "error_fields.hpp"
 #include "job_status.hpp"
 #include "node_names.hpp"
 #include "node_state.hpp"
+#include "node_state_file.hpp"
+#include "notice_fields.hpp"
+#include "publisher_fields.hpp"
 #include "ranks.hpp"
+#include "state_dir.hpp"
+#include "switch_fields.hpp"
 
 namespace trainctl {
 namespace {
@@ -81,21 +88,22 @@ void print_state(std::string& out, const std::string& host, const node_state& n,
   std::snprintf(
       line, sizeof line,
       "node host=%s now_ms=%lld flags=%u deadline_ms=%lld supervised=%d published_ms=%lld longest_save_ms=%lld\n",
-      host.c_str(), static_cast<long long>(unix_now_ms()), n.flags.load(),
-      static_cast<long long>(deadline_fields::deadline_ms(n)), n.supervised.load() != 0 ? 1 : 0,
-      static_cast<long long>(n.published_ms.load()), static_cast<long long>(n.longest_save_ms.load()));
+      host.c_str(), static_cast<long long>(unix_now_ms()), notice_fields::flags(n),
+      static_cast<long long>(deadline_fields::deadline_ms(n)), publisher_fields::supervised(n) ? 1 : 0,
+      static_cast<long long>(publisher_fields::beat_ms(n)), static_cast<long long>(beat_fields::longest_save_ms(n)));
   out += line;
   for (const auto& b : n.beats) {
-    const int pid = b.pid.load();
-    const std::string error = rank_error(b);
+    const beat_fields::beat_view v = beat_fields::read(b);
+    const int pid = v.pid;
+    const std::string error = error_fields::read(b);
     if (pid > 0 && !error.empty() && !live_rank_of_job(pid, job_id)) {  // kept for its supervisor
-      std::snprintf(line, sizeof line, "died host=%s rank=%d pid=%d error=", host.c_str(), b.rank.load(), pid);
+      std::snprintf(line, sizeof line, "died host=%s rank=%d pid=%d error=", host.c_str(), v.rank, pid);
       out += line + error + "\n";
       continue;
     }
     if (!live_rank_of_job(pid, job_id)) continue;
-    const std::int64_t beat = b.beat_ms.load();
-    int rank = b.rank.load();
+    const std::int64_t beat = v.beat_ms;
+    int rank = v.rank;
     if (beat == 0) {  // no check() yet: the rank is the process's own variable
       const std::string r = proc_environ_value(pid, "RANK");
       rank = r.empty() ? -1 : std::atoi(r.c_str());
@@ -104,19 +112,17 @@ void print_state(std::string& out, const std::string& host, const node_state& n,
     std::snprintf(line, sizeof line,
                   "rank host=%s rank=%d pid=%d step=%lld beat_ms=%lld step_us=%lld slow=%d agreements=%d "
                   "mem_free=%llu mem_limit=%llu\n",
-                  host.c_str(), rank, pid, static_cast<long long>(beat == 0 ? -1 : b.step.load()),
-                  static_cast<long long>(beat), static_cast<long long>(b.step_us.load()), b.slow.load(),
-                  straggler_agreements_of(pid), static_cast<unsigned long long>(mem ? mem->available() : 0),
+                  host.c_str(), rank, pid, static_cast<long long>(beat == 0 ? -1 : v.step),
+                  static_cast<long long>(beat), static_cast<long long>(v.step_us), v.slow, straggler_agreements_of(pid),
+                  static_cast<unsigned long long>(mem ? mem->available() : 0),
                   static_cast<unsigned long long>(mem ? mem->limit : 0));
     out += line;
   }
-  for (const auto& s : n.slots) {
-    if (s.state.load() != 2) continue;
-    const bool exit = s.kind == static_cast<std::uint32_t>(switch_kind::exit);
-    const std::string name(s.name, strnlen(s.name, sizeof s.name)), path(s.path, strnlen(s.path, sizeof s.path));
-    out += "switch host=" + host + " kind=" + (exit ? "exit" : "save") + " name=" + one_line(name) +
-           " present=" + (exit && s.token.load() != 0 ? "1" : "0") +
-           " touches=" + std::to_string(exit ? 0 : s.count.load()) + " path=" + one_line(path) + "\n";
+  for (const auto& s : switch_fields::ready(n)) {
+    const bool exit = s.kind == switch_kind::exit;
+    out += "switch host=" + host + " kind=" + (exit ? "exit" : "save") + " name=" + one_line(s.name) +
+           " present=" + (exit && s.token != 0 ? "1" : "0") + " touches=" + std::to_string(exit ? 0 : s.count) +
+           " path=" + one_line(s.path) + "\n";
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "options.hpp"
 #include "parse.hpp"
+#include "state_dir.hpp"
 #include "trainctl/controller.hpp"
 
 namespace trainctl {

@@ -1,7 +1,14 @@
+#include "beat_fields.hpp"
 #include "controller_impl.hpp"
 #include "env.hpp"
+#include "error_fields.hpp"
 #include "node_names.hpp"
+#include "notice_fields.hpp"
+#include "publisher_fields.hpp"
 #include "run_id.hpp"
+#include "state_dir.hpp"
+#include "straggler_fields.hpp"
+#include "switch_fields.hpp"
 
 namespace trainctl {
 namespace {
@@ -90,8 +97,7 @@ controller::~controller() {
   // A rank dying of the error it noted keeps its slot, as a crashed one does: its
   // supervisor reads the error there when it sees the death (the slot is claimed again
   // once the process is gone).
-  if (m.beat != nullptr && m.beat->error_len.load(std::memory_order_acquire) == 0 && unwritten == 0)
-    m.beat->pid.store(0, std::memory_order_release);
+  if (m.beat != nullptr && !error_fields::noted(*m.beat) && unwritten == 0) beat_fields::release(*m.beat);
   if (m.sw.remove_at_ms.load() != 0) {  // this rank ends: the file must not start the next job with a save
     std::lock_guard<std::recursive_mutex> hold(m.sw.mu);
     for (const auto& s : m.sw.list)
@@ -117,7 +123,7 @@ void controller::impl::register_switch(bool exit, const std::string& name, const
   std::lock_guard<std::recursive_mutex> hold(sw.mu);
   local_switch s{exit, name, path};
   node_state& n = state();
-  s.slot = claim_switch_slot(n, exit ? switch_kind::exit : switch_kind::save, name, path);  // shared or private
+  s.slot = switch_fields::claim(n, exit ? switch_kind::exit : switch_kind::save, name, path);  // shared or private
   if (s.slot < 0)
     log_line(kLogWarning, "trainctl: %s=%s: the node state has no free slot; only this process's first look counts\n",
              name.c_str(), path.c_str());
@@ -128,8 +134,8 @@ void controller::impl::register_switch(bool exit, const std::string& name, const
   if (!exit) {
     // A save switch present at the start counts as one request: the touch the node's
     // publisher counted last, or one it has not counted yet.
-    const std::int64_t counted = s.slot >= 0 ? n.slots[s.slot].count.load(std::memory_order_acquire) : 0;
-    const std::int64_t counted_token = s.slot >= 0 ? n.slots[s.slot].token.load(std::memory_order_acquire) : 0;
+    const std::int64_t counted = s.slot >= 0 ? switch_fields::count(n, s.slot) : 0;
+    const std::int64_t counted_token = s.slot >= 0 ? switch_fields::token(n, s.slot) : 0;
     const bool uncounted = s.initial != 0 && s.initial > counted_token;
     s.consumed = s.initial != 0 && !uncounted ? std::max<std::int64_t>(0, counted - 1) : counted;
     s.floor = uncounted ? counted + 1 : counted;
@@ -144,7 +150,7 @@ void controller::impl::register_switch(bool exit, const std::string& name, const
              name.c_str(), path.c_str(), dir.c_str(), std::strerror(errno));
   }
   sw.list.push_back(std::move(s));
-  n.seq.fetch_add(1, std::memory_order_release);
+  notice_fields::changed(n);
   wake();
 }
 
@@ -176,7 +182,7 @@ void controller::set_rank(int rank) {
 }
 
 void controller::note_error(const std::string& text) {
-  if (impl_->beat != nullptr) note_rank_error(*impl_->beat, text);
+  if (impl_->beat != nullptr) error_fields::note(*impl_->beat, text);
 }
 
 std::string controller::run_id() { return trainctl::run_id(env_text); }
@@ -194,19 +200,18 @@ void controller::impl::end_of_save() {
   const std::int64_t ms = (steady_us() - pos.save_started_us) / 1000;
   pos.save_started_us = 0;
   note_event("saved", -1, ms, "");
-  raise_to(state().longest_save_ms, ms);
+  beat_fields::learn_save_ms(state(), ms);
   show_phase(current_phase());
 }
 
 void controller::impl::show_phase(std::int32_t phase) {
   pos.quiet_since_ms = coarse_unix_ms();
   if (beat == nullptr) return;
-  beat->phase_ms.store(pos.quiet_since_ms, std::memory_order_relaxed);
-  beat->phase.store(phase, std::memory_order_release);
+  beat_fields::show_phase(*beat, phase, pos.quiet_since_ms);
 }
 
 void controller::phase_begin(const std::string& name) {
-  if (!valid_phase_name(name))
+  if (!beat_fields::valid_phase_name(name))
     throw std::invalid_argument("trainctl: phase name '" + name +
                                 "': accepted: 1 to 31 of letters, digits, '_', '.', '-' (not first), e.g. eval");
   impl& m = *impl_;
@@ -216,7 +221,7 @@ void controller::phase_begin(const std::string& name) {
   // asked for, it only ends that one more precisely).
   if (name == "save" && m.pos.save_started_us == 0) m.note_event("save", m.pos.last_step, -1, "loop");
   if (name != "save") {
-    const int slot = claim_phase_slot(m.state(), name);
+    const int slot = beat_fields::claim_phase(m.state(), name);
     phase = kPhaseNamed + (slot >= 0 ? slot : kMaxPhases);  // past the table: judged without a learnt budget
     if (slot < 0 && !m.pos.phase_slots_full_said) {
       m.pos.phase_slots_full_said = true;
@@ -240,9 +245,9 @@ void controller::phase_end() {
   node_state& ns = m.state();
   if (phase == kPhaseSave) {
     m.note_event("saved", -1, ms, "");
-    raise_to(ns.longest_save_ms, ms);
-  } else if (phase - kPhaseNamed < kMaxPhases) {
-    raise_to(ns.phases[phase - kPhaseNamed].longest_ms, ms);
+    beat_fields::learn_save_ms(ns, ms);
+  } else {
+    beat_fields::learn_phase_ms(ns, phase - kPhaseNamed, ms);  // past the table: nothing to learn
   }
   if (m.pos.open_phases.size() == m.pos.restore_at) {
     m.pos.restore_at = SIZE_MAX;
@@ -301,17 +306,14 @@ void controller::impl::report_straggler(std::int64_t step, const step_timing::ve
              static_cast<long long>(step), straggler, slowest_us / 1000.0, fastest_us / 1000.0, factor, strikes);
   if (straggler != cfg.rank) return;
   const bool by_supervisor =
-      beat != nullptr && &state() != private_state.get() && state().supervised.load(std::memory_order_acquire) == 1;
+      beat != nullptr && &state() != private_state.get() && publisher_fields::supervised(state());
   log_line(kLogWarning,
            "trainctl: straggler at step %lld: this rank (%d) on %s takes %.1f ms per step, the fastest rank %.1f "
            "ms (x%.2f); %s\n",
            static_cast<long long>(step), cfg.rank, node_name().c_str(), slowest_us / 1000.0, fastest_us / 1000.0,
            factor, by_supervisor ? "the node's supervisor records it in slow_nodes" : "recorded in slow_nodes");
   if (by_supervisor) {
-    beat->straggler.step.store(step, std::memory_order_relaxed);
-    beat->straggler.slow_us.store(slowest_us, std::memory_order_relaxed);
-    beat->straggler.fastest_us.store(fastest_us, std::memory_order_relaxed);
-    beat->straggler.reports.fetch_add(1, std::memory_order_release);
+    straggler_fields::report(*beat, step, slowest_us, fastest_us);
     // Woken now, as for a new rank: the finding is written before this rank may end.
     if (sup.fd) syscall(SYS_pidfd_send_signal, sup.fd.get(), SIGCHLD, nullptr, 0);
     return;
@@ -334,6 +336,6 @@ std::string controller::impl::straggler_dir() const {
 
 int controller::check_every() const { return impl_->cfg.check_every; }
 
-std::uint64_t controller::stat_calls() const { return impl_->state().stat_calls.load(std::memory_order_relaxed); }
+std::uint64_t controller::stat_calls() const { return publisher_fields::stat_calls(impl_->state()); }
 
 }  // namespace trainctl

@@ -36,11 +36,13 @@
 #include "gpu_memory.hpp"
 #include "node_role.hpp"
 #include "node_state.hpp"
+#include "node_state_file.hpp"
 #include "run_events.hpp"
 #include "run_log.hpp"
 #include "signals.hpp"
 #include "step_timing.hpp"
 #include "straggler_record.hpp"
+#include "switch_fields.hpp"
 #include "switch_paths.hpp"
 
 #include "exit_reasons.hpp"
@@ -146,12 +148,10 @@ struct controller::impl {
     const node_state& n = state();
     // Only a slot that still holds this switch: junk over it (damage the watcher has
     // not seen yet) must not read as a touch or a kill switch.
-    const bool slot =
-        s.slot >= 0 && has_header(n) && n.slots[s.slot].state.load(std::memory_order_acquire) == 2 &&
-        n.slots[s.slot].kind == static_cast<std::uint32_t>(s.exit ? switch_kind::exit : switch_kind::save);
-    if (!s.exit) return std::max(s.floor, slot ? n.slots[s.slot].count.load(std::memory_order_acquire) : 0);
+    const bool slot = switch_fields::holds(n, s.slot, s.exit ? switch_kind::exit : switch_kind::save);
+    if (!s.exit) return std::max(s.floor, slot ? switch_fields::count(n, s.slot) : 0);
     std::int64_t t = s.initial;
-    if (slot) t = std::max(t, n.slots[s.slot].token.load(std::memory_order_acquire));
+    if (slot) t = std::max(t, switch_fields::token(n, s.slot));
     return t;
   }
   // Removes a save switch once this node has counted the file as it is now and every

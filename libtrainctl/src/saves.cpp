@@ -5,11 +5,14 @@
 #include <cinttypes>
 #include <ctime>
 
+#include "beat_fields.hpp"
 #include "committed_saves.hpp"
 #include "controller_impl.hpp"
 #include "deadline_fields.hpp"
 #include "env.hpp"
+#include "error_fields.hpp"
 #include "run_id.hpp"
+#include "save_fields.hpp"
 
 namespace trainctl {
 namespace {
@@ -106,15 +109,10 @@ bool controller::impl::commit(std::int64_t step, const std::string& path, std::i
   }
   const std::int64_t took_ms = (steady_us() - began_us) / 1000;
   if (began_us > 0) {
-    raise_to(state().longest_save_ms, took_ms);  // --graceful-exit=auto: the save's whole length
+    beat_fields::learn_save_ms(state(), took_ms);  // --graceful-exit=auto: the save's whole length
     note_event("commit", step, took_ms, "");
   }
-  if (beat != nullptr) {
-    beat->saves.committed_ms.store(unix_now_ms(), std::memory_order_relaxed);
-    std::int64_t was = beat->saves.committed_step1.load(std::memory_order_relaxed);
-    while (was < step + 1 && !beat->saves.committed_step1.compare_exchange_weak(was, step + 1)) {
-    }
-  }
+  if (beat != nullptr) save_fields::committed(*beat, step, unix_now_ms());
   return true;
 }
 
@@ -194,14 +192,13 @@ std::size_t controller::pending_saves() const { return impl_->writes.size(); }
 void controller::impl::publish_pending() {
   if (beat == nullptr) return;
   const std::vector<pending_write> now = writes.list();
-  std::int64_t oldest_step1 = 0, oldest_ms = 0;
-  if (!now.empty()) {
-    oldest_step1 = now.front().step + 1;
-    oldest_ms = unix_now_ms() - (steady_us() - now.front().began_us) / 1000;
+  if (now.empty()) {
+    save_fields::pending(*beat, 0, 0, 0);
+    return;
   }
-  beat->saves.pending_ms.store(oldest_ms, std::memory_order_relaxed);
-  beat->saves.pending_step1.store(oldest_step1, std::memory_order_relaxed);
-  beat->saves.pending.store(static_cast<std::int32_t>(now.size()), std::memory_order_release);
+  const pending_write& oldest = now.front();
+  save_fields::pending(*beat, static_cast<std::int32_t>(now.size()), oldest.step,
+                       unix_now_ms() - (steady_us() - oldest.began_us) / 1000);
 }
 
 std::size_t controller::wait_for_saves(double timeout_s) {
@@ -228,11 +225,11 @@ std::size_t controller::wait_for_saves(double timeout_s) {
            "trainctl: waiting for this rank's writes: %zu pending, the save at step %" PRId64
            " begun %.1f s ago; waiting %s\n",
            pending.size(), first.step, seconds(start - first.began_us), bound.c_str());
-  if (m.beat != nullptr) m.beat->saves.waiting.store(1, std::memory_order_release);
+  if (m.beat != nullptr) save_fields::waiting(*m.beat, true);
   m.show_phase(kPhaseWrite);
   if (until == 0 || until > start) m.writes.wait(until, steady_us);
   const std::vector<pending_write> left = m.writes.list();
-  if (m.beat != nullptr) m.beat->saves.waiting.store(0, std::memory_order_release);
+  if (m.beat != nullptr) save_fields::waiting(*m.beat, false);
   m.show_phase(m.current_phase());
   const double waited = seconds(steady_us() - start);
   if (left.empty()) {

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "beat_fields.hpp"
+#include "straggler_fields.hpp"
+
 namespace trainctl {
 namespace {
 
@@ -48,15 +51,9 @@ step_timing::verdict step_timing::judge(std::int64_t step, std::int64_t slowest,
       straggler_ = slowest_rank;
     }
     if (beat != nullptr) {
-      beat->slow.store(straggler_ == rank ? strikes_ : 0, std::memory_order_relaxed);
-      beat->step_us.store(work_us_, std::memory_order_relaxed);
-      if (timed_ && step > window_step_ && !stalled) {  // the straggler's price
-        const std::int64_t steps = step - window_step_;
-        beat->work_marked.store(marked_ ? 1 : 0, std::memory_order_relaxed);
-        beat->work.total_us.fetch_add(work_us_ * steps, std::memory_order_relaxed);
-        beat->work.slowest_total_us.fetch_add(slowest_us * steps, std::memory_order_relaxed);
-        beat->work.timed_steps.fetch_add(steps, std::memory_order_release);
-      }
+      beat_fields::set_step_times(*beat, work_us_, straggler_ == rank ? strikes_ : 0);
+      if (timed_ && step > window_step_ && !stalled)  // the straggler's price
+        straggler_fields::add_work(*beat, step - window_step_, work_us_, slowest_us, marked_);
     }
     if (slow && slowest_rank == reported_) {
       calm_ = 0;

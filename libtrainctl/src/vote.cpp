@@ -1,7 +1,11 @@
+#include "beat_fields.hpp"
 #include "breaker_fields.hpp"
 #include "controller_impl.hpp"
 #include "deadline_fields.hpp"
 #include "env.hpp"
+#include "notice_fields.hpp"
+#include "publisher_fields.hpp"
+#include "save_fields.hpp"
 
 namespace trainctl {
 namespace {
@@ -105,7 +109,7 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
   m.pos.last_check_ms = coarse_unix_ms();  // a few ns: the coarse clock is a memory read
   // Every call: a crash's step is this rank's own, not the last agreement's (two deaths
   // inside one agreement window are told apart).
-  if (m.beat != nullptr) m.beat->step.store(step, std::memory_order_relaxed);
+  if (m.beat != nullptr) beat_fields::saw_step(*m.beat, step);
   m.fill_vote(v, len);
   const bool due = step % m.cfg.check_every == 0;
   if (!due) return false;
@@ -113,10 +117,9 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
     const std::int64_t now_ms = m.pos.last_check_ms;  // this call's time, read above
     // --hang-timeout=auto learns from the longest quiet time of a training rank.
     if (m.pos.quiet_since_ms != 0 && m.pos.open_phases.empty() && now_ms > m.pos.quiet_since_ms)
-      raise_to(m.state().longest_quiet_ms, now_ms - m.pos.quiet_since_ms);
+      beat_fields::learn_quiet_ms(m.state(), now_ms - m.pos.quiet_since_ms);
     m.pos.quiet_since_ms = now_ms;
-    m.beat->rank.store(m.cfg.rank, std::memory_order_relaxed);
-    m.beat->beat_ms.store(now_ms, std::memory_order_relaxed);
+    beat_fields::agreed(*m.beat, m.cfg.rank, now_ms);
   }
   if (m.cfg.straggler_factor > 0) m.timing.time_window(step, m.cfg.rank, &v[kVoteSlowest], &v[kVoteNegFastest]);
   return due;
@@ -233,15 +236,12 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
     if (saves) {
       m.pos.save_started_us = steady_us();
       m.show_phase(kPhaseSave);  // the hang clock gives the save its own budget
-      if (m.beat != nullptr) {   // what the supervisor expects ctl.saved() to commit
-        m.beat->saves.asked_ms.store(unix_now_ms(), std::memory_order_relaxed);
-        m.beat->saves.asked_step1.store(step + 1, std::memory_order_release);
-      }
+      if (m.beat != nullptr) save_fields::asked(*m.beat, step, unix_now_ms());  // what ctl.saved() should commit
     }
     m.pos.exit_save_timed = m.pos.exit_save_timed || d.exit;
     // The supervisor learns from an exit save the time limit cuts short (its beat is
     // this call's, the last this rank makes).
-    if (exit_save && saves && m.beat != nullptr) m.beat->exiting.store(1, std::memory_order_release);
+    if (exit_save && saves && m.beat != nullptr) beat_fields::set_exiting(*m.beat, true);
   }
   // An agreement the supervisor's hang flag (--hang-action=save-exit) reached ends the
   // window that held the stall: the report counts that time as hung, so it is neither a
@@ -276,7 +276,7 @@ bool controller::impl::consume_saves(std::int64_t step, const std::int64_t* r, d
       // Not agreed: ranks on other nodes may not have looked yet. The file goes once
       // every node's publisher has had a few polls to count it.
       // (publish_every_ms: a holder's interval of a trainctl before the heartbeat.)
-      const std::int32_t every = state().publish_every_ms.load(std::memory_order_relaxed);
+      const std::int32_t every = publisher_fields::interval_ms(state());
       sw.remove_at_ms = unix_now_ms() + 3 * std::max<std::int64_t>(every, cfg.poll_interval.count());
       wake();
     }

@@ -1,7 +1,14 @@
+#include "beat_fields.hpp"
 #include "build_id.hpp"
 #include "controller_impl.hpp"
 #include "deadline_fields.hpp"
 #include "env.hpp"
+#include "node_state_file.hpp"
+#include "notice_fields.hpp"
+#include "publisher_fields.hpp"
+#include "sigbus_guard.hpp"
+#include "state_dir.hpp"
+#include "switch_fields.hpp"
 
 namespace trainctl {
 
@@ -41,10 +48,10 @@ void controller::impl::open_state() {
     init_header(*private_state);
     ns = private_state.get();
   }
-  const int slot = claim_beat_slot(state(), static_cast<std::int32_t>(getpid()));
+  const int slot = beat_fields::claim(state(), static_cast<std::int32_t>(getpid()));
   if (slot >= 0) {
     beat = &state().beats[slot];
-    beat->exiting.store(0, std::memory_order_release);  // a new Controller has decided nothing yet
+    beat_fields::set_exiting(*beat, false);  // a new Controller has decided nothing yet
   } else {
     const std::string rank = env_or("RANK", "?");
     log_line(kLogWarning,
@@ -64,12 +71,11 @@ void controller::impl::fall_back_to_private(const std::string& why) {
   deadline_fields::set_deadline(*fresh, known_deadline_ms);  // the damaged state's own may be zeros or junk
   std::lock_guard<std::recursive_mutex> hold(sw.mu);
   for (auto& s : sw.list) {
-    s.slot = claim_switch_slot(*fresh, s.exit ? switch_kind::exit : switch_kind::save, s.name, s.path);
+    s.slot = switch_fields::claim(*fresh, s.exit ? switch_kind::exit : switch_kind::save, s.name, s.path);
     if (!s.exit && s.slot >= 0) {
       // Touches from now on count on top of what this rank saved for; the file as it
       // is now was seen already.
-      fresh->slots[s.slot].token.store(switch_token(s.path));
-      fresh->slots[s.slot].count.store(s.consumed);
+      switch_fields::seed(*fresh, s.slot, switch_token(s.path), s.consumed);
       s.floor = s.consumed;
     }
   }
@@ -182,11 +188,11 @@ void controller::impl::watch_loop() {
 bool controller::impl::remove_consumed(const local_switch& s) const {
   const node_state& n = state();
   const bool slot = s.slot >= 0 && has_header(n);
-  const std::int64_t counted = slot ? n.slots[s.slot].token.load(std::memory_order_acquire) : s.initial;
+  const std::int64_t counted = slot ? switch_fields::token(n, s.slot) : s.initial;
   const std::int64_t now_token = switch_token(s.path);
   if (now_token == 0) return true;
   if (now_token > counted) return !slot;  // not counted here yet (without a slot nothing will count it)
-  if (slot && n.slots[s.slot].count.load(std::memory_order_acquire) > s.consumed) return true;
+  if (slot && switch_fields::count(n, s.slot) > s.consumed) return true;
   if (unlink(s.path.c_str()) != 0 && errno != ENOENT)
     log_line(kLogWarning, "trainctl: cannot remove %s %s after the save (%s); it will not trigger another save\n",
              s.name.c_str(), s.path.c_str(), std::strerror(errno));

@@ -66,17 +66,24 @@ rc=0; out=$(python3 "$src/scripts/env_home.py" "$work/reads.cpp" "$work/spank.cp
 grep -q "reads.cpp:2: getenv outside common/env.hpp" <<<"$out" || fail "env_home.py did not name the line: $out"
 ! grep -q "spank.cpp" <<<"$out" || fail "env_home.py refused spank_getenv or a comment: $out"
 
-# scripts/protocol_fields.py: a raw load of the node state's deadline or a raw store to the
-# breaker outside protocol/ fails lint with its line; a controller's own atomic named
-# local_deadline_ms and a field in a comment do not.
+# scripts/protocol_fields.py: a raw load of the node state's deadline, a raw store to the
+# breaker or to a rank's heartbeat, a step read raw (a heartbeat's or a straggler report's)
+# outside their homes in protocol/ fail lint with their lines; a controller's own atomic
+# named local_deadline_ms and a field in a comment do not.
 printf '%s\n' 'std::int64_t d(const node_state& n) {' '  return n.deadline_ms.load(std::memory_order_acquire);' '}' \
-  'void a(node_state& n) { n.breaker . runs.store(3); }' >"$work/raw.cpp"
+  'void a(node_state& n) { n.breaker . runs.store(3); }' 'void r(rank_beat* b) { b->pid.store(0); }' \
+  'std::int64_t s(const rank_beat& b) { return b.step.load(); }' >"$work/raw.cpp"
 printf '%s\n' 'void b() { local_deadline_ms.store(5); }  // not n.deadline_ms.store(5)' >"$work/own.cpp"
 rc=0; out=$(python3 "$src/scripts/protocol_fields.py" "$work/raw.cpp" "$work/own.cpp") || rc=$?
 [ "$rc" -eq 1 ] || fail "protocol_fields.py passed raw node-state accesses (status $rc): $out"
-grep -q "raw.cpp:2: the node state's deadline_ms (deadline) read or written raw: use protocol/deadline_fields.hpp" <<<"$out" ||
+grep -q "raw.cpp:2: the node state's deadline_ms read or written raw: use protocol/deadline_fields.hpp (deadline)" <<<"$out" ||
   fail "protocol_fields.py did not name the raw deadline load: $out"
-grep -q "raw.cpp:4: the node state's breaker.runs (breaker)" <<<"$out" || fail "protocol_fields.py did not name the raw breaker store: $out"
+grep -q "raw.cpp:4: the node state's breaker.runs read or written raw: use protocol/breaker_fields.hpp" <<<"$out" ||
+  fail "protocol_fields.py did not name the raw breaker store: $out"
+grep -q "raw.cpp:5: the node state's pid read or written raw: use protocol/beat_fields.hpp (heartbeats and phases)" <<<"$out" ||
+  fail "protocol_fields.py did not name the raw heartbeat store: $out"
+grep -q "raw.cpp:6: the node state's step read or written raw: use protocol/beat_fields.hpp (heartbeats and phases) or protocol/straggler_fields.hpp (stragglers)" <<<"$out" ||
+  fail "protocol_fields.py did not name both homes of a shared field name: $out"
 ! grep -q "own.cpp" <<<"$out" || fail "protocol_fields.py refused a process's own atomic or a comment: $out"
 
 # A fuzz target that crashes the way libFuzzer reports it: scripts/fuzz exits 1.

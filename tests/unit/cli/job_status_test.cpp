@@ -8,6 +8,7 @@
 #include <string>
 
 #include "node_state.hpp"
+#include "node_state_file.hpp"
 
 using namespace trainctl;
 

@@ -15,6 +15,7 @@
 #include "fixture.hpp"
 #include "loop_clock.hpp"
 #include "node_state.hpp"
+#include "node_state_file.hpp"
 #include "pending_writes.hpp"
 #include "run_events.hpp"
 #include "trainctl/controller.hpp"

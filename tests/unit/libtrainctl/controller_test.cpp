@@ -19,9 +19,11 @@
 #include <thread>
 
 #include "bad_nodes.hpp"
+#include "error_fields.hpp"
 #include "fixture.hpp"
 #include "loop_clock.hpp"
 #include "node_state.hpp"
+#include "node_state_file.hpp"
 #include "run_events.hpp"
 #include "switch_paths.hpp"
 
@@ -1184,12 +1186,12 @@ TEST(Controller, ARankDyingOfANotedErrorKeepsItsSlotForTheSupervisor) {
     ctl.note_error("RuntimeError: a bug in the training program (train.py:7 in main)");
   }
   ASSERT_NE(mine(), nullptr) << "the slot is kept";
-  EXPECT_EQ(rank_error(*mine()), "RuntimeError: a bug in the training program (train.py:7 in main)");
+  EXPECT_EQ(error_fields::read(*mine()), "RuntimeError: a bug in the training program (train.py:7 in main)");
   const_cast<rank_beat*>(mine())->pid.store(0);  // as when the process is gone and the slot is claimed
   {
     controller ctl(base_config(t));
     ctl.check(0);
-    EXPECT_EQ(rank_error(*mine()), "") << "a new process starts without the last one's error";
+    EXPECT_EQ(error_fields::read(*mine()), "") << "a new process starts without the last one's error";
   }
   EXPECT_EQ(mine(), nullptr) << "no error: the slot is freed";
 }

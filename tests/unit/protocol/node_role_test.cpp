@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "fixture.hpp"
+#include "node_state_file.hpp"
+#include "publisher_fields.hpp"
 
 namespace trainctl {
 namespace {

@@ -1,10 +1,15 @@
 #include "node_state.hpp"
+#include "node_state_file.hpp"
+#include "sigbus_guard.hpp"
+#include "state_dir.hpp"
 
 #include <sys/eventfd.h>
 
 #include <chrono>
 
+#include "notice_fields.hpp"
 #include "publisher.hpp"
+#include "publisher_fields.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -554,27 +559,4 @@ TEST(NodeStateSafety, AnEndedJobsStateAndDeadProcessesStacksGoAtOnce) {
   EXPECT_TRUE(trainctl_test::exists(dir + "/420.0-n2")) << "another job's, young: it may be starting";
   EXPECT_FALSE(trainctl_test::exists(dir + "/stacks." + std::to_string(gone)));
   EXPECT_TRUE(trainctl_test::exists(dir + "/stacks." + std::to_string(getpid()))) << "a live process's";
-}
-
-// The error a rank dies of: one printable line, the first noted kept, and a slot claimed
-// again starts without the last process's error.
-TEST(NodeState, ARanksErrorIsOnePrintableLineAndTheFirstNotedIsKept) {
-  temp_dir t;
-  node_state_file f(t / "state");
-  node_state& ns = f.get();
-  const int i = claim_beat_slot(ns, getpid());
-  ASSERT_GE(i, 0);
-  rank_beat& b = ns.beats[i];
-  EXPECT_EQ(rank_error(b), "");
-  note_rank_error(b, "RuntimeError: CUDA error\x1b[31m\tred (train.py:12 in step)\nsecond line");
-  EXPECT_EQ(rank_error(b), "RuntimeError: CUDA error?[31m?red (train.py:12 in step)");
-  note_rank_error(b, "KeyError: a later one");
-  EXPECT_EQ(rank_error(b), "RuntimeError: CUDA error?[31m?red (train.py:12 in step)") << "the error it dies of";
-  b.pid.store(0);
-  ASSERT_EQ(claim_beat_slot(ns, getpid()), i);
-  EXPECT_EQ(rank_error(b), "") << "a new process's slot";
-  note_rank_error(b, std::string(500, 'x'));
-  EXPECT_EQ(rank_error(b).size(), static_cast<std::size_t>(kMaxError));
-  b.error_len.store(kMaxError + 1);
-  EXPECT_EQ(rank_error(b), "") << "a length no writer wrote: nothing";
 }

@@ -8,6 +8,7 @@
 
 #include "fixture.hpp"
 #include "node_state.hpp"
+#include "state_dir.hpp"
 
 using namespace trainctl;
 using trainctl_test::temp_dir;

@@ -1,4 +1,4 @@
-#include "node_state.hpp"
+#include "node_state_file.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -24,10 +24,14 @@
 #include <system_error>
 #include <vector>
 
+#include "beat_fields.hpp"
 #include "deadline_fields.hpp"
 #include "env.hpp"
+#include "notice_fields.hpp"
+#include "publisher_fields.hpp"
 #include "sigbus_guard.hpp"
 #include "state_dir.hpp"
+#include "switch_fields.hpp"
 
 namespace trainctl {
 
@@ -87,12 +91,6 @@ bool process_alive(std::int32_t pid) { return pid > 0 && (kill(pid, 0) == 0 || e
 std::atomic<std::uint32_t> g_publisher_serial{0};
 
 }  // namespace
-
-std::int64_t unix_now_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
 
 std::unique_ptr<node_state> read_node_state(const std::string& path, std::string* why) {
   // O_NONBLOCK: a FIFO planted under the name does not stall the reader.
@@ -226,29 +224,20 @@ bool node_state_file::try_become_publisher(std::string* problem, std::int64_t st
   // The lock elects the first holder; the role itself is the id in the state, which a
   // process takes from a holder that is gone or stopped looking (then without the lock,
   // which a stopped holder still has).
-  std::uint64_t current = ns.publisher_id.load(std::memory_order_acquire);
-  const bool free_for_lock_holder =
-      lock_fd_ && (current == 0 || !process_alive(static_cast<std::int32_t>(current >> 32)));
+  const std::uint64_t current = publisher_fields::holder(ns);
+  const bool free_for_lock_holder = lock_fd_ && (current == 0 || !process_alive(publisher_fields::holder_pid(current)));
   const bool stale = current != 0 && publisher_stale(ns, unix_now_ms(), stale_ms);
   if (!free_for_lock_holder && !stale) return false;
   if (my_id_ == 0) my_id_ = (static_cast<std::uint64_t>(getpid()) << 32) | (g_publisher_serial.fetch_add(1) + 1);
-  if (!ns.publisher_id.compare_exchange_strong(current, my_id_, std::memory_order_acq_rel)) return false;
-  ns.published_ms.store(unix_now_ms(), std::memory_order_release);
-  ns.supervised.store(0, std::memory_order_relaxed);  // a supervisor says so itself
+  if (!publisher_fields::take(ns, current, my_id_, unix_now_ms())) return false;
   if (taken_from != nullptr) *taken_from = stale ? static_cast<int>(current >> 32) : 0;
   return true;
 }
 
-bool node_state_file::is_publisher() const {
-  return my_id_ != 0 && state_->publisher_id.load(std::memory_order_acquire) == my_id_;
-}
+bool node_state_file::is_publisher() const { return my_id_ != 0 && publisher_fields::holder(*state_) == my_id_; }
 
 void node_state_file::release_publisher() {
-  if (is_publisher()) {
-    state_->supervised.store(0, std::memory_order_relaxed);
-    std::uint64_t mine = my_id_;
-    state_->publisher_id.compare_exchange_strong(mine, 0, std::memory_order_acq_rel);
-  }
+  if (my_id_ != 0) publisher_fields::give_back(*state_, my_id_);
   lock_fd_.reset();  // closing drops the flock
 }
 
@@ -257,44 +246,15 @@ static_assert(offsetof(node_state, slots) == 120, "the node state's header chang
 
 namespace {
 
-bool terminated(const char* text, std::size_t size) { return std::memchr(text, '\0', size) != nullptr; }
-
 // What no publisher or rank writes: a value out of its field's range, a slot that is
 // half a claim, text without its end. Junk past an intact header (random bytes over the
 // slots) fails one of these with certainty for all practical purposes: 16 switch slots
 // whose state must be 0, 1 or 2, 64 beats whose phase and exit mark are small numbers.
 std::string bad_field(const node_state& ns) {
-  if (!deadline_fields::sane(ns) || ns.save_max.load() < 0 || ns.supervised.load() < 0 || ns.supervised.load() > 1 ||
-      ns.publish_every_ms.load() < 0 || ns.longest_save_ms.load() < 0 || ns.longest_quiet_ms.load() < 0)
-    return "a header field out of range";
-  for (const switch_slot& s : ns.slots) {
-    const std::uint32_t st = s.state.load(std::memory_order_acquire);
-    if (st > 2) return "a switch slot's state";
-    if (st == 0 && (s.kind != 0 || s.token.load() != 0 || s.count.load() != 0 || s.name[0] != 0 || s.path[0] != 0))
-      return "a free switch slot that holds data";
-    if (st == 2 && ((s.kind != static_cast<std::uint32_t>(switch_kind::exit) &&
-                     s.kind != static_cast<std::uint32_t>(switch_kind::save)) ||
-                    s.token.load() < 0 || s.count.load() < 0 || !terminated(s.name, sizeof s.name) ||
-                    !terminated(s.path, sizeof s.path)))
-      return "a switch slot's fields";
-  }
-  for (const rank_beat& b : ns.beats) {
-    const std::int32_t phase = b.phase.load();
-    if (b.pid.load() < 0 || b.rank.load() < -1 || b.beat_ms.load() < 0 || b.step_us.load() < 0 || b.slow.load() < 0 ||
-        b.exiting.load() < 0 || b.exiting.load() > 1 || phase < 0 || phase > kPhaseNamed + kMaxPhases ||
-        b.work_marked.load() < 0 || b.work_marked.load() > 1 || b.phase_ms.load() < 0 ||
-        b.work.timed_steps.load() < 0 || b.work.total_us.load() < 0 || b.work.slowest_total_us.load() < 0 ||
-        b.saves.pending.load() < 0 || b.saves.pending_step1.load() < 0 || b.saves.pending_ms.load() < 0 ||
-        b.saves.waiting.load() < 0 || b.saves.waiting.load() > 1)
-      return "a heartbeat slot's fields";
-  }
-  for (const phase_slot& p : ns.phases) {
-    const std::uint32_t st = p.state.load(std::memory_order_acquire);
-    if (st > 2 || p.reserved != 0 || p.longest_ms.load() < 0 ||
-        (st == 0 && (p.name[0] != 0 || p.longest_ms.load() != 0)) || (st == 2 && !terminated(p.name, sizeof p.name)))
-      return "a phase slot's fields";
-  }
-  return "";
+  if (!deadline_fields::sane(ns) || !publisher_fields::sane(ns)) return "a header field out of range";
+  std::string bad = switch_fields::bad(ns);
+  if (bad.empty()) bad = beat_fields::bad(ns);
+  return bad;
 }
 
 }  // namespace
@@ -310,37 +270,15 @@ std::string node_state_file::damage() const {
   else if (__atomic_load_n(&state_->magic, __ATOMIC_RELAXED) != node_state::kMagic ||
            state_->version != node_state::kVersion || state_->size != sizeof(node_state))
     what = "was overwritten (no trainctl header)";
-  else if ((state_->flags.load(std::memory_order_relaxed) & ~kKnownFlags) != 0)
+  else if (!notice_fields::sane(*state_))
     what = "was overwritten (unknown flag bits)";
   else if (const std::string field = bad_field(*state_); !field.empty())
     what = "was overwritten past its header (" + field + ")";
   return what.empty() ? "" : "node state " + path_ + " " + what;
 }
 
-void init_header(node_state& ns) {
-  ns.magic = node_state::kMagic;
-  ns.version = node_state::kVersion;
-  ns.size = sizeof(node_state);
-}
-
-bool publisher_stale(const node_state& ns, std::int64_t now_ms, std::int64_t stale_ms) {
-  const std::uint64_t id = ns.publisher_id.load(std::memory_order_acquire);
-  if (id == 0 || !process_alive(static_cast<std::int32_t>(id >> 32))) return true;
-  return stale_ms > 0 && now_ms - ns.published_ms.load(std::memory_order_acquire) > stale_ms;
-}
-
-std::int64_t publisher_stale_after_ms(const node_state& ns) {
-  const std::int64_t every = ns.publish_every_ms.load(std::memory_order_relaxed);
-  // A heartbeat every second (or faster): 4 s without one, a stall no healthy holder has
-  // (its loop never blocks), and a takeover within one default poll interval. A holder
-  // that advertises a longer interval (a trainctl before the heartbeat, whose publisher
-  // refreshed at each poll) keeps two of them and a second.
-  if (every > 0 && every <= 1000) return std::max<std::int64_t>(3000, 3 * every + 1000);
-  return std::max<std::int64_t>(3000, 2 * (every > 0 ? every : 10000) + 1000);
-}
-
 int node_state_file::register_switch(switch_kind kind, const std::string& name, const std::string& path) {
-  return claim_switch_slot(*state_, kind, name, path);
+  return switch_fields::claim(*state_, kind, name, path);
 }
 
 owned_fd node_state_file::open_supervisors_copy() const {
@@ -387,7 +325,5 @@ void node_state_file::unlink_if_last() {
     flock(fd_.get(), LOCK_SH);
   }
 }
-
-owned_fd open_state_dir() { return open_private_dir(state_dir()); }
 
 }  // namespace trainctl
