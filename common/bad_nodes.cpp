@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "env_names.hpp"
 #include "node_names.hpp"
 #include "owned_fd.hpp"
 #include "parse.hpp"
@@ -174,7 +175,7 @@ std::vector<bad_node> read_bad_nodes(const std::string& path) {
 
 std::chrono::seconds bad_node_expiry() {
   try {
-    const std::string e = env_text("TRAINCTL_BAD_NODE_EXPIRY");
+    const std::string e = env_text(env_var::kTrainctlBadNodeExpiry);
     if (!e.empty()) return std::chrono::seconds(parse_duration(e, 'h').count() / 1000);
   } catch (const parse_error&) {
     // the default below

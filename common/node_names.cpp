@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "env.hpp"
+#include "env_names.hpp"
 
 namespace trainctl {
 
@@ -17,7 +18,7 @@ bool valid_node_name(const std::string& name) {
 }
 
 std::string node_name() {
-  if (!env_text("SLURMD_NODENAME").empty()) return env_text("SLURMD_NODENAME");
+  if (!env_text(env_var::kSlurmdNodename).empty()) return env_text(env_var::kSlurmdNodename);
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   return host;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "env.hpp"
+#include "env_names.hpp"
 #include "node_names.hpp"
 #include "owned_fd.hpp"
 #include "parse.hpp"
@@ -105,7 +106,7 @@ bool parse_line(const std::string& line, run_event* e) {
 
 }  // namespace
 
-std::string run_events_dir() { return user_state_path("TRAINCTL_RUN_EVENTS_DIR", "runs"); }
+std::string run_events_dir() { return user_state_path(env_var::kTrainctlRunEventsDir, "runs"); }
 
 std::string run_events_path(const std::string& key) {
   const std::string dir = run_events_dir();
@@ -113,7 +114,9 @@ std::string run_events_path(const std::string& key) {
   return dir + "/" + key;
 }
 
-std::string own_run_events_path() { return run_events_path(env_or("SLURM_ARRAY_JOB_ID", env_text("SLURM_JOB_ID"))); }
+std::string own_run_events_path() {
+  return run_events_path(env_or(env_var::kSlurmArrayJobId, env_text(env_var::kSlurmJobId)));
+}
 
 std::int64_t text_figure(const std::string& text) {
   if (text.empty()) return -1;

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <ctime>
 
+#include "env_names.hpp"
 #include "run_events.hpp"
 #include "time_text.hpp"
 
@@ -25,12 +26,12 @@ std::string utc_stamp(std::int64_t unix_ms) { return time_text(unix_ms / 1000, "
 std::string run_id(const env_lookup& env, std::int64_t since_ms) {
   std::string own = env(kRunIdVar);
   if (valid_run_id(own)) return own;
-  std::string job = env("SLURM_ARRAY_JOB_ID");
-  if (job.empty()) job = env("SLURM_JOB_ID");
+  std::string job = env(env_var::kSlurmArrayJobId);
+  if (job.empty()) job = env(env_var::kSlurmJobId);
   if (job.empty() || job.find_first_not_of("0123456789") != std::string::npos) return "";
   if (since_ms > 0) job += "-" + utc_stamp(since_ms);
   // A cluster name that could not be part of an id is left out rather than mangled.
-  const std::string cluster = env("SLURM_CLUSTER_NAME");
+  const std::string cluster = env(env_var::kSlurmClusterName);
   const std::string id = (valid_run_id(cluster) ? cluster + "-" : std::string()) + job;
   return valid_run_id(id) ? id : job;
 }

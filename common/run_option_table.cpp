@@ -4,6 +4,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "env_names.hpp"
 #include "options.hpp"
 #include "parse.hpp"
 #include "switch_paths.hpp"
@@ -136,7 +137,7 @@ std::string resolve_switch(const std::vector<given_option>& given, const run_opt
   if (!is_given(given, row.name)) return env(row.bare_var);
   if (!value.empty()) return value;
   if (!env(row.bare_var).empty()) return env(row.bare_var);
-  return default_switch_path(row.bare(), env("SLURM_SUBMIT_DIR"), env("SLURM_JOB_NAME"));
+  return default_switch_path(row.bare(), env(env_var::kSlurmSubmitDir), env(env_var::kSlurmJobName));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "env_names.hpp"
 #include "node_names.hpp"
 #include "owned_fd.hpp"
 #include "parse.hpp"
@@ -106,7 +107,7 @@ void compact_if_large(const std::string& path) {
 
 }  // namespace
 
-std::string save_times_dir() { return user_state_path("TRAINCTL_SAVE_TIMES_DIR", "save_times"); }
+std::string save_times_dir() { return user_state_path(env_var::kTrainctlSaveTimesDir, "save_times"); }
 
 std::string save_times_path(const std::string& key) {
   const std::string dir = save_times_dir();

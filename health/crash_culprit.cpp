@@ -18,6 +18,7 @@
 #include "crash_order.hpp"
 #include "dir_entries.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "gpu_memory.hpp"
 #include "hostlist.hpp"
 #include "node_names.hpp"
@@ -39,7 +40,7 @@ constexpr milliseconds kSignOfLifeWait = kLeaseInterval + milliseconds(2000);
 
 // TRAINCTL_CLOCK_SKEW_MS when set (ms), else -1: the allowance is measured.
 std::int64_t clock_skew_override_ms() {
-  const std::string v = env_text("TRAINCTL_CLOCK_SKEW_MS");
+  const std::string v = env_text(env_var::kTrainctlClockSkewMs);
   char* end = nullptr;
   const long long n = std::strtoll(v.c_str(), &end, 10);
   return !v.empty() && *end == '\0' && n >= 0 ? n : -1;
@@ -66,7 +67,7 @@ int step_nodes() {
 // The step's nodes, as SLURM lists them; empty when the list does not name `count` nodes.
 std::vector<std::string> step_node_list(int count) {
   const std::string list =
-      env_text(env_text("SLURM_STEP_NODELIST").empty() ? "SLURM_JOB_NODELIST" : "SLURM_STEP_NODELIST");
+      env_text(env_text(env_var::kSlurmStepNodelist).empty() ? "SLURM_JOB_NODELIST" : "SLURM_STEP_NODELIST");
   std::vector<std::string> nodes = expand_hostlist(list);
   for (const auto& n : nodes)
     if (!valid_node_name(n)) return {};
@@ -132,7 +133,7 @@ owned_fd open_crash_dir(const std::string& log_dir, const std::string& leaf, std
 
 std::string run_key(const std::string& job_id, pid_t self) {
   if (job_id.empty()) return "pid" + std::to_string(self);
-  const std::string restart = env_text("SLURM_RESTART_COUNT");
+  const std::string restart = env_text(env_var::kSlurmRestartCount);
   return job_id + "." + (restart.empty() ? "0" : restart);
 }
 
@@ -207,7 +208,7 @@ bool crash_culprit::sigbus_of_damaged_state(const end_facts& f) {
 
 // One per job step and run: the steps of one job (and its requeued runs) crash apart.
 std::string crash_culprit::evidence_leaf() const {
-  const std::string step = env_text("SLURM_STEP_ID");
+  const std::string step = env_text(env_var::kSlurmStepId);
   return "crash-" + run_key(opts_.job_id, self_) + "." + (step.empty() ? "batch" : step);
 }
 
@@ -390,7 +391,7 @@ bool crash_culprit::judge_first_death(int fd, const std::string& me, const death
   }
   const std::string lead = v.lead;
   // The array names the program: its tasks' crashes are one program's.
-  const std::string array = env_text("SLURM_ARRAY_JOB_ID"), path = bad_nodes_path();
+  const std::string array = env_text(env_var::kSlurmArrayJobId), path = bad_nodes_path();
   bad_node b;
   b.when = mine / 1000;
   b.host = me;

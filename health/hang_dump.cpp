@@ -9,6 +9,7 @@
 
 #include "bad_nodes.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "hang_verdict.hpp"
 #include "node_names.hpp"
 #include "node_state.hpp"
@@ -145,10 +146,10 @@ hang_dump_report take_hang_stacks(const hang_dump_request& r) {
   // otherwise take the ranks of a node that has not dumped yet); the first node then
   // says where the whole job is stuck.
   int world = 0;
-  if (!ranks.empty()) world = std::atoi(proc_environ_value(ranks[0].pid, "WORLD_SIZE").c_str());
-  if (world == 0) world = std::atoi(env_text("SLURM_NTASKS").c_str());
+  if (!ranks.empty()) world = std::atoi(proc_environ_value(ranks[0].pid, env_var::kWorldSize).c_str());
+  if (world == 0) world = std::atoi(env_text(env_var::kSlurmNtasks).c_str());
   const std::vector<rank_stack> all = wait_for_job_dumps(fd, r, world);
-  const std::string node = env_text("SLURM_NODEID");
+  const std::string node = env_text(env_var::kSlurmNodeid);
   if ((node.empty() || node == "0") && world > static_cast<int>(stacks.size())) {
     summary = summarize(all) + doing_text;
     out << "hang: the whole job (" << all.size() << " of " << world << " ranks dumped): " << summary << "\n";

@@ -22,6 +22,7 @@
 
 #include "beat_fields.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "error_fields.hpp"
 #include "gpu_memory.hpp"
 #include "hang_budget.hpp"
@@ -87,7 +88,7 @@ void node_health::started(node_state_file* state, pid_t command) {
   const std::string dir = dir_.dir;
   // The hang budgets' store (on the shared home, which may stall too): read here.
   const std::string times = opts_.hang.timeout.count() != 0 ? budgets_.store_path() : "";
-  const std::string by_name = times.empty() ? "" : save_times_path_for_name(env_text("SLURM_JOB_NAME"));
+  const std::string by_name = times.empty() ? "" : save_times_path_for_name(env_text(env_var::kSlurmJobName));
   spec.work = [dir, times, by_name] {
     bool group = false;
     std::string why = prepare_log_dir(dir, &group), note;
@@ -369,7 +370,7 @@ void node_health::check_start() {
     if (c.start_clock > 0)  // from the end of a phase it marked before its first agreement
       age_s = std::min(age_s, static_cast<double>(unix_now_ms() - c.start_clock) / 1000.0);
     if (age_s * 1000 < static_cast<double>(opts_.hang.start_timeout.count())) continue;
-    const std::string rank = proc_environ_value(r.pid, "RANK");
+    const std::string rank = proc_environ_value(r.pid, env_var::kRank);
     start_dump("rank " + (rank.empty() ? "?" : rank) + " (pid " + std::to_string(r.pid) +
                    ") has not reached its first agreement " +
                    format_duration(milliseconds(std::int64_t(age_s * 1000))) + " after it started",

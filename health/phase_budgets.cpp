@@ -6,6 +6,7 @@
 
 #include "beat_fields.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "node_names.hpp"
 #include "parse.hpp"
 #include "save_times.hpp"
@@ -16,7 +17,7 @@ phase_budgets::phase_budgets(const supervisor_options& o, log_fn log) : opts_(o)
   rules_.timeout = o.hang.timeout;
   rules_.set = o.hang.phase_timeouts;
   // One store per job array (or job): the budgets carry over to its next task.
-  const std::string id = env_or("SLURM_ARRAY_JOB_ID", o.job_id);
+  const std::string id = env_or(env_var::kSlurmArrayJobId, o.job_id);
   if (!o.job_id.empty()) store_ = save_times_path(id);
   training_ = shortest_phase_ = budget_for(rules_, "", 0).budget;
 }

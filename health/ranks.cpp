@@ -12,6 +12,8 @@
 #include <fstream>
 #include <map>
 
+#include "env_names.hpp"
+
 namespace trainctl {
 namespace {
 
@@ -73,7 +75,7 @@ std::string proc_environ_value(pid_t pid, const std::string& name, const std::st
 int proc_rank(pid_t pid, const std::string& proc) {
   std::string blob;
   if (!read_file(proc + "/" + std::to_string(pid) + "/environ", blob)) return -1;
-  for (const char* var : {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+  for (const char* var : env_var::kRankVariables) {
     const std::string v = environ_value(blob, var);
     if (v.empty()) continue;
     char* end = nullptr;
@@ -322,7 +324,7 @@ std::vector<proc_info> find_job_rank_procs(const std::string& job_id, const std:
   std::map<pid_t, bool> in_job;  // ours, a rank, of this job, not a launcher
   for (const auto& p : all)
     in_job[p.pid] = p.ours && p.has_rank && !p.launcher && !mine[p.pid] &&
-                    proc_environ_value(p.pid, "SLURM_JOB_ID", proc) == job_id;
+                    proc_environ_value(p.pid, env_var::kSlurmJobId, proc) == job_id;
   auto ranks = topmost(in_job);
   if (!ranks.empty()) return ranks;
   // `srun python train.py`: no rank variable but SLURM's own. The task of a job step
@@ -332,8 +334,9 @@ std::vector<proc_info> find_job_rank_procs(const std::string& job_id, const std:
     if (!p.ours || p.launcher || mine[p.pid]) continue;
     std::string blob, cmd;
     if (!read_file(proc + "/" + std::to_string(p.pid) + "/environ", blob)) continue;
-    if (environ_value(blob, "SLURM_JOB_ID") != job_id || environ_value(blob, "SLURM_PROCID").empty()) continue;
-    const std::string step = environ_value(blob, "SLURM_STEP_ID");
+    if (environ_value(blob, env_var::kSlurmJobId) != job_id || environ_value(blob, env_var::kSlurmProcid).empty())
+      continue;
+    const std::string step = environ_value(blob, env_var::kSlurmStepId);
     if (step.empty() || step == "batch" || step == "extern") continue;
     read_file(proc + "/" + std::to_string(p.pid) + "/cmdline", cmd, 4096);
     const std::string argv0 = base_name(cmd.substr(0, cmd.find('\0')));

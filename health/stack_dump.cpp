@@ -20,6 +20,7 @@
 
 #include "dir_entries.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "node_names.hpp"
 #include "node_state.hpp"
 #include "parse.hpp"
@@ -116,7 +117,7 @@ std::string native_stacks(pid_t pid, milliseconds limit, std::string* tool) {
 // dump its recent collectives to TORCH_NCCL_DEBUG_INFO_TEMP_FILE<rank>, from a
 // thread of its own, whatever Python is doing. Returns the line for the stack file.
 std::string request_flight_recorder(pid_t pid, int rank) {
-  const std::string stem = proc_environ_value(pid, "TORCH_NCCL_DEBUG_INFO_PIPE_FILE");
+  const std::string stem = proc_environ_value(pid, env_var::kTorchNcclDebugInfoPipeFile);
   if (stem.empty() || rank < 0) return "";
   const std::string pipe = stem + std::to_string(rank) + ".pipe";
   struct stat st {};
@@ -126,7 +127,7 @@ std::string request_flight_recorder(pid_t pid, int rank) {
   if (!fd) return "(flight recorder pipe " + pipe + ": nobody reads it: " + std::strerror(errno) + ")\n";
   const bool ok = write(fd.get(), "1\n", 2) == 2;
   fd.reset();
-  std::string out = proc_environ_value(pid, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE");
+  std::string out = proc_environ_value(pid, env_var::kTorchNcclDebugInfoTempFile);
   if (out.empty()) out = "/tmp/nccl_trace_rank_";
   return ok ? "dump requested through " + pipe + "; PyTorch writes it to " + out + std::to_string(rank) + "\n"
             : "(could not write to " + pipe + ")\n";
@@ -140,7 +141,7 @@ std::string one_line(std::string s) {
 }  // namespace
 
 int stack_signal_from_env() {
-  const std::string name = env_set("TRAINCTL_STACK_SIGNAL") ? env_text("TRAINCTL_STACK_SIGNAL") : "URG";
+  const std::string name = env_set(env_var::kTrainctlStackSignal) ? env_text(env_var::kTrainctlStackSignal) : "URG";
   if (name.empty() || name == "none" || name == "NONE" || name == "0") return 0;
   try {
     return parse_signal(name);
@@ -271,7 +272,7 @@ std::string evidence_root(const std::string& log_dir, bool group, std::string* w
   }
   struct stat st {};
   lstat(root.c_str(), &st);
-  std::string home = user_state_path("TRAINCTL_EVIDENCE_HOME", "evidence");
+  std::string home = user_state_path(env_var::kTrainctlEvidenceHome, "evidence");
   const std::string taken = root + " belongs to uid " + std::to_string(st.st_uid) + ", not to this user";
   if (home.empty() || !make_private_dirs(home.substr(0, home.rfind('/'))) ||
       !usable_root(home, false, &mine, &problem)) {
@@ -390,7 +391,7 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
   std::vector<off_t> before(ranks.size(), -1);
   std::vector<std::string> py_file(ranks.size()), refused(ranks.size());
   for (size_t i = 0; i < ranks.size(); ++i) {
-    std::string dir = proc_environ_value(ranks[i].pid, "TRAINCTL_STATE");
+    std::string dir = proc_environ_value(ranks[i].pid, env_var::kTrainctlState);
     dir = dir.find('/') == std::string::npos ? o.python_dir : dir.substr(0, dir.rfind('/'));
     py_file[i] = dir + "/stacks." + std::to_string(ranks[i].pid);
     if (o.stack_signal == 0 || dir.empty() || !catches(ranks[i].pid, o.stack_signal)) continue;
@@ -494,14 +495,14 @@ int dump_job_stacks_here(const std::string& job_id, std::string log_dir, const s
   const std::vector<std::string> launchers{"torchrun", "accelerate", "deepspeed", "mpirun", "mpiexec", "srun", "orted"};
   // Only this node's: where nodes share a host (containers, test beds) the others'
   // ranks are visible here too.
-  const std::string node = env_text("SLURMD_NODENAME");
+  const std::string node = env_text(env_var::kSlurmdNodename);
   std::vector<proc_info> ranks;
   for (const auto& r : find_job_rank_procs(job_id, launchers))
-    if (node.empty() || proc_environ_value(r.pid, "SLURMD_NODENAME") == node) ranks.push_back(r);
+    if (node.empty() || proc_environ_value(r.pid, env_var::kSlurmdNodename) == node) ranks.push_back(r);
   // Unless told where, beside the job's own hang stacks: its ranks' TRAINCTL_LOG_DIR
   // (the template sets it inside the job, where a login shell cannot see it).
   if (log_dir.compare(0, 9, "fallback:") == 0) {
-    const std::string logs = ranks.empty() ? "" : proc_environ_value(ranks[0].pid, "TRAINCTL_LOG_DIR");
+    const std::string logs = ranks.empty() ? "" : proc_environ_value(ranks[0].pid, env_var::kTrainctlLogDir);
     log_dir = logs.empty() ? log_dir.substr(9) : logs;
   }
   // A missing log directory is made (private); one that cannot be used, or an evidence
@@ -522,7 +523,7 @@ int dump_job_stacks_here(const std::string& job_id, std::string log_dir, const s
   o.out_dir = out_dir;
   o.dir_fd = fd.get();
   o.file_mode = group ? 0640 : 0600;
-  const std::string restart = env_text("SLURM_RESTART_COUNT");
+  const std::string restart = env_text(env_var::kSlurmRestartCount);
   o.id = {job_id + "." + (restart.empty() ? "0" : restart), "on-demand", unix_now_ms()};
   o.python_dir = state_dir();
   o.stack_signal = stack_signal_from_env();

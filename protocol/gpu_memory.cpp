@@ -1,5 +1,6 @@
 #include "gpu_memory.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 
 #include <dlfcn.h>
 
@@ -26,7 +27,7 @@ using uuid_fn = nvml_return (*)(nvml_device, char*, unsigned);
 gpu_memory::gpu_memory(const std::string& library) {
   std::string lib = library;
   if (lib.empty()) {
-    lib = env_or("TRAINCTL_NVML_LIBRARY", "libnvidia-ml.so.1");
+    lib = env_or(env_var::kTrainctlNvmlLibrary, "libnvidia-ml.so.1");
   }
   handle_ = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle_ == nullptr) {

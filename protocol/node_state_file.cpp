@@ -27,6 +27,7 @@
 #include "beat_fields.hpp"
 #include "deadline_fields.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "notice_fields.hpp"
 #include "publisher_fields.hpp"
 #include "sigbus_guard.hpp"
@@ -282,8 +283,8 @@ int node_state_file::register_switch(switch_kind kind, const std::string& name, 
 }
 
 owned_fd node_state_file::open_supervisors_copy() const {
-  const std::string state = env_text("TRAINCTL_STATE"), pid = env_text("TRAINCTL_SUPERVISOR_PID"),
-                    fd = env_text("TRAINCTL_STATE_FD");
+  const std::string state = env_text(env_var::kTrainctlState), pid = env_text(env_var::kTrainctlSupervisorPid),
+                    fd = env_text(env_var::kTrainctlStateFd);
   const auto number = [](const std::string& v) {
     return !v.empty() && v.size() <= 9 && v.find_first_not_of("0123456789") == std::string::npos;
   };

@@ -16,6 +16,7 @@
 
 #include "dir_entries.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "node_state.hpp"
 
 namespace trainctl {
@@ -141,7 +142,7 @@ bool hold_run_dir(const std::string& dir, const struct stat& st) {
 }  // namespace
 
 std::string state_dir(std::string* note) {
-  const std::string xdg = env_text("XDG_RUNTIME_DIR");
+  const std::string xdg = env_text(env_var::kXdgRuntimeDir);
   struct stat st {};
   // A login node's XDG_RUNTIME_DIR often reaches a compute node where it does not exist.
   if (!xdg.empty() && xdg[0] == '/' && lstat(xdg.c_str(), &st) == 0 && untrusted(st, true).empty())
@@ -149,14 +150,14 @@ std::string state_dir(std::string* note) {
   const std::string uid = std::to_string(getuid());
   // Made by the SPANK plugin as root before the task starts, under a root-owned parent
   // (as logind makes /run/user/<uid>): nobody else can take the name first.
-  std::string run = env_or("TRAINCTL_RUN_DIR", "/run/trainctl") + "/" + uid;
+  std::string run = env_or(env_var::kTrainctlRunDir, "/run/trainctl") + "/" + uid;
   std::string why;
   if (lstat(run.c_str(), &st) == 0 && !S_ISLNK(st.st_mode) && untrusted(st, true).empty() && hold_run_dir(run, st))
     return run;
   // Without the plugin, /dev/shm: everyone's. A name another user took first is not
   // fought over, nor is a next name anyone could guess too: this user's own directory
   // with a random name (private_shm_dir).
-  const std::string shm_root = env_or("TRAINCTL_SHM_DIR", "/dev/shm");
+  const std::string shm_root = env_or(env_var::kTrainctlShmDir, "/dev/shm");
   std::string shm = shm_root + "/trainctl-" + uid;
   if (usable_state_dir(shm, &why)) return shm;
   std::string mine = private_shm_dir(shm_root, "trainctl-" + uid + "-");
@@ -170,12 +171,12 @@ std::string state_dir(std::string* note) {
 
 std::string default_state_path() {
   std::string key;
-  const std::string job = env_text("SLURM_JOB_ID");
+  const std::string job = env_text(env_var::kSlurmJobId);
   if (!job.empty()) {
     // The node name too: several slurmd may share one host (multiple-slurmd, the
     // local test cluster), and each node has its own state.
-    key = job + "." + env_or("SLURM_STEP_ID", "batch") + "-" + env_or("SLURMD_NODENAME", "node");
-  } else if (env_set("LOCAL_RANK")) {
+    key = job + "." + env_or(env_var::kSlurmStepId, "batch") + "-" + env_or(env_var::kSlurmdNodename, "node");
+  } else if (env_set(env_var::kLocalRank)) {
     // torchrun's workers are children of one agent: its pid names the run on this node.
     key = "ppid" + std::to_string(getppid());
   } else {

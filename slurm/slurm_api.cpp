@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "env.hpp"
+#include "env_names.hpp"
 #include "parse.hpp"
 
 namespace trainctl {
@@ -56,7 +57,7 @@ int call_load_job(load_job_fn load_job, job_info_msg_t** msg, std::uint32_t id) 
 }  // namespace
 
 void slurm_api_job_child(const std::string& job_id) {
-  if (env_set("TRAINCTL_NO_LIBSLURM")) fall_back(job_id, "TRAINCTL_NO_LIBSLURM is set");
+  if (env_set(env_var::kTrainctlNoLibslurm)) fall_back(job_id, "TRAINCTL_NO_LIBSLURM is set");
   // Global: the plugins libslurm loads in turn (auth/munge, hash) take its symbols from
   // the global scope. Its soname is the one of the headers built against (job_info_t).
   // A wheel's tools, built against one release's headers, meet whatever SLURM the cluster

@@ -46,6 +46,7 @@ extern "C" {
 
 #include "build_id.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "metrics_files.hpp"
 #include "node_state.hpp"
 #include "options.hpp"
@@ -322,7 +323,7 @@ rank_env env_for_ranks(spank_t sp, bool batch) {
 // this plugin with it, looked up in the usual places; "" when not found.
 std::string argument_origin(const std::string& arg) {
   std::vector<std::string> files;
-  std::string dir = trainctl::env_or("SLURM_CONF", "/etc/slurm/slurm.conf");
+  std::string dir = trainctl::env_or(trainctl::env_var::kSlurmConf, "/etc/slurm/slurm.conf");
   dir = dir.substr(0, dir.rfind('/'));
   files.push_back(dir + "/plugstack.conf");
   if (DIR* d = opendir((dir + "/plugstack.conf.d").c_str())) {

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "env.hpp"
+#include "env_names.hpp"
 #include "node_state.hpp"
 #include "once_markers.hpp"
 #include "parse.hpp"
@@ -34,12 +35,12 @@ notice_hook::~notice_hook() {
 
 void notice_hook::notice(const char* kind, std::int64_t deadline_ms, std::int64_t end_ms, const std::string& detail) {
   if (command_.empty()) return;
-  const std::string node = env_text("SLURM_NODEID");
+  const std::string node = env_text(env_var::kSlurmNodeid);
   if (!node.empty() && node != "0") return;  // the first node only
   // Once per kind for this run of the job on this node: the batch step's and the
   // steps' supervisors all see the same notice. A requeued job runs it again.
   // Outside SLURM this supervisor is the only one: it remembers the kinds itself.
-  const std::string job = env_text("SLURM_JOB_ID");
+  const std::string job = env_text(env_var::kSlurmJobId);
   if (ran_.find(std::string(kind) + ",") != std::string::npos) return;
   if (pid_ > 0) {
     log_("on-notice: " + std::string(kind) + ": the command for the " + kind_ +
@@ -47,10 +48,11 @@ void notice_hook::notice(const char* kind, std::int64_t deadline_ms, std::int64_
     return;
   }
   ran_ += std::string(kind) + ",";
-  const std::string restart = env_text("SLURM_RESTART_COUNT").empty() ? "0" : env_text("SLURM_RESTART_COUNT");
+  const std::string restart =
+      env_text(env_var::kSlurmRestartCount).empty() ? "0" : env_text(env_var::kSlurmRestartCount);
   // The run: the job id, its restart count and its start time (SLURM_JOB_START_TIME
   // where SLURM sets it, 23.02+; else what the controller said).
-  std::string start = env_text("SLURM_JOB_START_TIME");
+  std::string start = env_text(env_var::kSlurmJobStartTime);
   if (start.empty() && run_start_ms_ == 0 && !job.empty()) {
     // Every supervisor of the node must name the run alike, also one that never asked
     // the controller (a follower): ask now, briefly. The notice itself went out before.

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "env.hpp"
+#include "env_names.hpp"
 #include "notice_fields.hpp"
 #include "once_markers.hpp"
 #include "parse.hpp"
@@ -133,7 +134,7 @@ void task_supervisor::start_query(const char* why) {
     on_job_answer(std::nullopt, error);
     return;
   }
-  if (env_set("TRAINCTL_LOG_QUERIES"))  // for the RPC tests
+  if (env_set(env_var::kTrainctlLogQueries))  // for the RPC tests
     log_.line("asked the controller for the job's EndTime (%s, through %s) at %lld ms", why, query_.how(),
               static_cast<long long>(unix_now_ms()));
 }

@@ -16,6 +16,7 @@
 #include "bounded_append.hpp"
 #include "breaker_fields.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "no_progress.hpp"
 #include "node_names.hpp"
 #include "node_state.hpp"
@@ -39,7 +40,7 @@ using std::chrono::milliseconds;
 }  // namespace
 
 std::string preempted_marker(const std::string& job_id) {
-  const std::string restart = env_text("SLURM_RESTART_COUNT");
+  const std::string restart = env_text(env_var::kSlurmRestartCount);
   return "once.preempted." + job_id + "." + (restart.empty() ? "0" : restart);
 }
 
@@ -47,7 +48,7 @@ std::string preempted_marker(const std::string& job_id) {
 array_run run_end::this_run() const {
   array_run r;
   r.job = opts_.job_id;
-  const std::string task = env_text("SLURM_ARRAY_TASK_ID"), restart = env_text("SLURM_RESTART_COUNT");
+  const std::string task = env_text(env_var::kSlurmArrayTaskId), restart = env_text(env_var::kSlurmRestartCount);
   r.task = all_digits(task, 9) ? std::stoll(task) : -1;
   r.restart = restart.empty() ? 0 : all_digits(restart, 9) ? std::stoll(restart) : -1;
   return r;
@@ -124,7 +125,7 @@ std::optional<std::string> run_end::judge(int child_status, bool interrupted) {
   }
   no_progress_ = true;
   log_.line("no progress: %s: this run ends with exit status %d%s", detail.c_str(), kNoProgressExit,
-            env_text("SLURM_ARRAY_JOB_ID").empty() ? "" : "; cancelling the array's pending tasks");
+            env_text(env_var::kSlurmArrayJobId).empty() ? "" : "; cancelling the array's pending tasks");
   cancel_rest_of_array();
   forgive_crash_loop_nodes(runs, jobs);
   return detail;
@@ -148,7 +149,7 @@ bool run_end::ending_run(const std::vector<array_run>& runs, array_run* r) const
 
 // scancel --state=PENDING of this array, with one line when it fails.
 void run_end::cancel_rest_of_array() const {
-  const std::string array = env_text("SLURM_ARRAY_JOB_ID");
+  const std::string array = env_text(env_var::kSlurmArrayJobId);
   std::string error, spared;
   if (!array.empty() && !cancel_pending_tasks(array, milliseconds(10000), &error, &spared))
     log_.line("could not cancel the pending tasks of array %s (%s): each ends at once when it starts", array.c_str(),
@@ -159,7 +160,7 @@ void run_end::cancel_rest_of_array() const {
 }
 
 void run_end::hold_rest_of_array(const std::string& path) const {
-  const std::string array = env_text("SLURM_ARRAY_JOB_ID");
+  const std::string array = env_text(env_var::kSlurmArrayJobId);
   if (array.empty() || opts_.job_id.empty()) return;
   // Once per job on this node: the batch step's supervisor and the first task's of a
   // step both know the switch (the plugin's), or only one does (trainctl-run's).
@@ -284,7 +285,7 @@ void run_end::note_task_end(int child_status, bool preempted) {
 // This program (the array) ran cleanly here: a node where it crashed (a suspicion) may
 // now be convicted by contrast (bad_node_contrast.hpp). In a child: the home may stall.
 void run_end::convict_where_this_program_crashed(const std::string& here) const {
-  const std::string array = env_text("SLURM_ARRAY_JOB_ID"), path = bad_nodes_path();
+  const std::string array = env_text(env_var::kSlurmArrayJobId), path = bad_nodes_path();
   if (array.empty() || path.empty()) return;
   child_spec spec;
   spec.deadline = milliseconds(10000);
@@ -312,8 +313,8 @@ void run_end::convict_where_this_program_crashed(const std::string& here) const 
 // the ranks timed and the slowest rank's (the agreement's). A rank process that a
 // launcher restarted counts from its restart.
 void run_end::note_compute(const node_state& ns) {
-  const std::string job = env_text("SLURM_JOB_ID");
-  if (!env_set("SLURM_JOB_ID")) return;
+  const std::string job = env_text(env_var::kSlurmJobId);
+  if (!env_set(env_var::kSlurmJobId)) return;
   run_event e;
   e.ms = unix_now_ms();
   e.job = job;
@@ -342,7 +343,7 @@ void run_end::note_commits(const node_state& ns) {
     ranks.push_back({v.rank, v.asked_step, v.asked_ms, v.committed_step, v.committed_ms, v.pending_step, v.pending_ms});
   const auto commits = judge_save_commits(ranks);
   if (!commits) return;
-  const std::string node = env_text("SLURMD_NODENAME");
+  const std::string node = env_text(env_var::kSlurmdNodename);
   const std::int64_t now = unix_now_ms();
   for (const std::string& line : {save_commits_line(*commits, node), cut_writes_line(*commits, node, now)})
     if (!line.empty()) log_.line("%s", line.c_str());
@@ -378,8 +379,8 @@ void run_end::note_death(const node_health::program_death& d) {
 // Written from the hang's dump, not the loop's hot path, and in a child with a limit:
 // the home may be the stalled mount the ranks hang on.
 void run_end::note_hang(std::int64_t stall_ms) {
-  const std::string job = env_text("SLURM_JOB_ID");
-  if (!env_set("SLURM_JOB_ID")) return;
+  const std::string job = env_text(env_var::kSlurmJobId);
+  if (!env_set(env_var::kSlurmJobId)) return;
   run_event e;
   e.ms = unix_now_ms();
   e.job = job;

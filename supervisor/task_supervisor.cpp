@@ -19,6 +19,7 @@
 #include "build_id.hpp"
 #include "deadline_fields.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "node_names.hpp"
 #include "node_state_file.hpp"
 #include "notice_fields.hpp"
@@ -145,9 +146,9 @@ int task_supervisor::start(char* const* argv, pid_t adopt, int run_id_fd) {
   }
   if (dl_.deadline_ms() != 0) publish_deadline();
   if (graceful_is_auto()) {
-    const std::string array = env_text("SLURM_ARRAY_JOB_ID");
+    const std::string array = env_text(env_var::kSlurmArrayJobId);
     std::string problem;
-    auto_ = std::make_unique<graceful_auto>(array.empty() ? opts_.job_id : array, env_text("SLURM_JOB_NAME"),
+    auto_ = std::make_unique<graceful_auto>(array.empty() ? opts_.job_id : array, env_text(env_var::kSlurmJobName),
                                             opts_.job_id, node_name(), &problem);
     if (!problem.empty()) log_.line("--graceful-exit=auto: %s", problem.c_str());
   }
@@ -171,7 +172,7 @@ std::string task_supervisor::decided_run_id() {
   const std::string own = env_text(kRunIdVar);
   std::string why;
   const bool asks = opts_.batch && !opts_.job_id.empty() && !valid_run_id(own);
-  if (asks && env_set("TRAINCTL_LOG_QUERIES"))  // for the RPC tests
+  if (asks && env_set(env_var::kTrainctlLogQueries))  // for the RPC tests
     log_.line("asked the controller for the job's submit time (the run id) at %lld ms",
               static_cast<long long>(unix_now_ms()));
   std::string id = asks ? decide_run_id(opts_.job_id, milliseconds(3000), &why) : run_id(env_text);
@@ -239,30 +240,30 @@ milliseconds task_supervisor::turn() {
 void task_supervisor::open_metrics(const std::string& run) {
   metrics_identity id;
   id.job = opts_.job_id.empty() ? "none" : opts_.job_id;
-  id.array_task = env_text("SLURM_ARRAY_TASK_ID");
-  id.user = env_text("SLURM_JOB_USER");
+  id.array_task = env_text(env_var::kSlurmArrayTaskId);
+  id.user = env_text(env_var::kSlurmJobUser);
   if (id.user.empty()) id.user = std::to_string(getuid());
   id.run_id = run;
-  id.node = env_text("SLURMD_NODENAME");
+  id.node = env_text(env_var::kSlurmdNodename);
   if (id.node.empty()) id.node = node_name();
-  id.step = opts_.batch ? "batch" : env_text("SLURM_STEP_ID");
+  id.step = opts_.batch ? "batch" : env_text(env_var::kSlurmStepId);
   std::string why;
   metrics_ = task_metrics::open(opts_.metrics.dir, opts_.metrics.interval, std::move(id), &why);
   if (!metrics_) log_.line("--metrics-dir %s %s: no metrics from this task", opts_.metrics.dir.c_str(), why.c_str());
   if (metrics_ && !state_) log_.line("--metrics-dir needs the node state, which was refused above: no metrics");
   // The job's goodput, once a job: from the first node's file.
-  if (metrics_ && !opts_.batch && env_text("SLURM_NODEID") == "0" && !opts_.job_id.empty()) {
+  if (metrics_ && !opts_.batch && env_text(env_var::kSlurmNodeid) == "0" && !opts_.job_id.empty()) {
     task_record task;
     task.job_id = opts_.job_id;
-    const std::string array = env_text("SLURM_ARRAY_JOB_ID");
-    task.name = array.empty() ? opts_.job_id : array + "_" + env_text("SLURM_ARRAY_TASK_ID");
-    task.user = env_text("SLURM_JOB_USER");
-    std::string nodes = env_text("SLURM_JOB_NUM_NODES");
-    if (nodes.empty()) nodes = env_text("SLURM_NNODES");
+    const std::string array = env_text(env_var::kSlurmArrayJobId);
+    task.name = array.empty() ? opts_.job_id : array + "_" + env_text(env_var::kSlurmArrayTaskId);
+    task.user = env_text(env_var::kSlurmJobUser);
+    std::string nodes = env_text(env_var::kSlurmJobNumNodes);
+    if (nodes.empty()) nodes = env_text(env_var::kSlurmNnodes);
     task.nodes = all_digits(nodes, 5) ? std::stoi(nodes) : 1;
     auto goodput = std::make_unique<live_report>(task, own_run_events_path());
     // SLURM 23.02+ says the run's Start; before, the controller's answer does (on_job_answer).
-    const std::string start = env_text("SLURM_JOB_START_TIME");
+    const std::string start = env_text(env_var::kSlurmJobStartTime);
     if (all_digits(start, 15)) goodput->started(std::stoll(start) * 1000);
     metrics_->add_goodput(std::move(goodput));
   }
@@ -297,7 +298,7 @@ int task_supervisor::finish() {
     end_.hold_rest_of_array(opts_.kill_switch);
   if (state_ && publishes() && state_->damage().empty()) {
     end_.note_commits(state_->get());
-    if (env_set("SLURM_JOB_ID")) end_.note_compute(state_->get());
+    if (env_set(env_var::kSlurmJobId)) end_.note_compute(state_->get());
   }
   if (opts_.batch) end_.note_task_end(procs_.status(), preempted_);
   metrics_.reset();  // its file goes with the task

@@ -15,6 +15,7 @@
 
 #include "deadline_tracker.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "graceful_auto.hpp"
 #include "node_health.hpp"
 #include "node_role.hpp"
@@ -63,7 +64,9 @@ class task_supervisor {
   // Whether this supervisor holds the array's pending tasks when the kill switch ends
   // its run: the batch step's, and the first task's of a step (trainctl-run's batch
   // script may not know the switch).
-  bool holds_array() const { return !opts_.kill_switch.empty() && (opts_.batch || env_text("SLURM_PROCID") == "0"); }
+  bool holds_array() const {
+    return !opts_.kill_switch.empty() && (opts_.batch || env_text(env_var::kSlurmProcid) == "0");
+  }
 
   // notices.cpp: signals, the controller's answers, and telling the ranks.
   void handle_signal(const signalfd_siginfo& si);

@@ -5,6 +5,7 @@
 
 #include "checks.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "subprocess.hpp"
 
 namespace trainctl {
@@ -89,10 +90,10 @@ std::vector<check_result> check_job_running(const std::vector<std::string>& name
   const std::string& error = squeue.error;
   // Never count the job this check runs in (a cron job named like the training job
   // would otherwise always find itself).
-  const std::string self = env_text("SLURM_JOB_ID");
+  const std::string self = env_text(env_var::kSlurmJobId);
   std::string self_array;
-  if (env_set("SLURM_ARRAY_JOB_ID") && env_set("SLURM_ARRAY_TASK_ID"))
-    self_array = env_text("SLURM_ARRAY_JOB_ID") + "_" + env_text("SLURM_ARRAY_TASK_ID");
+  if (env_set(env_var::kSlurmArrayJobId) && env_set(env_var::kSlurmArrayTaskId))
+    self_array = env_text(env_var::kSlurmArrayJobId) + "_" + env_text(env_var::kSlurmArrayTaskId);
   const auto rows = ok ? parse_squeue(text) : std::vector<job_row>{};
   for (const auto& name : names) {
     check_result r;

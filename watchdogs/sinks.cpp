@@ -15,6 +15,7 @@
 #include "check_result.hpp"
 #include "curl_loader.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "parse.hpp"
 #include "subprocess.hpp"
 #include "time_text.hpp"
@@ -44,15 +45,15 @@ bool plausible_address(const std::string& a) {
 // TRAINWATCH_SMTP_PASSWORD, if TRAINWATCH_SMTP_HOST names this host (host or
 // host:port): a spec pointed at another server never gets it.
 std::string env_password(const std::string& authority) {
-  std::string pw = env_text("TRAINWATCH_SMTP_PASSWORD");
+  std::string pw = env_text(env_var::kTrainwatchSmtpPassword);
   if (pw.empty()) return "";
-  const std::string host = env_text("TRAINWATCH_SMTP_HOST");
+  const std::string host = env_text(env_var::kTrainwatchSmtpHost);
   const std::string bare =
       authority.substr(0, authority.rfind(':') == std::string::npos ? std::string::npos : authority.rfind(':'));
-  if (!env_set("TRAINWATCH_SMTP_HOST") || (authority != host && bare != host))
+  if (!env_set(env_var::kTrainwatchSmtpHost) || (authority != host && bare != host))
     throw parse_error("smtp sink " + authority + ": TRAINWATCH_SMTP_PASSWORD is only for the host in " +
-                      "TRAINWATCH_SMTP_HOST (" + (env_set("TRAINWATCH_SMTP_HOST") ? host : std::string("not set")) +
-                      ")");
+                      "TRAINWATCH_SMTP_HOST (" +
+                      (env_set(env_var::kTrainwatchSmtpHost) ? host : std::string("not set")) + ")");
   return pw;
 }
 
@@ -195,7 +196,7 @@ bool try_smtp(const sink& s, const alert_message& m, const delivery_options& o, 
 
 bool try_sendmail(const sink& s, const alert_message& m, const delivery_options& o, std::string* error) {
   child_spec spec;
-  spec.argv = {env_or("TRAINCTL_SENDMAIL", "/usr/sbin/sendmail"), "-t", "-oi"};
+  spec.argv = {env_or(env_var::kTrainctlSendmail, "/usr/sbin/sendmail"), "-t", "-oi"};
   spec.input = mail_text(s, m);
   spec.deadline = o.timeout;
   const child_result r = run_child(spec);
@@ -302,7 +303,7 @@ sink parse_sink(const std::string& spec) {
       if (!plausible_address(a)) throw parse_error("sendmail sink: '" + a + "' is not an address; " + kAccepted);
       s.to.push_back(a);
     }
-    s.from = (env_set("USER") ? env_text("USER") : "trainwatch") + "@" + host_name();
+    s.from = (env_set(env_var::kUser) ? env_text(env_var::kUser) : "trainwatch") + "@" + host_name();
     return s;
   }
   if (starts("slack:") || starts("webhook:") || starts("alertmanager:")) {

@@ -23,6 +23,7 @@
 #include "checks.hpp"
 #include "cli_text.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "parse.hpp"
 #include "subprocess.hpp"
 #include "trainctl/trainctl.h"
@@ -87,7 +88,7 @@ struct job_running_command {
   }
   int run(const alert_setup& setup) {
     if (user.empty()) {
-      user = env_set("USER") ? env_text("USER") : std::to_string(getuid());
+      user = env_set(env_var::kUser) ? env_text(env_var::kUser) : std::to_string(getuid());
     }
     return report(check_job_running(names, user, seconds_option("--timeout", timeout)), setup);
   }
@@ -124,7 +125,7 @@ struct bad_nodes_command {
   }
   int run(const alert_setup& setup) {
     if (file.empty()) file = bad_nodes_path();
-    const std::string u = env_set("USER") ? env_text("USER") : std::to_string(getuid());
+    const std::string u = env_set(env_var::kUser) ? env_text(env_var::kUser) : std::to_string(getuid());
     child_spec q;
     q.argv = {"squeue", "-h", "-u", u, "-t", "RUNNING", "-n", name, "-o", "%N"};
     q.deadline = seconds_option("--timeout", timeout);
@@ -358,7 +359,7 @@ struct memory_command {
       r.text = why;
       return std::vector<check_result>{r};
     };
-    const std::string u = env_set("USER") ? env_text("USER") : std::to_string(getuid());
+    const std::string u = env_set(env_var::kUser) ? env_text(env_var::kUser) : std::to_string(getuid());
     child_spec q;
     // %A: the job's own id, also for an array's task (%i would be ARRAY_TASK).
     q.argv = {"squeue", "-h", "-u", u, "-t", "RUNNING", "-n", job, "-o", "%A %D %N"};

@@ -1,5 +1,6 @@
 #include "trainwatch_options.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 
 #include <sys/stat.h>
 
@@ -30,9 +31,9 @@ void usage_error(const std::string& line) {
 }
 
 std::string default_state_dir() {
-  if (std::string s = env_text("TRAINWATCH_STATE_DIR"); !s.empty()) return s;
-  if (const std::string x = env_text("XDG_STATE_HOME"); !x.empty() && x[0] == '/') return x + "/trainwatch";
-  const std::string home = env_text("HOME");
+  if (std::string s = env_text(env_var::kTrainwatchStateDir); !s.empty()) return s;
+  if (const std::string x = env_text(env_var::kXdgStateHome); !x.empty() && x[0] == '/') return x + "/trainwatch";
+  const std::string home = env_text(env_var::kHome);
   return !home.empty() && home[0] == '/' ? home + "/.local/state/trainwatch" : "";
 }
 

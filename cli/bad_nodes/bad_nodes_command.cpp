@@ -13,6 +13,7 @@
 #include "bad_nodes.hpp"
 #include "commands.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "gpu_memory.hpp"
 #include "job_access.hpp"
 #include "node_names.hpp"
@@ -26,9 +27,9 @@ namespace {
 // How many nodes a job may keep off when --cap is not given: inside a job, what its
 // partition can spare (its nodes minus the job's); else 4. *why says which.
 long long default_cap(std::string* why) {
-  if (!env_text("SLURM_JOB_ID").empty()) {
+  if (!env_text(env_var::kSlurmJobId).empty()) {
     const std::chrono::milliseconds timeout(10000);
-    const auto job = show_job_record(env_text("SLURM_JOB_ID"), timeout, nullptr);
+    const auto job = show_job_record(env_text(env_var::kSlurmJobId), timeout, nullptr);
     const std::string partition = job ? job->partition : "";
     const auto part = job ? scontrol_show("partition", partition, timeout, nullptr) : std::nullopt;
     if (part) {
@@ -134,7 +135,7 @@ int mark_bad_node(const std::string& who, const std::string& what, const std::st
   bad_node b;
   b.when = static_cast<std::int64_t>(std::time(nullptr));
   b.host = host.empty() ? node_name() : host;
-  b.job = env_text("SLURM_JOB_ID").empty() ? "-" : env_text("SLURM_JOB_ID");
+  b.job = env_text(env_var::kSlurmJobId).empty() ? "-" : env_text(env_var::kSlurmJobId);
   // The GPUs are this node's: said only when it is this node that is marked.
   if (b.host == node_name()) b.gpus = gpu_uuids();
   b.reason = reason;

@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "verb_args.hpp"
 #include "verbs.hpp"
 
@@ -21,7 +22,7 @@ int verb_bad_nodes(int argc, char** argv) {
       "failed a health check), remembered per user.",
       "trainctl bad-nodes"};
   app.require_subcommand(0, 1);
-  std::string expiry = env_or("TRAINCTL_BAD_NODE_EXPIRY", "24h"), cap = env_or("TRAINCTL_BAD_NODE_CAP", "");
+  std::string expiry = env_or(env_var::kTrainctlBadNodeExpiry, "24h"), cap = env_or(env_var::kTrainctlBadNodeCap, "");
   auto* list = app.add_subcommand("list",
                                   "(the default) print them comma separated, for sbatch --exclude= or scontrol "
                                   "update ExcNodeList=; why, one line each, on stderr");

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "env_names.hpp"
 #include "job_status.hpp"
 #include "node_names.hpp"
 #include "parse.hpp"
@@ -52,7 +53,7 @@ int signal_rank_here(const std::string& spec) {
   for (const proc_info& p : find_job_rank_procs(job, launchers)) {
     if (proc_rank(p.pid) != rank) continue;  // `srun python train.py`: SLURM_PROCID
     // Where nodes share a host (test beds), every node's ranks are visible: this node's only.
-    const std::string on = proc_environ_value(p.pid, "SLURMD_NODENAME");
+    const std::string on = proc_environ_value(p.pid, env_var::kSlurmdNodename);
     if (!on.empty() && on != node) continue;
     // A rank killed before its first check() has no heartbeat slot: its supervisor sees
     // a death but cannot tell whose (the drill killed rank 1 of task 2 as soon as rank 0
@@ -62,8 +63,8 @@ int signal_rank_here(const std::string& spec) {
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
     const pid_handle h(p);
     if (!h.signal(sig)) continue;
-    std::string log_dir = proc_environ_value(p.pid, "TRAINCTL_LOG_DIR");
-    if (log_dir.empty()) log_dir = proc_environ_value(p.pid, "SLURM_SUBMIT_DIR");
+    std::string log_dir = proc_environ_value(p.pid, env_var::kTrainctlLogDir);
+    if (log_dir.empty()) log_dir = proc_environ_value(p.pid, env_var::kSlurmSubmitDir);
     std::printf("signalled rank=%lld pid=%d host=%s log_dir=%s\n", rank, static_cast<int>(p.pid), node.c_str(),
                 log_dir.c_str());
     break;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "did_you_mean.hpp"
+#include "env_names.hpp"
 #include "hang_budget.hpp"
 #include "options.hpp"
 #include "parse.hpp"
@@ -225,7 +226,7 @@ void hang_vs_phases(const view& v, lint_result* r) {
 // `path` relative to the submit directory, as the job resolves it.
 std::string in_submit_dir(const view& v, const std::string& path) {
   if (path.empty() || path[0] == '/') return path;
-  const std::string dir = v.ctx.env("SLURM_SUBMIT_DIR");
+  const std::string dir = v.ctx.env(env_var::kSlurmSubmitDir);
   return (dir.empty() ? "." : dir) + "/" + path;
 }
 

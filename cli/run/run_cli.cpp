@@ -2,6 +2,7 @@
 // clusters without the SPANK plugin.
 //   srun trainctl-run --graceful-exit=10 --kill-switch -- torchrun ... train.py
 #include "run_cli.hpp"
+#include "env_names.hpp"
 #include "rank_signal.hpp"
 
 #include <sys/wait.h>
@@ -137,20 +138,20 @@ supervisor_options options_of(const run_args& a) {
   }
   // From the job's environment (the plugin's path too): a typo there must not stop the
   // job, which may already run; it gets one line and the default.
-  if (!is_given(given, "--no-progress-runs") && !env_text("TRAINCTL_NO_PROGRESS_RUNS").empty()) {
+  if (!is_given(given, "--no-progress-runs") && !env_text(env_var::kTrainctlNoProgressRuns).empty()) {
     try {
-      o.no_progress_runs = option::parse_no_progress_runs(env_text("TRAINCTL_NO_PROGRESS_RUNS"));
+      o.no_progress_runs = option::parse_no_progress_runs(env_text(env_var::kTrainctlNoProgressRuns));
     } catch (const parse_error&) {
       std::fprintf(stderr, "%s: TRAINCTL_NO_PROGRESS_RUNS='%s' is not a count of runs from 0 (off) to 1000: using %d\n",
-                   prog.c_str(), env_text("TRAINCTL_NO_PROGRESS_RUNS").c_str(), option::kNoProgressRunsDefault);
+                   prog.c_str(), env_text(env_var::kTrainctlNoProgressRuns).c_str(), option::kNoProgressRunsDefault);
     }
   }
-  o.job_id = env_text("SLURM_JOB_ID");
-  const std::string task = env_text("SLURM_PROCID");
+  o.job_id = env_text(env_var::kSlurmJobId);
+  const std::string task = env_text(env_var::kSlurmProcid);
   o.log_prefix =
-      "trainctl-run" + (env_text("SLURMD_NODENAME").empty()
+      "trainctl-run" + (env_text(env_var::kSlurmdNodename).empty()
                             ? std::string()
-                            : "[" + env_text("SLURMD_NODENAME") + (task.empty() ? "" : " task " + task) + "]");
+                            : "[" + env_text(env_var::kSlurmdNodename) + (task.empty() ? "" : " task " + task) + "]");
   return o;
 }
 
@@ -175,7 +176,7 @@ void pass_on_if_supervised(std::vector<std::string>& command) {
     case nesting::pass_on:
       break;
   }
-  const std::string supervisor = env_text("TRAINCTL_SUPERVISOR_PID");
+  const std::string supervisor = env_text(env_var::kTrainctlSupervisorPid);
   std::fprintf(stderr,
                "%s: this job step already runs under trainctl-run%s: %s runs as it is, under that one's options\n",
                prog.c_str(), supervisor.empty() ? "" : (" (pid " + supervisor + ")").c_str(), command[0].c_str());

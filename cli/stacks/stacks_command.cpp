@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "hang_verdict.hpp"
 #include "job_access.hpp"
 #include "stack_dump.hpp"
@@ -31,7 +32,7 @@ int dump_stacks_of_job(const std::string& who, const std::string& what, const st
   const std::string& id = info->id;  // an array's id means its running task (job_access.hpp)
   // Given (--log-dir, TRAINCTL_LOG_DIR here): that. Else where the job's ranks put
   // theirs, which only the nodes can read, falling back to the job's working directory.
-  std::string dir = log_dir.empty() ? env_text("TRAINCTL_LOG_DIR") : log_dir;
+  std::string dir = log_dir.empty() ? env_text(env_var::kTrainctlLogDir) : log_dir;
   if (dir.empty()) dir = "fallback:" + info->work_dir;
   child_spec d;
   d.argv = srun_helper_on_each_node(*info, {"--dump-stacks-here", id, "--stacks-log-dir", dir});

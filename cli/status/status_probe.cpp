@@ -19,6 +19,7 @@
 #include "cgroup_memory.hpp"
 #include "deadline_fields.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "error_fields.hpp"
 #include "job_status.hpp"
 #include "node_names.hpp"
@@ -55,8 +56,8 @@ std::vector<std::string> job_state_paths(const std::string& job_id, const std::s
     if (!p.empty() && p[0] == '/' && std::find(paths.begin(), paths.end(), p) == paths.end()) paths.push_back(p);
   };
   for (const auto& r : find_job_rank_procs(job_id, kLaunchers))
-    if (node.empty() || proc_environ_value(r.pid, "SLURMD_NODENAME") == node)
-      add(proc_environ_value(r.pid, "TRAINCTL_STATE"));
+    if (node.empty() || proc_environ_value(r.pid, env_var::kSlurmdNodename) == node)
+      add(proc_environ_value(r.pid, env_var::kTrainctlState));
   const std::string dir = state_dir();
   if (DIR* d = opendir(dir.c_str())) {
     while (const dirent* e = readdir(d)) {
@@ -74,11 +75,11 @@ std::vector<std::string> job_state_paths(const std::string& job_id, const std::s
 
 // A beat's process, if it is still a process of this job (a pid is reused).
 bool live_rank_of_job(int pid, const std::string& job_id) {
-  return pid > 0 && kill(pid, 0) == 0 && proc_environ_value(pid, "SLURM_JOB_ID") == job_id;
+  return pid > 0 && kill(pid, 0) == 0 && proc_environ_value(pid, env_var::kSlurmJobId) == job_id;
 }
 
 int straggler_agreements_of(int pid) {
-  const std::string v = proc_environ_value(pid, "TRAINCTL_STRAGGLER_AGREEMENTS");
+  const std::string v = proc_environ_value(pid, env_var::kTrainctlStragglerAgreements);
   const long n = v.empty() ? 0 : std::strtol(v.c_str(), nullptr, 10);
   return n > 0 && n < 1000000 ? static_cast<int>(n) : 5;
 }
@@ -105,7 +106,7 @@ void print_state(std::string& out, const std::string& host, const node_state& n,
     const std::int64_t beat = v.beat_ms;
     int rank = v.rank;
     if (beat == 0) {  // no check() yet: the rank is the process's own variable
-      const std::string r = proc_environ_value(pid, "RANK");
+      const std::string r = proc_environ_value(pid, env_var::kRank);
       rank = r.empty() ? -1 : std::atoi(r.c_str());
     }
     const auto mem = read_memory("", std::to_string(pid));
@@ -129,7 +130,7 @@ void print_state(std::string& out, const std::string& host, const node_state& n,
 }  // namespace
 
 std::string probe_job_here(const std::string& job_id) {
-  const std::string node = env_text("SLURMD_NODENAME");
+  const std::string node = env_text(env_var::kSlurmdNodename);
   const std::string host = node.empty() ? node_name() : node;
   std::string out;
   for (const auto& path : job_state_paths(job_id, node)) {
@@ -145,7 +146,7 @@ std::string probe_job_here(const std::string& job_id) {
 }
 
 int run_status_probe(const std::string& job_id, std::chrono::milliseconds every) {
-  const std::string node = env_text("SLURMD_NODENAME");
+  const std::string node = env_text(env_var::kSlurmdNodename);
   const std::string host = node.empty() ? node_name() : node;
   for (;;) {
     const std::string out = probe_job_here(job_id) + "end host=" + host + "\n";

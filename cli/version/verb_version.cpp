@@ -10,6 +10,7 @@
 
 #include "build_id.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "plugin_build.hpp"
 #include "slurm_release.hpp"
 #include "trainctl/trainctl.h"
@@ -34,7 +35,7 @@ int verb_version(int argc, char** argv) {
   std::printf("trainctl %d.%d.%d\n", TRAINCTL_VERSION_MAJOR, TRAINCTL_VERSION_MINOR, TRAINCTL_VERSION_PATCH);
   if (std::strcmp(argv[0], "--version") == 0) return 0;  // one line, as every tool's --version
   std::printf("node-state layout %u, C ABI TRAINCTL_0 (libtrainctl.so.0)\n", node_state::kVersion);
-  const plugin_found plugin = find_plugin(env_or("SLURM_CONF", "/etc/slurm/slurm.conf"));
+  const plugin_found plugin = find_plugin(env_or(env_var::kSlurmConf, "/etc/slurm/slurm.conf"));
   build_id b;
   std::vector<std::string> mismatches;
   if (!plugin.build.empty() && parse_build(plugin.build, &b)) {

@@ -16,6 +16,7 @@
 #include <system_error>
 
 #include "commit_marker_io.hpp"
+#include "env_names.hpp"
 #include "owned_fd.hpp"
 #include "parse.hpp"
 #include "run_id.hpp"
@@ -164,7 +165,7 @@ std::optional<commit_marker> parse_commit_marker(const std::string& text) {
 }
 
 std::string save_attempt(const env_lookup& env) {
-  const std::string job = env("SLURM_JOB_ID"), restarts = env("SLURM_RESTART_COUNT");
+  const std::string job = env(env_var::kSlurmJobId), restarts = env(env_var::kSlurmRestartCount);
   const bool job_ok = !job.empty() && job.size() <= 20 && valid_attempt(job);
   const bool restarts_ok = !restarts.empty() && all_digits(restarts, 9);
   return (job_ok ? job : std::string("local")) + "." + (restarts_ok ? restarts : std::string("0"));

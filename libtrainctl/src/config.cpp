@@ -6,6 +6,7 @@
 
 #include "config_impl.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "log_line.hpp"
 
 namespace trainctl {
@@ -166,7 +167,7 @@ config config::from_env() {
                            m.get("memory_min_free"));
   }
   // The launcher's rank first: under mpirun, SLURM_PROCID is the orted's, not the rank's.
-  for (const char* rank_env : {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+  for (const char* rank_env : env_var::kRankVariables) {
     const std::string v = env_text(rank_env);
     if (v.empty()) continue;
     try {

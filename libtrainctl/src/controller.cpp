@@ -1,6 +1,7 @@
 #include "beat_fields.hpp"
 #include "controller_impl.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "error_fields.hpp"
 #include "node_names.hpp"
 #include "notice_fields.hpp"
@@ -32,7 +33,7 @@ bool is_ancestor(pid_t pid) {
 // dies), if it is an ancestor of this process: a variable inherited from elsewhere,
 // naming some other process, is ignored. None when there is none.
 owned_fd open_supervisor_pidfd() {
-  const long pid = std::strtol(env_text("TRAINCTL_SUPERVISOR_PID").c_str(), nullptr, 10);
+  const long pid = std::strtol(env_text(env_var::kTrainctlSupervisorPid).c_str(), nullptr, 10);
   if (pid <= 1 || !is_ancestor(static_cast<pid_t>(pid))) return owned_fd();
   owned_fd fd(static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0)));
   if (!is_ancestor(static_cast<pid_t>(pid))) return owned_fd();  // it died and the pid was reused meanwhile
@@ -45,7 +46,7 @@ owned_fd open_supervisor_pidfd() {
 controller::controller(const config& cfg) : impl_(std::make_unique<impl>(*cfg.impl_)) {
   impl& m = *impl_;
   m.open_state();
-  if (env_set("SLURM_JOB_ID")) m.events.write_to(own_run_events_path(), env_text("SLURM_JOB_ID"));
+  if (env_set(env_var::kSlurmJobId)) m.events.write_to(own_run_events_path(), env_text(env_var::kSlurmJobId));
   if (!m.cfg.kill_switch.empty()) m.register_switch(true, "kill-switch", m.cfg.kill_switch);
   if (!m.cfg.save_switch.empty()) m.register_switch(false, "save-switch", m.cfg.save_switch);
   for (const auto& np : m.cfg.exit_switches) m.register_switch(true, np.name, np.path);
@@ -67,7 +68,7 @@ controller::controller(const config& cfg) : impl_(std::make_unique<impl>(*cfg.im
   // Where Yama restricts ptrace to ancestors (ptrace_scope 1), let the supervisor's own
   // children (eu-stack, gdb) read this process's native stack for the hang diagnosis.
   {
-    const long pid = std::strtol(env_text("TRAINCTL_SUPERVISOR_PID").c_str(), nullptr, 10);
+    const long pid = std::strtol(env_text(env_var::kTrainctlSupervisorPid).c_str(), nullptr, 10);
     if (pid > 1) prctl(PR_SET_PTRACER, static_cast<unsigned long>(pid), 0, 0, 0);  // EINVAL without Yama: fine
   }
 }
@@ -330,7 +331,7 @@ void controller::impl::report_straggler(std::int64_t step, const step_timing::ve
 // Where slow_nodes goes: log_dir, else $SLURM_SUBMIT_DIR, else the working directory.
 std::string controller::impl::straggler_dir() const {
   std::string dir = cfg.log_dir;
-  if (dir.empty()) dir = env_text("SLURM_SUBMIT_DIR");
+  if (dir.empty()) dir = env_text(env_var::kSlurmSubmitDir);
   return dir.empty() ? "." : dir;
 }
 

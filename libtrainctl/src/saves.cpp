@@ -10,6 +10,7 @@
 #include "controller_impl.hpp"
 #include "deadline_fields.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "error_fields.hpp"
 #include "run_id.hpp"
 #include "save_fields.hpp"
@@ -33,7 +34,7 @@ std::string without_prefix(const char* what) {
 
 // Rank 0 of the launcher's ranks (or no rank said): who logs what every rank would.
 bool first_rank() {
-  for (const char* name : {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+  for (const char* name : env_var::kRankVariables) {
     const std::string v = env_text(name);
     if (!v.empty()) return v == "0";
   }

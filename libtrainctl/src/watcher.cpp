@@ -3,6 +3,7 @@
 #include "controller_impl.hpp"
 #include "deadline_fields.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "node_state_file.hpp"
 #include "notice_fields.hpp"
 #include "publisher_fields.hpp"
@@ -53,7 +54,7 @@ void controller::impl::open_state() {
     beat = &state().beats[slot];
     beat_fields::set_exiting(*beat, false);  // a new Controller has decided nothing yet
   } else {
-    const std::string rank = env_or("RANK", "?");
+    const std::string rank = env_or(env_var::kRank, "?");
     log_line(kLogWarning,
              "trainctl: the node state %s has heartbeat slots for %d rank processes, all taken: this process "
              "(rank %s, pid %d) is not watched for hangs on this node\n",

@@ -65,6 +65,16 @@ rc=0; out=$(python3 "$src/scripts/env_home.py" "$work/reads.cpp" "$work/spank.cp
 [ "$rc" -eq 1 ] || fail "env_home.py passed a getenv outside common/env.hpp (status $rc): $out"
 grep -q "reads.cpp:2: getenv outside common/env.hpp" <<<"$out" || fail "env_home.py did not name the line: $out"
 ! grep -q "spank.cpp" <<<"$out" || fail "env_home.py refused spank_getenv or a comment: $out"
+# A variable's name spelled as a literal at a read fails too; its constant does not.
+printf '%s\n' 'std::string j() { return env_text("SLURM_JOB_ID"); }' \
+  'std::string r(pid_t p) { return proc_environ_value(p, "RANK"); }' \
+  'std::string k() { return env_text(env_var::kSlurmJobId); }' >"$work/names.cpp"
+rc=0; out=$(python3 "$src/scripts/env_home.py" "$work/names.cpp") || rc=$?
+[ "$rc" -eq 1 ] || fail "env_home.py passed variable names written as literals (status $rc): $out"
+grep -q "names.cpp:1: SLURM_JOB_ID written as a literal: name it in common/env_names.hpp" <<<"$out" ||
+  fail "env_home.py did not name the literal SLURM_JOB_ID: $out"
+grep -q "names.cpp:2: RANK written as a literal" <<<"$out" || fail "env_home.py did not name the literal RANK: $out"
+! grep -q "names.cpp:3" <<<"$out" || fail "env_home.py refused a read through env_names.hpp: $out"
 
 # scripts/protocol_fields.py: a raw load of the node state's deadline, a raw store to the
 # breaker or to a rank's heartbeat, a step read raw (a heartbeat's or a straggler report's)
