@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -194,6 +195,21 @@ std::string crash_finding_reason(const std::string& how, int rank, const std::st
   const std::string who = rank >= 0 ? std::string(kInRank) + std::to_string(rank) : std::string(" in a rank");
   return std::string(kConvicted) + how + who + (array.empty() ? "" : kOfArray + array) +
          ", the first death of the job; " + lead + ")";
+}
+
+std::string straggler_reason(int rank, double factor) {
+  char reason[128];
+  std::snprintf(reason, sizeof reason, "slow (rank %d, x%.2f the fastest rank's step time)", rank, factor);
+  return reason;
+}
+
+bool parse_straggler_reason(const std::string& reason, int* rank, double* factor) {
+  *rank = -1;
+  *factor = 0;
+  if (std::sscanf(reason.c_str(), "slow (rank %d, x%lf", rank, factor) == 2 && *rank >= 0 && *factor > 0) return true;
+  *rank = -1;
+  *factor = 0;
+  return false;
 }
 
 bool same_rank_died_first_elsewhere(const bad_node& b, const std::string& host, int rank, const std::string& array) {

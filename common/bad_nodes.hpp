@@ -59,6 +59,11 @@ std::string crash_finding_reason(const std::string& how, int rank, const std::st
 // the rank to whichever node it runs on: the program's (its data shard, its part of the
 // model), not a node's.
 bool same_rank_died_first_elsewhere(const bad_node& b, const std::string& host, int rank, const std::string& array);
+// A straggler finding's reason, written by the node's supervisor (straggler_record.hpp)
+// and read back by `trainwatch slow-nodes`: "slow (rank 3, x2.50 the fastest rank's step
+// time)". parse_straggler_reason: false for any other reason (rank -1 and factor 0 then).
+std::string straggler_reason(int rank, double factor);
+bool parse_straggler_reason(const std::string& reason, int* rank, double* factor);
 // How such a crash is remembered (a suspicion), at the end of its reason: the program's
 // fault, so it is no evidence against a node either (bad_node_contrast.hpp).
 inline constexpr const char* kFollowsTheRank = "the crash follows the rank, not a node)";

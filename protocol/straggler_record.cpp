@@ -75,9 +75,7 @@ std::string record_straggler(const straggler_finding& f, const std::string& log_
   b.host = node_name();
   b.job = f.job.empty() ? "-" : f.job;
   b.gpus = gpu_uuids();
-  char reason[128];
-  std::snprintf(reason, sizeof reason, "slow (rank %d, x%.2f the fastest rank's step time)", f.rank, factor_of(f));
-  b.reason = reason;
+  b.reason = straggler_reason(f.rank, factor_of(f));
   const std::string why = record_bad_node(bad_nodes_path(), b);
   if (!why.empty()) out += "could not remember " + b.host + " as a slow node: " + why + "\n";
   return out;

@@ -55,7 +55,7 @@ std::vector<slow_node> remembered_stragglers(const std::string& bad_nodes_file) 
   for (const bad_node& b : read_bad_nodes(bad_nodes_file)) {
     int rank = -1;
     double factor = 0;
-    if (std::sscanf(b.reason.c_str(), "slow (rank %d, x%lf", &rank, &factor) != 2 || factor <= 0) continue;
+    if (!parse_straggler_reason(b.reason, &rank, &factor)) continue;
     out.push_back({b.when, b.host, std::to_string(rank), b.job, factor});
   }
   return out;

@@ -244,3 +244,18 @@ TEST(BadNodes, ACrashThatFollowsTheRankFindsTheNodesItBlamedBefore) {
       same_rank_died_first_elsewhere(finding("n3", crash_finding_reason("SIGSEGV", 5, "77", lead)), "n1", -1, "77"))
       << "a rank not known here matches nothing";
 }
+
+// The supervisor writes a straggler's reason, trainwatch slow-nodes reads it back: one
+// pair, so the two cannot drift apart.
+TEST(BadNodes, AStragglersReasonReadsBackAsWritten) {
+  int rank = 0;
+  double factor = 0;
+  ASSERT_TRUE(parse_straggler_reason(straggler_reason(3, 2.5), &rank, &factor));
+  EXPECT_EQ(rank, 3);
+  EXPECT_DOUBLE_EQ(factor, 2.5);
+  EXPECT_EQ(straggler_reason(3, 2.5), "slow (rank 3, x2.50 the fastest rank's step time)");
+  EXPECT_FALSE(parse_straggler_reason("crashed (SIGSEGV in rank 5, the first death of the job; ...)", &rank, &factor));
+  EXPECT_EQ(rank, -1);
+  EXPECT_FALSE(parse_straggler_reason("slow (rank -2, x2.00 ...)", &rank, &factor)) << "no such rank";
+  EXPECT_FALSE(parse_straggler_reason("slow (rank 1, x0 ...)", &rank, &factor)) << "no factor";
+}
