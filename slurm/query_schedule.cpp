@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "env.hpp"
+#include "env_names.hpp"
 #include "parse.hpp"
 
 namespace trainctl {
@@ -44,8 +45,8 @@ query_slots slots_from_env(const std::string& job_id) {
   std::uint64_t h = 1469598103934665603ULL;  // FNV-1a
   for (unsigned char c : job_id) h = (h ^ c) * 1099511628211ULL;
   s.job_hash = h;
-  s.nodes = std::max<std::int64_t>(1, env_number("SLURM_JOB_NUM_NODES", env_number("SLURM_NNODES", 1)));
-  s.node = env_number("SLURM_NODEID", 0) % s.nodes;
+  s.nodes = std::max<std::int64_t>(1, env_number(env_var::kSlurmJobNumNodes, env_number(env_var::kSlurmNnodes, 1)));
+  s.node = env_number(env_var::kSlurmNodeid, 0) % s.nodes;
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   s.seed = (static_cast<std::uint64_t>(getpid()) << 32) ^ static_cast<std::uint64_t>(ts.tv_nsec) ^ h;

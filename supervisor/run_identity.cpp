@@ -1,6 +1,7 @@
 #include "run_identity.hpp"
 
 #include "env.hpp"
+#include "env_names.hpp"
 #include "node_state.hpp"
 #include "parse.hpp"
 #include "run_events.hpp"
@@ -20,7 +21,7 @@ std::int64_t env_count(const char* name, std::int64_t unset) {
 std::string decide_here(const std::string& job_id, std::chrono::milliseconds query_deadline) {
   std::string error;
   const auto jt = query_job(job_id, query_deadline, &error);
-  const std::int64_t restart = env_count("SLURM_RESTART_COUNT", 0);
+  const std::int64_t restart = env_count(env_var::kSlurmRestartCount, 0);
   std::vector<run_event> events;
   std::string problem;
   if (jt && restart > 0) events = read_run_events(own_run_events_path(), &problem);
@@ -33,7 +34,7 @@ std::string decide_here(const std::string& job_id, std::chrono::milliseconds que
   e.ms = unix_now_ms();
   e.job = job_id;
   e.what = "task_start";
-  e.task = env_count("SLURM_ARRAY_TASK_ID", -1);
+  e.task = env_count(env_var::kSlurmArrayTaskId, -1);
   e.restart = restart;
   e.figures = {{"since", since}};
   problem = append_run_events(own_run_events_path(), format_run_event(e));

@@ -2,8 +2,6 @@
 // clusters without the SPANK plugin.
 //   srun trainctl-run --graceful-exit=10 --kill-switch -- torchrun ... train.py
 #include "run_cli.hpp"
-#include "env_names.hpp"
-#include "rank_signal.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,10 +18,12 @@
 #include "cli_text.hpp"
 #include "commands.hpp"
 #include "env.hpp"
+#include "env_names.hpp"
 #include "job_access.hpp"
 #include "job_status.hpp"
 #include "options.hpp"
 #include "parse.hpp"
+#include "rank_signal.hpp"
 #include "run_option_table.hpp"
 #include "stack_dump.hpp"
 #include "supervised_step.hpp"
