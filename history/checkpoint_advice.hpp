@@ -15,7 +15,7 @@
 
 #include <string>
 
-#include "run_report.hpp"
+#include "report_model.hpp"
 
 namespace trainctl {
 

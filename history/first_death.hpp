@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "run_report.hpp"
+#include "report_model.hpp"
 
 namespace trainctl {
 

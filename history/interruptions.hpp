@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "run_report.hpp"
+#include "report_model.hpp"
 
 namespace trainctl {
 

@@ -31,8 +31,9 @@ struct metric_row {
 labelled one(double v) { return {{"", v}}; }
 
 labelled badput(const run_report& r) {
-  return {{"startup", r.startup}, {"restore", r.restore}, {"saves", r.saves},
-          {"lost", r.lost},       {"hung", r.hung},       {"end", r.end}};
+  labelled out;
+  for (const badput_cause& c : kBadputCauses) out.emplace_back(c.key, r.*c.node_s);
+  return out;
 }
 
 // The metrics, in the order they are written. A row whose function gives no sample is

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "metrics_text.hpp"
-#include "run_report.hpp"
+#include "report_model.hpp"
 
 namespace trainctl {
 

@@ -10,18 +10,6 @@
 
 namespace trainctl {
 
-std::string report_span(double s) {
-  char out[32];
-  if (s < 0) s = 0;
-  if (s < 60)
-    std::snprintf(out, sizeof out, "%.1fs", s);
-  else if (s < 3600)
-    std::snprintf(out, sizeof out, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
-  else
-    std::snprintf(out, sizeof out, "%dh%02dm", static_cast<int>(s) / 3600, static_cast<int>(s) / 60 % 60);
-  return out;
-}
-
 namespace {
 
 // What the walk over a task's events gathers besides the task's own fields.
@@ -295,13 +283,8 @@ run_report build_run_report(const std::string& job, std::vector<task_record> tas
     const double n = std::max(1, rec.nodes);
     r.allocated += n * static_cast<double>(t.task.end_ms - t.task.start_ms) / 1000.0;
     r.productive += n * t.kept_s;
-    r.startup += n * t.startup_s;
-    r.restore += n * t.restore_s;
-    r.saves += n * t.saves_s;
-    r.lost += n * t.lost_s;
-    r.hung += n * t.hung_s;
+    for (const badput_cause& c : kBadputCauses) r.*c.node_s += n * (t.*c.task_s);
     r.unsaved += n * t.unsaved_s;
-    r.end += n * t.end_s;
     r.queue_s += t.queue_s;
     if (t.straggler.priced()) {
       r.straggler += n * t.straggler.wall_s;

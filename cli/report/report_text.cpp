@@ -120,12 +120,12 @@ std::string totals_text(const run_report& r) {
                 alloc / 3600, span_text(static_cast<double>(r.last_ms - r.first_ms) / 1000.0).c_str(),
                 r.productive / 3600, pct(r.productive, alloc));
   out += line;
-  std::snprintf(line, sizeof line,
-                "the rest    start-up %.1f%%, restore %.1f%%, saves %.1f%%, lost work %.1f%%, hangs %.1f%%, task ends "
-                "%.1f%%; and %s queued with no task running (no node held)\n",
-                pct(r.startup, alloc), pct(r.restore, alloc), pct(r.saves, alloc), pct(r.lost, alloc),
-                pct(r.hung, alloc), pct(r.end, alloc), span_text(r.queue_s).c_str());
-  out += line;
+  out += "the rest   ";
+  for (const badput_cause& c : kBadputCauses) {
+    std::snprintf(line, sizeof line, "%s %s %.1f%%", &c == kBadputCauses ? "" : ",", c.words, pct(r.*c.node_s, alloc));
+    out += line;
+  }
+  out += "; and " + span_text(r.queue_s) + " queued with no task running (no node held)\n";
   if (r.unsaved > 0) {
     std::snprintf(line, sizeof line, "            and %.1f%% training of the running tasks, not saved yet\n",
                   pct(r.unsaved, alloc));
@@ -247,14 +247,9 @@ json task_json(const task_report& t) {
   jt["start"] = t.task.start_ms != 0 ? json(format_slurm_timestamp(t.task.start_ms)) : json(nullptr);
   jt["end"] = t.task.start_ms != 0 && !t.running ? json(format_slurm_timestamp(t.task.end_ms)) : json(nullptr);
   jt["queue_s"] = t.queue_s;
-  jt["startup_s"] = t.startup_s;
-  jt["restore_s"] = t.restore_s;
+  for (const badput_cause& c : kBadputCauses) jt[std::string(c.key) + "_s"] = t.*c.task_s;
   jt["training_kept_s"] = t.kept_s;
-  jt["saves_s"] = t.saves_s;
-  jt["lost_s"] = t.lost_s;
-  jt["hung_s"] = t.hung_s;
   jt["unsaved_s"] = t.unsaved_s;
-  jt["end_s"] = t.end_s;
   jt["exit_reason"] = t.exit_reason.empty() ? json(nullptr) : json(t.exit_reason);
   jt["held_tasks"] = t.held_tasks;
   jt["saves"] = saves_json(t);
@@ -278,13 +273,8 @@ std::string run_report_json(const run_report& r) {
   j["allocated_node_s"] = r.allocated;
   j["productive_node_s"] = r.productive;
   j["goodput"] = r.goodput();
-  j["startup_node_s"] = r.startup;
-  j["restore_node_s"] = r.restore;
-  j["saves_node_s"] = r.saves;
-  j["lost_node_s"] = r.lost;
-  j["hung_node_s"] = r.hung;
+  for (const badput_cause& c : kBadputCauses) j[std::string(c.key) + "_node_s"] = r.*c.node_s;
   j["unsaved_node_s"] = r.unsaved;
-  j["end_node_s"] = r.end;
   j["queue_s"] = r.queue_s;
   j["straggler_node_s"] = r.straggler_tasks > 0 ? json(r.straggler) : json(nullptr);
   j["slow_steps_node_s"] = r.slow_step_tasks > 0 ? json(r.slow_steps) : json(nullptr);
