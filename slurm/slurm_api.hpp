@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "slurm_job.hpp"
+#include "scontrol_text.hpp"
 
 namespace trainctl {
 
