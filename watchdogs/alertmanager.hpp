@@ -12,9 +12,10 @@
 // cleared, leaves no alert behind.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
-#include "sinks.hpp"
+#include "alert_message.hpp"
 
 namespace trainctl {
 

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "alert_message.hpp"
+
 namespace trainctl {
 
 struct sink {
@@ -36,22 +38,6 @@ struct sink {
 // password of the user of the one host named by TRAINWATCH_SMTP_HOST.
 // Throws parse_error naming what is wrong and what is accepted, never the secret.
 sink parse_sink(const std::string& spec);
-
-struct alert_message {
-  std::string check, target, state;  // state: FIRING, REPEAT, RESOLVED
-  int status = 0;
-  std::string text, host;
-  std::int64_t time = 0;
-  std::int64_t since = 0;    // unix s: when the status it reports began (0: `time`)
-  std::int64_t expires = 0;  // unix s: a FIRING or REPEAT not repeated by then is stale
-  int previous = -1;         // the status of the alert this one replaces or ends; -1 none known
-  std::vector<std::pair<std::string, double>> figures;
-  std::vector<std::pair<std::string, std::string>> labels;  // check_result::labels
-  std::string subject() const;
-  std::string body() const;
-  std::string json() const;                                 // the webhook payload
-  static alert_message from_json(const std::string& text);  // throws on bad input
-};
 
 struct delivery_options {
   int tries = 3;
