@@ -24,24 +24,10 @@
 #include <optional>
 #include <string>
 
+#include "commit_marker_io.hpp"
 #include "env.hpp"
 
 namespace trainctl {
-
-struct commit_marker {
-  std::int64_t step = -1;
-  std::int64_t rank = -1;
-  std::int64_t world = 0;
-  std::string run;      // TRAINCTL_RUN_ID of the run that saved ("" outside SLURM)
-  std::string attempt;  // the job and requeue that wrote it (save_attempt); "" in a version 1 marker
-  std::string name;     // the checkpoint it commits (set by commit_checkpoint); "" in a version 1 marker
-  int version = 2;      // 1: written by trainctl before markers named their attempt and checkpoint
-};
-
-// One line for `m`, and back: nullopt for anything but what format_commit_marker wrote
-// (or a version 1 marker of an earlier trainctl, which resume still reads).
-std::string format_commit_marker(const commit_marker& m);
-std::optional<commit_marker> parse_commit_marker(const std::string& text);
 
 // The attempt a rank's save belongs to: "<SLURM_JOB_ID>.<SLURM_RESTART_COUNT>" (a
 // requeued job keeps its id and counts up), "local.0" outside SLURM.
