@@ -3,17 +3,9 @@
 // the job. Reading costs the ranks nothing: no signal, no collective, a shared-memory
 // copy on each node.
 //
-// Two halves. On each node of the job (a task of `srun --overlap`), probe_job_here
-// prints this node's part as lines; on the login node, the lines of all nodes are
-// parsed into a job_status and shown as a table or JSON. The lines are the contract
-// between the two (one per node, rank and switch; the last field of a line may hold
-// spaces):
-//
-//   node host=N now_ms=T flags=F deadline_ms=D supervised=0|1 published_ms=P longest_save_ms=S
-//   rank host=N rank=R pid=P step=S beat_ms=B step_us=U slow=K agreements=A mem_free=F mem_limit=L
-//   switch host=N kind=exit|save name=NAME present=0|1 touches=C path=PATH
-//   error host=N TEXT
-//   end host=N                        (after each round of a node's lines)
+// Two halves. On each node of the job, the probe (probes/status_probe.hpp, a task of
+// `srun --overlap`) prints this node's part as lines; here, on the login node, the lines
+// of all nodes are parsed into a job_status and shown as a table or JSON.
 #pragma once
 
 #include <chrono>
@@ -78,15 +70,7 @@ struct job_status {
   std::vector<std::string> other;   // lines that are none of the above (srun's own)
 };
 
-// The node side: this node's part of job `job_id` (every node state of the job here:
-// the ones its ranks name in TRAINCTL_STATE and the default ones), as lines.
-std::string probe_job_here(const std::string& job_id);
-
-// The node side's task: probe_job_here's lines and "end host=N", once, or every
-// `every` (> 0) until the reader goes away.
-int run_status_probe(const std::string& job_id, std::chrono::milliseconds every);
-
-// The login side: the lines of every node; factors computed across all ranks. Host
+// The lines of every node (probes/status_probe.hpp says what they hold); factors computed across all ranks. Host
 // names that are not node names are dropped with an error, never shown.
 job_status parse_status_lines(const std::string& text, const status_job& job);
 

@@ -8,17 +8,17 @@
 #include <vector>
 
 #include "env_names.hpp"
-#include "job_status.hpp"
 #include "node_names.hpp"
 #include "parse.hpp"
 #include "ranks.hpp"
 #include "slurm_job.hpp"
+#include "status_probe.hpp"
 
 namespace trainctl {
 namespace {
 
 // Whether `pid` has reached its first check() in the job's node state here: a "rank"
-// line of probe_job_here (cli/status) with that pid and a heartbeat.
+// line of probe_job_here (status_probe.hpp) with that pid and a heartbeat.
 bool has_checked_in(const std::string& job, pid_t pid) {
   std::istringstream in(probe_job_here(job));
   const std::string who = " pid=" + std::to_string(pid) + " ";

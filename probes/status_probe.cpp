@@ -1,7 +1,6 @@
-// The node side of trainctl status (see job_status.hpp): runs as the job's user in a
-// task of `srun --overlap`, beside the job's steps. It reads copies of the job's node
-// states and the ranks' /proc entries; it never writes to a node state, never locks one
-// and never signals a rank.
+// The node side of trainctl status (status_probe.hpp says what it prints).
+#include "status_probe.hpp"
+
 #include <dirent.h>
 #include <signal.h>
 
@@ -21,7 +20,6 @@
 #include "env.hpp"
 #include "env_names.hpp"
 #include "error_fields.hpp"
-#include "job_status.hpp"
 #include "node_names.hpp"
 #include "node_state.hpp"
 #include "node_state_file.hpp"

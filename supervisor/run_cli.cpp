@@ -16,16 +16,14 @@
 #include <vector>
 
 #include "cli_text.hpp"
-#include "commands.hpp"
 #include "env.hpp"
 #include "env_names.hpp"
-#include "job_access.hpp"
-#include "job_status.hpp"
 #include "options.hpp"
 #include "parse.hpp"
 #include "rank_signal.hpp"
 #include "run_option_table.hpp"
 #include "stack_dump.hpp"
+#include "status_probe.hpp"
 #include "supervised_step.hpp"
 #include "supervisor.hpp"
 #include "switch_paths.hpp"
