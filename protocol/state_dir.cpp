@@ -34,9 +34,8 @@ std::string user_name(uid_t uid) {
   return id;
 }
 
-// What is wrong with a file or directory another user could have planted; "" if nothing.
-std::string untrusted(const struct stat& st, bool dir) {
-  if (st.st_uid != getuid()) return "belongs to " + user_name(st.st_uid) + ", not to " + user_name(getuid());
+std::string untrusted(const struct stat& st, bool dir, uid_t uid) {
+  if (st.st_uid != uid) return "belongs to " + user_name(st.st_uid) + ", not to " + user_name(uid);
   if (dir && !S_ISDIR(st.st_mode)) return "is not a directory";
   if (!dir && !S_ISREG(st.st_mode)) return "is not a regular file";
   if (dir && (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
@@ -117,10 +116,8 @@ std::string private_shm_dir(const std::string& root, const std::string& prefix) 
   return first;
 }
 
-// /run/trainctl/<uid> (already checked as `st`), held with a shared lock for the rest of
-// this process, as the plugin's tasks hold it: the plugin's job epilog removes it only
-// when it can lock it alone, so not while this process uses it, with or without the
-// plugin in this job. An epilog sweeping it holds it for milliseconds: wait up to 2 s.
+// The run directory (already checked as `st`), held with a shared lock for the rest of
+// this process, as the plugin's tasks hold it, with or without the plugin in this job.
 // False when it went meanwhile (the caller uses another place).
 bool hold_run_dir(const std::string& dir, const struct stat& st) {
   static std::mutex mu;
@@ -129,31 +126,49 @@ bool hold_run_dir(const std::string& dir, const struct stat& st) {
   std::lock_guard<std::mutex> lock(mu);
   if (held_fd && held_path == dir) return true;
   owned_fd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  struct stat opened {};
-  if (!fd || fstat(fd.get(), &opened) != 0 || opened.st_ino != st.st_ino || opened.st_dev != st.st_dev) return false;
-  bool held = false;
-  for (int i = 0; i < 200 && !(held = flock(fd.get(), LOCK_SH | LOCK_NB) == 0); ++i) usleep(10000);
-  struct stat now {};
-  if (!held || lstat(dir.c_str(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev) return false;
+  if (!fd || !hold_dir_shared(fd.get(), dir, st)) return false;
   held_fd = std::move(fd);
   held_path = dir;
   return true;
 }
 }  // namespace
 
-std::string state_dir(std::string* note) {
-  const std::string xdg = env_text(env_var::kXdgRuntimeDir);
-  struct stat st {};
+bool hold_dir_shared(int fd, const std::string& dir, const struct stat& st) {
+  struct stat opened {};
+  if (fstat(fd, &opened) != 0 || opened.st_ino != st.st_ino || opened.st_dev != st.st_dev) return false;
+  bool held = false;
+  for (int i = 0; i < 200 && !(held = flock(fd, LOCK_SH | LOCK_NB) == 0); ++i) usleep(10000);
+  struct stat now {};
+  return held && lstat(dir.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev;
+}
+
+trusted_dir trusted_state_dir(uid_t uid, const std::string& xdg, const std::string& run_parent) {
+  trusted_dir d;
   // A login node's XDG_RUNTIME_DIR often reaches a compute node where it does not exist.
-  if (!xdg.empty() && xdg[0] == '/' && lstat(xdg.c_str(), &st) == 0 && untrusted(st, true).empty())
-    return xdg + "/trainctl";
-  const std::string uid = std::to_string(getuid());
+  if (!xdg.empty() && xdg[0] == '/' && lstat(xdg.c_str(), &d.st) == 0 && untrusted(d.st, true, uid).empty()) {
+    d.path = xdg + "/trainctl";
+    return d;
+  }
   // Made by the SPANK plugin as root before the task starts, under a root-owned parent
   // (as logind makes /run/user/<uid>): nobody else can take the name first.
-  std::string run = env_or(env_var::kTrainctlRunDir, "/run/trainctl") + "/" + uid;
+  const std::string run = run_parent + "/" + std::to_string(uid);
+  if (lstat(run.c_str(), &d.st) == 0 && untrusted(d.st, true, uid).empty()) {
+    d.path = run;
+    d.run_dir = true;
+  }
+  return d;
+}
+
+std::string step_state_name(const std::string& job, const std::string& step, const std::string& node) {
+  return job + "." + step + "-" + node;
+}
+
+std::string state_dir(std::string* note) {
+  const trusted_dir trusted =
+      trusted_state_dir(getuid(), env_text(env_var::kXdgRuntimeDir), env_or(env_var::kTrainctlRunDir, kRunParent));
+  if (!trusted.path.empty() && (!trusted.run_dir || hold_run_dir(trusted.path, trusted.st))) return trusted.path;
+  const std::string uid = std::to_string(getuid());
   std::string why;
-  if (lstat(run.c_str(), &st) == 0 && !S_ISLNK(st.st_mode) && untrusted(st, true).empty() && hold_run_dir(run, st))
-    return run;
   // Without the plugin, /dev/shm: everyone's. A name another user took first is not
   // fought over, nor is a next name anyone could guess too: this user's own directory
   // with a random name (private_shm_dir).
@@ -173,9 +188,7 @@ std::string default_state_path() {
   std::string key;
   const std::string job = env_text(env_var::kSlurmJobId);
   if (!job.empty()) {
-    // The node name too: several slurmd may share one host (multiple-slurmd, the
-    // local test cluster), and each node has its own state.
-    key = job + "." + env_or(env_var::kSlurmStepId, "batch") + "-" + env_or(env_var::kSlurmdNodename, "node");
+    key = step_state_name(job, env_or(env_var::kSlurmStepId, "batch"), env_or(env_var::kSlurmdNodename, "node"));
   } else if (env_set(env_var::kLocalRank)) {
     // torchrun's workers are children of one agent: its pid names the run on this node.
     key = "ppid" + std::to_string(getppid());

@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <string>
@@ -23,9 +24,38 @@ namespace trainctl {
 // one line.
 std::string state_dir(std::string* note = nullptr);
 
-// The default path in state_dir(): <job>.<step>-<node> under SLURM, or keyed by the
+// The default path in state_dir(): step_state_name() under SLURM, or keyed by the
 // launcher's pid for torchrun outside SLURM, or by the process itself.
 std::string default_state_path();
+
+// The parent of each user's node-state directory that the SPANK plugin makes as root
+// (<parent>/<uid>, as logind makes /run/user/<uid>).
+inline constexpr char kRunParent[] = "/run/trainctl";
+
+// A job step's node state on a node, named in its user's state directory:
+// <job>.<step>-<node> (step "batch" for the batch script). The node name is in it
+// because several slurmd may share one host (multiple-slurmd, the local test cluster).
+// The supervisor's default and the path the plugin gives the command it starts are both
+// this, so both find the same file.
+std::string step_state_name(const std::string& job, const std::string& step, const std::string& node);
+
+// The first trusted choice of state directory for user `uid`, in state_dir()'s order:
+// `xdg`/trainctl when `xdg` (the job's XDG_RUNTIME_DIR) names a directory of that user
+// that nobody else can write, else `run_parent`/<uid> when it is one; neither: an empty
+// path (state_dir() then uses /dev/shm). Never follows a link.
+struct trusted_dir {
+  std::string path;
+  bool run_dir = false;  // the second: a task holds it (hold_dir_shared)
+  struct stat st {};     // its lstat
+};
+trusted_dir trusted_state_dir(uid_t uid, const std::string& xdg, const std::string& run_parent);
+
+// Holds open directory `fd` (`dir`, whose identity `st` the caller checked) with a
+// shared lock, as every task of a user holds their run directory: the plugin's job epilog
+// removes the directory only when it can lock it alone, so never while a task uses it.
+// Waits up to 2 s for an epilog's sweep. False when it could not lock it, or `dir` is no
+// longer that directory (the epilog removed it meanwhile).
+bool hold_dir_shared(int fd, const std::string& dir, const struct stat& st);
 
 // Removes node state files in `dir` that no process has open and that are older than
 // `min_age_s`, with their lock files, lock and temporary files left without one (what a
@@ -52,8 +82,9 @@ namespace state_dir_detail {
 
 std::system_error sys_error(const std::string& what);
 std::string user_name(uid_t uid);
-// What is wrong with a file or directory another user could have planted; "" if nothing.
-std::string untrusted(const struct stat& st, bool dir);
+// What is wrong with a file or directory another user could have planted for `uid`
+// (this process's user unless given); "" if nothing.
+std::string untrusted(const struct stat& st, bool dir, uid_t uid = getuid());
 // Opens (creating it 0700 when missing) a directory only this user can add names to;
 // throws a runtime_error whose text is one line when it is not such a directory.
 owned_fd open_private_dir(const std::string& dir);

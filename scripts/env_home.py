@@ -19,7 +19,7 @@ SOURCE = re.compile(r"\.(c|h|cpp|hpp)$")
 NOT_PRODUCT = re.compile(r"^(tests|bench|debian|packaging|build[^/]*)/")
 CALL = re.compile(r"(?<![\w.>])(?:std::|::)?(?:secure_)?getenv\s*\(")
 NAMES = "common/env_names.hpp"
-LITERAL = re.compile(r"(?<![\w.>])(env_text|env_or|env_set|env|env_count|env_number|proc_environ_value\s*\([^,()]+,|environ_value\s*\([^,()]+,|"
+LITERAL = re.compile(r"(?<![\w.>])(env_text|env_or|env_set|env|env_count|env_number|proc_environ_value\s*\([^,()]+,|environ_value\s*\([^,()]+,|job_env\s*\([^,()]+,|"
                      r"user_state_path)\s*\(?\s*\"([A-Z][A-Z0-9_]*)\"")
 
 

@@ -82,9 +82,6 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
 #endif
 }
 
-#ifndef TRAINCTL_RUN_PARENT
-#define TRAINCTL_RUN_PARENT "/run/trainctl"
-#endif
 #ifndef TRAINCTL_RUN_PATH
 #define TRAINCTL_RUN_PATH "/usr/local/bin/trainctl-run"
 #endif
@@ -170,7 +167,8 @@ std::string job_env(spank_t sp, const char* name) {
 
 // The switch paths, filled in from the defaults where the option had no value.
 void resolve_switches(spank_t sp) {
-  const std::string submit = job_env(sp, "SLURM_SUBMIT_DIR"), name = job_env(sp, "SLURM_JOB_NAME");
+  const std::string submit = job_env(sp, trainctl::env_var::kSlurmSubmitDir),
+                    name = job_env(sp, trainctl::env_var::kSlurmJobName);
   if (trainctl::is_given(g.given, "--kill-switch") && g.opts.kill_switch.empty())
     g.opts.kill_switch = trainctl::default_switch_path("kill-switch", submit, name);
   if (trainctl::is_given(g.given, "--save-switch") && g.opts.save_switch.empty())
@@ -185,7 +183,7 @@ void resolve_switches(spank_t sp) {
 // directory only when it can lock it alone, so never between this and the
 // supervisor's first file. "" or why not.
 std::string make_run_dir(uid_t uid, gid_t gid) {
-  const char* parent = TRAINCTL_RUN_PARENT;
+  const char* parent = trainctl::kRunParent;
   struct stat st {};
   // slurmstepd's umask would make it 0750, which keeps the users out of their own.
   if (mkdir(parent, 0755) == 0) chmod(parent, 0755);
@@ -206,11 +204,7 @@ std::string make_run_dir(uid_t uid, gid_t gid) {
       if (fd >= 0) close(fd);
       return dir + " exists and is not the user's private directory";
     }
-    // An epilog sweeping it holds it for milliseconds: wait up to 2 s.
-    bool held = false;
-    for (int i = 0; i < 200 && !(held = flock(fd, LOCK_SH | LOCK_NB) == 0); ++i) usleep(10000);
-    struct stat now {};
-    if (held && lstat(dir.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
+    if (trainctl::hold_dir_shared(fd, dir, st)) {
       g.run_dir_hold = fd;
       return "";
     }
@@ -251,9 +245,9 @@ gid_t primary_gid(uid_t uid, gid_t fallback) {
 // another of the user's held the directory could not remove its own); as root, the
 // directory, if that left it empty. "" or what went wrong.
 std::string remove_run_dir(uid_t uid, const std::string& job) {
-  const std::string dir = std::string(TRAINCTL_RUN_PARENT) + "/" + std::to_string(uid);
+  const std::string dir = std::string(trainctl::kRunParent) + "/" + std::to_string(uid);
   struct stat st {};
-  if (lstat(TRAINCTL_RUN_PARENT, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) != 0)
+  if (lstat(trainctl::kRunParent, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) != 0)
     return "";  // not the plugin's parent: nothing of the plugin's to clean
   const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return "";
@@ -296,23 +290,16 @@ rank_env env_for_ranks(spank_t sp, bool batch) {
   uint32_t job = 0, step = 0;
   spank_get_item(sp, S_JOB_ID, &job);
   spank_get_item(sp, S_JOB_STEPID, &step);
-  std::string dir;
-  const std::string xdg = job_env(sp, "XDG_RUNTIME_DIR");
-  struct stat st {};
-  if (!xdg.empty() && xdg[0] == '/' && lstat(xdg.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid &&
-      (st.st_mode & 022) == 0)
-    dir = xdg + "/trainctl";
-  const std::string run = std::string(TRAINCTL_RUN_PARENT) + "/" + std::to_string(uid);
-  if (dir.empty() && lstat(run.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid) dir = run;
-  std::string node = job_env(sp, "SLURMD_NODENAME");
+  const std::string dir =
+      trainctl::trusted_state_dir(uid, job_env(sp, trainctl::env_var::kXdgRuntimeDir), trainctl::kRunParent).path;
+  std::string node = job_env(sp, trainctl::env_var::kSlurmdNodename);
   if (node.empty()) {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     node = host;
   }
   if (!dir.empty())
-    e.state =
-        dir + "/" + std::to_string(job) + "." + (batch ? std::string("batch") : std::to_string(step)) + "-" + node;
+    e.state = dir + "/" + trainctl::step_state_name(std::to_string(job), batch ? "batch" : std::to_string(step), node);
   const auto env = [sp](const char* name) { return job_env(sp, name); };
   e.log_dir = trainctl::job_log_dir(env);
   e.bad_nodes = trainctl::bad_nodes_path(env);
@@ -466,7 +453,7 @@ TRAINCTL_SPANK_EXPORT int slurm_spank_task_init_privileged(spank_t sp, int ac, c
   if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
     return 0;
   const std::string why = make_run_dir(uid, gid);
-  if (!why.empty()) slurm_info("trainctl: no node state directory under %s: %s", TRAINCTL_RUN_PARENT, why.c_str());
+  if (!why.empty()) slurm_info("trainctl: no node state directory under %s: %s", trainctl::kRunParent, why.c_str());
   return 0;
 }
 

@@ -401,6 +401,66 @@ TEST(NodeState, ASquattedStateDirectoryGivesWayToAPrivateOneNobodyCanGuess) {
   unsetenv("TRAINCTL_SHM_DIR");
 }
 
+// The plugin names the ranks' node state from the job's environment as root, the
+// supervisor from its own as the user: both through trusted_state_dir and
+// step_state_name, so both name the same file.
+TEST(NodeState, ThePluginAndTheSupervisorChooseOneDirectory) {
+  const uid_t me = getuid();
+  temp_dir xdg, run;  // mkdtemp: 0700, this user's
+  const std::string run_dir = run / std::to_string(me);
+  ASSERT_EQ(mkdir(run_dir.c_str(), 0700), 0);
+  trusted_dir d = trusted_state_dir(me, xdg.path(), run.path());
+  EXPECT_EQ(d.path, xdg / "trainctl");
+  EXPECT_FALSE(d.run_dir);
+  // A login node's XDG_RUNTIME_DIR that is not there, or one others can write: the run dir.
+  d = trusted_state_dir(me, "/nonexistent/run/user/1000", run.path());
+  EXPECT_EQ(d.path, run_dir);
+  EXPECT_TRUE(d.run_dir);
+  ASSERT_EQ(chmod(xdg.path().c_str(), 0777), 0);
+  EXPECT_EQ(trusted_state_dir(me, xdg.path(), run.path()).path, run_dir) << "a directory others can write";
+  ASSERT_EQ(chmod(xdg.path().c_str(), 0700), 0);
+  EXPECT_EQ(trusted_state_dir(me, "relative/dir", run.path()).path, run_dir);
+  // Another user's directories are never this user's.
+  EXPECT_EQ(trusted_state_dir(me + 1, xdg.path(), run.path()).path, "");
+  // A link in the run dir's place is not followed.
+  ASSERT_EQ(rmdir(run_dir.c_str()), 0);
+  ASSERT_EQ(symlink(xdg.path().c_str(), run_dir.c_str()), 0);
+  EXPECT_EQ(trusted_state_dir(me, "", run.path()).path, "");
+  EXPECT_EQ(step_state_name("42", "3", "n2"), "42.3-n2");
+  EXPECT_EQ(step_state_name("42", "batch", "n2"), "42.batch-n2");
+}
+
+// Every task holds its run directory with a shared lock, so that the job epilog (which
+// removes it only when it locks it alone) leaves it; a directory replaced meanwhile is
+// not held.
+TEST(NodeState, ARunDirectoryIsHeldShared) {
+  temp_dir t;
+  const std::string dir = t / "run";
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  struct stat st {};
+  ASSERT_EQ(lstat(dir.c_str(), &st), 0);
+  const int task = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  ASSERT_GE(task, 0);
+  EXPECT_TRUE(hold_dir_shared(task, dir, st));
+  const int epilog = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  ASSERT_GE(epilog, 0);
+  EXPECT_NE(flock(epilog, LOCK_EX | LOCK_NB), 0) << "the epilog cannot lock it alone while a task holds it";
+  const int other_task = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  EXPECT_TRUE(hold_dir_shared(other_task, dir, st)) << "tasks share it";
+  close(other_task);
+  close(task);
+  // The directory went and another took its name (the epilog removed it, a task made it
+  // again): the first one's identity no longer holds. (Moved aside, not removed, so that
+  // its inode number cannot come back for the new one.)
+  ASSERT_EQ(rename(dir.c_str(), (t / "gone").c_str()), 0);
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  const int late = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  ASSERT_GE(late, 0);
+  EXPECT_FALSE(hold_dir_shared(late, dir, st));
+  close(late);
+  close(epilog);
+}
+
 TEST(NodeState, DefaultPathIsPerJobStep) {
   setenv("SLURM_JOB_ID", "42", 1);
   setenv("SLURM_STEP_ID", "3", 1);
