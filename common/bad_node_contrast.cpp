@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "node_names.hpp"
+#include "run_event_kinds.hpp"
 
 namespace trainctl {
 
@@ -27,7 +28,7 @@ namespace {
 std::map<std::string, std::int64_t> programs_by_job(const std::vector<run_event>& events) {
   std::map<std::string, std::int64_t> out;
   for (const run_event& e : events)
-    if (e.what == "first_step" && e.figure("program") >= 0) out[e.job] = e.figure("program");
+    if (e.what == run_event_kind::kFirstStep && e.figure("program") >= 0) out[e.job] = e.figure("program");
   return out;
 }
 
@@ -61,8 +62,8 @@ std::vector<clean_elsewhere> programs_clean_elsewhere(
       if (program.count(job) != 0) crashed.insert(program.at(job));
     for (const run_event& e : events) {
       const auto ran = program.find(e.job);
-      if (e.what == "task_end" && e.reason == "ok" && !e.node.empty() && e.node != host && ran != program.end() &&
-          crashed.count(ran->second) != 0) {
+      if (e.what == run_event_kind::kTaskEnd && e.reason == "ok" && !e.node.empty() && e.node != host &&
+          ran != program.end() && crashed.count(ran->second) != 0) {
         out.push_back({array, e.node});
         break;
       }

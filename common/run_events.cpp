@@ -14,6 +14,7 @@
 #include "owned_fd.hpp"
 #include "parse.hpp"
 #include "private_files.hpp"
+#include "run_event_kinds.hpp"
 #include "user_paths.hpp"
 
 namespace trainctl {
@@ -185,7 +186,7 @@ std::vector<run_event> parse_run_events(const std::string& text) {
 std::vector<run_event> this_array(std::vector<run_event> events) {
   std::int64_t since = 0;
   for (const run_event& e : events)
-    if (e.what == "task_start") since = std::max(since, e.figure("since", 0));
+    if (e.what == run_event_kind::kTaskStart) since = std::max(since, e.figure("since", 0));
   if (since == 0) return events;
   constexpr std::int64_t kClockMs = 60000;
   events.erase(

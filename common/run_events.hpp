@@ -2,24 +2,10 @@
 // (or single job) in the per-user state directory on the shared home, one line per
 // event:
 //   <unix ms> job=<SLURM_JOB_ID> <event> [step=<n>] [ms=<n>] [reason=<word>] [task=<n>] [restart=<n>] [node=<name>]
-// Events: first_step (the first check of rank 0; program=, see program_id), save and exit (a decision, with its
-// step and reason), saved (that save ended, ms = how long it took), end (rank 0's
-// controller ends), notice (a notice reached rank 0's node state; reason = its kind:
-// deadline, preempted, signal, memory, hang), task_end (the batch script ended; reason =
-// ok, failed, preempted or no-progress: see run_progress.hpp), step_times (rank 0's
-// step times as it ends: step_times.hpp), compute (each rank's work and the slowest
-// rank's over the steps timed, per node, from its supervisor as it ends: what a
-// straggler cost), death (a node's first rank death that trainctl did not cause, from
-// its supervisor: reason = SIGKILL, SIGSEGV, ... or exit; step = the last agreed; node;
-// rank, at (unix ms of the death), status (an exit's status), oom (a SIGKILL: 1 the OOM
-// killer's, 0 from outside the program; oom_watch.hpp) and text, the error it died of,
-// where known; the node's clock as its kernel keeps it, for `trainctl report`'s order of
-// the nodes' deaths: boot (text_figure of its boot id: one figure, one kernel), synced
-// (0/1) and max_error_us, as health/step_presence.hpp's clock_facts).
-// task_start (a batch script begins: task, restart, since = the array's submit time,
-// run_id.hpp's array_since; written by its supervisor, which decides the run id): a job
-// id the controller gives again after its state was reset names another array, and the
-// lines older than the newest array's submit belong to the earlier one (this_array).
+// Each kind of event and the fields it carries: run_event_kinds.hpp, one table. A job id
+// the controller gives again after its state was reset names another array: the lines
+// older than the newest array's submit (task_start's since, run_id.hpp's array_since)
+// belong to the earlier one (this_array).
 // Written by rank 0's controller, from its watcher thread, never the training loop (a
 // hang, task_start and task_end by a supervisor); read back only as this user's regular file.
 #pragma once
@@ -34,7 +20,7 @@ namespace trainctl {
 struct run_event {
   std::int64_t ms = 0;  // unix ms
   std::string job;      // SLURM_JOB_ID of the task that wrote it (digits)
-  std::string what;     // first_step, save, exit, saved, end, notice
+  std::string what;     // its kind: run_event_kinds.hpp
   std::int64_t step = -1;
   std::int64_t took_ms = -1;  // saved: how long the save took
   std::string reason;         // save, exit: why; notice: what kind

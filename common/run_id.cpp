@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "env_names.hpp"
+#include "run_event_kinds.hpp"
 #include "run_events.hpp"
 #include "time_text.hpp"
 
@@ -42,7 +43,7 @@ std::int64_t array_since(std::int64_t own_submit_ms, std::int64_t restart, const
   std::int64_t since = 0;
   for (const run_event& e : events) {
     const std::int64_t s = e.figure("since", 0);
-    if (e.what == "task_start" && e.restart == 0 && s > since && s <= own_submit_ms) since = s;
+    if (e.what == run_event_kind::kTaskStart && e.restart == 0 && s > since && s <= own_submit_ms) since = s;
   }
   return since;
 }

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "parse.hpp"
+#include "run_event_kinds.hpp"
 
 namespace trainctl {
 
@@ -23,16 +24,16 @@ std::vector<array_run> array_runs(const std::vector<run_event>& events) {
       it = open.emplace(e.job, runs.size() - 1).first;
     }
     array_run& r = runs[it->second];
-    if (e.what == "first_step" && r.first_step < 0 && e.step >= 0) r.first_step = e.step;
-    if (e.what == "notice" && e.reason == "preempted") r.preempted = true;
-    if (e.what == "notice" && e.reason == "deadline") r.deadline = true;
-    if (e.what == "death" && !e.reason.empty() && (r.death_ms == 0 || e.ms < r.death_ms)) {
+    if (e.what == run_event_kind::kFirstStep && r.first_step < 0 && e.step >= 0) r.first_step = e.step;
+    if (e.what == run_event_kind::kNotice && e.reason == "preempted") r.preempted = true;
+    if (e.what == run_event_kind::kNotice && e.reason == "deadline") r.deadline = true;
+    if (e.what == run_event_kind::kDeath && !e.reason.empty() && (r.death_ms == 0 || e.ms < r.death_ms)) {
       r.death_ms = e.ms;
       r.death_step = e.step;
       r.death_how = e.reason;
       r.death_oom = static_cast<int>(e.figure("oom", -1));
     }
-    if (e.what == "task_end") {
+    if (e.what == run_event_kind::kTaskEnd) {
       r.end_ms = e.ms;
       r.end = e.reason;
       r.task = e.task;

@@ -6,6 +6,7 @@
 
 #include "first_death.hpp"
 #include "parse.hpp"
+#include "run_event_kinds.hpp"
 #include "save_writes.hpp"
 
 namespace trainctl {
@@ -40,7 +41,7 @@ void note_save(task_report& t, const run_event& e) {
   s.begin_ms = clamp_to_task(t, e.ms);
   s.step = e.step;
   s.reason = e.reason;
-  s.exit = e.what == "exit";
+  s.exit = e.what == run_event_kind::kExit;
   if (s.exit) {
     t.exit_reason = e.reason;
     t.exit_step = e.step;
@@ -55,32 +56,32 @@ walked walk_events(task_report& t, const std::vector<run_event>& events) {
     t.has_events = true;
     const std::int64_t at = clamp_to_task(t, e.ms);
     if (note_write_event(t, e, at)) continue;
-    if (e.what == "first_step" && t.first_step_ms == 0) {
+    if (e.what == run_event_kind::kFirstStep && t.first_step_ms == 0) {
       t.first_step_ms = at;
       t.first_step = e.step;
       t.untrusted_saves = std::max<std::int64_t>(0, e.figure("untrusted", 0));
-    } else if (e.what == "save" || e.what == "exit") {
+    } else if (e.what == run_event_kind::kSave || e.what == run_event_kind::kExit) {
       note_save(t, e);
-    } else if (e.what == "saved" && !t.saves.empty() && t.saves.back().end_ms == 0) {
+    } else if (e.what == run_event_kind::kSaved && !t.saves.empty() && t.saves.back().end_ms == 0) {
       t.saves.back().end_ms = at;
       t.saves.back().blocking_ms = std::max<std::int64_t>(0, at - t.saves.back().begin_ms);
-    } else if (e.what == "restore" && t.first_step_ms == 0 && e.took_ms >= 0) {
+    } else if (e.what == run_event_kind::kRestore && t.first_step_ms == 0 && e.took_ms >= 0) {
       w.restore_s += static_cast<double>(e.took_ms) / 1000.0;
-    } else if (e.what == "end") {
+    } else if (e.what == run_event_kind::kEnd) {
       t.end_event_ms = at;
       t.last_step = e.step;
       if (e.took_ms >= 0) t.last_agreement_ms = clamp_to_task(t, e.ms - e.took_ms);
-    } else if (e.what == "uncommitted") {
+    } else if (e.what == run_event_kind::kUncommitted) {
       for (auto s = t.saves.rbegin(); s != t.saves.rend(); ++s)
         if (s->step == e.step) {
           s->uncommitted.push_back(e.figure("rank"));
           break;
         }
-    } else if (e.what == "death") {
+    } else if (e.what == run_event_kind::kDeath) {
       w.deaths.push_back(&e);
-    } else if (e.what == "held") {
+    } else if (e.what == run_event_kind::kHeld) {
       t.held_tasks = std::max<std::int64_t>(0, e.figure("tasks", 0));
-    } else if (e.what == "notice") {
+    } else if (e.what == run_event_kind::kNotice) {
       note_notice(t, e);
     }
   }
@@ -210,7 +211,7 @@ void add_runs_without_records(std::vector<task_record>& tasks, const std::vector
     for (const run_event& e : events) {
       if (e.job != t.job_id || e.ms >= t.start_ms - 1000) continue;
       if (begun == 0) begun = e.ms;
-      if (e.what != "task_end") continue;
+      if (e.what != run_event_kind::kTaskEnd) continue;
       if (e.restart < 0 || e.task != task) {
         begun = 0;
         continue;

@@ -1,4 +1,5 @@
 #include "save_writes.hpp"
+#include "run_event_kinds.hpp"
 
 #include <algorithm>
 
@@ -19,13 +20,15 @@ std::string cut_reason(const std::string& why) {
 }  // namespace
 
 bool note_write_event(task_report& t, const run_event& e, std::int64_t at_ms) {
-  if (e.what != "commit" && e.what != "committed" && e.what != "write_cut" && e.what != "write_failed") return false;
+  if (e.what != run_event_kind::kCommit && e.what != run_event_kind::kCommitted &&
+      e.what != run_event_kind::kWriteCut && e.what != run_event_kind::kWriteFailed)
+    return false;
   save_span* s = save_at(t, e.step, at_ms);
   if (s == nullptr) return true;  // a loop's own save trainctl did not time: nothing to add to
-  if (e.what == "commit" || e.what == "committed") {
+  if (e.what == run_event_kind::kCommit || e.what == run_event_kind::kCommitted) {
     // Rank 0's commit (from the save's start), or a node's slowest (from the decision).
     if (e.took_ms >= 0) s->commit_ms = std::max(s->commit_ms, s->begin_ms + e.took_ms);
-  } else if (e.what == "write_cut") {
+  } else if (e.what == run_event_kind::kWriteCut) {
     if (s->cut.empty() || e.reason == "job-end") s->cut = e.reason.empty() ? "run-end" : e.reason;
     if (e.took_ms >= 0) s->written_ms = std::max(s->written_ms, e.took_ms);
   } else {

@@ -1,4 +1,5 @@
 #include "step_costs.hpp"
+#include "run_event_kinds.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -14,7 +15,7 @@ straggler_price price_stragglers(const std::vector<run_event>& events, std::int6
   std::int64_t slowest_us = 0;
   bool marked = true;
   for (const run_event& e : events) {
-    if (e.what != "compute") continue;
+    if (e.what != run_event_kind::kCompute) continue;
     const std::int64_t steps = e.figure("steps", 0), slowest = e.figure("slowest_us", 0);
     if (steps <= 0 || slowest <= 0) continue;
     marked = marked && e.figure("marked", 0) == 1;
@@ -53,7 +54,7 @@ straggler_price price_stragglers(const std::vector<run_event>& events, std::int6
 slow_steps find_slow_steps(const std::vector<run_event>& events) {
   slow_steps s;
   for (const run_event& e : events) {
-    if (e.what != "step_times" || e.figure("steps", 0) <= 0) continue;
+    if (e.what != run_event_kind::kStepTimes || e.figure("steps", 0) <= 0) continue;
     s.steps = e.figure("steps", 0);
     s.outliers = std::max<std::int64_t>(0, e.figure("outliers", 0));
     s.median_s = static_cast<double>(std::max<std::int64_t>(0, e.figure("median_us", 0))) / 1e6;

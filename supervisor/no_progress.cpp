@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "run_event_kinds.hpp"
 #include "subprocess.hpp"
 
 namespace trainctl {
@@ -37,7 +38,7 @@ std::vector<run_event> read_own_run_events_bounded(const std::vector<int>& ignor
 
 bool breaker_ended_run(const std::vector<run_event>& events, const std::string& job, std::int64_t since_ms) {
   for (const auto& e : events)
-    if (e.job == job && e.ms >= since_ms && e.what == "exit" && e.reason == "no-progress") return true;
+    if (e.job == job && e.ms >= since_ms && e.what == run_event_kind::kExit && e.reason == "no-progress") return true;
   return false;
 }
 

@@ -23,6 +23,7 @@
 #include "once_markers.hpp"
 #include "parse.hpp"
 #include "rank_views.hpp"
+#include "run_event_kinds.hpp"
 #include "run_events.hpp"
 #include "save_commits.hpp"
 #include "slurm_api.hpp"
@@ -176,10 +177,7 @@ void run_end::hold_rest_of_array(const std::string& path) const {
   if (pending.count > 0 && hold_pending_tasks(ids, milliseconds(10000), &error)) {
     log_.line("kill switch %s: the pending tasks of array %s (%d) are held; to go on: rm %s && scontrol release %s",
               path.c_str(), array.c_str(), pending.count, path.c_str(), ids.c_str());
-    run_event e;  // for trainctl report
-    e.ms = unix_now_ms();
-    e.job = opts_.job_id;
-    e.what = "held";
+    run_event e = make_run_event(run_event_kind::kHeld, opts_.job_id, unix_now_ms());  // for trainctl report
     e.reason = "kill-switch";
     e.figures.emplace_back("tasks", pending.count);
     append_event_bounded(format_run_event(e), "cannot note the held tasks for `trainctl report`");
@@ -268,10 +266,7 @@ void run_end::requeue_if_preempted(bool maybe_preempted) {
 
 void run_end::note_task_end(int child_status, bool preempted) {
   if (opts_.job_id.empty()) return;
-  run_event e;
-  e.ms = unix_now_ms();
-  e.job = opts_.job_id;
-  e.what = "task_end";
+  run_event e = make_run_event(run_event_kind::kTaskEnd, opts_.job_id, unix_now_ms());
   e.task = this_run().task;
   e.restart = this_run().restart;
   e.reason = no_progress_                                               ? "no-progress"
@@ -315,10 +310,7 @@ void run_end::convict_where_this_program_crashed(const std::string& here) const 
 void run_end::note_compute(const node_state& ns) {
   const std::string job = env_text(env_var::kSlurmJobId);
   if (!env_set(env_var::kSlurmJobId)) return;
-  run_event e;
-  e.ms = unix_now_ms();
-  e.job = job;
-  e.what = "compute";
+  run_event e = make_run_event(run_event_kind::kCompute, job, unix_now_ms());
   std::int64_t steps = 0, slowest_us = 0, marked = 1;
   for (const rank_beat& b : ns.beats) {
     const straggler_fields::work_totals w = straggler_fields::work(b);
@@ -354,10 +346,7 @@ void run_end::note_commits(const node_state& ns) {
 
 void run_end::note_death(const node_health::program_death& d) {
   if (opts_.job_id.empty()) return;
-  run_event e;
-  e.ms = unix_now_ms();
-  e.job = opts_.job_id;
-  e.what = "death";
+  run_event e = make_run_event(run_event_kind::kDeath, opts_.job_id, unix_now_ms());
   e.step = d.step;
   e.reason = WIFSIGNALED(d.status) ? "SIG" + signal_name(WTERMSIG(d.status)) : "exit";
   e.node = node_name();
@@ -381,10 +370,7 @@ void run_end::note_death(const node_health::program_death& d) {
 void run_end::note_hang(std::int64_t stall_ms) {
   const std::string job = env_text(env_var::kSlurmJobId);
   if (!env_set(env_var::kSlurmJobId)) return;
-  run_event e;
-  e.ms = unix_now_ms();
-  e.job = job;
-  e.what = "notice";
+  run_event e = make_run_event(run_event_kind::kNotice, job, unix_now_ms());
   e.reason = "hang";
   e.took_ms = stall_ms;
   append_event_bounded(format_run_event(e), "cannot note the hang for `trainctl report`");

@@ -4,6 +4,7 @@
 #include "env_names.hpp"
 #include "node_state.hpp"
 #include "parse.hpp"
+#include "run_event_kinds.hpp"
 #include "run_events.hpp"
 #include "run_id.hpp"
 #include "slurm_job.hpp"
@@ -30,10 +31,7 @@ std::string decide_here(const std::string& job_id, std::chrono::milliseconds que
   if (!jt) return id + "\nthe controller did not say when the job was submitted (" + error + ")";
   if (!problem.empty()) return id + "\n" + problem;
   if (since == 0) return id + "\nno earlier run of this requeued job wrote when its array was submitted";
-  run_event e;
-  e.ms = unix_now_ms();
-  e.job = job_id;
-  e.what = "task_start";
+  run_event e = make_run_event(run_event_kind::kTaskStart, job_id, unix_now_ms());
   e.task = env_count(env_var::kSlurmArrayTaskId, -1);
   e.restart = restart;
   e.figures = {{"since", since}};

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "run_event_kinds.hpp"
 #include "run_events.hpp"
 
 namespace trainctl {
@@ -83,24 +84,21 @@ std::string save_commits_line(const save_commits& c, const std::string& node) {
 std::string save_commits_events(const save_commits& c, const std::string& job, const std::string& node,
                                 std::int64_t now_ms) {
   std::string lines;
-  run_event e;
-  e.ms = now_ms;
-  e.job = job;
+  run_event e = make_run_event(run_event_kind::kCommitted, job, now_ms);
   e.node = node;
   e.step = c.step;
   if (!c.done.empty()) {
-    e.what = "committed";
     e.took_ms = c.slowest_ms;
     e.figures = {{"ranks", static_cast<std::int64_t>(c.done.size())}};
     lines += format_run_event(e);
   }
-  e.what = "uncommitted";
+  e.what = run_event_kind::kUncommitted;
   e.took_ms = -1;
   for (const auto& r : c.missed) {
     e.figures = {{"rank", r.rank}, {"last", r.committed_step}};  // last < 0: not written
     lines += format_run_event(e);
   }
-  e.what = "write_cut";
+  e.what = run_event_kind::kWriteCut;
   for (const auto& r : c.cut) {
     e.step = r.pending_step;
     e.took_ms = r.pending_ms > 0 && now_ms >= r.pending_ms ? now_ms - r.pending_ms : -1;

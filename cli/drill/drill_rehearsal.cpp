@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "bad_nodes.hpp"
+#include "run_event_kinds.hpp"
 #include "user_paths.hpp"
 
 namespace trainctl::commands {
@@ -216,7 +217,8 @@ void late_hangs(event_watch& w, const std::string& job1, std::int64_t resumed_ms
                 drill_figures& f) {
   if (resumed_ms > 0)
     for (const run_event& e : w.read())
-      if (e.what == "notice" && e.reason == "hang" && e.job == job1 && e.ms > resumed_ms + 5000 && !f.false_hang) {
+      if (e.what == run_event_kind::kNotice && e.reason == "hang" && e.job == job1 && e.ms > resumed_ms + 5000 &&
+          !f.false_hang) {
         f.false_hang = true;
         rows.push_back({"hang", "no hang but the drill's",
                         "another hang was found " + dur(e.ms - resumed_ms) + " after the stopped rank went on", -1,
@@ -231,8 +233,8 @@ std::vector<std::int64_t> saved_steps_of(event_watch& w, const std::string& job1
   const run_event* pending = nullptr;
   for (const run_event& e : w.read()) {
     if (e.job != job1) continue;
-    if (e.what == "save" || e.what == "exit") pending = &e;
-    if (e.what == "saved" && pending != nullptr) saved_steps.push_back(pending->step);
+    if (e.what == run_event_kind::kSave || e.what == run_event_kind::kExit) pending = &e;
+    if (e.what == run_event_kind::kSaved && pending != nullptr) saved_steps.push_back(pending->step);
   }
   return saved_steps;
 }
@@ -263,7 +265,7 @@ void rehearse_task_two(event_watch& w, const std::string& job1, std::vector<dril
   const bool started = wait_until(std::chrono::minutes(10), [&] {
     w.read();
     for (const run_event& e : w.read())
-      if (e.what == "first_step" && e.job != job1) {
+      if (e.what == run_event_kind::kFirstStep && e.job != job1) {
         first2 = &e;
         job2 = e.job;
         return true;
@@ -310,7 +312,7 @@ void rehearse_task_two(event_watch& w, const std::string& job1, std::vector<dril
   });
   const run_event* death = nullptr;
   for (const run_event& e : w.read())
-    if (e.what == "death" && e.job == job2 &&
+    if (e.what == run_event_kind::kDeath && e.job == job2 &&
         (death == nullptr || e.figure("at", e.ms) < death->figure("at", death->ms)))
       death = &e;
   const run_event* end = w.find("task_end", job2);  // from the same read as the deaths

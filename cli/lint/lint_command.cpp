@@ -28,6 +28,7 @@
 #include "lint_rules.hpp"
 #include "owned_fd.hpp"
 #include "parse.hpp"
+#include "run_event_kinds.hpp"
 #include "run_events.hpp"
 #include "save_times.hpp"
 
@@ -78,9 +79,10 @@ run_figures earlier_runs(const std::string& name, std::string* said) {
     take(phases);
     for (const run_event& e : events) {
       // A save's length to its commit (an asynchronous one's write included), else to its blocking end.
-      if ((e.what == "saved" || e.what == "commit") && e.took_ms > f.longest_save_ms) f.longest_save_ms = e.took_ms;
+      if ((e.what == run_event_kind::kSaved || e.what == run_event_kind::kCommit) && e.took_ms > f.longest_save_ms)
+        f.longest_save_ms = e.took_ms;
       const auto start = start_of.find(e.job);
-      if (e.what == "first_step" && start != start_of.end() && start->second > 0 && e.ms > start->second)
+      if (e.what == run_event_kind::kFirstStep && start != start_of.end() && start->second > 0 && e.ms > start->second)
         f.longest_start_ms = std::max(f.longest_start_ms, e.ms - start->second);
     }
   }

@@ -6,6 +6,7 @@
 #include "node_names.hpp"
 #include "notice_fields.hpp"
 #include "publisher_fields.hpp"
+#include "run_event_kinds.hpp"
 #include "run_id.hpp"
 #include "state_dir.hpp"
 #include "straggler_fields.hpp"
@@ -93,7 +94,8 @@ controller::~controller() {
   if (m.pos.first_step_noted) m.note_step_times();
   // How long after its last check() the rank ended: a crash's teardown is no training.
   if (m.pos.first_step_noted)
-    m.note_event("end", m.pos.last_step, m.pos.last_check_ms != 0 ? loop_unix_ms() - m.pos.last_check_ms : -1, "");
+    m.note_event(run_event_kind::kEnd, m.pos.last_step,
+                 m.pos.last_check_ms != 0 ? loop_unix_ms() - m.pos.last_check_ms : -1, "");
   m.events.flush_at_end(m.straggler_dir());
   // A rank dying of the error it noted keeps its slot, as a crashed one does: its
   // supervisor reads the error there when it sees the death (the slot is claimed again
@@ -200,7 +202,7 @@ void controller::compute_end() noexcept { impl_->timing.compute_end(); }
 void controller::impl::end_of_save() {
   const std::int64_t ms = (steady_us() - pos.save_started_us) / 1000;
   pos.save_started_us = 0;
-  note_event("saved", -1, ms, "");
+  note_event(run_event_kind::kSaved, -1, ms, "");
   beat_fields::learn_save_ms(state(), ms);
   show_phase(current_phase());
 }
@@ -220,7 +222,7 @@ void controller::phase_begin(const std::string& name) {
   std::int32_t phase = kPhaseSave;
   // The loop's own save is a save on `trainctl report`'s timeline too (inside one trainctl
   // asked for, it only ends that one more precisely).
-  if (name == "save" && m.pos.save_started_us == 0) m.note_event("save", m.pos.last_step, -1, "loop");
+  if (name == "save" && m.pos.save_started_us == 0) m.note_event(run_event_kind::kSave, m.pos.last_step, -1, "loop");
   if (name != "save") {
     const int slot = beat_fields::claim_phase(m.state(), name);
     phase = kPhaseNamed + (slot >= 0 ? slot : kMaxPhases);  // past the table: judged without a learnt budget
@@ -245,14 +247,14 @@ void controller::phase_end() {
   const std::int64_t ms = (steady_us() - began_us) / 1000;
   node_state& ns = m.state();
   if (phase == kPhaseSave) {
-    m.note_event("saved", -1, ms, "");
+    m.note_event(run_event_kind::kSaved, -1, ms, "");
     beat_fields::learn_save_ms(ns, ms);
   } else {
     beat_fields::learn_phase_ms(ns, phase - kPhaseNamed, ms);  // past the table: nothing to learn
   }
   if (m.pos.open_phases.size() == m.pos.restore_at) {
     m.pos.restore_at = SIZE_MAX;
-    m.note_event("restore", m.pos.last_step, ms, "");
+    m.note_event(run_event_kind::kRestore, m.pos.last_step, ms, "");
   }
   m.show_phase(m.current_phase());
 }
@@ -280,10 +282,7 @@ void controller::impl::note_notices(const node_state& n, std::uint32_t agreed) {
 void controller::impl::note_step_times() {
   if (cfg.rank != 0 || !events.on() || timing.step_counts().steps() == 0) return;
   const step_time_summary s = timing.step_counts().summary();
-  run_event e;
-  e.ms = unix_now_ms();
-  e.job = events.job();
-  e.what = "step_times";
+  run_event e = make_run_event(run_event_kind::kStepTimes, events.job(), unix_now_ms());
   e.figures = {{"steps", s.steps},
                {"median_us", s.median_us},
                {"mad_us", s.mad_us},

@@ -7,6 +7,7 @@
 #include "exit_reasons.hpp"
 #include "log_line.hpp"
 #include "node_state.hpp"
+#include "run_event_kinds.hpp"
 
 namespace trainctl {
 
@@ -16,10 +17,7 @@ void run_log::write_to(const std::string& path, const std::string& job) {
 }
 
 void run_log::note(const char* what, std::int64_t step, std::int64_t took_ms, const std::string& reason) {
-  run_event e;
-  e.ms = unix_now_ms();
-  e.job = job_;
-  e.what = what;
+  run_event e = make_run_event(what, job_, unix_now_ms());
   e.step = step;
   e.took_ms = took_ms;
   e.reason = reason;
@@ -38,7 +36,8 @@ void run_log::note(const run_event& e) {
 void run_log::note_notices(std::uint32_t flags) {
   if (!on()) return;
   for (const exit_reason& e : kExitReasons)
-    if (e.notice && (flags & e.flag) != 0 && (noticed_.fetch_or(e.flag) & e.flag) == 0) note("notice", -1, -1, e.name);
+    if (e.notice && (flags & e.flag) != 0 && (noticed_.fetch_or(e.flag) & e.flag) == 0)
+      note(run_event_kind::kNotice, -1, -1, e.name);
 }
 
 void run_log::queue_straggler(const straggler_finding& f) {

@@ -12,6 +12,7 @@
 #include "env.hpp"
 #include "env_names.hpp"
 #include "error_fields.hpp"
+#include "run_event_kinds.hpp"
 #include "run_id.hpp"
 #include "save_fields.hpp"
 
@@ -111,7 +112,7 @@ bool controller::impl::commit(std::int64_t step, const std::string& path, std::i
   const std::int64_t took_ms = (steady_us() - began_us) / 1000;
   if (began_us > 0) {
     beat_fields::learn_save_ms(state(), took_ms);  // --graceful-exit=auto: the save's whole length
-    note_event("commit", step, took_ms, "");
+    note_event(run_event_kind::kCommit, step, took_ms, "");
   }
   if (beat != nullptr) save_fields::committed(*beat, step, unix_now_ms());
   return true;
@@ -165,10 +166,7 @@ bool controller::save_end(std::uint64_t ticket, const std::string& error) {
   } when_done{m, ticket};
   if (!error.empty()) {
     if (m.cfg.rank == 0 && m.events.on()) {
-      run_event e;
-      e.ms = unix_now_ms();
-      e.job = m.events.job();
-      e.what = "write_failed";
+      run_event e = make_run_event(run_event_kind::kWriteFailed, m.events.job(), unix_now_ms());
       e.step = w->step;
       e.took_ms = (steady_us() - w->began_us) / 1000;
       e.text = printable_line(error, 200);
@@ -241,7 +239,8 @@ std::size_t controller::wait_for_saves(double timeout_s) {
   // beat for the supervisor; rank 0's run events name each for the report.
   m.writes_given_up.store(true, std::memory_order_release);
   for (const pending_write& w : left) {
-    m.note_event("write_cut", w.step, (steady_us() - w.began_us) / 1000, end_ms > 0 ? "job-end" : "timeout");
+    m.note_event(run_event_kind::kWriteCut, w.step, (steady_us() - w.began_us) / 1000,
+                 end_ms > 0 ? "job-end" : "timeout");
     log_line(kLogWarning,
              "trainctl: the save at step %" PRId64
              " (%s) is still being written %.1f s after it began, %s: "

@@ -5,6 +5,7 @@
 #include "env.hpp"
 #include "notice_fields.hpp"
 #include "publisher_fields.hpp"
+#include "run_event_kinds.hpp"
 #include "save_fields.hpp"
 
 namespace trainctl {
@@ -89,10 +90,7 @@ bool controller::vote(std::int64_t step, std::int64_t* v, std::size_t len) {
     if (m.cfg.rank == 0) {
       // Where this run began, and what its resume_path() look could not trust: a task
       // that starts fresh although saves exist is named in `trainctl report`.
-      run_event e;
-      e.ms = unix_now_ms();
-      e.job = m.events.job();
-      e.what = "first_step";
+      run_event e = make_run_event(run_event_kind::kFirstStep, m.events.job(), unix_now_ms());
       e.step = step;
       const auto [resumed, untrusted] = last_resume_look();
       if (resumed > -2) e.figures = {{"resumed", resumed < 0 ? 0 : resumed + 1}, {"untrusted", untrusted}};
@@ -231,7 +229,8 @@ decision controller::impl::decide(std::int64_t step, const std::int64_t* r, bool
   // at its next call, or with the rank after an exit.
   if (d.save || (d.exit && !m.pos.exit_save_timed)) {
     const bool exit_save = d.exit && !m.pos.exit_save_timed;
-    m.note_event(exit_save ? "exit" : "save", step, -1, exit_save ? d.reason : d.save_reason);
+    m.note_event(exit_save ? run_event_kind::kExit : run_event_kind::kSave, step, -1,
+                 exit_save ? d.reason : d.save_reason);
     const bool saves = d.save || !d.saved;  // an exit without a save is no save's length
     if (saves) {
       m.pos.save_started_us = steady_us();

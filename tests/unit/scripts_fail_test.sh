@@ -57,6 +57,19 @@ grep -q "fns.cpp:2: long_one is 81 lines" <<<"$out" || fail "sizes.py did not na
 grep -q "fns.py:1: long_def is 81 lines" <<<"$out" || fail "sizes.py did not name the long Python def: $out"
 ! grep -q "short_one" <<<"$out" || fail "sizes.py refused an 80-line function: $out"
 
+# scripts/event_kinds.py: a run-event kind compared or set as a literal fails with its
+# line; the kind through run_event_kind:: and a literal in a comment do not.
+printf '%s\n' 'bool a(const run_event& e) { return e.what == "first_step"; }' \
+  'run_event b() { return make_run_event("save", "1", 0); }' \
+  'bool c(const run_event& e) { return e.what == run_event_kind::kSave; }  // not e.what == "save"' >"$work/kinds.cpp"
+rc=0; out=$(python3 "$src/scripts/event_kinds.py" "$work/kinds.cpp") || rc=$?
+[ "$rc" -eq 1 ] || fail "event_kinds.py passed run-event kinds written as literals (status $rc): $out"
+grep -q 'kinds.cpp:1: the run-event kind "first_step" written as a literal' <<<"$out" ||
+  fail "event_kinds.py did not name the compared literal: $out"
+grep -q 'kinds.cpp:2: the run-event kind "save" written as a literal' <<<"$out" ||
+  fail "event_kinds.py did not name the made literal: $out"
+! grep -q "kinds.cpp:3" <<<"$out" || fail "event_kinds.py refused a kind through run_event_kind:: or a comment: $out"
+
 # scripts/env_home.py: a getenv outside common/env.hpp fails lint with its line; the
 # plugin's spank_getenv and a getenv in a comment do not.
 printf '%s\n' '#include <cstdlib>' 'const char* f() { return std::getenv("HOME"); }' >"$work/reads.cpp"
