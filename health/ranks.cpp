@@ -13,6 +13,7 @@
 #include <map>
 
 #include "env_names.hpp"
+#include "rank_variable.hpp"
 
 namespace trainctl {
 namespace {
@@ -75,14 +76,11 @@ std::string proc_environ_value(pid_t pid, const std::string& name, const std::st
 int proc_rank(pid_t pid, const std::string& proc) {
   std::string blob;
   if (!read_file(proc + "/" + std::to_string(pid) + "/environ", blob)) return -1;
-  for (const char* var : env_var::kRankVariables) {
-    const std::string v = environ_value(blob, var);
-    if (v.empty()) continue;
-    char* end = nullptr;
-    const long n = std::strtol(v.c_str(), &end, 10);
-    return *end == '\0' && n >= 0 && n < (1 << 24) ? static_cast<int>(n) : -1;
-  }
-  return -1;
+  const rank_variable r = rank_variable_of([&](const char* name) { return environ_value(blob, name); });
+  if (r.name == nullptr) return -1;
+  char* end = nullptr;
+  const long n = std::strtol(r.text.c_str(), &end, 10);
+  return *end == '\0' && n >= 0 && n < (1 << 24) ? static_cast<int>(n) : -1;
 }
 
 bool cmdline_names_launcher(const std::string& blob, const std::vector<std::string>& names) {

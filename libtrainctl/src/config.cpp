@@ -6,8 +6,8 @@
 
 #include "config_impl.hpp"
 #include "env.hpp"
-#include "env_names.hpp"
 #include "log_line.hpp"
+#include "rank_variable.hpp"
 
 namespace trainctl {
 namespace {
@@ -166,16 +166,12 @@ config config::from_env() {
                                        "other threshold's means left); using it as TRAINCTL_MEMORY_MIN_FREE=") +
                            m.get("memory_min_free"));
   }
-  // The launcher's rank first: under mpirun, SLURM_PROCID is the orted's, not the rank's.
-  for (const char* rank_env : env_var::kRankVariables) {
-    const std::string v = env_text(rank_env);
-    if (v.empty()) continue;
+  if (const rank_variable r = rank_variable_of(env_text); r.name != nullptr) {
     try {
-      m.set("rank", v);
+      m.set("rank", r.text);
     } catch (const std::exception& ex) {
-      m.warnings.push_back(std::string("trainctl: ") + rank_env + ": " + ex.what() + "; using rank 0");
+      m.warnings.push_back(std::string("trainctl: ") + r.name + ": " + ex.what() + "; using rank 0");
     }
-    break;
   }
   for (const auto& w : m.warnings) log_line(kLogWarning, "%s\n", w.c_str());
   return c;

@@ -10,8 +10,8 @@
 #include "controller_impl.hpp"
 #include "deadline_fields.hpp"
 #include "env.hpp"
-#include "env_names.hpp"
 #include "error_fields.hpp"
+#include "rank_variable.hpp"
 #include "run_event_kinds.hpp"
 #include "run_id.hpp"
 #include "save_fields.hpp"
@@ -35,11 +35,8 @@ std::string without_prefix(const char* what) {
 
 // Rank 0 of the launcher's ranks (or no rank said): who logs what every rank would.
 bool first_rank() {
-  for (const char* name : env_var::kRankVariables) {
-    const std::string v = env_text(name);
-    if (!v.empty()) return v == "0";
-  }
-  return true;
+  const rank_variable r = rank_variable_of(env_text);
+  return r.name == nullptr || r.text == "0";
 }
 
 double seconds(std::int64_t us) { return static_cast<double>(us) / 1e6; }
