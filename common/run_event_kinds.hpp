@@ -1,14 +1,9 @@
 // Every kind of run event (run_events.hpp), its name on disk and what it carries: the
 // one table that the writers (rank 0's controller, each node's supervisor) make events
-// from and the readers (trainctl report, lint and drill, the no-progress breaker, the
-// run id) match against. A kind's name is part of the file format: lines written by an
+// from (make_run_event) and the readers (trainctl report, lint and drill, the
+// no-progress breaker, the run id) match against. A kind's name is part of the file format: lines written by an
 // older trainctl keep theirs, so a name is never changed, only added.
 #pragma once
-
-#include <cstdint>
-#include <string>
-
-#include "run_events.hpp"
 
 namespace trainctl::run_event_kind {
 
@@ -46,17 +41,3 @@ inline constexpr char kHeld[] = "held";                // the kill switch held t
 // array_since.
 
 }  // namespace trainctl::run_event_kind
-
-namespace trainctl {
-
-// An event of kind `what` (a run_event_kind) by job `job` at `ms` (unix ms), its other
-// fields unset: every writer starts from this.
-inline run_event make_run_event(const char* what, const std::string& job, std::int64_t ms) {
-  run_event e;
-  e.ms = ms;
-  e.job = job;
-  e.what = what;
-  return e;
-}
-
-}  // namespace trainctl

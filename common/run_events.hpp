@@ -45,6 +45,16 @@ struct run_event {
   std::int64_t figure(const std::string& key, std::int64_t otherwise = -1) const;
 };
 
+// An event of kind `what` (run_event_kinds.hpp) by job `job` at `ms` (unix ms), its other
+// fields unset: every writer starts from this.
+inline run_event make_run_event(const char* what, const std::string& job, std::int64_t ms) {
+  run_event e;
+  e.ms = ms;
+  e.job = job;
+  e.what = what;
+  return e;
+}
+
 // TRAINCTL_RUN_EVENTS_DIR, else $XDG_STATE_HOME/trainctl/runs, else
 // $HOME/.local/state/trainctl/runs; "" when none can be named.
 std::string run_events_dir();
