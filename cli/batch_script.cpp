@@ -324,6 +324,40 @@ void note_checkpoint_words(const command& c, const lookup_fn& lookup, batch_scri
   }
 }
 
+// The Python programs a command runs: its words that end in .py as the script expands
+// them (`torchrun ... train.py`, `python3 "$TRAIN_SCRIPT"`), and those inside a quoted
+// command line (`bash -c "exec $launch $TRAIN_SCRIPT ..."`, each of its words expanded
+// alone); never a message's.
+void note_programs(const command& c, const lookup_fn& lookup, batch_script& s) {
+  if (c.empty() || c[0].raw == "echo" || c[0].raw == "printf") return;
+  for (const raw_word& w : c) {
+    std::vector<std::string> parts;
+    std::string part;
+    for (const char ch : w.raw + " ") {
+      if (ch != ' ' && ch != '\t' && ch != '\n') {
+        part += ch;
+      } else if (!part.empty()) {
+        parts.push_back(part);
+        part.clear();
+      }
+    }
+    for (std::string p : parts) {
+      if (parts.size() > 1) {  // a word of a quoted command line: its quotes are the line's
+        while (!p.empty() && (p.front() == '"' || p.front() == '\'')) p.erase(0, 1);
+        while (!p.empty() && (p.back() == '"' || p.back() == '\'' || p.back() == '\\')) p.pop_back();
+      }
+      const expanded e = expand(p, w.line, lookup, 0);
+      const std::string& path = e.text;
+      if (!e.known || path.size() < 4 || path.compare(path.size() - 3, 3, ".py") != 0 ||
+          path.find_first_of("= ") != std::string::npos)
+        continue;
+      const bool seen = std::any_of(s.programs.begin(), s.programs.end(),
+                                    [&](const std::pair<int, std::string>& q) { return q.second == path; });
+      if (!seen) s.programs.emplace_back(w.line, path);
+    }
+  }
+}
+
 // A trainctl-run (or `trainctl run`) command: its options, as the script expands them.
 void note_trainctl_run(const command& c, const lookup_fn& lookup, batch_script& s) {
   std::vector<std::string> words;
@@ -408,6 +442,7 @@ std::optional<batch_script> read_batch_script(const std::string& text, const std
   for (const command& c : cmds) {
     note_checkpoint_words(c, lookup, s);
     note_trainctl_run(c, lookup, s);
+    note_programs(c, lookup, s);
   }
   return s;
 }

@@ -39,6 +39,9 @@ struct batch_script {
   // a '$'), as this environment makes them: (line, path; "" when it cannot be known).
   std::vector<std::pair<int, std::string>> checkpoint_paths;
 
+  // The Python programs its commands run (a word ending in .py, as this environment makes
+  // it; relative to the submit directory when not absolute): (line, path), each once.
+  std::vector<std::pair<int, std::string>> programs;
   // The last value given for sbatch option `name` (long form), or nullptr.
   const script_option* last(const std::string& name) const;
 };

@@ -28,6 +28,7 @@
 #include "lint_rules.hpp"
 #include "owned_fd.hpp"
 #include "parse.hpp"
+#include "process_group_timeout.hpp"
 #include "run_event_kinds.hpp"
 #include "run_events.hpp"
 #include "save_times.hpp"
@@ -192,6 +193,7 @@ int lint_batch_script(const std::string& who, const std::string& path, const std
   std::string history;
   ctx.measured = earlier_runs(job_name, &history);
   ctx.collective_timeout_ms = collective_timeout_ms;
+  if (collective_timeout_ms <= 0) read_program_timeouts(*script, submit_dir, &ctx);
   ctx.env = env;
   const lint_result r = lint_script(*script, ctx);
 

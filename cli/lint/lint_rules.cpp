@@ -174,29 +174,45 @@ void preemption(const view& v, lint_result* r) {
             dur(save * 3 / 2));
 }
 
-void hang_vs_collectives(const view& v, lint_result* r) {
-  if (v.o.hang.timeout.count() == 0 || !v.sure("--hang-timeout")) return;
-  hang_rules rules;
-  rules.timeout = v.o.hang.timeout;
-  const milliseconds hang = budget_for(rules, "", v.ctx.measured.longest_quiet_ms).budget;
+// Whose timeout a collective has: the user's (--collective-timeout), the program's own
+// init_process_group, else torch's default for the backend.
+std::pair<milliseconds, std::string> collective_timeout(const view& v) {
+  if (v.ctx.collective_timeout_ms > 0) {
+    const std::string whose = v.ctx.collective_timeout_from.empty()
+                                  ? "the collectives' timeout you gave (--collective-timeout)"
+                                  : "the timeout " + v.ctx.collective_timeout_from + " gives init_process_group";
+    return {milliseconds(v.ctx.collective_timeout_ms), whose};
+  }
   bool gpus = false;
   for (const script_option& o : v.s.sbatch)
     gpus = gpus || o.name.rfind("--gpus", 0) == 0 || (o.name == "--gres" && o.value.find("gpu") != std::string::npos);
-  const milliseconds collective = v.ctx.collective_timeout_ms > 0 ? milliseconds(v.ctx.collective_timeout_ms)
-                                  : gpus                          ? kNcclTimeout
-                                                                  : kGlooTimeout;
-  const std::string whose = v.ctx.collective_timeout_ms > 0 ? "the collectives' timeout you gave (--collective-timeout)"
-                            : gpus                          ? "NCCL's timeout (torch's default for a job with GPUs)"
-                                                            : "gloo's timeout (torch's default on CPUs)";
-  if (hang >= collective)
-    add(r, "hang-after-collective-timeout", v.line("--hang-timeout"),
-        "--hang-timeout=" +
-            (v.o.hang.timeout == option::kHangTimeoutAuto ? "auto (" + format_duration(hang) + ")"
-                                                          : format_duration(hang)) +
-            " is not shorter than " + whose + ", " + format_duration(collective) +
-            ": a hung collective ends the ranks before trainctl takes their stacks; use --hang-timeout=" +
-            format_duration(collective * 4 / 5) +
-            (v.ctx.collective_timeout_ms > 0 ? std::string()
+  if (gpus) return {kNcclTimeout, "NCCL's timeout (torch's default for a job with GPUs)"};
+  return {kGlooTimeout, "gloo's timeout (torch's default on CPUs)"};
+}
+
+void hang_vs_collectives(const view& v, lint_result* r) {
+  if (v.o.hang.timeout.count() == 0 || !v.sure("--hang-timeout")) return;
+  if (v.ctx.collective_timeout_ms <= 0 && !v.ctx.collective_timeout_unread.empty()) {
+    r->notes.push_back(v.ctx.collective_timeout_unread +
+                       " gives init_process_group a timeout lint cannot read: the hang timeout is not checked "
+                       "against it (give it with --collective-timeout)");
+    return;
+  }
+  hang_rules rules;
+  rules.timeout = v.o.hang.timeout;
+  const milliseconds hang = budget_for(rules, "", v.ctx.measured.longest_quiet_ms).budget;
+  const auto [collective, whose] = collective_timeout(v);
+  if (hang < collective) return;
+  const bool programs = !v.ctx.collective_timeout_from.empty();
+  add(r, "hang-after-collective-timeout", v.line("--hang-timeout"),
+      "--hang-timeout=" +
+          (v.o.hang.timeout == option::kHangTimeoutAuto ? "auto (" + format_duration(hang) + ")"
+                                                        : format_duration(hang)) +
+          " is not shorter than " + whose + ", " + format_duration(collective) +
+          ": torch ends the ranks of a hung collective before trainctl takes their stacks; use --hang-timeout=" +
+          format_duration(collective * 4 / 5) +
+          (programs                          ? ", or a longer timeout in init_process_group"
+           : v.ctx.collective_timeout_ms > 0 ? std::string()
                                              : ", or give lint the timeout your init_process_group sets with "
                                                "--collective-timeout"));
 }
@@ -304,8 +320,8 @@ const std::vector<lint_rule>& lint_rules() {
       {"preempt-no-requeue", "where the partition preempts with REQUEUE, the job can be requeued"},
       {"grace-shorter-than-save", "where the partition preempts, its GraceTime fits the longest save measured"},
       {"hang-after-collective-timeout",
-       "the hang timeout is shorter than the collectives' own: NCCL's 10m with GPUs, gloo's 30m, or "
-       "--collective-timeout"},
+       "the hang timeout is shorter than the collectives' own: the timeout the program's init_process_group "
+       "gives, --collective-timeout, else NCCL's 10m with GPUs, gloo's 30m"},
       {"hang-shorter-than-step", "the hang timeout is longer than the longest time between check() calls measured"},
       {"hang-shorter-than-phase", "each --hang-phase-timeout is longer than that phase's longest measured"},
       {"switch-dir-missing", "the kill and save switches' directory exists"},

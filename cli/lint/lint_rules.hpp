@@ -30,7 +30,11 @@ struct lint_context {
   std::optional<cluster_facts> cluster;  // nullopt: the rules on the cluster say nothing
   run_figures measured;
   std::int64_t collective_timeout_ms = 0;  // --collective-timeout; 0: torch's default for the backend
-  env_lookup env;                          // as the job would see it: SLURM_SUBMIT_DIR (here), SLURM_JOB_NAME
+  // Where collective_timeout_ms was read instead, when the user gave none: "train.py:88",
+  // the program's own init_process_group. `collective_timeout_unread`: such a call whose
+  // timeout lint cannot read (a variable, an expression); the rule then says nothing.
+  std::string collective_timeout_from, collective_timeout_unread;
+  env_lookup env;  // as the job would see it: SLURM_SUBMIT_DIR (here), SLURM_JOB_NAME
 };
 
 struct lint_problem {

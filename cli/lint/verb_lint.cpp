@@ -43,7 +43,8 @@ int verb_lint(int argc, char** argv) {
                  "--array=1-10%1); they win over its #SBATCH lines, as sbatch's do");
   app.add_flag("--json", json, "the findings as one JSON document (schema 1)");
   app.add_option("--collective-timeout", collective,
-                 "the timeout your init_process_group sets (default: torch's, 10m for NCCL, 30m for gloo)");
+                 "the timeout your init_process_group sets (default: what the script's Python program gives it, "
+                 "timeout=timedelta(...), else torch's: 10m for NCCL, 30m for gloo)");
   app.add_flag("--list-rules", list, "print the rules and exit");
   if (const auto done = parse_verb(app, std::min(argc, script_at + 1), argv, "lint")) return *done;
   if (list) {

@@ -5,7 +5,8 @@
 # `sbatch --array=1-4%1 --time=2`, graceful exit 1 minute. Task 1 reaches its deadline,
 # every rank saves and exits; task 2 resumes at the saved step + 1; the kill switch
 # (its default path) then stops task 2, and tasks 3 and 4 are held, not started; then
-# `trainctl lint` finds the array by its job name and reads what it measured.
+# `trainctl lint` finds the array by its job name and reads what it measured, and reads
+# the program's own init_process_group timeout.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 use_train_template "--steps 100000 --step-time 0.05"
@@ -39,4 +40,18 @@ assert doc["measured"]["longest_start_ms"] > 0, doc["measured"]
 assert doc["problems"] == [], doc["problems"]
 PY
 log "trainctl lint: array $job's figures read ($(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["measured"])' "$lint_json"))"
-log "PASS: deadline in task 1, resume in task 2, the kill switch ended task 2 and held tasks 3 and 4; lint read the array's figures"
+# A program whose init_process_group gives torch's collectives 5 minutes, under a
+# 10-minute hang timeout: torch would end the ranks of a hung collective before trainctl
+# takes their stacks. lint reads the program the template runs (TRAIN_SCRIPT) and says so.
+cat >"$TEST_DIR/short_timeout.py" <<'PY'
+import datetime
+import torch.distributed as dist
+dist.init_process_group("gloo", timeout=datetime.timedelta(minutes=5))
+PY
+rc=0
+out=$(TRAIN_SCRIPT=$TEST_DIR/short_timeout.py HANG_TIMEOUT=10m trainctl lint train.slurm -J tmpl --time=60) || rc=$?
+[ "$rc" -eq 1 ] || fail "trainctl lint passed a hang timeout past the program's collective timeout: exit $rc: $out"
+grep -q "short_timeout.py:3 gives init_process_group, 5m: torch ends the ranks.*\[hang-after-collective-timeout\]" \
+  <<<"$out" || fail "trainctl lint did not name the program's init_process_group timeout: $out"
+log "trainctl lint: $(grep -o 'hang-timeout=10m is not shorter than[^:]*' <<<"$out")"
+log "PASS: deadline in task 1, resume in task 2, the kill switch ended task 2 and held tasks 3 and 4; lint read the array's figures and the program's collective timeout"

@@ -9,6 +9,7 @@
 #include "batch_script.hpp"
 #include "fixture.hpp"
 #include "lint_rules.hpp"
+#include "process_group_timeout.hpp"
 
 namespace trainctl {
 namespace {
@@ -239,6 +240,92 @@ TEST_F(LintTest, HangTimeoutAfterTheCollectivesTimeout) {
   // auto, before anything is learnt, waits 30 minutes: past NCCL's.
   expect_only(lint(plugin_script("#SBATCH --gres=gpu:4\n", "--graceful-exit=10 --kill-switch --hang-timeout=auto")),
               "hang-after-collective-timeout", 4, "auto (30m)");
+}
+
+// The program's own init_process_group timeout, read from its text: the forms people
+// write, a commented call and a timeout lint cannot read.
+TEST(ProcessGroupTimeout, ReadFromTheProgramsText) {
+  auto ms = [](const std::string& text) {
+    const auto t = process_group_timeout(text);
+    return t ? t->ms : -2;
+  };
+  EXPECT_EQ(ms("import torch.distributed as dist\ndist.init_process_group('nccl', timeout=timedelta(minutes=5))\n"),
+            300000);
+  const auto multi = process_group_timeout(
+      "import datetime\n\n"
+      "torch.distributed.init_process_group(\n"
+      "    backend=\"gloo\",  # (see the docs)\n"
+      "    timeout=datetime.timedelta(minutes=1, seconds=30.5),\n"
+      ")\n");
+  ASSERT_TRUE(multi.has_value());
+  EXPECT_EQ(multi->ms, 90500);
+  EXPECT_EQ(multi->line, 3) << "the call's line";
+  EXPECT_EQ(ms("dist.init_process_group(backend)\n"), -2) << "no timeout: torch's default";
+  EXPECT_EQ(ms("# dist.init_process_group(timeout=timedelta(seconds=1))\n"), -2) << "a comment";
+  EXPECT_EQ(ms("my_init_process_group(timeout=timedelta(seconds=1))\n"), -2) << "another function";
+  EXPECT_EQ(ms("dist.init_process_group(backend, timeout=td)\n"), -1) << "a variable: given, not readable";
+  EXPECT_EQ(ms("dist.init_process_group(timeout=timedelta(minutes=5) * 2)\n"), -1) << "an expression";
+  EXPECT_EQ(ms("dist.init_process_group(timeout=timedelta(seconds=int(os.environ['T'])))\n"), -1);
+  EXPECT_EQ(ms("if gpu:\n  dist.init_process_group('nccl', timeout=timedelta(hours=1))\n"
+               "else:\n  dist.init_process_group('gloo', timeout=timedelta(minutes=20))\n"),
+            20 * 60000)
+      << "the shortest: it ends the ranks first";
+  EXPECT_EQ(ms("dist.init_process_group('gloo', timeout=timedelta(minutes=20), rank=int(\"0\"))\n"), 20 * 60000);
+}
+
+// lint reads the program the script runs: a hang timeout past the timeout its
+// init_process_group gives is flagged with the program's line; one it cannot read is a
+// note, not a finding against torch's default.
+TEST_F(LintTest, HangTimeoutAfterTheProgramsOwnCollectiveTimeout) {
+  dir.write("train.py",
+            "import datetime\nimport torch.distributed as dist\n\n"
+            "dist.init_process_group('gloo', timeout=datetime.timedelta(minutes=5))\n");
+  const std::string script =
+      "#!/bin/bash\n"
+      "#SBATCH --time=4:00:00\n"
+      "#SBATCH --graceful-exit=10 --kill-switch --hang-timeout=10m\n"
+      "TRAIN=${TRAIN:-$SLURM_SUBMIT_DIR/train.py}\n"
+      "echo \"running other.py\"\n"
+      "launch=$(command -v torchrun)\n"
+      "srun --kill-on-bad-exit=1 bash -c \"exec $launch $TRAIN --ckpt-dir $CKPT \\\n"
+      "  --lr=3e-4\"\n";
+  const batch_script s = read(script);
+  ASSERT_EQ(s.programs.size(), 1u) << "the message's other.py is no program; the template's bash -c line is read";
+  EXPECT_EQ(s.programs[0].second, dir / "train.py");
+  lint_context ctx;
+  ctx.script = "train.slurm";
+  ctx.cluster = cluster;
+  ctx.measured = measured;
+  ctx.env = env();
+  read_program_timeouts(s, dir.path(), &ctx);
+  EXPECT_EQ(ctx.collective_timeout_ms, 5 * 60000);
+  EXPECT_EQ(ctx.collective_timeout_from, dir / "train.py:4");
+  expect_only(lint_script(s, ctx), "hang-after-collective-timeout", 3,
+              "the timeout " + dir / "train.py:4" + " gives init_process_group, 5m");
+  // A hang timeout inside it passes.
+  dir.write("train.py",
+            "import torch.distributed as dist\ndist.init_process_group('gloo', timeout=timedelta(hours=1))\n");
+  lint_context longer = ctx;
+  longer.collective_timeout_ms = 0;
+  longer.collective_timeout_from.clear();
+  read_program_timeouts(s, dir.path(), &longer);
+  EXPECT_EQ(longer.collective_timeout_ms, 3600000);
+  EXPECT_TRUE(lint_script(s, longer).problems.empty()) << said(lint_script(s, longer));
+  // A timeout lint cannot read: a note, and no finding against gloo's default either.
+  dir.write("train.py", "import torch.distributed as dist\ndist.init_process_group('gloo', timeout=TIMEOUT)\n");
+  lint_context unread = ctx;
+  unread.collective_timeout_ms = 0;
+  unread.collective_timeout_from.clear();
+  read_program_timeouts(s, dir.path(), &unread);
+  EXPECT_EQ(unread.collective_timeout_unread, dir / "train.py:2");
+  const lint_result r = lint_script(read("#!/bin/bash\n#SBATCH --time=4:00:00\n"
+                                         "#SBATCH --graceful-exit=10 --kill-switch --hang-timeout=40m\n"
+                                         "srun python3 train.py\n"),
+                                    unread);
+  EXPECT_TRUE(r.problems.empty()) << said(r);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("train.py:2 gives init_process_group a timeout lint cannot read"), std::string::npos)
+      << r.notes[0];
 }
 
 TEST_F(LintTest, HangTimeoutShorterThanAStep) {
