@@ -94,11 +94,14 @@ log "the job's goodput in Prometheus is trainctl report's"
 # scrape of them (one query, one scrape) against `trainctl report --json` right after.
 # No save comes between them (the loop saves on the switch only), so each bucket is the
 # same and only the time since the last save grew, on the allocated and unsaved alike.
-live_goodput() {
-  curl -sf --max-time 5 "$PROM_URL/api/v1/query?query=trainctl_productive_node_seconds_total%7Bslurm_job%3D%22$job%22%7D" |
-    grep -q '"value":\[[^]]*,"[1-9]'
+# node_exporter showed both nodes' save above; Prometheus' own latest scrape may be older
+# than that, so wait for the save on both nodes in Prometheus itself.
+scraped_save() {
+  curl -sf --max-time 5 "$PROM_URL/api/v1/query" --data-urlencode \
+    "query=count(trainctl_last_committed_step{slurm_job=\"$job\"}) and on() trainctl_productive_node_seconds_total{slurm_job=\"$job\"} > 0" |
+    grep -q '"value":\[[^]]*,"2"\]'
 }
-wait_for 30 "Prometheus to scrape the job's goodput after the save" live_goodput
+wait_for 30 "Prometheus to scrape the save on both nodes and the job's goodput" scraped_save
 curl -sf --max-time 5 "$PROM_URL/api/v1/query" --data-urlencode \
   "query={__name__=~\"trainctl_.*\",slurm_job=\"$job\"}" >"$TEST_DIR/scraped.json" || fail "Prometheus did not answer"
 as alice "$BUILD/bin/trainctl" report --json --no-svg "$job" >"$TEST_DIR/report.json" || fail "report --json failed"
