@@ -34,9 +34,14 @@ inline constexpr char kPmiRank[] = "PMI_RANK";
 inline constexpr char kRank[] = "RANK";
 inline constexpr char kWorldSize[] = "WORLD_SIZE";
 
-// PyTorch's NCCL flight recorder: where a rank reads dump requests and writes its dump.
+// PyTorch's flight recorder: its buffer (entries), its dump on NCCL's own timeout, where
+// a rank reads NCCL's dump requests and writes its dump (TORCH_FR_* in recent torch,
+// TORCH_NCCL_DEBUG_INFO_TEMP_FILE in older).
+inline constexpr char kTorchFrBufferSize[] = "TORCH_FR_BUFFER_SIZE";
+inline constexpr char kTorchFrDumpTempFile[] = "TORCH_FR_DUMP_TEMP_FILE";
 inline constexpr char kTorchNcclDebugInfoPipeFile[] = "TORCH_NCCL_DEBUG_INFO_PIPE_FILE";
 inline constexpr char kTorchNcclDebugInfoTempFile[] = "TORCH_NCCL_DEBUG_INFO_TEMP_FILE";
+inline constexpr char kTorchNcclDumpOnTimeout[] = "TORCH_NCCL_DUMP_ON_TIMEOUT";
 
 // trainctl's own (docs/users.md and docs/admins.md say what each does).
 inline constexpr char kTrainctlBadNodes[] = "TRAINCTL_BAD_NODES";

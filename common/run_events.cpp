@@ -48,7 +48,7 @@ bool parse_works(const std::string& value, std::vector<std::pair<std::int64_t, s
 }
 
 // run_event::text on disk and back: printable ASCII, no space (the fields' separator).
-constexpr std::size_t kMaxText = 200;
+constexpr std::size_t kMaxText = 1000;
 std::string encode_text(const std::string& text) {
   std::string out;
   for (char c : text.substr(0, kMaxText))

@@ -38,9 +38,10 @@ struct run_event {
   // compute: each rank of the node and its work over the timed steps (us), as
   // `works=<rank>:<us>,...`.
   std::vector<std::pair<std::int64_t, std::int64_t>> works;
-  // death: the error the rank died of, as its loop noted it (rank_beat::error): one line
-  // of printable ASCII, at most 200 characters; on disk `text=` with ' ' and '%' as %20
-  // and %25, last on the line.
+  // death: the error the rank died of, as its loop noted it (rank_beat::error, at most
+  // 200 characters); notice of a hang: the node's summary of it. One line of printable
+  // ASCII, at most 1,000 characters; on disk `text=` with ' ' and '%' as %20 and %25, last
+  // on the line.
   std::string text;
   std::int64_t figure(const std::string& key, std::int64_t otherwise = -1) const;
 };

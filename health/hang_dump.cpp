@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "bad_nodes.hpp"
+#include "collective_verdict.hpp"
 #include "env.hpp"
 #include "env_names.hpp"
 #include "hang_verdict.hpp"
@@ -138,7 +139,7 @@ hang_dump_report take_hang_stacks(const hang_dump_request& r) {
   }
   // The summary says what the ranks were doing when a phase's budget ran out.
   const std::string doing_text = r.doing.empty() ? "" : " (" + r.doing + ")";
-  std::string summary = summarize(stacks) + doing_text;
+  std::string summary = with_collectives(summarize(stacks) + doing_text, stacks);
   const auto ms = std::chrono::duration_cast<milliseconds>(clock::now() - t0).count();
   out << "hang: stacks of " << saved << " of " << stacks.size() << " rank" << (stacks.size() == 1 ? "" : "s")
       << " saved in " << dir << "/ after " << ms << " ms: " << summary << "\n";
@@ -151,7 +152,7 @@ hang_dump_report take_hang_stacks(const hang_dump_request& r) {
   const std::vector<rank_stack> all = wait_for_job_dumps(fd, r, world);
   const std::string node = env_text(env_var::kSlurmNodeid);
   if ((node.empty() || node == "0") && world > static_cast<int>(stacks.size())) {
-    summary = summarize(all) + doing_text;
+    summary = with_collectives(summarize(all) + doing_text, all);
     out << "hang: the whole job (" << all.size() << " of " << world << " ranks dumped): " << summary << "\n";
     remember_hung_nodes(all, r.job, dir, out);
   }

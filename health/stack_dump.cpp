@@ -21,6 +21,7 @@
 #include "dir_entries.hpp"
 #include "env.hpp"
 #include "env_names.hpp"
+#include "flight_recorder.hpp"
 #include "node_names.hpp"
 #include "node_state.hpp"
 #include "parse.hpp"
@@ -112,7 +113,7 @@ std::string native_stacks(pid_t pid, milliseconds limit, std::string* tool) {
   return "(neither eu-stack nor gdb is installed: no native stack)\n";
 }
 
-// PyTorch's NCCL flight recorder (TORCH_NCCL_TRACE_BUFFER_SIZE > 0) reads a FIFO named
+// PyTorch's NCCL flight recorder (TORCH_FR_BUFFER_SIZE > 0) reads a FIFO named
 // TORCH_NCCL_DEBUG_INFO_PIPE_FILE<rank>.pipe; anything written there makes the rank
 // dump its recent collectives to TORCH_NCCL_DEBUG_INFO_TEMP_FILE<rank>, from a
 // thread of its own, whatever Python is doing. Returns the line for the stack file.
@@ -122,12 +123,13 @@ std::string request_flight_recorder(pid_t pid, int rank) {
   const std::string pipe = stem + std::to_string(rank) + ".pipe";
   struct stat st {};
   if (lstat(pipe.c_str(), &st) != 0 || !S_ISFIFO(st.st_mode) || st.st_uid != getuid())
-    return "(no flight recorder pipe " + pipe + ": the run has none, or TORCH_NCCL_TRACE_BUFFER_SIZE is 0)\n";
+    return "(no flight recorder pipe " + pipe + ": the run has no NCCL group, or its flight recorder is off)\n";
   owned_fd fd(open(pipe.c_str(), O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) return "(flight recorder pipe " + pipe + ": nobody reads it: " + std::strerror(errno) + ")\n";
   const bool ok = write(fd.get(), "1\n", 2) == 2;
   fd.reset();
-  std::string out = proc_environ_value(pid, env_var::kTorchNcclDebugInfoTempFile);
+  std::string out = proc_environ_value(pid, env_var::kTorchFrDumpTempFile);
+  if (out.empty()) out = proc_environ_value(pid, env_var::kTorchNcclDebugInfoTempFile);  // older torch's name
   if (out.empty()) out = "/tmp/nccl_trace_rank_";
   return ok ? "dump requested through " + pipe + "; PyTorch writes it to " + out + std::to_string(rank) + "\n"
             : "(could not write to " + pipe + ")\n";
@@ -150,7 +152,14 @@ int stack_signal_from_env() {
   }
 }
 
-std::string innermost_python_frame(const std::string& text, const std::string& main_thread) {
+namespace {
+// Whether a frame's file is torch's or trainctl's package: not the program's own line.
+bool library_file(const std::string& path) {
+  return path.find("/torch/") != std::string::npos || path.find("-packages/trainctl/") != std::string::npos;
+}
+}  // namespace
+
+std::string innermost_python_frame(const std::string& text, const std::string& main_thread, bool programs_own) {
   // Blocks start with "Thread 0x..." or "Current thread 0x..."; frames are
   // '  File "PATH", line N in FUNC', innermost first. Without the main thread's id, its
   // block is the one that ends with the module's frame.
@@ -172,6 +181,7 @@ std::string innermost_python_frame(const std::string& text, const std::string& m
     const size_t fn = line.find(" in ", ln);
     if (q == std::string::npos || ln == std::string::npos || fn == std::string::npos) continue;
     std::string path = line.substr(f + 6, q - f - 6);
+    if (programs_own && library_file(path)) continue;
     path = path.substr(path.rfind('/') + 1);
     const std::string frame = line.substr(fn + 4) + " (" + path + ":" + line.substr(ln + 7, fn - ln - 7) + ")";
     if (first.empty()) first = frame;
@@ -378,6 +388,36 @@ std::size_t job_wide_summaries(int dir_fd) {
   return count;
 }
 
+namespace {
+// Waits, up to `limit` from now, until every rank asked has written its flight-recorder
+// dump (torch takes about a second for a few thousand entries with their stacks).
+void wait_for_recorders(const std::vector<flight_recorder_request>& fr, milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  auto pending = [&] {
+    return std::any_of(fr.begin(), fr.end(), [](const auto& r) { return r.asked() && !r.answered(); });
+  };
+  while (pending() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(milliseconds(50));
+}
+
+// The rank's flight recorder in its stack file: the digest as header lines (read back by
+// read_dumps) and a section; torch's own dump beside it as flight_recorder_rank<R>, the
+// name torch's analyzer reads (fr_trace DIR --prefix flight_recorder_rank).
+std::string recorder_text(const flight_recorder_request& fr, rank_stack& s, const dump_options& o) {
+  std::string dump;
+  s.collectives = fr.collect(&dump);
+  if (s.collectives.empty()) return "";
+  std::string section = "--- flight recorder (torch.distributed, the newest collective of each process group)\n";
+  for (const auto& line : s.collectives) section += line + "\n";
+  if (!dump.empty() && s.rank >= 0) {
+    const std::string name = "flight_recorder_rank" + std::to_string(s.rank);
+    const owned_fd fd = open_own_file(o.dir_fd, name, O_WRONLY | O_CREAT | O_TRUNC, o.file_mode);
+    const bool ok = fd && write(fd.get(), dump.data(), dump.size()) == static_cast<ssize_t>(dump.size());
+    section += ok ? "torch's dump: " + o.out_dir + "/" + name + "\n" : "(torch's dump not saved as " + name + ")\n";
+  }
+  return section;
+}
+}  // namespace
+
 std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const dump_options& o) {
   const std::string host = node_name();
   // Native stacks first: the stack signal would interrupt a rank blocked in a C call
@@ -386,14 +426,16 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
   std::vector<char> state(ranks.size());  // before a tracer stops the rank
   for (size_t i = 0; i < ranks.size(); ++i) state[i] = process_state(ranks[i].pid);
   for (size_t i = 0; i < ranks.size(); ++i) native[i] = native_stacks(ranks[i].pid, o.per_rank, &tool[i]);
-  // Then every rank writes its own Python stacks, all at once.
+  // Then every rank writes its own Python stacks and its flight recorder, all at once.
   // A rank writes them beside its node state (TRAINCTL_STATE, which its supervisor set).
   std::vector<off_t> before(ranks.size(), -1);
   std::vector<std::string> py_file(ranks.size()), refused(ranks.size());
+  std::vector<flight_recorder_request> fr;
   for (size_t i = 0; i < ranks.size(); ++i) {
     std::string dir = proc_environ_value(ranks[i].pid, env_var::kTrainctlState);
     dir = dir.find('/') == std::string::npos ? o.python_dir : dir.substr(0, dir.rfind('/'));
     py_file[i] = dir + "/stacks." + std::to_string(ranks[i].pid);
+    fr.emplace_back(dir, ranks[i].pid);
     if (o.stack_signal == 0 || dir.empty() || !catches(ranks[i].pid, o.stack_signal)) continue;
     if (foreign_at(py_file[i])) {
       refused[i] = py_file[i] + " is not a regular file of this user";
@@ -402,6 +444,7 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
     before[i] = std::max<off_t>(0, file_size(py_file[i]));
     if (!pid_handle(ranks[i]).signal(o.stack_signal)) before[i] = -1;
   }
+  wait_for_recorders(fr, o.recorder_wait);
   std::vector<rank_stack> out;
   for (size_t i = 0; i < ranks.size(); ++i) {
     rank_stack s;
@@ -416,21 +459,25 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
     std::string main_thread = first_line(py_file[i]);
     main_thread = main_thread.compare(0, 21, "trainctl main thread ") == 0 ? main_thread.substr(21) : "";
     s.frame = innermost_python_frame(py, main_thread);
+    s.caller = innermost_python_frame(py, main_thread, true);
     if (s.frame.empty()) s.frame = innermost_native_frame(native[i], s.pid);
     if (s.frame.empty()) s.frame = "(unknown)";
+    const std::string recorder = recorder_text(fr[i], s, o);
     const std::string name = "rank" + (s.rank >= 0 ? std::to_string(s.rank) : "-pid" + std::to_string(s.pid)) + ".txt";
     std::ostringstream text;
     text << "=== trainctl stacks: rank " << s.rank << ", pid " << s.pid << ", host " << host << ", " << now_text()
          << ": " << one_line(o.reason) << "\n=== dump: run=" << o.id.run << " kind=" << o.id.kind
          << " at_ms=" << o.id.at_ms << "\n=== innermost: " << s.frame << "\n";
     if (s.state != 0) text << "=== process state: " << s.state << "\n";
+    if (!s.caller.empty()) text << "=== program's frame: " << s.caller << "\n";
+    for (const auto& line : s.collectives) text << "=== collective: " << line << "\n";
     text << "--- Python, all threads (faulthandler)\n"
          << (!refused[i].empty() ? "(not asked for: " + refused[i] + ")\n"
              : py.empty()        ? "(none: the rank does not use trainctl's Python package, or did not answer)\n"
                                  : py);
-    text << "--- native (" << tool[i] << ")\n" << native[i] << "\n";
-    const std::string fr = request_flight_recorder(s.pid, s.rank);
-    if (!fr.empty()) text << "--- NCCL flight recorder\n" << fr;
+    text << "--- native (" << tool[i] << ")\n" << native[i] << "\n" << recorder;
+    const std::string nccl = request_flight_recorder(s.pid, s.rank);
+    if (!nccl.empty()) text << "--- NCCL flight recorder\n" << nccl;
     const std::string why = append_in_dir(o.dir_fd, name, text.str(), o.file_mode);
     if (why.empty())
       s.file = o.out_dir + "/" + name;
@@ -479,6 +526,10 @@ std::vector<rank_stack> read_dumps(int dir_fd, const std::string& run, const std
         s.frame = line.substr(15);
       } else if (line.compare(0, 19, "=== process state: ") == 0 && line.size() == 20) {
         s.state = line[19];
+      } else if (line.compare(0, 21, "=== program's frame: ") == 0) {
+        s.caller = line.substr(21);
+      } else if (line.compare(0, 16, "=== collective: ") == 0 && s.collectives.size() < 64) {
+        s.collectives.push_back(line.substr(16));
       }
     }
     keep();
@@ -488,8 +539,6 @@ std::vector<rank_stack> read_dumps(int dir_fd, const std::string& run, const std
   for (auto& [rank, s] : newest) out.push_back(s);
   return out;
 }
-
-namespace {}  // namespace
 
 int dump_job_stacks_here(const std::string& job_id, std::string log_dir, const std::string& reason) {
   const std::vector<std::string> launchers{"torchrun", "accelerate", "deepspeed", "mpirun", "mpiexec", "srun", "orted"};
@@ -531,9 +580,12 @@ int dump_job_stacks_here(const std::string& job_id, std::string log_dir, const s
   for (const auto& s : dump_stacks(ranks, o)) {
     if (s.file.empty())
       std::printf("error host=%s stacks of rank %d not saved: %s\n", s.host.c_str(), s.rank, s.error.c_str());
-    else
+    else {
       std::printf("stack rank=%d pid=%d host=%s dir=%s frame=%s\n", s.rank, s.pid, s.host.c_str(), out_dir.c_str(),
                   s.frame.c_str());
+      if (!s.caller.empty()) std::printf("caller rank=%d %s\n", s.rank, s.caller.c_str());
+      for (const auto& c : s.collectives) std::printf("collective rank=%d %s\n", s.rank, c.c_str());
+    }
   }
   std::fflush(stdout);
   return 0;

@@ -26,7 +26,9 @@ struct rank_stack {
   std::string file;   // where the stacks went; "" when they could not be saved
   std::string error;  // why not
   bool python = false, native = false;
-  char state = 0;  // its /proc state before the stacks were taken: 'D' waits in the kernel (a device, a filesystem)
+  std::vector<std::string> collectives;  // its flight recorder's digest (flight_recorder.hpp); none when not asked
+  std::string caller;  // the innermost frame of the program's own code (outside torch and trainctl); "" unknown
+  char state = 0;      // its /proc state before the stacks were taken: 'D' waits in the kernel (a device, a filesystem)
 };
 
 // Which dump a file belongs to. Files are told apart by what trainctl wrote into them,
@@ -42,11 +44,12 @@ struct dump_options {
   int dir_fd = -1;          // open_stacks_dir's descriptor
   mode_t file_mode = 0600;  // 0640 in a group log directory
   dump_id id;
-  std::string python_dir;                       // where ranks write stacks.<pid> unless their TRAINCTL_STATE says
-  int stack_signal = 0;                         // the ranks' faulthandler signal; 0: none
-  std::chrono::milliseconds per_rank{10000};    // native stack time limit
-  std::chrono::milliseconds python_wait{2000};  // how long a rank may take to write its own
-  std::string reason;                           // what the file's header says
+  std::string python_dir;                         // where ranks write stacks.<pid> unless their TRAINCTL_STATE says
+  int stack_signal = 0;                           // the ranks' faulthandler signal; 0: none
+  std::chrono::milliseconds per_rank{10000};      // native stack time limit
+  std::chrono::milliseconds python_wait{2000};    // how long a rank may take to write its own
+  std::chrono::milliseconds recorder_wait{5000};  // ... and its flight recorder's dump
+  std::string reason;                             // what the file's header says
 };
 
 // The stack signal: TRAINCTL_STACK_SIGNAL (a name or number, "none"), default URG, as
@@ -92,8 +95,10 @@ std::size_t job_wide_summaries(int dir_fd);
 // The innermost frame of the main thread in a faulthandler dump ("" when none):
 // the block of thread `main_thread` ("0x..." as trainctl's Python package wrote it
 // first in the file) when given, else the block that ends in the module's frame.
-// Never another thread's frame.
-std::string innermost_python_frame(const std::string& faulthandler_text, const std::string& main_thread = "");
+// Never another thread's frame. With `programs_own`, the innermost frame outside torch and
+// trainctl's package: the program's line that called into them (a collective's caller).
+std::string innermost_python_frame(const std::string& faulthandler_text, const std::string& main_thread = "",
+                                   bool programs_own = false);
 // The innermost frame of thread `pid` in eu-stack or gdb output ("" when none).
 std::string innermost_native_frame(const std::string& native_text, pid_t pid);
 
@@ -105,7 +110,10 @@ std::vector<rank_stack> read_dumps(int dir_fd, const std::string& run, const std
 // Writes every rank's stacks on this node for job `job_id` (found in /proc, not below a
 // supervisor) into stacks-JOB/ of the user's evidence root in `log_dir` ("fallback:DIR":
 // the ranks' TRAINCTL_LOG_DIR, else DIR); prints one "stack rank=R pid=P host=H dir=D frame=F" line per rank on
-// stdout. trainctl-run --dump-stacks runs it on each node of the job through srun.
+// stdout, each followed by "caller rank=R FRAME" (its program's own innermost frame,
+// where known) and a "collective rank=R DIGEST" line per line of its flight recorder's
+// digest (flight_recorder.hpp). trainctl stacks runs it on each node of the
+// job through srun.
 int dump_job_stacks_here(const std::string& job_id, std::string log_dir, const std::string& reason);
 
 }  // namespace trainctl

@@ -58,13 +58,13 @@ interruption judge(const run_report& r, std::size_t i) {
   // The decision: a hang's finding, the exit agreed, else the last sign of training. The
   // fault: a hang's stall, the notice that brought the exit, else not dated (the decision).
   const std::int64_t agreed = exit_ms(t), notice = agreed != 0 ? first_notice_ms(t, t.exit_reason) : 0;
-  const bool hang = x.cause == "hang" && hang_ms != 0 && t.hang_from_ms != 0;
+  const bool hang = x.cause == "hang" && hang_ms != 0 && t.hang.from_ms != 0;
   const std::int64_t decided = hang                       ? hang_ms
                                : agreed != 0              ? agreed
                                : t.last_agreement_ms != 0 ? t.last_agreement_ms
                                : t.end_event_ms != 0      ? t.end_event_ms
                                                           : t.task.end_ms;
-  const std::int64_t fault = hang ? t.hang_from_ms : notice != 0 && notice <= decided ? notice : decided;
+  const std::int64_t fault = hang ? t.hang.from_ms : notice != 0 && notice <= decided ? notice : decided;
   if (hang || notice != 0) x.detect_s = seconds(decided - fault);
   x.teardown_s = seconds(t.task.end_ms - decided);
   if (x.resumed != nullptr) {

@@ -47,13 +47,19 @@ struct save_span {
   std::string cut, failed;
 };
 
+// A task's hang, from the supervisors' hang notices.
+struct hang_view {
+  std::int64_t from_ms = 0;  // when the ranks stalled, from the first hang notice (0: none)
+  std::string summary;       // the first node's summary: where the ranks were, the collective
+};
+
 struct task_report {
   task_record task;
   bool running = false;  // End not yet: measured up to now
   bool has_events = false;
   std::int64_t first_step_ms = 0, first_step = -1, last_step = -1, end_event_ms = 0;
   std::int64_t last_agreement_ms = 0;  // rank 0's last check(), as its end says (0: not said)
-  std::int64_t hang_from_ms = 0;       // when the ranks stalled, from the first hang notice (0: none)
+  hang_view hang;
   std::vector<save_span> saves;
   std::vector<std::pair<std::int64_t, std::string>> notices;  // unix ms, kind
   std::string exit_reason;

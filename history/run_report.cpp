@@ -33,7 +33,10 @@ void note_notice(task_report& t, const run_event& e) {
     return n.second == e.reason && std::llabs(n.first - at) < 5000;
   });
   if (!again) t.notices.emplace_back(at, e.reason);
-  if (e.reason == "hang" && e.took_ms >= 0 && t.hang_from_ms == 0) t.hang_from_ms = clamp_to_task(t, e.ms - e.took_ms);
+  if (e.reason == "hang" && e.took_ms >= 0 && t.hang.from_ms == 0) t.hang.from_ms = clamp_to_task(t, e.ms - e.took_ms);
+  // The job-wide one: another node's begins "only <node>'s ranks".
+  if (e.reason == "hang" && t.hang.summary.empty() && !e.text.empty() && e.text.compare(0, 5, "only ") != 0)
+    t.hang.summary = e.text;
 }
 
 void note_save(task_report& t, const run_event& e) {
@@ -147,7 +150,7 @@ void split_training(task_report& t, std::int64_t until) {
 // back from and saved after (--hang-action=alert, a stall that ended) cost nothing past
 // that save: the training after it is the run's, not the hang's.
 void mark_hung(task_report& t) {
-  const std::int64_t hang_from = t.hang_from_ms;
+  const std::int64_t hang_from = t.hang.from_ms;
   const bool saved_after_hang = std::any_of(t.saves.begin(), t.saves.end(), [&](const save_span& s) {
     return s.end_ms != 0 && !s.exit && s.begin_ms >= hang_from;
   });

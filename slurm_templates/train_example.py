@@ -112,8 +112,9 @@ def parse_args():
     faults.add_argument("--hang-at", type=int, default=50, help="the step at which --hang-rank hangs")
     faults.add_argument("--hang-for", type=float, default=0, metavar="SECONDS",
                         help="with --hang-in python: stall this long, then go on (default: forever)")
-    faults.add_argument("--hang-in", choices=("python", "c"), default="python",
-                        help="hang in a Python loop, or inside a C call (a mutex locked twice)")
+    faults.add_argument("--hang-in", choices=("python", "c", "all_gather"), default="python",
+                        help="hang in a Python loop, inside a C call (a mutex locked twice), or in an all_gather "
+                        "where the other ranks all_reduce the gradients (a collective mismatch; with --allreduce)")
     faults.add_argument("--crash-on", metavar="NODE", help="ranks on this node (a name or a glob: '*' for every "
                         "node) crash at --crash-at, as on a node with a broken GPU")
     faults.add_argument("--crash-at", type=step_list, default=[50], metavar="STEP[,STEP...]",
@@ -154,11 +155,13 @@ def node_name():
     return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
 
 
-def hang(run, step, where, seconds=0):
+def hang(run, step, where, seconds=0, grad=None):
     run.log("hang", step=step, where=where)
     if seconds > 0:
         time.sleep(seconds)
         return
+    if where == "all_gather" and grad is not None:  # the others wait in their all_reduce
+        dist.all_gather([torch.zeros_like(grad) for _ in range(run.world)], grad)
     if where == "c":  # a deadlock inside C: a mutex locked twice, as a lock-order bug would
         import ctypes
         libc, mutex = ctypes.CDLL(None), ctypes.create_string_buffer(64)  # zeroed: a default mutex
@@ -419,7 +422,7 @@ def train(args, run):
     work_s, worked = 0.0, 0
     for step in range(start, args.steps):
         if run.rank == args.hang_rank and step == args.hang_at:
-            hang(run, step, args.hang_in, args.hang_for)
+            hang(run, step, args.hang_in, args.hang_for, grad)
         if args.crash_on and step == crash_at and fnmatch.fnmatchcase(node_name(), args.crash_on):
             run.log("crash", step=step, node=args.crash_on, how=args.crash_how)
             if args.crash_how == "exception":

@@ -367,12 +367,13 @@ void run_end::note_death(const node_health::program_death& d) {
 
 // Written from the hang's dump, not the loop's hot path, and in a child with a limit:
 // the home may be the stalled mount the ranks hang on.
-void run_end::note_hang(std::int64_t stall_ms) {
+void run_end::note_hang(std::int64_t stall_ms, const std::string& summary) {
   const std::string job = env_text(env_var::kSlurmJobId);
   if (!env_set(env_var::kSlurmJobId)) return;
   run_event e = make_run_event(run_event_kind::kNotice, job, unix_now_ms());
   e.reason = "hang";
   e.took_ms = stall_ms;
+  e.text = summary;  // its first 1,000 characters (run_events.hpp)
   append_event_bounded(format_run_event(e), "cannot note the hang for `trainctl report`");
 }
 

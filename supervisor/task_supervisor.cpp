@@ -20,6 +20,7 @@
 #include "deadline_fields.hpp"
 #include "env.hpp"
 #include "env_names.hpp"
+#include "flight_recorder.hpp"
 #include "node_names.hpp"
 #include "node_state_file.hpp"
 #include "notice_fields.hpp"
@@ -325,7 +326,11 @@ void task_supervisor::open_state() {
               signal_name(opts_.graceful_signal).c_str());
     return;
   }
-  setenv("TRAINCTL_STATE", path.c_str(), 1);
+  setenv(env_var::kTrainctlState, path.c_str(), 1);
+  // torch's flight recorder on for the ranks, where the user left it unset: the hang dump
+  // reads it, and its files go to this private directory, not to torch's /tmp defaults.
+  for (const auto& [name, value] : flight_recorder_env(path.substr(0, path.rfind('/'))))
+    setenv(name.c_str(), value.c_str(), 0);
   // Where a rank started after the file was removed finds it (node_state_file::adopted).
   setenv("TRAINCTL_STATE_FD", std::to_string(state_->fd()).c_str(), 1);
   if (!opts_.kill_switch.empty()) state_->register_switch(switch_kind::exit, "kill-switch", opts_.kill_switch);
@@ -436,7 +441,7 @@ void task_supervisor::kill_ranks() {
 // What a hang's dump ends in: the hook (with where the job is stuck), then the action.
 void task_supervisor::after_hang_dump(const std::string& summary) {
   hook_.notice("hang", dl_.deadline_ms(), dl_.end_ms(), summary);
-  end_.note_hang(health_.stall_ms());
+  end_.note_hang(health_.stall_ms(), summary);
   switch (opts_.hang.action) {
     case hang_action::alert:
       break;

@@ -90,6 +90,7 @@ std::string task_details(const task_report& t) {
   if (t.hung_s > 0)
     detail += " hung " + span_text(t.hung_s) +
               (t.exit_reason == "hang" ? " (from the stall to the save);" : " (from the stall to the end);");
+  if (!t.hang.summary.empty()) detail += " the hang: " + t.hang.summary + ";";
   if (t.unsaved_s > 0)
     detail += " " + span_text(t.unsaved_s) + " of training since its last save, not saved yet (running);";
   if (!t.running && (t.kept_s > 0 || t.lost_s > 0)) {
@@ -257,6 +258,7 @@ json task_json(const task_report& t) {
   jt["notices"] = json::array();
   for (const auto& n : t.notices)
     jt["notices"].push_back({{"kind", n.second}, {"at_s", static_cast<double>(n.first - t.task.start_ms) / 1000.0}});
+  jt["hang_summary"] = t.hang.summary.empty() ? json(nullptr) : json(t.hang.summary);
   jt["straggler"] = straggler_json(t.straggler, t.task.nodes);
   jt["slow_steps"] = slow_steps_json(t.slow, t.task.nodes);
   jt["first_death"] = first_death_json(t.first_death);

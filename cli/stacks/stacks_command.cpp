@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "collective_verdict.hpp"
 #include "commands.hpp"
 #include "env.hpp"
 #include "env_names.hpp"
@@ -21,6 +22,54 @@
 #include "subprocess.hpp"
 
 namespace trainctl::commands {
+
+namespace {
+
+// What the nodes' helpers printed (stack_dump.hpp, dump_job_stacks_here).
+struct probe_output {
+  std::vector<rank_stack> stacks;
+  std::vector<std::string> errors, other, notes;
+};
+
+probe_output read_probe_output(const std::string& output) {
+  probe_output o;
+  std::vector<rank_stack>& stacks = o.stacks;
+  std::vector<std::string>&errors = o.errors, &other = o.other, &notes = o.notes;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.compare(0, 5, "note ") == 0) {  // a squatted evidence directory: where they went instead
+      if (std::find(notes.begin(), notes.end(), line.substr(5)) == notes.end()) notes.push_back(line.substr(5));
+      continue;
+    }
+    if (line.compare(0, 6, "error ") == 0) errors.push_back(line.substr(6));
+    // After its rank's stack line: the program's frame and the flight recorder's digest.
+    const bool caller = line.compare(0, 12, "caller rank=") == 0;
+    if (caller || line.compare(0, 16, "collective rank=") == 0) {
+      const char* rank = line.c_str() + (caller ? 12 : 16);
+      const size_t space = line.find(' ', caller ? 12 : 16);
+      if (stacks.empty() || space == std::string::npos || std::atoi(rank) != stacks.back().rank) continue;
+      if (caller)
+        stacks.back().caller = line.substr(space + 1);
+      else
+        stacks.back().collectives.push_back(line.substr(space + 1));
+      continue;
+    }
+    if (line.compare(0, 11, "stack rank=") != 0) {
+      if (line.compare(0, 6, "error ") != 0 && !line.empty()) other.push_back(line);
+      continue;
+    }
+    rank_stack s;
+    s.rank = std::atoi(line.c_str() + 11);
+    s.host = scontrol_field(line, "host");
+    const size_t f = line.find(" frame=");
+    s.frame = f == std::string::npos ? "" : line.substr(f + 7);
+    s.file = scontrol_field(line.substr(0, f), "dir");  // where that node wrote
+    stacks.push_back(s);
+  }
+  return o;
+}
+
+}  // namespace
 
 // trainctl stacks JOB: one task on each of the job's nodes (srun --overlap, beside the
 // running steps) writes its ranks' stacks; the summary is made from what they print.
@@ -41,27 +90,9 @@ int dump_stacks_of_job(const std::string& who, const std::string& what, const st
   d.merge_stderr = true;  // srun's own refusals ("Access/permission denied") are the answer then
   const auto t0 = std::chrono::steady_clock::now();
   const child_result r = run_child(d);
-  std::vector<rank_stack> stacks;
-  std::vector<std::string> errors, other, notes;
-  std::istringstream lines(r.output);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.compare(0, 5, "note ") == 0) {  // a squatted evidence directory: where they went instead
-      if (std::find(notes.begin(), notes.end(), line.substr(5)) == notes.end()) notes.push_back(line.substr(5));
-      continue;
-    }
-    if (line.compare(0, 6, "error ") == 0) errors.push_back(line.substr(6));
-    if (line.compare(0, 11, "stack rank=") != 0) {
-      if (line.compare(0, 6, "error ") != 0 && !line.empty()) other.push_back(line);
-      continue;
-    }
-    rank_stack s;
-    s.rank = std::atoi(line.c_str() + 11);
-    s.host = scontrol_field(line, "host");
-    const size_t f = line.find(" frame=");
-    s.frame = f == std::string::npos ? "" : line.substr(f + 7);
-    s.file = scontrol_field(line.substr(0, f), "dir");  // where that node wrote
-    stacks.push_back(s);
-  }
+  probe_output out = read_probe_output(r.output);
+  std::vector<rank_stack>& stacks = out.stacks;
+  const std::vector<std::string>&errors = out.errors, &other = out.other, &notes = out.notes;
   for (const auto& n : notes)
     std::fprintf(stderr, "%s: %s %s: %s\n", who.c_str(), what.c_str(), job.c_str(), n.c_str());
   for (const auto& e : errors)
@@ -88,14 +119,16 @@ int dump_stacks_of_job(const std::string& who, const std::string& what, const st
     j["dir"] = stacks[0].file;
     j["took_ms"] = ms;
     j["summary"] = summarize(stacks);
+    j["collectives"] = collective_verdict(stacks);  // "" where no rank uses torch.distributed
     j["ranks"] = nlohmann::json::array();
     for (const auto& s : stacks)
-      j["ranks"].push_back({{"rank", s.rank}, {"host", s.host}, {"dir", s.file}, {"frame", s.frame}});
+      j["ranks"].push_back(
+          {{"rank", s.rank}, {"host", s.host}, {"dir", s.file}, {"frame", s.frame}, {"collectives", s.collectives}});
     j["errors"] = errors;
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("%s: stacks of %zu ranks of job %s in %s/ (%lld ms): %s\n", who.c_str(), stacks.size(), id.c_str(),
-                stacks[0].file.c_str(), ms, summarize(stacks).c_str());
+                stacks[0].file.c_str(), ms, with_collectives(summarize(stacks), stacks).c_str());
   }
   return errors.empty() ? 0 : 1;
 }

@@ -11,6 +11,7 @@ Allreduce = Callable[[List[int]], Sequence[int]]
 import threading
 
 from . import _native
+from . import flight_recorder as _flight_recorder
 from . import pending as _pending
 from ._native import TrainctlError, check as _check, lib as _lib
 from .last_error import note_uncaught_errors
@@ -319,6 +320,9 @@ class Controller:
                 if not self._rank_set:
                     _check(L.trainctl_set_rank(self._ctl, dist.get_rank()))
                     self._rank_set = True
+                    # Under a supervisor: its hang dump can read torch's flight recorder.
+                    if os.environ.get("TRAINCTL_STATE"):
+                        _flight_recorder.start(self.state_path, dist)
                 allreduce = self._torch_allreduce
         if allreduce is None:
             # One process's own view: every touch of a save switch is one save here.

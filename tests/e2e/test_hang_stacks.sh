@@ -119,6 +119,10 @@ log "$summary"
 grep -q "2 of 4 ranks in all_reduce" <<<"$summary" || fail "the common frame is not the collective"
 grep -q "rank 1 on $node1 in" <<<"$summary" || fail "rank 1 is not named"
 grep -q "rank 3 on $node2 in hang (train_example.py" <<<"$summary" || fail "rank 3 is not named with its frame"
+# This torch (1.13) has no flight recorder: the ranks answer the supervisor's request
+# with that, and the summary says so (test_flight_recorder reads sid's torch 2.x's).
+grep -Eq '; flight recorder: no flight recorder was available \(torch 1\.[0-9.+a-z]* has no flight recorder for gloo\)$' <<<"$summary" ||
+  fail "the summary does not say that no flight recorder was available"
 [ "$(grep -c '^hang:' "$TEST_DIR/hook.log")" -eq 1 ] || fail "the hang hook ran $(grep -c '^hang:' "$TEST_DIR/hook.log") times"
 wait_for 20 "the alert at the HTTP receiver" bash -c "grep -l 'rank 3 on $node2' $REQDIR/*.json"
 grep -q "hang: ending the step" "$TEST_DIR/job.out" || fail "end-step did not run"
@@ -143,8 +147,13 @@ t = json.load(open(sys.argv[1]))["tasks"][-1]
 kinds = [n["kind"] for n in t["notices"]]
 print("report: hung %.1f s, lost %.1f s, notices %s" % (t["hung_s"], t["lost_s"], kinds))
 assert kinds == ["hang"], t  # once, though both nodes' supervisors found it
+# The first node's summary, with what the flight recorder said (here: that there was none).
+assert t["hang_summary"].startswith("2 of 4 ranks in all_reduce"), t["hang_summary"]
+assert "; flight recorder: no flight recorder was available" in t["hang_summary"], t["hang_summary"]
 assert t["hung_s"] >= 18.5, t  # the hang timeout, 20 s, less SLURM's whole seconds
 PY
+  text=$("$BUILD/bin/trainctl" report --no-svg "$job") || fail "trainctl report failed"
+  grep -q "the hang: 2 of 4 ranks in all_reduce" <<<"$text" || fail "trainctl report's text does not tell the hang: $text"
 fi
 sleep 2  # the killed step's processes are reaped
 stop_alert_servers

@@ -35,6 +35,18 @@ TEST(StackDump, TheMainThreadsInnermostPythonFrameNotAWorkerThreads) {
   EXPECT_EQ(innermost_python_frame("garbage\nFile \"x\n"), "");
 }
 
+TEST(StackDump, TheProgramsOwnFrameIsOutsideTorchAndTrainctl) {
+  const std::string waiting =
+      "Current thread 0x00007f0000000002 (most recent call first):\n"
+      "  File \"/usr/lib/python3/dist-packages/trainctl/collectives.py\", line 58 in timed\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", line 5055 in all_gather\n"
+      "  File \"/venv/lib/python3.12/site-packages/trainctl/collectives.py\", line 58 in timed\n"
+      "  File \"/home/a/train.py\", line 88 in train_step\n"
+      "  File \"/home/a/train.py\", line 120 in <module>\n";
+  EXPECT_EQ(innermost_python_frame(waiting, "0x00007f0000000002", true), "train_step (train.py:88)");
+  EXPECT_EQ(innermost_python_frame(waiting, "0x00007f0000000002"), "timed (collectives.py:58)");
+}
+
 // faulthandler lists at most 100 threads, newest first: with more, the main thread's
 // block is cut off, and the summary must not name a worker's frame instead.
 TEST(StackDump, ManyThreadsNeverNameAWorkersFrame) {

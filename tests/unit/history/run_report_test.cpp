@@ -307,6 +307,24 @@ TEST(RunReport, AHangsStallIsCountedApartFromOtherLostWork) {
   EXPECT_NE(run_report_svg(r).find("#6a1b9a"), std::string::npos);
 }
 
+TEST(RunReport, AHangIsToldAsTheFirstNodeSummedItUp) {
+  // Both nodes note the hang; the second's summary is of its own ranks only. The first's
+  // is long (a flight recorder's verdict) and comes through the run events whole.
+  run_event second = ev(70, "64", "notice", -1, 30000, "hang"), first = second;
+  second.text = "only n2's ranks (node 1): 2 of 2 ranks in all_reduce (distributed_c10d.py:1541)";
+  first.text =
+      "3 of 4 ranks in all_reduce (distributed_c10d.py:1541); elsewhere: rank 2 on n2 in load (data.py:40); " +
+      std::string("flight recorder: ranks 0,1,3 wait in all_reduce #1234 (float32 x 4194304, issued at ") +
+      "train_step (train.py:88)); rank 2's last collective is #1233: it never entered #1234 (its stack: load " +
+      "(data.py:40))";
+  std::vector<run_event> events;
+  for (const auto& e : {ev(5, "64", "first_step", 0), second, first})
+    events.push_back(parse_run_events(format_run_event(e)).at(0));  // through the file's format
+  const run_report r = build_run_report("64", {task("64", "64", 0, 75, 2, "FAILED")}, events, kS + 100 * kSec);
+  EXPECT_EQ(r.tasks[0].hang.summary, first.text);
+  EXPECT_NE(run_report_text(r).find("the hang: 3 of 4 ranks in all_reduce"), std::string::npos) << run_report_text(r);
+}
+
 TEST(RunReport, AHangEndedBySaveExitKeepsTheStepsBeforeTheStallAndCountsTheStallAsHung) {
   // --hang-action=save-exit: the ranks stall at +40 s, the hang notice at +55 s (10 s
   // timeout, 5 s of stacks); the stalled rank comes back at +70 s, and the ranks agree
