@@ -8,7 +8,7 @@ gloo, and its main thread is the one that hangs: so a daemon thread waits on a F
 
 - fr.<pid>.pkl: torch's own dump, the format of torch's analyzer (fr_trace);
 - fr.<pid>.txt: one line per process group, the newest collective this rank entered:
-  ``pg=0 seq=1234 done=0 op=all_reduce at=? in=float32 x 4194304`` (``at``: the
+  ``pg=0 seq=1234 done=0 op=all_reduce at=? in=float32 x 4,194,304`` (``at``: the
   program's line, where torch recorded stacks; ``?`` when not)
   or one line ``none WHY`` when there is nothing to read.
 
@@ -195,5 +195,5 @@ def _tensors(dtypes, sizes):
         n = 1
         for d in shape:
             n *= int(d)
-        parts.append("%s x %d" % (_DTYPES.get(dtype, _word(dtype)), n))
+        parts.append("%s x %s" % (_DTYPES.get(dtype, _word(dtype)), "{:,}".format(n)))
     return " + ".join(parts) or "nothing"

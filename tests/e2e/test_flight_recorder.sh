@@ -82,9 +82,9 @@ for case in skip other own; do
   [ "$case" = own ] || grep -q "hang: ending the step" "$TEST_DIR/$case.out" || fail "$case: end-step did not run"
 done
 skip=$(summary_of skip) other=$(summary_of other) own=$(summary_of own)
-grep -Eq 'flight recorder: ranks 0,1,3 wait in all_reduce #([0-9]+) \(float32 x 4096, issued at train_step \(train_example.py:[0-9]+\)\); rank 2.s last collective is #[0-9]+: it never entered #[0-9]+ \(its stack: hang \(train_example.py:[0-9]+\)\)' <<<"$skip" ||
+grep -Eq 'flight recorder: ranks 0,1,3 wait in all_reduce #([0-9]+) \(float32 x 4,096, issued at train_step \(train_example.py:[0-9]+\)\); rank 2.s last collective is #[0-9]+: it never entered #[0-9]+ \(its stack: hang \(train_example.py:[0-9]+\)\)' <<<"$skip" ||
   fail "skip: the summary does not name rank 2 as the one that never entered the all_reduce"
-grep -Eq 'flight recorder: ranks 0,1,3 wait in all_reduce #[0-9]+ \(float32 x 4096, issued at train_step \(train_example.py:[0-9]+\)\); rank 2 entered all_gather #[0-9]+ while the others entered all_reduce' <<<"$other" ||
+grep -Eq 'flight recorder: ranks 0,1,3 wait in all_reduce #[0-9]+ \(float32 x 4,096, issued at train_step \(train_example.py:[0-9]+\)\); rank 2 entered all_gather #[0-9]+ while the others entered all_reduce' <<<"$other" ||
   fail "other: the summary does not name rank 2's all_gather"
 grep -Eq 'flight recorder: no rank waits in a collective: the newest, all_reduce #[0-9]+, completed on every rank' <<<"$own" ||
   fail "own code: a collective was blamed"
@@ -102,7 +102,7 @@ done
 /usr/bin/python3 -m torch.distributed.flight_recorder.fr_trace "$dir" --prefix flight_recorder_rank \
   >"$TEST_DIR/fr_trace.out" 2>&1 || fail "torch's analyzer failed: $(tail -5 "$TEST_DIR/fr_trace.out")"
 seq=$(grep -Eo 'wait in all_reduce #[0-9]+' <<<"$skip" | grep -Eo '[0-9]+$')
-log "fr_trace: $(grep -A1 'Not all ranks joining' "$TEST_DIR/fr_trace.out" | tr '\n' ' ')"
+log "fr_trace: $(grep -E 'Not all ranks joining|missing ranks' "$TEST_DIR/fr_trace.out" | tr '\n' ' ')"
 if ! grep -q "Not all ranks joining collective, sequence number: $seq\$" "$TEST_DIR/fr_trace.out" ||
   ! grep -q '^missing ranks: {2}$' "$TEST_DIR/fr_trace.out"; then
   fail "torch's analyzer does not name rank 2 missing from #$seq: $(head -20 "$TEST_DIR/fr_trace.out")"

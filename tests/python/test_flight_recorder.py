@@ -27,14 +27,14 @@ class DigestTest(unittest.TestCase):
     def test_the_newest_collective_of_each_group_with_the_programs_line(self):
         lines = fr.digest_lines([entry(3), entry(4, retired=False), entry(2, "all_gather", pg=1, sizes=((2, 4),),
                                                                              dtypes=("Long",))])
-        self.assertEqual(lines, ["pg=0 seq=4 done=0 op=all_reduce at=train.py:88 in=float32 x 4096",
+        self.assertEqual(lines, ["pg=0 seq=4 done=0 op=all_reduce at=train.py:88 in=float32 x 4,096",
                                  "pg=1 seq=2 done=1 op=all_gather at=train.py:88 in=int64 x 8"])
 
     def test_point_to_point_and_odd_names_do_not_break_a_line(self):
         p2p = dict(entry(9), is_p2p=True)
         odd = entry(5, op="all reduce\n", where="/tmp/my train.py")
         self.assertEqual(fr.digest_lines([p2p, odd]), ["pg=0 seq=5 done=1 op=all_reduce_ at=my_train.py:88 "
-                                                       "in=float32 x 4096"])
+                                                       "in=float32 x 4,096"])
 
 
 class GroupTableTest(unittest.TestCase):
@@ -68,7 +68,7 @@ class ListenerTest(unittest.TestCase):
                     break
                 time.sleep(0.01)
             with open(stem + ".txt") as f:
-                self.assertEqual(f.read(), "pg=0 seq=7 done=0 op=all_reduce at=train.py:88 in=float32 x 4096\n")
+                self.assertEqual(f.read(), "pg=0 seq=7 done=0 op=all_reduce at=train.py:88 in=float32 x 4,096\n")
             with open(stem + ".pkl", "rb") as f:
                 self.assertEqual(f.read(), raw)
             fr._remove(d)

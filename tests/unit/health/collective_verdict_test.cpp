@@ -24,7 +24,7 @@ rank_stack rank_with(int rank, std::vector<std::string> lines, std::string frame
   return s;
 }
 
-std::string in_reduce(long long seq, bool done = false, const std::string& in = "float32 x 4194304") {
+std::string in_reduce(long long seq, bool done = false, const std::string& in = "float32 x 4,194,304") {
   return "pg=0 seq=" + std::to_string(seq) + " done=" + (done ? "1" : "0") + " op=all_reduce at=train.py:88 in=" + in;
 }
 
@@ -34,9 +34,10 @@ TEST(CollectiveVerdict, ARankThatNeverEnteredTheCollectiveIsNamedWithItsStack) {
   const std::vector<rank_stack> ranks = {rank_with(0, {in_reduce(1234)}), rank_with(1, {in_reduce(1234)}),
                                          rank_with(2, {in_reduce(1233, true)}, "load (data.py:40)"),
                                          rank_with(3, {in_reduce(1234)})};
-  EXPECT_EQ(collective_verdict(ranks),
-            "ranks 0,1,3 wait in all_reduce #1234 (float32 x 4194304, issued at train.py:88); rank 2's last collective "
-            "is #1233: it never entered #1234 (its stack: load (data.py:40))");
+  EXPECT_EQ(
+      collective_verdict(ranks),
+      "ranks 0,1,3 wait in all_reduce #1234 (float32 x 4,194,304, issued at train.py:88); rank 2's last collective "
+      "is #1233: it never entered #1234 (its stack: load (data.py:40))");
 }
 
 TEST(CollectiveVerdict, ARankInAnotherCollectiveOrWithOtherSizesIsTheOddOneOut) {
@@ -44,19 +45,19 @@ TEST(CollectiveVerdict, ARankInAnotherCollectiveOrWithOtherSizesIsTheOddOneOut) 
                                    rank_with(2, {"pg=0 seq=7 done=0 op=all_gather at=train.py:91 in=float32 x 4"}),
                                    rank_with(3, {in_reduce(7)})};
   EXPECT_EQ(collective_verdict(ranks),
-            "ranks 0,1,3 wait in all_reduce #7 (float32 x 4194304, issued at train.py:88); rank 2 entered "
+            "ranks 0,1,3 wait in all_reduce #7 (float32 x 4,194,304, issued at train.py:88); rank 2 entered "
             "all_gather #7 while the others entered all_reduce");
   ranks[2] = rank_with(2, {in_reduce(7, false, "float32 x 8")});
   EXPECT_EQ(collective_verdict(ranks),
-            "ranks 0,1,3 wait in all_reduce #7 (float32 x 4194304, issued at train.py:88); rank 2 entered "
-            "all_reduce #7 with float32 x 8 while the others passed float32 x 4194304");
+            "ranks 0,1,3 wait in all_reduce #7 (float32 x 4,194,304, issued at train.py:88); rank 2 entered "
+            "all_reduce #7 with float32 x 8 while the others passed float32 x 4,194,304");
 }
 
 TEST(CollectiveVerdict, HalvesThatDisagreeBlameNeither) {
   const std::vector<rank_stack> ranks = {
       rank_with(0, {in_reduce(7)}), rank_with(1, {"pg=0 seq=7 done=0 op=broadcast at=train.py:95 in=float32 x 4"})};
   EXPECT_EQ(collective_verdict(ranks),
-            "the ranks disagree on collective #7: rank 0 all_reduce (float32 x 4194304), rank 1 broadcast (float32 x "
+            "the ranks disagree on collective #7: rank 0 all_reduce (float32 x 4,194,304), rank 1 broadcast (float32 x "
             "4)");
 }
 
@@ -70,9 +71,10 @@ TEST(CollectiveVerdict, AHangOutsideCollectivesIsNotBlamedOnOne) {
 
 TEST(CollectiveVerdict, EveryRankInsideOneCollectiveSaysItDoesNotComplete) {
   const std::vector<rank_stack> ranks = {rank_with(0, {in_reduce(9)}), rank_with(1, {in_reduce(9)})};
-  EXPECT_EQ(collective_verdict(ranks),
-            "ranks 0,1 wait in all_reduce #9 (float32 x 4194304, issued at train.py:88): every rank entered it and it "
-            "does not complete (no rank is behind or in another collective)");
+  EXPECT_EQ(
+      collective_verdict(ranks),
+      "ranks 0,1 wait in all_reduce #9 (float32 x 4,194,304, issued at train.py:88): every rank entered it and it "
+      "does not complete (no rank is behind or in another collective)");
 }
 
 TEST(CollectiveVerdict, WithoutARecorderItSaysSoAndWithoutARequestNothing) {
@@ -82,7 +84,7 @@ TEST(CollectiveVerdict, WithoutARecorderItSaysSoAndWithoutARequestNothing) {
   EXPECT_EQ(collective_verdict({rank_with(0, {}), rank_with(1, {})}), "");  // no torch.distributed: none of it
   EXPECT_EQ(collective_verdict({rank_with(0, {in_reduce(3)}), rank_with(1, {in_reduce(3)}),
                                 rank_with(2, {"none the rank did not answer within 5 s"})}),
-            "ranks 0,1 wait in all_reduce #3 (float32 x 4194304, issued at train.py:88): every rank entered it and "
+            "ranks 0,1 wait in all_reduce #3 (float32 x 4,194,304, issued at train.py:88): every rank entered it and "
             "it does not complete (no rank is behind or in another collective); no flight recorder from rank 2 (the "
             "rank did not answer within 5 s)");
 }
