@@ -22,14 +22,6 @@ owned_fd open_rank_dir(const std::string& dir) {
   return owned_fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 }
 
-std::string whole_file(int fd) {
-  std::string text;
-  char buf[65536];
-  ssize_t n;
-  while (text.size() < (64u << 20) && (n = read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
-  return text;
-}
-
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> flight_recorder_env(const std::string& state_dir) {
@@ -65,20 +57,18 @@ bool flight_recorder_request::answered() const {
 
 std::vector<std::string> flight_recorder_request::collect(std::string* dump) const {
   if (!asked_) return {};
-  const owned_fd dir = open_rank_dir(dir_);
-  const owned_fd digest = dir ? open_own_file(dir.get(), stem_ + ".txt", O_RDONLY, 0) : owned_fd();
-  if (!digest) {
+  if (!answered()) {
     const auto s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - at_).count();
     return {"none the rank did not answer within " + std::to_string(s) +
             " s: its Python holds the GIL, or it is stopped"};
   }
+  const owned_fd dir = open_rank_dir(dir_);
   std::vector<std::string> lines;
-  std::istringstream in(whole_file(digest.get()));
+  std::istringstream in(dir ? read_own_text(dir.get(), stem_ + ".txt") : "");
   for (std::string line; std::getline(in, line) && lines.size() < 64;)
     if (!line.empty()) lines.push_back(line);
   if (lines.empty()) lines.push_back("none the rank's answer was empty");
-  const owned_fd pkl = open_own_file(dir.get(), stem_ + ".pkl", O_RDONLY, 0);
-  if (pkl && dump != nullptr) *dump = whole_file(pkl.get());
+  if (dir && dump != nullptr) *dump = read_own_text(dir.get(), stem_ + ".pkl");
   return lines;
 }
 

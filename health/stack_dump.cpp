@@ -318,12 +318,6 @@ owned_fd open_stacks_dir(const std::string& path, bool group, std::string* why) 
   return fd;
 }
 
-namespace {
-// A regular file of this user in the stacks directory: never through a link, never
-// a FIFO or device (O_NONBLOCK keeps the open itself from waiting). None, errno set.
-
-// What a regular file of this user in the stacks directory holds (its first 8 MiB; ""
-// when it is none, or not there).
 std::string read_own_text(int dir_fd, const std::string& name) {
   const owned_fd fd = open_own_file(dir_fd, name, O_RDONLY, 0);
   if (!fd) return "";
@@ -335,6 +329,7 @@ std::string read_own_text(int dir_fd, const std::string& name) {
   return text;
 }
 
+namespace {
 // A process's state letter from /proc/PID/stat ('R', 'S', 'D', ...; 0 when unreadable).
 char process_state(pid_t pid) {
   const owned_fd fd(open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));

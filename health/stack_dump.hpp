@@ -84,6 +84,9 @@ std::vector<rank_stack> dump_stacks(const std::vector<proc_info>& ranks, const d
 // Opens `name` in `dir_fd` with `flags` (O_NOFOLLOW and O_NONBLOCK added): a regular
 // file of this user only, else none with errno EPERM (a link, a FIFO, another user's).
 owned_fd open_own_file(int dir_fd, const std::string& name, int flags, mode_t mode);
+// What `name` in `dir_fd` holds (its first 8 MiB): a regular file of this user only,
+// opened as open_own_file does; "" when it is none, or not there.
+std::string read_own_text(int dir_fd, const std::string& name);
 // Appends `line` to `name` in the stacks directory: a regular file of this user only,
 // never through a link, never blocking (a FIFO is refused). "" or why not.
 std::string append_in_dir(int dir_fd, const std::string& name, const std::string& line, mode_t mode);

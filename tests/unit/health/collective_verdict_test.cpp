@@ -143,7 +143,7 @@ TEST(FlightRecorderRequest, ARankListeningOnItsPipeIsAskedAndItsAnswerRead) {
   // A listener: reads the request, writes the dump and the digest, renamed into place.
   dir.write("fr.424242.txt", "stale answer of an earlier request\n");
   std::thread rank([&] {
-    const int fd = open((stem + ".pipe").c_str(), O_RDONLY);
+    const int fd = open((stem + ".pipe").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     char b[8];
     if (fd >= 0 && read(fd, b, sizeof b) > 0) {
       dir.write("fr.424242.pkl.tmp", "PICKLE");
@@ -171,7 +171,7 @@ TEST(FlightRecorderRequest, ARankThatDoesNotAnswerIsOneLine) {
   trainctl_test::temp_dir dir;
   const std::string pipe = dir / "fr.77.pipe";
   ASSERT_EQ(mkfifo(pipe.c_str(), 0600), 0);
-  const int reader = open(pipe.c_str(), O_RDONLY | O_NONBLOCK);  // listens, never answers
+  const int reader = open(pipe.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);  // listens, never answers
   ASSERT_GE(reader, 0);
   flight_recorder_request req(dir.path(), 77);
   EXPECT_TRUE(req.asked());
