@@ -34,9 +34,8 @@ void note_notice(task_report& t, const run_event& e) {
   });
   if (!again) t.notices.emplace_back(at, e.reason);
   if (e.reason == "hang" && e.took_ms >= 0 && t.hang.from_ms == 0) t.hang.from_ms = clamp_to_task(t, e.ms - e.took_ms);
-  // The job-wide one: another node's begins "only <node>'s ranks".
-  if (e.reason == "hang" && t.hang.summary.empty() && !e.text.empty() && e.text.compare(0, 5, "only ") != 0)
-    t.hang.summary = e.text;
+  // The first node's, the job-wide one (the others note the hang without a summary).
+  if (e.reason == "hang" && t.hang.summary.empty() && !e.text.empty()) t.hang.summary = e.text;
 }
 
 void note_save(task_report& t, const run_event& e) {

@@ -373,7 +373,9 @@ void run_end::note_hang(std::int64_t stall_ms, const std::string& summary) {
   run_event e = make_run_event(run_event_kind::kNotice, job, unix_now_ms());
   e.reason = "hang";
   e.took_ms = stall_ms;
-  e.text = summary;  // its first 1,000 characters (run_events.hpp)
+  // The first node's summary is the whole job's; another node's is of its own ranks.
+  const std::string node = env_text(env_var::kSlurmNodeid);
+  if (node.empty() || node == "0") e.text = summary;  // its first 1,000 characters (run_events.hpp)
   append_event_bounded(format_run_event(e), "cannot note the hang for `trainctl report`");
 }
 

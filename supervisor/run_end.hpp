@@ -64,8 +64,9 @@ class run_end {
   // (run_progress.hpp: a kill from outside counts for nothing) and its forgiveness; the
   // rank, when, and the error it died of, for `trainctl report`'s first death.
   void note_death(const node_health::program_death& d);
-  // A hang on the report's timeline, with how long the ranks had stalled and the dump's
-  // summary (where the ranks were, and the flight recorder's verdict).
+  // A hang on the report's timeline, with how long the ranks had stalled and, from the
+  // job's first node, the dump's summary of the whole job (where the ranks were, and the
+  // flight recorder's verdict).
   void note_hang(std::int64_t stall_ms, const std::string& summary);
 
  private:

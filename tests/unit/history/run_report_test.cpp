@@ -308,10 +308,11 @@ TEST(RunReport, AHangsStallIsCountedApartFromOtherLostWork) {
 }
 
 TEST(RunReport, AHangIsToldAsTheFirstNodeSummedItUp) {
-  // Both nodes note the hang; the second's summary is of its own ranks only. The first's
-  // is long (a flight recorder's verdict) and comes through the run events whole.
-  run_event second = ev(70, "64", "notice", -1, 30000, "hang"), first = second;
-  second.text = "only n2's ranks (node 1): 2 of 2 ranks in all_reduce (distributed_c10d.py:1541)";
+  // Both nodes note the hang, the second first and without a summary (its own ranks' is
+  // not the job's). The first's is long (a flight recorder's verdict) and comes through
+  // the run events whole.
+  const run_event second = ev(70, "64", "notice", -1, 30000, "hang");
+  run_event first = second;
   first.text =
       "3 of 4 ranks in all_reduce (distributed_c10d.py:1541); elsewhere: rank 2 on n2 in load (data.py:40); " +
       std::string("flight recorder: ranks 0,1,3 wait in all_reduce #1234 (float32 x 4194304, issued at ") +
