@@ -33,6 +33,8 @@ inline constexpr char kDeath[] = "death";           // the node's first rank dea
 inline constexpr char kCommitted[] = "committed";   // every rank of the node committed: step, took_ms, ranks
 inline constexpr char kUncommitted[] = "uncommitted";  // a rank did not: step, rank, last, node
 inline constexpr char kHeld[] = "held";                // the kill switch held the array's pending tasks: tasks
+inline constexpr char kSnapshots[] = "snapshots";      // a rank died; the node's snapshots written out as saves:
+                                                       // step (the newest), node, ranks, oldest
 
 // Where the figures come from: first_step's program is program_id() (run_events.hpp);
 // step_times' are step_times.hpp's; death's oom is oom_watch.hpp's verdict, and boot,

@@ -344,6 +344,16 @@ void run_end::note_commits(const node_state& ns) {
                        "cannot note which ranks committed the last save for `trainctl report`");
 }
 
+void run_end::note_snapshots(std::int64_t newest, std::int64_t oldest, int ranks) const {
+  if (opts_.job_id.empty() || ranks == 0) return;
+  run_event e = make_run_event(run_event_kind::kSnapshots, opts_.job_id, unix_now_ms());
+  e.step = newest;
+  e.node = node_name();
+  e.figures.emplace_back("ranks", ranks);
+  e.figures.emplace_back("oldest", oldest);
+  append_event_bounded(format_run_event(e), "cannot note the snapshots written out for `trainctl report`");
+}
+
 void run_end::note_death(const node_health::program_death& d) {
   if (opts_.job_id.empty()) return;
   run_event e = make_run_event(run_event_kind::kDeath, opts_.job_id, unix_now_ms());

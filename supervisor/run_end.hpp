@@ -64,6 +64,9 @@ class run_end {
   // (run_progress.hpp: a kill from outside counts for nothing) and its forgiveness; the
   // rank, when, and the error it died of, for `trainctl report`'s first death.
   void note_death(const node_health::program_death& d);
+  // The node's snapshots written out after a rank died (snapshot_writeout.hpp): a run
+  // event for `trainctl report`.
+  void note_snapshots(std::int64_t newest, std::int64_t oldest, int ranks) const;
   // A hang on the report's timeline, with how long the ranks had stalled and, from the
   // job's first node, the dump's summary of the whole job (where the ranks were, and the
   // flight recorder's verdict).

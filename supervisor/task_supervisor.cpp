@@ -32,6 +32,7 @@
 #include "run_identity.hpp"
 #include "run_progress.hpp"
 #include "save_fields.hpp"
+#include "snapshot_writeout.hpp"
 #include "stack_dump.hpp"
 #include "state_dir.hpp"
 #include "supervised_step.hpp"
@@ -292,7 +293,8 @@ int task_supervisor::finish() {
   }
   hook_.finish();  // before end_leftovers, which would count it as left behind
   procs_.end_leftovers();
-  learn_save_time();  // the save the ranks made before they exited
+  write_out_snapshots_of_ranks();  // every rank process is gone: no slot is being written
+  learn_save_time();               // the save the ranks made before they exited
   if (opts_.batch) end_.requeue_if_preempted(term_seen_ || preempted_);
   // The switch as the node state had it last (no stat of a shared path here).
   if (holds_array() && state_ && (notice_fields::flags(state_->get()) & kFlagExitSwitch) != 0)
@@ -310,6 +312,19 @@ int task_supervisor::finish() {
   else if (WIFSIGNALED(procs_.status()))
     log_.line("command was killed by SIG%s", signal_name(WTERMSIG(procs_.status())).c_str());
   return end_.no_progress() ? kNoProgressExit << 8 : procs_.status();
+}
+
+// The ranks' snapshots in memory: written out as saves when a rank died, then gone
+// (snapshot_writeout.hpp). Bounded by the job's end, and by SLURM's KillWait once it
+// ends the step (a peer's death): 20 s, within its default of 30.
+void task_supervisor::write_out_snapshots_of_ranks() {
+  if (!state_) return;
+  const std::int64_t now = unix_now_ms();
+  std::int64_t bound = now + (term_seen_ ? 20000 : 60000);
+  if (dl_.end_ms() > 0) bound = std::min(bound, dl_.end_ms() - 1000);
+  const snapshot_writeout w = write_out_snapshots(state_->path(), procs_.status() != 0, bound);
+  for (const std::string& line : w.lines) log_.line("%s", line.c_str());
+  end_.note_snapshots(w.newest, w.oldest, w.ranks);
 }
 
 void task_supervisor::open_state() {

@@ -263,6 +263,17 @@ int trainctl_saved(trainctl_ctl* ctl, int64_t step, const char* path) {
   });
 }
 
+int trainctl_snapshot(trainctl_ctl* ctl, int64_t step, const void* data, size_t size, const char* ckpt_dir) {
+  if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_snapshot: ctl is NULL");
+  if (ckpt_dir == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_snapshot: ckpt_dir is NULL");
+  return guarded([&] {
+    return ctl->ctl.snapshot(step, data, size, ckpt_dir)
+               ? TRAINCTL_OK
+               : fail(TRAINCTL_ESYSTEM, "trainctl_snapshot: the snapshot of step " + std::to_string(step) +
+                                            " is not kept (the log says why)");
+  });
+}
+
 int64_t trainctl_save_begin(trainctl_ctl* ctl, int64_t step, const char* path) {
   if (ctl == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_save_begin: ctl is NULL");
   if (path == nullptr) return fail(TRAINCTL_EINVAL, "trainctl_save_begin: path is NULL");

@@ -40,6 +40,7 @@
 #include "run_events.hpp"
 #include "run_log.hpp"
 #include "signals.hpp"
+#include "snapshot_store.hpp"
 #include "step_timing.hpp"
 #include "straggler_record.hpp"
 #include "switch_fields.hpp"
@@ -84,6 +85,13 @@ struct switch_list {
   mutable std::recursive_mutex mu;
   std::vector<local_switch> list;
   std::atomic<std::int64_t> remove_at_ms{0};  // rank 0: when the watcher removes the consumed file
+};
+
+// This rank's snapshots in memory (snapshots.cpp): the writer of its two slots, made at
+// its first snapshot, and whether a snapshot not kept was said already.
+struct snapshot_slots {
+  std::unique_ptr<snapshot_writer> writer;
+  bool not_kept_said = false;
 };
 
 // Where the rank's loop is: the phases it opened, the save trainctl asked for, its calls.
@@ -134,6 +142,7 @@ struct controller::impl {
   run_log events{[this] { wake(); }};        // rank 0's events for `trainctl report`, stragglers to record
   pending_writes writes;                     // saves handed off, committed when their write ends (saves.cpp)
   std::atomic<bool> writes_given_up{false};  // a wait for them reached its bound and said so
+  snapshot_slots snaps;                      // this rank's snapshots in memory (snapshots.cpp)
 
   // Whether a notice signal this rank caught counts as its own exit reason now.
   bool caught_signal_counts() const noexcept;

@@ -31,13 +31,15 @@ from ._native import TrainctlError, VOTE_LEN
 # carry a level of their own).
 if logging.getLogger("trainctl").level == logging.NOTSET:
     logging.getLogger("trainctl").setLevel(logging.INFO)
-from .controller import Controller, Decision, mpi_allreduce
+from .controller import Controller, Decision
+from .mpi import mpi_allreduce
 from .collectives import watch_collectives
 from .ddp import watch_ddp
+from .snapshots import is_snapshot, load_snapshot
 from .workers import dataloader_worker_init
 
-__all__ = ["Controller", "Decision", "TrainctlError", "VOTE_LEN", "dataloader_worker_init", "mpi_allreduce",
-           "resume_path", "run_id", "version", "watch_collectives", "watch_ddp"]
+__all__ = ["Controller", "Decision", "TrainctlError", "VOTE_LEN", "dataloader_worker_init", "is_snapshot",
+           "load_snapshot", "mpi_allreduce", "resume_path", "run_id", "version", "watch_collectives", "watch_ddp"]
 
 
 def __getattr__(name: str) -> Any:

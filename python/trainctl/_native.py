@@ -236,6 +236,8 @@ _OPTIONAL = {
     "trainctl_save_starts": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]),
     "trainctl_wait_saves": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_double]),
     "trainctl_pending_saves": (ctypes.c_int, [ctypes.c_void_p]),
+    "trainctl_snapshot": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_size_t,
+                                         ctypes.c_char_p]),
 }
 ESYSTEM = -2  # TRAINCTL_ESYSTEM: a system call failed (saved(): the marker could not be written)
 

@@ -3,16 +3,16 @@
 import ctypes
 import os
 import sys
+import threading
 from typing import Any, Callable, ContextManager, List, Mapping, NamedTuple, Optional, Sequence, Union
 
 # The reduction check() may be given: the votes in, every rank's MAX out (see mpi_allreduce).
 Allreduce = Callable[[List[int]], Sequence[int]]
 
-import threading
-
 from . import _native
 from . import flight_recorder as _flight_recorder
 from . import pending as _pending
+from .snapshots import snapshot as _snapshot
 from ._native import TrainctlError, check as _check, lib as _lib
 from .last_error import note_uncaught_errors
 from .workers import protect_forked_workers
@@ -483,6 +483,19 @@ class Controller:
                 self._in_callbacks -= 1
                 self._writes.notify_all()
 
+    def snapshot(self, step: int, state: Any, ckpt_dir: Union[str, "os.PathLike[str]"]) -> bool:
+        """Keeps `state` (a state dict of tensors, or anything picklable) as this rank's
+        snapshot at `step` in host memory on the node, cheap enough for every few steps;
+        no file system sees it while the rank lives. When a rank dies (an exception, a
+        signal, the launcher after a peer died, --hang-action=end-step), the node's
+        supervisor writes its ranks' two newest snapshots into `ckpt_dir` as committed
+        saves (snapshot-STEP/rank-RANK.snapshot), unless a save as new is committed there
+        already; resume_path() counts them like any save, and trainctl.load_snapshot(path)
+        reads one when trainctl.is_snapshot(path). Call it on every rank at the same steps.
+        True when kept; False (one line logged the first time) with no supervisor on this
+        node, or no memory for it (the snapshot before stays kept)."""
+        return _snapshot(self, step, state, ckpt_dir)
+
     def note_error(self, text: str) -> None:
         """The error this rank is about to die of: its first line (printable ASCII, 200
         characters at most) goes into the rank's heartbeat slot, where the supervisor's
@@ -578,22 +591,3 @@ class Controller:
         except Exception:
             pass
 
-
-def mpi_allreduce(comm: Any) -> Allreduce:
-    """The reduction check() needs, over an mpi4py communicator:
-
-        from mpi4py import MPI
-        reduce = trainctl.mpi_allreduce(MPI.COMM_WORLD)
-        d = ctl.check(step, allreduce=reduce)
-
-    One MPI_Allreduce (MAX) of VOTE_LEN int64 values; no numpy needed. mpi4py is
-    imported here, never by `import trainctl`."""
-    from array import array
-    from mpi4py import MPI
-
-    def reduce(values):
-        send = array("q", values)
-        recv = array("q", bytes(8 * len(send)))
-        comm.Allreduce([send, MPI.INT64_T], [recv, MPI.INT64_T], op=MPI.MAX)
-        return recv
-    return reduce

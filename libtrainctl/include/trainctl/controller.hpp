@@ -163,6 +163,17 @@ class TRAINCTL_API controller {
   // This rank's writes pending now.
   std::size_t pending_saves() const;
 
+  // A snapshot of this rank's state at `step` (`size` bytes), kept in host memory on the
+  // node, never written to a file system while the rank lives (trainctl.h:
+  // trainctl_snapshot). When a rank of the task dies (an exception, a signal, the launcher
+  // ending it after a peer died, --hang-action=end-step), the node's supervisor writes
+  // each of its ranks' two newest snapshots into `ckpt_dir` as saves (snapshot-STEP, one
+  // file per rank), committed as saved() commits, unless a save as new is committed
+  // there already; resume_path() counts them like any save. True when kept; false, with
+  // one line logged the first time, when not (no supervisor on this node, or no memory
+  // for it: the snapshot before stays kept).
+  bool snapshot(std::int64_t step, const void* data, std::size_t size, const std::string& ckpt_dir);
+
   // The error this rank is about to die of (trainctl.h: trainctl_note_error): its first
   // line goes into the rank's heartbeat slot, where the supervisor's crash finding and
   // `trainctl report` name it. The first call counts.

@@ -185,6 +185,19 @@ TRAINCTL_EXPORT int trainctl_save_end(trainctl_ctl* ctl, int64_t ticket, const c
  * are pending. trainctl_pending_saves: how many are pending now. */
 TRAINCTL_EXPORT int trainctl_wait_saves(trainctl_ctl* ctl, double timeout_s);
 TRAINCTL_EXPORT int trainctl_pending_saves(const trainctl_ctl* ctl);
+/* A snapshot of this rank's state at `step`: `size` bytes copied into host memory on
+ * the node (two slots per rank in the node state's private directory, a tmpfs), never
+ * written to a file system while the rank lives. When a rank of the task dies (an
+ * exception, a signal, the launcher ending it after a peer died, --hang-action=end-step),
+ * the node's supervisor writes each of its ranks' two newest snapshots into `ckpt_dir`
+ * (absolute) as saves: ckpt_dir/snapshot-STEP/rank-RANK.snapshot, committed rank by rank
+ * as trainctl_saved commits, unless a save as new is committed there already; so
+ * trainctl_resume_path counts them like any save. The file holds the bytes as given.
+ * TRAINCTL_OK when kept; TRAINCTL_ESYSTEM when not (no supervisor on this node to write
+ * it out, or no memory for it: the library logs one line the first time, and the
+ * snapshot before stays kept); TRAINCTL_EINVAL for a negative step or a relative path. */
+TRAINCTL_EXPORT int trainctl_snapshot(trainctl_ctl* ctl, int64_t step, const void* data, size_t size,
+                                      const char* ckpt_dir);
 /* Where to resume: the checkpoint in `dir` with the highest step that every rank of its
  * world committed with trainctl_saved, never a half-written one, a link or another
  * user's file. Copies its path into buf (always NUL-terminated) and returns its length;

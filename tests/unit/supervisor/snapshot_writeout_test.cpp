@@ -1,0 +1,172 @@
+// The supervisor's write-out of its ranks' snapshots: both slots of every rank as
+// committed saves after a rank died, nothing newer than the last save's step skipped,
+// nothing committed by a write that fails, and no slot left in memory either way.
+#include "snapshot_writeout.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <csignal>
+
+#include "committed_saves.hpp"
+#include "fixture.hpp"
+#include "node_state.hpp"
+#include "snapshot_store.hpp"
+
+using namespace trainctl;
+using trainctl_test::temp_dir;
+
+namespace {
+
+constexpr std::int64_t kWorld = 2;
+
+// Rank `rank`'s snapshots at steps a then b, with the bytes "rank R step S".
+void snapshots_of(const std::string& state, std::int64_t rank, std::int64_t a, std::int64_t b,
+                  const std::string& ckpt) {
+  snapshot_writer w(state, rank);
+  for (const std::int64_t step : {a, b}) {
+    snapshot_meta m;
+    m.step = step;
+    m.rank = rank;
+    m.world = kWorld;
+    m.run = "c-5000";
+    m.attempt = "5000.0";
+    m.ckpt_dir = ckpt;
+    const std::string bytes = "rank " + std::to_string(rank) + " step " + std::to_string(step);
+    w.write(m, bytes.data(), bytes.size());
+  }
+}
+
+std::int64_t now() { return unix_now_ms(); }
+
+std::string read_all(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return "(none)";
+  char buf[256];
+  const std::size_t n = std::fread(buf, 1, sizeof buf, f);
+  std::fclose(f);
+  return std::string(buf, n);
+}
+
+}  // namespace
+
+TEST(SnapshotWriteout, NothingIsWrittenWhenNoRankDiedAndNoSlotStays) {
+  temp_dir d;
+  const std::string state = d / "5000.0-n1", ckpt = d / "ckpt";
+  snapshots_of(state, 0, 230, 235, ckpt);
+  const snapshot_writeout w = write_out_snapshots(state, false, now() + 60000);
+  EXPECT_TRUE(w.lines.empty());
+  EXPECT_EQ(w.ranks, 0);
+  struct stat st {};
+  EXPECT_NE(::stat(ckpt.c_str(), &st), 0);
+  EXPECT_TRUE(whole_snapshots(state).empty());
+}
+
+TEST(SnapshotWriteout, BothSlotsOfEveryRankBecomeSavesThatResumeFinds) {
+  temp_dir d;
+  const std::string state = d / "5000.0-n1", ckpt = d / "ckpt";
+  snapshots_of(state, 0, 230, 235, ckpt);
+  snapshots_of(state, 1, 230, 235, ckpt);
+  const snapshot_writeout w = write_out_snapshots(state, true, now() + 60000);
+  EXPECT_EQ(w.ranks, 2);
+  EXPECT_EQ(w.newest, 235);
+  EXPECT_EQ(w.oldest, 230);
+  ASSERT_FALSE(w.lines.empty());
+  EXPECT_EQ(w.lines[0], "a rank died: the snapshots in memory of 2 ranks written out as saves (steps 230 to 235)");
+  const auto found = newest_committed(ckpt);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->step, 235);
+  EXPECT_EQ(found->world, kWorld);
+  EXPECT_EQ(found->path, ckpt + "/snapshot-235");
+  EXPECT_EQ(read_all(ckpt + "/snapshot-235/rank-1.snapshot"), "rank 1 step 235");
+  EXPECT_EQ(read_all(ckpt + "/snapshot-230/rank-0.snapshot"), "rank 0 step 230");
+  EXPECT_TRUE(whole_snapshots(state).empty());
+}
+
+TEST(SnapshotWriteout, ASnapshotNotNewerThanTheLastCommittedSaveIsNotWritten) {
+  temp_dir d;
+  const std::string state = d / "5000.0-n1", ckpt = d / "ckpt";
+  ASSERT_EQ(::mkdir(ckpt.c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir((ckpt + "/checkpoint-232").c_str(), 0700), 0);
+  for (std::int64_t r = 0; r < kWorld; ++r) {
+    commit_marker m;
+    m.step = 232;
+    m.rank = r;
+    m.world = kWorld;
+    m.run = "c-5000";
+    m.attempt = "5000.0";
+    commit_checkpoint(ckpt + "/checkpoint-232", m);
+  }
+  snapshots_of(state, 0, 230, 235, ckpt);
+  snapshots_of(state, 1, 230, 235, ckpt);
+  const snapshot_writeout w = write_out_snapshots(state, true, now() + 60000);
+  EXPECT_EQ(w.oldest, 235);
+  EXPECT_EQ(w.lines.back(), "2 snapshots are not written out: not newer than the save committed at step 232");
+  struct stat st {};
+  EXPECT_NE(::stat((ckpt + "/snapshot-230").c_str(), &st), 0);
+  EXPECT_EQ(newest_committed(ckpt)->step, 235);
+}
+
+// A full disk cuts the write as the file-size limit does here (EFBIG for ENOSPC): the
+// snapshot is not committed, and resume finds the save before.
+TEST(SnapshotWriteout, AWriteCutShortCommitsNothing) {
+  temp_dir d;
+  const std::string state = d / "5000.0-n1", ckpt = d / "ckpt";
+  ASSERT_EQ(::mkdir(ckpt.c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir((ckpt + "/checkpoint-100").c_str(), 0700), 0);
+  commit_marker m;
+  m.step = 100;
+  m.rank = 0;
+  m.world = 1;
+  commit_checkpoint(ckpt + "/checkpoint-100", m);
+  {
+    snapshot_writer sw(state, 0);
+    snapshot_meta sm;
+    sm.step = 235;
+    sm.rank = 0;
+    sm.world = 1;
+    sm.ckpt_dir = ckpt;
+    const std::string big(64 * 1024, 's');
+    sw.write(sm, big.data(), big.size());
+  }
+  std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit was {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &was), 0);
+  struct rlimit small = was;
+  small.rlim_cur = 16 * 1024;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  const snapshot_writeout w = write_out_snapshots(state, true, now() + 60000);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &was), 0);
+  EXPECT_EQ(w.ranks, 0);
+  ASSERT_EQ(w.lines.size(), 1u);
+  EXPECT_NE(w.lines[0].find("rank 0's snapshot of step 235 is not written out, nothing committed: cannot write"),
+            std::string::npos)
+      << w.lines[0];
+  EXPECT_EQ(newest_committed(ckpt)->step, 100);
+  struct stat st {};
+  EXPECT_NE(::stat((ckpt + "/snapshot-235").c_str(), &st), 0) << "an empty directory stays";
+  EXPECT_TRUE(whole_snapshots(state).empty());
+}
+
+TEST(SnapshotWriteout, PastItsBoundNothingIsCommitted) {
+  temp_dir d;
+  const std::string state = d / "5000.0-n1", ckpt = d / "ckpt";
+  snapshots_of(state, 0, 230, 235, ckpt);
+  const snapshot_writeout w = write_out_snapshots(state, true, now() - 1);
+  EXPECT_EQ(w.ranks, 0);
+  ASSERT_EQ(w.lines.size(), 2u);
+  EXPECT_NE(w.lines[0].find("its bound came before the write ended"), std::string::npos) << w.lines[0];
+  EXPECT_FALSE(newest_committed(ckpt));
+}
+
+TEST(SnapshotWriteout, ACheckpointDirectoryThatCannotBeMadeIsOneLine) {
+  temp_dir d;
+  d.write("file", "x");
+  const std::string state = d / "5000.0-n1";
+  snapshots_of(state, 0, 230, 235, d / "file/ckpt");
+  const snapshot_writeout w = write_out_snapshots(state, true, now() + 60000);
+  EXPECT_EQ(w.ranks, 0);
+  ASSERT_EQ(w.lines.size(), 2u);
+  EXPECT_NE(w.lines[0].find("cannot make " + (d / "file/ckpt")), std::string::npos) << w.lines[0];
+}
