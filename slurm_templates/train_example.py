@@ -95,7 +95,14 @@ def parse_args():
                    "where torch has it (2.3+) and several ranks run, else a writer thread; each rank's part is "
                    "committed when its write ends, and an exit waits for it")
     p.add_argument("--state-mb", type=float, default=1, metavar="MB",
-                   help="with --async-save over DCP: the size of the fake model state each rank saves")
+                   help="the size of the fake model state each rank saves with --async-save over DCP, and "
+                   "keeps in each snapshot (--snapshot-every)")
+    p.add_argument("--save-every", type=int, default=0, metavar="STEPS",
+                   help="also save every STEPS steps, as most loops do (0: only when trainctl says so)")
+    p.add_argument("--snapshot-every", type=int, default=0, metavar="STEPS",
+                   help="keep a snapshot of the state in host memory every STEPS steps (ctl.snapshot): when a "
+                   "rank dies, the supervisor writes the newest out as a save, so the next task resumes there "
+                   "instead of at the last save (0: off)")
     p.add_argument("--restore-time", type=float, default=0,
                    help="seconds one fake checkpoint load takes, when there is one to resume from")
     p.add_argument("--eval-every", type=int, default=0, metavar="STEPS",
@@ -117,6 +124,8 @@ def parse_args():
                         "where the other ranks all_reduce the gradients (a collective mismatch; with --allreduce)")
     faults.add_argument("--crash-on", metavar="NODE", help="ranks on this node (a name or a glob: '*' for every "
                         "node) crash at --crash-at, as on a node with a broken GPU")
+    faults.add_argument("--crash-rank", type=int, default=-1, metavar="RANK",
+                        help="with --crash-on: only this rank crashes (-1: every rank on the node)")
     faults.add_argument("--crash-at", type=step_list, default=[50], metavar="STEP[,STEP...]",
                         help="the step; with several, task N of an array takes the Nth (cycling), as a node "
                         "failing at random times would")
@@ -315,6 +324,24 @@ class Run:
         with open(os.path.join(path, "state.json")) as f:
             return json.load(f)["step"]  # model.load_state_dict(...) from it goes here
 
+    # -- snapshots in host memory: the state at a step, a value derived from it checked --
+    def snapshot_state(self, step):
+        state = {"step": step, "rank": self.rank, "check": step * 1000 + self.rank}  # your model's state_dict()
+        if torch is not None:  # a loop on torch: its tensors (--state-mb), copied to host memory
+            state["weights"] = torch.full((max(1, int(self.args.state_mb * 262144)),), float(step))
+        else:
+            state["weights"] = bytes(int(self.args.state_mb * (1 << 20)))
+        return state
+
+    def restore_snapshot(self, path):
+        """The step a snapshot holds, its state checked against the step it says."""
+        state = trainctl.load_snapshot(path)
+        tensor = not isinstance(state["weights"], bytes)
+        if state["rank"] != self.rank or state["check"] != state["step"] * 1000 + self.rank or (
+                tensor and float(state["weights"][0]) != float(state["step"])):
+            raise RuntimeError("rank %d: the snapshot at %s holds another rank's or step's state" % (self.rank, path))
+        return state["step"]
+
     # -- checkpoints: written whole under a temporary name, then renamed ---------------
     def save(self, ctl, step, why):
         began = time.time()
@@ -368,13 +395,14 @@ def resume(args, run, ctl):
     """The step to start at: after the newest save every rank committed, else 0."""
     began = time.time()
     path, last = trainctl.resume_path(args.ckpt_dir), None  # None: nothing committed yet, a fresh start
+    snapshot = trainctl.is_snapshot(path)  # written out by the supervisor when a rank died
     if path is not None:
         with ctl.phase("restore"):  # trainctl report counts it apart from the rest of the start-up
-            last = run.restore(path)
+            last = run.restore_snapshot(path) if snapshot else run.restore(path)
             time.sleep(args.restore_time)
     start = 0 if last is None else last + 1
     run.log("start", step=start, world=run.world, resumed_from=last, restore_s=round(time.time() - began, 3),
-            run_id=trainctl.run_id())  # the same in every task and requeue: your logger's run id
+            run_id=trainctl.run_id(), from_snapshot=snapshot)  # the same in every task and requeue: your logger's run id
     return start
 
 
@@ -423,7 +451,8 @@ def train(args, run):
     for step in range(start, args.steps):
         if run.rank == args.hang_rank and step == args.hang_at:
             hang(run, step, args.hang_in, args.hang_for, grad)
-        if args.crash_on and step == crash_at and fnmatch.fnmatchcase(node_name(), args.crash_on):
+        if args.crash_on and step == crash_at and fnmatch.fnmatchcase(node_name(), args.crash_on) and \
+                args.crash_rank in (-1, run.rank):
             run.log("crash", step=step, node=args.crash_on, how=args.crash_how)
             if args.crash_how == "exception":
                 raise RuntimeError("a bug in the training program")
@@ -440,6 +469,8 @@ def train(args, run):
         train_step(model, optimizer, grad, step_time)
         work_s, worked = work_s + time.monotonic() - began, worked + 1
         d = ctl.check(step, allreduce=run.allreduce)  # None: torch.distributed, if initialised
+        if args.snapshot_every and step % args.snapshot_every == 0:  # cheap: host memory, no file system
+            ctl.snapshot(step, run.snapshot_state(step), args.ckpt_dir)
         if args.eval_every and step % args.eval_every == 0 and step > start:
             # Every rank marks it, also those that only wait for the others.
             with ctl.phase("eval"):
@@ -454,12 +485,13 @@ def train(args, run):
         # d.saved: what there is to keep is saved already (no-progress: the last runs crashed
         # before getting past the step this one resumed at; or a supervisor went away during
         # the save just made), so no save (a large model's takes minutes).
-        if d.save or (d.exit and not d.saved):
+        periodic = args.save_every and step % args.save_every == 0 and step > start
+        if d.save or (d.exit and not d.saved) or (periodic and not d.exit):
             if args.async_save:  # committed when its write ends; the loop trains on meanwhile
-                run.async_save(ctl, step, d.reason or d.save_reason)
+                run.async_save(ctl, step, d.reason or d.save_reason or "periodic")
             else:
                 with ctl.phase("save"):  # ends the save on trainctl's timeline when it ends
-                    run.save(ctl, step, d.reason or d.save_reason)
+                    run.save(ctl, step, d.reason or d.save_reason or "periodic")
         if d.exit:
             run.log("exit", step=step, reason=d.reason, saved=d.saved, work_s=round(work_s, 4), worked_steps=worked)
             # An asynchronous save is still being written: this rank ends once it ended
