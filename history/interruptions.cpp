@@ -75,6 +75,13 @@ interruption judge(const run_report& r, std::size_t i) {
   const std::int64_t last = t.last_step >= 0 ? t.last_step : t.exit_step;
   if (last >= 0 && x.resumed != nullptr && x.resumed->first_step >= 0) {
     x.replayed_steps = std::max<std::int64_t>(0, last + 1 - x.resumed->first_step);  // what it trained again
+    // Resumed past this run's last committed save, at a snapshot its supervisors wrote:
+    // what the save alone would have replayed.
+    const std::int64_t kept = t.kept_step >= 0 ? t.kept_step : t.first_step - 1;
+    if (t.snapshot_step >= 0 && x.resumed->first_step - 1 > kept && x.resumed->first_step - 1 <= t.snapshot_step) {
+      x.snapshot_step = x.resumed->first_step - 1;
+      x.replayed_without_snapshot = std::max<std::int64_t>(0, last - kept);
+    }
   } else if (last >= 0) {
     const std::int64_t kept = t.kept_step >= 0 ? t.kept_step : t.first_step - 1;
     x.replayed_steps = std::max<std::int64_t>(0, last - kept);  // what a resume would train again
@@ -138,9 +145,16 @@ std::string interruptions_text(const interruption_costs& c) {
                 c.steps_unknown == static_cast<int>(c.each.size())
                     ? replayed(-1, c.replayed_s).c_str()
                     : ((c.steps_unknown > 0 ? "at least " : "") + replayed(c.replayed_steps, c.replayed_s)).c_str());
-  return out + line +
+  out += line;
+  for (const interruption& x : c.each)
+    if (x.snapshot_step >= 0)
+      out += x.run->task.name + ": snapshot of step " + std::to_string(x.snapshot_step) +
+             " written by the supervisors: " + std::to_string(x.replayed_steps) +
+             (x.replayed_steps == 1 ? " step" : " steps") + " replayed instead of " +
+             std::to_string(x.replayed_without_snapshot) + "\n";
+  return out +
          "(detect: the fault to trainctl's decision; teardown: the decision to the run's end; queue, start-up and "
-         "restore: the next run's; replayed: training after the last committed save, trained again)\n";
+         "restore: the next run's; replayed: training after the last committed save or snapshot, trained again)\n";
 }
 
 }  // namespace trainctl

@@ -15,7 +15,8 @@
 //   queue     the resuming run's wait with no task running (report's QUEUE)
 //   start-up  its start-up and restore (report's START-UP, restore apart)
 //   replayed  the steps trained after the last committed save, which the resuming run
-//             trains again, and their time (the run's lost work and hangs)
+//             trains again, and their time (the run's lost work and hangs); after a
+//             snapshot written out by the supervisors, the steps after the snapshot
 // A run nobody resumed (the last, or a kill switch's) has no queue, start-up or restore.
 #pragma once
 
@@ -37,6 +38,10 @@ struct interruption {
   double queue_s = 0, startup_s = 0, restore_s = 0;  // the resuming run's; 0 without one
   std::int64_t replayed_steps = -1;                  // -1: not known (no step seen)
   double replayed_s = 0;
+  // The resuming run started from a snapshot the supervisors wrote out (its step, -1:
+  // not), and the steps it would have trained again from the last committed save.
+  std::int64_t snapshot_step = -1;
+  std::int64_t replayed_without_snapshot = -1;
 };
 
 struct interruption_costs {

@@ -71,7 +71,9 @@ struct task_report {
   // The loop finished on its own (no exit trainctl decided, rank 0 ended, COMPLETED): its
   // last work is kept, its own last save assumed.
   bool loop_finished = false;
-  std::int64_t exit_step = -1, kept_step = -1;  // kept: the step of the last finished save
+  // kept: the step of the last finished save; snapshot: the newest of the snapshots the
+  // nodes' supervisors wrote out after a rank died (snapshot_writeout.hpp), -1: none.
+  std::int64_t exit_step = -1, kept_step = -1, snapshot_step = -1;
   // Seconds of wall time (times task.nodes for node-seconds).
   double queue_s = 0, startup_s = 0, restore_s = 0, kept_s = 0, saves_s = 0, lost_s = 0, hung_s = 0, end_s = 0;
   // A running task's training since its last finished save (and a save still going on):

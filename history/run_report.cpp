@@ -81,6 +81,8 @@ walked walk_events(task_report& t, const std::vector<run_event>& events) {
         }
     } else if (e.what == run_event_kind::kDeath) {
       w.deaths.push_back(&e);
+    } else if (e.what == run_event_kind::kSnapshots) {
+      t.snapshot_step = std::max(t.snapshot_step, e.step);
     } else if (e.what == run_event_kind::kHeld) {
       t.held_tasks = std::max<std::int64_t>(0, e.figure("tasks", 0));
     } else if (e.what == run_event_kind::kNotice) {

@@ -184,6 +184,9 @@ json interruption_json(const interruption& x) {
           {"startup_s", x.resumed != nullptr ? json(x.startup_s) : json(nullptr)},
           {"restore_s", x.resumed != nullptr ? json(x.restore_s) : json(nullptr)},
           {"replayed_steps", x.replayed_steps >= 0 ? json(x.replayed_steps) : json(nullptr)},
+          {"snapshot_step", x.snapshot_step >= 0 ? json(x.snapshot_step) : json(nullptr)},
+          {"replayed_without_snapshot",
+           x.replayed_without_snapshot >= 0 ? json(x.replayed_without_snapshot) : json(nullptr)},
           {"replayed_s", x.replayed_s}};
 }
 

@@ -75,6 +75,18 @@ for name in raise sigkill end-step; do
   log "$name: every rank resumed from snapshot $(echo "$got" | head -1 | cut -d' ' -f1), written out by the supervisors"
 done
 grep -q "^trainctl-run[^:]*: hang:" "$TEST_DIR/end-step-1.out" || fail "end-step: no hang found in task 1"
+# The report counts the steps replayed from the snapshot, and says what the save alone
+# would have cost: rank 1 died at step 237 (the others a few steps on, up to their next
+# agreement), the save before was step 200's.
+report=$("$BUILD/bin/trainctl" report "${jobs[raise]}" 2>&1) || fail "trainctl report failed: $report"
+echo "$report"
+grep -qE "^${jobs[raise]}_1: snapshot of step 235 written by the supervisors: [0-9] steps? replayed instead of [34][0-9]$" \
+  <<<"$report" || fail "the report does not say what the snapshot saved"
+json=$("$BUILD/bin/trainctl" report --json "${jobs[raise]}") || fail "trainctl report --json failed"
+python3 -c 'import json, sys
+x = json.load(sys.stdin)["interruptions"][0]
+assert x["snapshot_step"] == 235 and x["replayed_steps"] < x["replayed_without_snapshot"], x' <<<"$json" ||
+  fail "the report's JSON does not say what the snapshot saved"
 
 [ -e "$TEST_DIR/ckpt-older/FINISHED" ] || fail "older: task 2 did not finish"
 got=$(resumed older)
@@ -98,4 +110,4 @@ log "full: the write-out met a full file system, committed nothing, and task 2 r
 # No snapshot stays in memory after the jobs (the node state directories of this user).
 left=$(find /run/trainctl /dev/shm -name '*.snapshot.*' -user "$(id -u)" 2>/dev/null || true)
 [ -z "$left" ] || fail "snapshots stayed in memory: $left"
-log "PASS: a crash, a SIGKILL and a hang's end-step cost 2 steps, not 137; an older snapshot and a full disk commit nothing"
+log "PASS: after a crash, a SIGKILL and a hang's end-step every rank resumed from its snapshot of step 235, not the save at step 200; an older snapshot and a full disk commit nothing"
