@@ -95,14 +95,12 @@ snapshot_writeout write_out_snapshots(const std::string& state_path, bool rank_d
   const std::vector<snapshot_slot> slots = rank_died ? whole_snapshots(state_path) : std::vector<snapshot_slot>{};
   std::map<std::string, std::int64_t> committed;  // per checkpoint directory
   std::map<std::int64_t, int> written_per_rank;
-  int older = 0;
-  std::int64_t older_than = -1;
   for (const snapshot_slot& s : slots) {
     auto at = committed.find(s.meta.ckpt_dir);
     if (at == committed.end()) at = committed.emplace(s.meta.ckpt_dir, newest_committed_step(s.meta.ckpt_dir)).first;
     if (s.meta.step <= at->second) {  // a save as new is committed: this one would replay nothing less
-      ++older;
-      older_than = at->second;
+      ++w.older;
+      w.older_than = at->second;
       continue;
     }
     std::string dir_path, why;
@@ -123,8 +121,7 @@ snapshot_writeout write_out_snapshots(const std::string& state_path, bool rank_d
     }
     if (!why.empty()) {
       if (!dir_path.empty()) ::rmdir(dir_path.c_str());  // only when empty: no other rank's part
-      w.lines.push_back("rank " + std::to_string(s.meta.rank) + "'s snapshot of step " + std::to_string(s.meta.step) +
-                        " is not written out, nothing committed: " + why);
+      w.failed.push_back({s.meta.rank, s.meta.step, why});
       continue;
     }
     ++written_per_rank[s.meta.rank];
@@ -132,13 +129,6 @@ snapshot_writeout write_out_snapshots(const std::string& state_path, bool rank_d
     w.oldest = w.oldest < 0 ? s.meta.step : std::min(w.oldest, s.meta.step);
   }
   w.ranks = static_cast<int>(written_per_rank.size());
-  if (w.ranks > 0)
-    w.lines.insert(w.lines.begin(), "a rank died: the snapshots in memory of " + std::to_string(w.ranks) +
-                                        (w.ranks == 1 ? " rank" : " ranks") + " written out as saves (steps " +
-                                        std::to_string(w.oldest) + " to " + std::to_string(w.newest) + ")");
-  if (older > 0)
-    w.lines.push_back(std::to_string(older) + (older == 1 ? " snapshot is" : " snapshots are") +
-                      " not written out: not newer than the save committed at step " + std::to_string(older_than));
   remove_snapshots(state_path);
   return w;
 }

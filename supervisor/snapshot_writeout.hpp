@@ -14,10 +14,17 @@
 namespace trainctl {
 
 struct snapshot_writeout {
-  std::vector<std::string> lines;  // for the task's log, without "trainctl: "
-  std::int64_t newest = -1;        // the newest step written out (-1: none)
-  std::int64_t oldest = -1;        // the oldest step written out
-  int ranks = 0;                   // how many ranks' snapshots were written out
+  std::int64_t newest = -1;  // the newest step written out (-1: none)
+  std::int64_t oldest = -1;  // the oldest step written out
+  int ranks = 0;             // how many ranks' snapshots were written out
+  // A snapshot not written out, nothing committed: its rank and step, and why.
+  struct failure {
+    std::int64_t rank, step;
+    std::string why;
+  };
+  std::vector<failure> failed;
+  int older = 0;                 // snapshots not newer than the save committed in their directory
+  std::int64_t older_than = -1;  // that save's step
 };
 
 // `rank_died`: the task's command did not end well (a rank raised, was killed, was ended

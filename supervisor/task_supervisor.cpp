@@ -323,7 +323,15 @@ void task_supervisor::write_out_snapshots_of_ranks() {
   std::int64_t bound = now + (term_seen_ ? 20000 : 60000);
   if (dl_.end_ms() > 0) bound = std::min(bound, dl_.end_ms() - 1000);
   const snapshot_writeout w = write_out_snapshots(state_->path(), procs_.status() != 0, bound);
-  for (const std::string& line : w.lines) log_.line("%s", line.c_str());
+  if (w.ranks > 0)
+    log_.line("a rank died: the snapshots in memory of %d rank%s written out as saves (steps %lld to %lld)", w.ranks,
+              w.ranks == 1 ? "" : "s", static_cast<long long>(w.oldest), static_cast<long long>(w.newest));
+  for (const auto& f : w.failed)
+    log_.line("rank %lld's snapshot of step %lld is not written out, nothing committed: %s",
+              static_cast<long long>(f.rank), static_cast<long long>(f.step), f.why.c_str());
+  if (w.older > 0)
+    log_.line("%d %s not written out: not newer than the save committed at step %lld", w.older,
+              w.older == 1 ? "snapshot is" : "snapshots are", static_cast<long long>(w.older_than));
   end_.note_snapshots(w.newest, w.oldest, w.ranks);
 }
 

@@ -1,6 +1,8 @@
 // The rank's side of snapshots in host memory: ctl.snapshot(step, bytes, ckpt_dir) into
 // its two slots beside the node state (protocol/snapshot_store.hpp); the node's supervisor
 // writes them out when a rank dies (supervisor/snapshot_writeout).
+#include <cinttypes>
+
 #include "committed_saves.hpp"
 #include "controller_impl.hpp"
 #include "env_names.hpp"
@@ -16,16 +18,19 @@ bool controller::snapshot(std::int64_t step, const void* data, std::size_t size,
                                 "'; accepted: an absolute path (where the supervisor writes the snapshot out)");
   if (data == nullptr && size > 0) throw std::invalid_argument("trainctl: snapshot(): no data for its size");
   snapshot_slots& s = m.snaps;
-  const auto not_kept = [&](const std::string& line) {
-    if (!s.not_kept_said) log_line(kLogWarning, "%s\n", line.c_str());
-    s.not_kept_said = true;
-    return false;
-  };
+  // One line the first time a snapshot is not kept (every few steps, it would flood).
+  const bool say = !s.not_kept_said;
   // Only a supervisor writes snapshots out, and removes them at the task's end: without
   // one they would stay in memory for nothing.
-  if (!m.file || env_text(env_var::kTrainctlState).empty())
-    return not_kept("trainctl: snapshot of step " + std::to_string(step) +
-                    " not kept: no trainctl supervisor on this node (trainctl-run or the SPANK plugin) writes it out");
+  if (!m.file || env_text(env_var::kTrainctlState).empty()) {
+    s.not_kept_said = true;
+    if (say)
+      log_line(kLogWarning,
+               "trainctl: snapshot of step %" PRId64
+               " not kept: no trainctl supervisor on this node (trainctl-run or the SPANK plugin) writes it out\n",
+               step);
+    return false;
+  }
   const long world = m.cfg.world_size > 0 ? m.cfg.world_size : world_size();
   if (m.cfg.rank >= world)
     throw std::invalid_argument("trainctl: snapshot(): this process is rank " + std::to_string(m.cfg.rank) +
@@ -41,7 +46,9 @@ bool controller::snapshot(std::int64_t step, const void* data, std::size_t size,
   try {
     s.writer->write(meta, data, size);
   } catch (const std::system_error& e) {
-    return not_kept(e.what() + std::string(": not kept (the snapshot before stays kept)"));
+    s.not_kept_said = true;
+    if (say) log_line(kLogWarning, "%s: not kept (the snapshot before stays kept)\n", e.what());
+    return false;
   }
   return true;
 }

@@ -56,7 +56,8 @@ TEST(SnapshotWriteout, NothingIsWrittenWhenNoRankDiedAndNoSlotStays) {
   const std::string state = d / "5000.0-n1", ckpt = d / "ckpt";
   snapshots_of(state, 0, 230, 235, ckpt);
   const snapshot_writeout w = write_out_snapshots(state, false, now() + 60000);
-  EXPECT_TRUE(w.lines.empty());
+  EXPECT_TRUE(w.failed.empty());
+  EXPECT_EQ(w.older, 0);
   EXPECT_EQ(w.ranks, 0);
   struct stat st {};
   EXPECT_NE(::stat(ckpt.c_str(), &st), 0);
@@ -72,8 +73,7 @@ TEST(SnapshotWriteout, BothSlotsOfEveryRankBecomeSavesThatResumeFinds) {
   EXPECT_EQ(w.ranks, 2);
   EXPECT_EQ(w.newest, 235);
   EXPECT_EQ(w.oldest, 230);
-  ASSERT_FALSE(w.lines.empty());
-  EXPECT_EQ(w.lines[0], "a rank died: the snapshots in memory of 2 ranks written out as saves (steps 230 to 235)");
+  EXPECT_TRUE(w.failed.empty());
   const auto found = newest_committed(ckpt);
   ASSERT_TRUE(found);
   EXPECT_EQ(found->step, 235);
@@ -102,7 +102,8 @@ TEST(SnapshotWriteout, ASnapshotNotNewerThanTheLastCommittedSaveIsNotWritten) {
   snapshots_of(state, 1, 230, 235, ckpt);
   const snapshot_writeout w = write_out_snapshots(state, true, now() + 60000);
   EXPECT_EQ(w.oldest, 235);
-  EXPECT_EQ(w.lines.back(), "2 snapshots are not written out: not newer than the save committed at step 232");
+  EXPECT_EQ(w.older, 2);
+  EXPECT_EQ(w.older_than, 232);
   struct stat st {};
   EXPECT_NE(::stat((ckpt + "/snapshot-230").c_str(), &st), 0);
   EXPECT_EQ(newest_committed(ckpt)->step, 235);
@@ -139,10 +140,11 @@ TEST(SnapshotWriteout, AWriteCutShortCommitsNothing) {
   const snapshot_writeout w = write_out_snapshots(state, true, now() + 60000);
   ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &was), 0);
   EXPECT_EQ(w.ranks, 0);
-  ASSERT_EQ(w.lines.size(), 1u);
-  EXPECT_NE(w.lines[0].find("rank 0's snapshot of step 235 is not written out, nothing committed: cannot write"),
-            std::string::npos)
-      << w.lines[0];
+  ASSERT_EQ(w.failed.size(), 1u);
+  EXPECT_EQ(w.failed[0].rank, 0);
+  EXPECT_EQ(w.failed[0].step, 235);
+  EXPECT_EQ(w.failed[0].why.rfind("cannot write " + ckpt + "/snapshot-235/rank-0.snapshot: ", 0), 0u)
+      << w.failed[0].why;
   EXPECT_EQ(newest_committed(ckpt)->step, 100);
   struct stat st {};
   EXPECT_NE(::stat((ckpt + "/snapshot-235").c_str(), &st), 0) << "an empty directory stays";
@@ -155,8 +157,8 @@ TEST(SnapshotWriteout, PastItsBoundNothingIsCommitted) {
   snapshots_of(state, 0, 230, 235, ckpt);
   const snapshot_writeout w = write_out_snapshots(state, true, now() - 1);
   EXPECT_EQ(w.ranks, 0);
-  ASSERT_EQ(w.lines.size(), 2u);
-  EXPECT_NE(w.lines[0].find("its bound came before the write ended"), std::string::npos) << w.lines[0];
+  ASSERT_EQ(w.failed.size(), 2u);
+  EXPECT_EQ(w.failed[0].why, "its bound came before the write ended");
   EXPECT_FALSE(newest_committed(ckpt));
 }
 
@@ -167,6 +169,6 @@ TEST(SnapshotWriteout, ACheckpointDirectoryThatCannotBeMadeIsOneLine) {
   snapshots_of(state, 0, 230, 235, d / "file/ckpt");
   const snapshot_writeout w = write_out_snapshots(state, true, now() + 60000);
   EXPECT_EQ(w.ranks, 0);
-  ASSERT_EQ(w.lines.size(), 2u);
-  EXPECT_NE(w.lines[0].find("cannot make " + (d / "file/ckpt")), std::string::npos) << w.lines[0];
+  ASSERT_EQ(w.failed.size(), 2u);
+  EXPECT_EQ(w.failed[0].why.rfind("cannot make " + (d / "file/ckpt") + ": ", 0), 0u) << w.failed[0].why;
 }
