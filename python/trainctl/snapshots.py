@@ -88,5 +88,10 @@ def load_snapshot(path: Union[str, "os.PathLike[str]"], rank: Optional[int] = No
         return pickle.loads(data[len(_PICKLE):])
     if data.startswith(_TORCH):
         import torch
-        return torch.load(io.BytesIO(data[len(_TORCH):]), map_location=map_location, weights_only=False)
+        stream = io.BytesIO(data[len(_TORCH):])
+        try:  # the whole object, as snapshot() was given it (torch 2.6+ loads only tensors by default)
+            return torch.load(stream, map_location=map_location, weights_only=False)
+        except TypeError:  # a torch before 1.13, without weights_only
+            stream.seek(0)
+            return torch.load(stream, map_location=map_location)
     raise ValueError("trainctl: load_snapshot(): %s is no snapshot of Controller.snapshot()'s" % name)
