@@ -35,6 +35,17 @@ std::vector<std::pair<std::string, std::string>> flight_recorder_env(const std::
   };
 }
 
+void remove_flight_recorder_files(const std::string& rank_dir, pid_t pid) noexcept {
+  const owned_fd dir(open(rank_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return;
+  for (const char* suffix : {".pipe", ".txt", ".pkl"}) {
+    const std::string name = "fr." + std::to_string(pid) + suffix;
+    struct stat st {};
+    if (fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid == getuid())
+      unlinkat(dir.get(), name.c_str(), 0);
+  }
+}
+
 flight_recorder_request::flight_recorder_request(std::string rank_dir, pid_t pid)
     : dir_(std::move(rank_dir)), stem_("fr." + std::to_string(pid)), at_(std::chrono::steady_clock::now()) {
   const owned_fd dir = open_rank_dir(dir_);

@@ -21,6 +21,11 @@ namespace trainctl {
 // each only where the user has not.
 std::vector<std::pair<std::string, std::string>> flight_recorder_env(const std::string& state_dir);
 
+// Removes the files of the rank process `pid` in `rank_dir` (its FIFO and answers,
+// fr.<pid>.*), where they are this user's: a rank ended by a signal (a hang's end-step,
+// SLURM's kill) never removes its own, and the directory outlives the job.
+void remove_flight_recorder_files(const std::string& rank_dir, pid_t pid) noexcept;
+
 // One rank's dump, asked for through its FIFO fr.<pid>.pipe in `rank_dir` (the rank's
 // node-state directory) and read back from fr.<pid>.txt and fr.<pid>.pkl there.
 class flight_recorder_request {

@@ -28,6 +28,7 @@
 #include "publisher.hpp"
 #include "publisher_fields.hpp"
 #include "query_schedule.hpp"
+#include "rank_views.hpp"
 #include "run_id.hpp"
 #include "run_identity.hpp"
 #include "run_progress.hpp"
@@ -293,8 +294,8 @@ int task_supervisor::finish() {
   }
   hook_.finish();  // before end_leftovers, which would count it as left behind
   procs_.end_leftovers();
-  write_out_snapshots_of_ranks();  // every rank process is gone: no slot is being written
-  learn_save_time();               // the save the ranks made before they exited
+  settle_rank_files();  // every rank process is gone: no slot is being written, no FIFO listened on
+  learn_save_time();    // the save the ranks made before they exited
   if (opts_.batch) end_.requeue_if_preempted(term_seen_ || preempted_);
   // The switch as the node state had it last (no stat of a shared path here).
   if (holds_array() && state_ && (notice_fields::flags(state_->get()) & kFlagExitSwitch) != 0)
@@ -314,14 +315,19 @@ int task_supervisor::finish() {
   return end_.no_progress() ? kNoProgressExit << 8 : procs_.status();
 }
 
-// The ranks' snapshots in memory: written out as saves when a rank died, then gone
-// (snapshot_writeout.hpp). Bounded by the job's end, and by SLURM's KillWait once it
-// ends the step (a peer's death): 20 s, within its default of 30.
-void task_supervisor::write_out_snapshots_of_ranks() {
+// The ranks' files beside the node state, as the task ends: their flight recorder's
+// FIFOs and answers removed; their snapshots in memory written out as saves when a rank
+// died, then gone (snapshot_writeout.hpp), bounded by the job's end, and by SLURM's
+// KillWait once it ends the step (a peer's death): 20 s, within its default of 30.
+void task_supervisor::settle_rank_files() {
   if (!state_) return;
   const std::int64_t now = unix_now_ms();
   std::int64_t bound = now + (term_seen_ ? 20000 : 60000);
   if (dl_.end_ms() > 0) bound = std::min(bound, dl_.end_ms() - 1000);
+  // The ranks' flight-recorder files too: a rank ended by a signal leaves them.
+  if (state_->damage().empty())
+    for (const rank_view& v : newest_rank_views(state_->get()))
+      if (v.pid > 0) remove_flight_recorder_files(state_->path().substr(0, state_->path().rfind('/')), v.pid);
   const snapshot_writeout w = write_out_snapshots(state_->path(), procs_.status() != 0, bound);
   if (w.ranks > 0)
     log_.line("a rank died: the snapshots in memory of %d rank%s written out as saves (steps %lld to %lld)", w.ranks,

@@ -52,7 +52,7 @@ class task_supervisor {
   void look_after_state();
   void watch_publisher();
   void close_state();
-  void write_out_snapshots_of_ranks();
+  void settle_rank_files();
   void reap();
   void kill_ranks();
   void after_hang_dump(const std::string& summary);

@@ -191,3 +191,25 @@ TEST(FlightRecorderEnv, TheRecorderIsOnWithItsFilesInThePrivateDirectory) {
   for (const char* file : {"TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_PIPE_FILE"})
     EXPECT_EQ(by_name.at(file).rfind("/run/user/1000/trainctl/", 0), 0u) << file;
 }
+
+// A rank ended by a signal never removes its FIFO and answers: the supervisor does, its
+// own files only.
+TEST(FlightRecorderFiles, ARanksLeftoversGoAndNothingElse) {
+  trainctl_test::temp_dir dir;
+  ASSERT_EQ(mkfifo((dir / "fr.4242.pipe").c_str(), 0600), 0);
+  dir.write("fr.4242.txt", "none torch 1.13 has no flight recorder for gloo\n");
+  dir.write("fr.4242.pkl", "x");
+  dir.write("fr.4243.txt", "another rank's\n");
+  dir.write("5000.0-n1", "the node state");
+  remove_flight_recorder_files(dir.path(), 4242);
+  struct stat st {};
+  for (const char* gone : {"fr.4242.pipe", "fr.4242.txt", "fr.4242.pkl"})
+    EXPECT_NE(lstat((dir / gone).c_str(), &st), 0) << gone;
+  for (const char* kept : {"fr.4243.txt", "5000.0-n1"}) EXPECT_EQ(lstat((dir / kept).c_str(), &st), 0) << kept;
+  if (geteuid() == 0) {  // another user's file of that name is not this user's to remove
+    dir.write("fr.4244.txt", "x");
+    ASSERT_EQ(chown((dir / "fr.4244.txt").c_str(), 65534, 65534), 0);
+    remove_flight_recorder_files(dir.path(), 4244);
+    EXPECT_EQ(lstat((dir / "fr.4244.txt").c_str(), &st), 0);
+  }
+}
