@@ -337,6 +337,10 @@ void rehearse_task_two(event_watch& w, const std::string& job1, std::vector<dril
                                       : "a death on " + death->node + " named first (" + death->reason + ")";
   happened += blamed ? "; node " + host + " blamed for it" : "; no node blamed";
   happened += end != nullptr ? "; the run's end recorded (" + end->reason + ")" : "; no end recorded";
+  // A loop that keeps snapshots (ctl.snapshot): what its supervisors wrote out after the death.
+  if (const run_event* snaps = w.find(run_event_kind::kSnapshots, job2))
+    happened += "; the supervisors wrote out the ranks' snapshots, the newest of step " + std::to_string(snaps->step) +
+                ": the next task resumes from the newest every rank has";
   const bool ok = culprit && !blamed && end != nullptr;
   rows.push_back({"rank killed", "the culprit named, the node not blamed, the end recorded", happened,
                   death != nullptr ? (death->figure("at", death->ms) - killed) / 1000.0 : -1,
