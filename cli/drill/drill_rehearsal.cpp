@@ -261,48 +261,11 @@ void rehearse_task_one(const drill_setup& s, const drill_job& job, event_watch& 
   late_hangs(w, job1, resumed_ms, rows, f);
 }
 
-// Task 2's events: the resume from task 1's last save, then a rank killed.
-void rehearse_task_two(event_watch& w, const std::string& job1, std::vector<drill_row>& rows, drill_figures& f) {
-  // The resume goes to the newest save every rank committed, which may be an earlier one
-  // when the last was cut.
-  const std::vector<std::int64_t> saved_steps = saved_steps_of(w, job1);
-  const std::int64_t last_saved_step = saved_steps.empty() ? -1 : saved_steps.back();
-  std::string job2;
-  const run_event* first2 = nullptr;
-  const bool started = wait_until(std::chrono::minutes(10), [&] {
-    w.read();
-    for (const run_event& e : w.read())
-      if (e.what == run_event_kind::kFirstStep && e.job != job1) {
-        first2 = &e;
-        job2 = e.job;
-        return true;
-      }
-    return false;
-  });
-  if (!started) {
-    rows.push_back({"resume", "task 2 starts after the last complete save", "task 2 never reached check()", -1,
-                    drill_row::kProblem});
-    return;
-  }
-  const run_event first = *first2;
-  const run_event* restore = w.find("restore", job2);
-  const auto rec2 = job_record_of(job2);
-  const bool after_a_save = std::find(saved_steps.begin(), saved_steps.end(), first.step - 1) != saved_steps.end();
-  const bool right = saved_steps.empty() ? first.step == 0 : after_a_save;
-  f.resumed_at_zero = !saved_steps.empty() && first.step == 0;
-  std::string whence = " (task 1 saved nothing)";
-  if (!saved_steps.empty())
-    whence = first.step == last_saved_step + 1 ? " (task 1's last save: step " + std::to_string(last_saved_step) + ")"
-             : after_a_save ? " (an earlier save of task 1: its last, step " + std::to_string(last_saved_step) +
-                                  ", was not complete on every rank)"
-                            : " (task 1's last save: step " + std::to_string(last_saved_step) + ")";
-  rows.push_back({"resume", "task 2 starts at the step after the last complete save",
-                  "task 2 started at step " + std::to_string(first.step) + whence +
-                      (restore != nullptr ? "; restore took " + dur(restore->took_ms) : ""),
-                  rec2 && rec2->start_ms > 0 ? (first.ms - rec2->start_ms) / 1000.0 : -1,
-                  right ? drill_row::kOk : drill_row::kProblem});
+namespace {
 
-  // A rank killed: the culprit named, the node not blamed, the run's end recorded.
+// A rank of task 2 (`job2`) killed: the culprit named, the node not blamed, the run's
+// end recorded, and what the supervisors wrote out of a loop that keeps snapshots.
+void rehearse_rank_killed(event_watch& w, const std::string& job2, std::vector<drill_row>& rows) {
   const std::int64_t killed = unix_ms_now();  // before srun reaches the node: the death comes after
   const std::string line = signal_rank(job2, 1, "KILL");
   const std::string host = line_field(line, "host");
@@ -345,6 +308,52 @@ void rehearse_task_two(event_watch& w, const std::string& job1, std::vector<dril
   rows.push_back({"rank killed", "the culprit named, the node not blamed, the end recorded", happened,
                   death != nullptr ? (death->figure("at", death->ms) - killed) / 1000.0 : -1,
                   ok ? drill_row::kOk : drill_row::kProblem});
+}
+
+}  // namespace
+
+// Task 2's events: the resume from task 1's last save, then a rank killed.
+void rehearse_task_two(event_watch& w, const std::string& job1, std::vector<drill_row>& rows, drill_figures& f) {
+  // The resume goes to the newest save every rank committed, which may be an earlier one
+  // when the last was cut.
+  const std::vector<std::int64_t> saved_steps = saved_steps_of(w, job1);
+  const std::int64_t last_saved_step = saved_steps.empty() ? -1 : saved_steps.back();
+  std::string job2;
+  const run_event* first2 = nullptr;
+  const bool started = wait_until(std::chrono::minutes(10), [&] {
+    w.read();
+    for (const run_event& e : w.read())
+      if (e.what == run_event_kind::kFirstStep && e.job != job1) {
+        first2 = &e;
+        job2 = e.job;
+        return true;
+      }
+    return false;
+  });
+  if (!started) {
+    rows.push_back({"resume", "task 2 starts after the last complete save", "task 2 never reached check()", -1,
+                    drill_row::kProblem});
+    return;
+  }
+  const run_event first = *first2;
+  const run_event* restore = w.find("restore", job2);
+  const auto rec2 = job_record_of(job2);
+  const bool after_a_save = std::find(saved_steps.begin(), saved_steps.end(), first.step - 1) != saved_steps.end();
+  const bool right = saved_steps.empty() ? first.step == 0 : after_a_save;
+  f.resumed_at_zero = !saved_steps.empty() && first.step == 0;
+  std::string whence = " (task 1 saved nothing)";
+  if (!saved_steps.empty())
+    whence = first.step == last_saved_step + 1 ? " (task 1's last save: step " + std::to_string(last_saved_step) + ")"
+             : after_a_save ? " (an earlier save of task 1: its last, step " + std::to_string(last_saved_step) +
+                                  ", was not complete on every rank)"
+                            : " (task 1's last save: step " + std::to_string(last_saved_step) + ")";
+  rows.push_back({"resume", "task 2 starts at the step after the last complete save",
+                  "task 2 started at step " + std::to_string(first.step) + whence +
+                      (restore != nullptr ? "; restore took " + dur(restore->took_ms) : ""),
+                  rec2 && rec2->start_ms > 0 ? (first.ms - rec2->start_ms) / 1000.0 : -1,
+                  right ? drill_row::kOk : drill_row::kProblem});
+
+  rehearse_rank_killed(w, job2, rows);
 }
 
 }  // namespace trainctl::commands
