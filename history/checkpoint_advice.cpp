@@ -49,7 +49,7 @@ checkpoint_advice advise_checkpoints(const run_report& r) {
                                : t.end_event_ms != 0    ? t.end_event_ms
                                                         : t.task.end_ms;
     a.training_s += static_cast<double>(std::max<std::int64_t>(0, until - t.first_step_ms)) / 1000.0;
-    a.interruptions += interrupted(t);
+    if (interrupted(t)) ++(t.snapshot_step > t.kept_step ? a.covered : a.interruptions);
     std::int64_t from = t.first_step_ms;  // training since the run began, or the last save ended
     for (const auto& s : t.saves) {
       if (s.end_ms == 0) continue;
@@ -84,6 +84,9 @@ std::string checkpoint_advice_text(const checkpoint_advice& a) {
                 report_span(a.training_s).c_str(),
                 a.interruptions > 0 ? (" (one per " + report_span(a.mtbi_s()) + ")").c_str() : "");
   out += line;
+  if (a.covered > 0)
+    out += "            and " + std::to_string(a.covered) + " covered by snapshots the supervisors wrote out (" +
+           (a.covered == 1 ? "its" : "their") + " loss is the snapshot interval's, not the save interval's)\n";
   if (!a.too_little.empty()) return out + "            no interval advised: " + a.too_little + "\n";
   const std::string now = a.between_s > 0 ? "every " + report_span(a.between_s) + " now (median between saves)"
                                           : "no periodic save seen (only at exits)";

@@ -8,9 +8,10 @@
 //
 // An interruption here is a run that lost training it had not saved, not by a plan: a
 // crash, a node failure, a hang ended without a save, a preemption or time limit whose
-// save did not finish. A deadline, kill-switch or preemption exit whose save finished
-// lost nothing a shorter interval would have kept; a finished loop and the no-progress
-// breaker are not interruptions either.
+// save did not finish; one after which the supervisors wrote out snapshots newer than
+// the last save is counted apart (covered). A deadline, kill-switch or preemption exit
+// whose save finished lost nothing a shorter interval would have kept; a finished loop
+// and the no-progress breaker are not interruptions either.
 #pragma once
 
 #include <string>
@@ -20,9 +21,12 @@
 namespace trainctl {
 
 struct checkpoint_advice {
-  int saves = 0;           // finished saves measured (the exit saves too)
-  double save_s = 0;       // their median: the cost of one save (wall seconds)
-  int interruptions = 0;   // see above
+  int saves = 0;          // finished saves measured (the exit saves too)
+  double save_s = 0;      // their median: the cost of one save (wall seconds)
+  int interruptions = 0;  // see above
+  // Interruptions after which the supervisors wrote out snapshots newer than the last save:
+  // what they lost is the snapshot interval's, which the save interval does not decide.
+  int covered = 0;
   double training_s = 0;   // wall seconds from each run's first step to its last check(), all runs
   double between_s = 0;    // median training time between two saves in one run; 0: none seen
   double nodes = 1;        // mean nodes of a run, for node-hours

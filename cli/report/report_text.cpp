@@ -166,6 +166,7 @@ json checkpoints_json(const checkpoint_advice& a) {
   return {{"saves", a.saves},
           {"save_s", a.save_s},
           {"interruptions", a.interruptions},
+          {"covered_by_snapshots", a.covered},
           {"training_s", a.training_s},
           {"mtbi_s", a.interruptions > 0 ? json(a.mtbi_s()) : json(nullptr)},
           {"between_s", a.between_s > 0 ? json(a.between_s) : json(nullptr)},

@@ -82,6 +82,8 @@ report=$("$BUILD/bin/trainctl" report "${jobs[raise]}" 2>&1) || fail "trainctl r
 echo "$report"
 grep -qE "^${jobs[raise]}_1: snapshot of step 235 written by the supervisors: [0-9] steps? replayed instead of [34][0-9]$" \
   <<<"$report" || fail "the report does not say what the snapshot saved"
+grep -q "^            and 1 covered by snapshots the supervisors wrote out (its loss is the snapshot interval's, not the save interval's)$" \
+  <<<"$report" || fail "the report's checkpoint advice counts the crash a snapshot covered as lost work"
 json=$("$BUILD/bin/trainctl" report --json "${jobs[raise]}") || fail "trainctl report --json failed"
 python3 -c 'import json, sys
 x = json.load(sys.stdin)["interruptions"][0]
