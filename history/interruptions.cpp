@@ -147,7 +147,11 @@ std::string interruptions_text(const interruption_costs& c) {
                     : ((c.steps_unknown > 0 ? "at least " : "") + replayed(c.replayed_steps, c.replayed_s)).c_str());
   out += line;
   for (const interruption& x : c.each)
-    if (x.snapshot_step >= 0)
+    if (x.cause == "node failure" && x.run->snapshot_step >= 0 && x.snapshot_step < 0)
+      out += x.run->task.name +
+             ": a node failed: its ranks' snapshots in memory died with it; the next run resumed from what the other "
+             "nodes' snapshots and the saves allowed\n";
+    else if (x.snapshot_step >= 0)
       out += x.run->task.name + ": snapshot of step " + std::to_string(x.snapshot_step) +
              " written by the supervisors: " + std::to_string(x.replayed_steps) +
              (x.replayed_steps == 1 ? " step" : " steps") + " replayed instead of " +

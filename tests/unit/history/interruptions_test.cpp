@@ -189,3 +189,45 @@ TEST(Interruptions, ATimeLimitThatCutTheRunAndARunWithoutEventsTakeTheirCauseFro
   EXPECT_EQ(c.each[1].cause, "node failure");
   EXPECT_EQ(c.each[1].replayed_steps, -1) << "no step after its first is known";
 }
+
+// Snapshots (issue 65): rank 1 dies at step 237 after the save at step 200; the nodes'
+// supervisors write out their ranks' snapshots (the newest of step 235 on one node, 240
+// on the other, whose ranks were a few steps on), and the next run resumes at 236.
+TEST(Interruptions, AResumeFromASnapshotCountsItsStepsAndWhatTheSaveAloneWouldHaveCost) {
+  const std::vector<run_event> e = {
+      ev(5, "81", "first_step", 0),    ev(20, "81", "save", 200, -1, "loop"), ev(20.5, "81", "saved", -1, 500),
+      ev(30, "81", "snapshots", 235),  ev(30, "81", "snapshots", 240),        ev(31, "81", "end", 237),
+      ev(45, "82", "first_step", 236),
+  };
+  const std::vector<task_record> tasks = {task("81", "80_1", 0, 32, "FAILED"), task("82", "80_2", 40, 60, "COMPLETED")};
+  const run_report r = build_run_report("80", tasks, e, kS + 1000 * kSec);
+  const interruption_costs c = find_interruptions(r);
+  ASSERT_EQ(c.each.size(), 1u);
+  const interruption& x = c.each[0];
+  EXPECT_EQ(x.snapshot_step, 235);
+  EXPECT_EQ(x.replayed_steps, 2) << "237 and 236 again, not 201 to 237";
+  EXPECT_EQ(x.replayed_without_snapshot, 37);
+  EXPECT_NE(interruptions_text(c).find(
+                "80_1: snapshot of step 235 written by the supervisors: 2 steps replayed instead of 37\n"),
+            std::string::npos)
+      << interruptions_text(c);
+}
+
+// A node that fails takes its ranks' snapshots with it: the next run resumes from the
+// save, and the report says why the snapshots the other node wrote did not help.
+TEST(Interruptions, ANodeFailureSaysItsSnapshotsDiedWithIt) {
+  const std::vector<run_event> e = {
+      ev(5, "91", "first_step", 0),   ev(20, "91", "save", 200, -1, "loop"), ev(20.5, "91", "saved", -1, 500),
+      ev(30, "91", "snapshots", 235), ev(45, "92", "first_step", 201),
+  };
+  const std::vector<task_record> tasks = {task("91", "90_1", 0, 32, "NODE_FAIL"),
+                                          task("92", "90_2", 40, 60, "COMPLETED")};
+  const run_report r = build_run_report("90", tasks, e, kS + 1000 * kSec);
+  const interruption_costs c = find_interruptions(r);
+  ASSERT_EQ(c.each.size(), 1u);
+  EXPECT_EQ(c.each[0].cause, "node failure");
+  EXPECT_EQ(c.each[0].snapshot_step, -1);
+  EXPECT_NE(interruptions_text(c).find("90_1: a node failed: its ranks' snapshots in memory died with it"),
+            std::string::npos)
+      << interruptions_text(c);
+}
