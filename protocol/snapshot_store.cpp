@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <optional>
 #include <stdexcept>
 #include <system_error>
 
@@ -86,19 +85,19 @@ bool parse_snapshot_header(const std::string& text, snapshot_meta* m, std::uint6
     const std::size_t eq = line.find('=');
     if (eq == std::string::npos) return false;
     const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    // A number for the numeric keys: -1 when it is none (every valid one is 0 or more).
     char* rest = nullptr;
     errno = 0;
-    const long long parsed = value.empty() ? -1 : std::strtoll(value.c_str(), &rest, 10);
-    const std::optional<std::int64_t> n =
-        errno == 0 && rest != nullptr && *rest == '\0' ? std::optional<std::int64_t>(parsed) : std::nullopt;
-    if (key == "step" && n)
-      out.step = *n;
-    else if (key == "rank" && n)
-      out.rank = *n;
-    else if (key == "world" && n)
-      out.world = *n;
-    else if (key == "bytes" && n)
-      size = *n;
+    long long n = value.empty() ? -1 : std::strtoll(value.c_str(), &rest, 10);
+    if (errno != 0 || rest == nullptr || *rest != '\0' || n < 0) n = -1;
+    if (key == "step")
+      out.step = n;
+    else if (key == "rank")
+      out.rank = n;
+    else if (key == "world")
+      out.world = n;
+    else if (key == "bytes")
+      size = n;
     else if (key == "run")
       out.run = value;
     else if (key == "attempt")
