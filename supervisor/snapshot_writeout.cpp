@@ -55,7 +55,9 @@ std::string copy_out(const snapshot_slot& s, int dir, const std::string& dir_pat
   const std::string tmp = "." + final_name + ".writing." + std::to_string(::getpid());
   const owned_fd in(::open(s.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!in) return "cannot read its slot " + s.path + ": " + errno_text(errno);
-  owned_fd out(::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+  // A name of its own, made here (O_EXCL): the directory may be a team's, and what
+  // another put under the name (a FIFO would block) is not written through.
+  owned_fd out(::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644));
   if (!out) return "cannot write in " + dir_path + ": " + errno_text(errno);
   const auto give_up = [&](const std::string& why) {
     ::unlinkat(dir, tmp.c_str(), 0);

@@ -78,7 +78,8 @@ def load_snapshot(path: Union[str, "os.PathLike[str]"], rank: Optional[int] = No
     regular file of this user's, through no link; ValueError otherwise, or when the file
     is not a snapshot."""
     name = _file_of(path, rank)
-    fd = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    # No link followed, and no FIFO waited on (a teammate's, in a shared directory).
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():

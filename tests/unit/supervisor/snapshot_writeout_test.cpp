@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <csignal>
 
@@ -171,4 +172,24 @@ TEST(SnapshotWriteout, ACheckpointDirectoryThatCannotBeMadeIsOneLine) {
   EXPECT_EQ(w.ranks, 0);
   ASSERT_EQ(w.failed.size(), 2u);
   EXPECT_EQ(w.failed[0].why.rfind("cannot make " + (d / "file/ckpt") + ": ", 0), 0u) << w.failed[0].why;
+}
+
+// A team's checkpoint directory: what another put under the temporary name (a FIFO,
+// whose open would block) is not written through; the snapshot is not committed.
+TEST(SnapshotWriteout, AFifoUnderTheTemporaryNameIsNotWaitedOn) {
+  temp_dir d;
+  const std::string state = d / "5000.0-n1", ckpt = d / "ckpt";
+  ASSERT_EQ(::mkdir(ckpt.c_str(), 0777), 0);
+  ASSERT_EQ(::mkdir((ckpt + "/snapshot-235").c_str(), 0777), 0);
+  const std::string planted = ckpt + "/snapshot-235/.rank-0.snapshot.writing." + std::to_string(::getpid());
+  ASSERT_EQ(::mkfifo(planted.c_str(), 0666), 0);
+  snapshots_of(state, 0, 230, 235, ckpt);
+  snapshots_of(state, 1, 230, 235, ckpt);
+  const snapshot_writeout w = write_out_snapshots(state, true, now() + 60000);
+  ASSERT_EQ(w.failed.size(), 1u);
+  EXPECT_EQ(w.failed[0].step, 235);
+  EXPECT_EQ(w.failed[0].why.rfind("cannot write in " + ckpt + "/snapshot-235: ", 0), 0u) << w.failed[0].why;
+  struct stat st {};
+  EXPECT_EQ(::lstat(planted.c_str(), &st), 0) << "another's file is not removed";
+  EXPECT_EQ(newest_committed(ckpt)->step, 230);
 }
