@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <sstream>
@@ -44,6 +45,8 @@ drill_job::~drill_job() {
 const std::vector<run_event>& event_watch::read() {
   std::string why;
   events_ = read_run_events(path_, &why);
+  events_.erase(std::remove_if(events_.begin(), events_.end(), [&](const run_event& e) { return e.ms < since_ms_; }),
+                events_.end());
   return events_;
 }
 

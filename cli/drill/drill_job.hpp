@@ -41,7 +41,9 @@ class drill_job {
 // Rank 0's run events of the drill's array, re-read at each look.
 class event_watch {
  public:
-  explicit event_watch(const std::string& array) : path_(run_events_path(array)) {}
+  // The events of `array` written at or after `since_ms` (unix ms): an older array of the
+  // same id (the cluster's ids started again) wrote into the same file before.
+  event_watch(const std::string& array, std::int64_t since_ms) : path_(run_events_path(array)), since_ms_(since_ms) {}
   const std::vector<run_event>& read();
   // The first event `what` (of job `job` when given, at or after `since`, with `reason`
   // when given), or nullptr.
@@ -52,6 +54,7 @@ class event_watch {
 
  private:
   std::string path_;
+  std::int64_t since_ms_;
   std::vector<run_event> events_;
 };
 
