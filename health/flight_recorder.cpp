@@ -36,7 +36,7 @@ std::vector<std::pair<std::string, std::string>> flight_recorder_env(const std::
 }
 
 void remove_flight_recorder_files(const std::string& rank_dir, pid_t pid) noexcept {
-  const owned_fd dir(open(rank_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const owned_fd dir(open(rank_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!dir) return;
   for (const char* suffix : {".pipe", ".txt", ".pkl"}) {
     const std::string name = "fr." + std::to_string(pid) + suffix;

@@ -30,7 +30,14 @@ owned_fd snapshot_dir(const snapshot_meta& m, std::string* path, std::string* wh
     *why = "cannot make " + m.ckpt_dir + ": " + errno_text(errno);
     return owned_fd();
   }
-  owned_fd parent(::open(m.ckpt_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));  // a link of the user's: followed
+  // A link of the user's or root's is followed (a checkpoint directory on scratch), as
+  // resume_path() follows it; another user's could lead to another run's saves.
+  const std::string behind = foreign_link(m.ckpt_dir);
+  if (!behind.empty()) {
+    *why = m.ckpt_dir + " is " + behind + ", not yours: refused";
+    return owned_fd();
+  }
+  owned_fd parent(::open(m.ckpt_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!parent) {
     *why = "cannot open " + m.ckpt_dir + ": " + errno_text(errno);
     return owned_fd();

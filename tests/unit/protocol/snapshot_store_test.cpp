@@ -74,7 +74,7 @@ TEST(SnapshotStore, WritesAlternateSoTheSnapshotBeforeStaysWhole) {
   EXPECT_EQ(bytes_of(all[1]), "step 235!");
   // The third write goes over 230's slot; cut after its header was cleared, the slot
   // holds nothing whole and 235 is still there.
-  const int fd = ::open(snapshot_slot_path(state, 1, 0).c_str(), O_WRONLY);
+  const int fd = ::open(snapshot_slot_path(state, 1, 0).c_str(), O_WRONLY | O_NOFOLLOW);
   ASSERT_GE(fd, 0);
   const std::string zeros(kSnapshotHeaderBytes, '\0');
   ASSERT_EQ(::pwrite(fd, zeros.data(), zeros.size(), 0), static_cast<ssize_t>(zeros.size()));

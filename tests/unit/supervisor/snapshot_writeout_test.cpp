@@ -193,3 +193,20 @@ TEST(SnapshotWriteout, AFifoUnderTheTemporaryNameIsNotWaitedOn) {
   EXPECT_EQ(::lstat(planted.c_str(), &st), 0) << "another's file is not removed";
   EXPECT_EQ(newest_committed(ckpt)->step, 230);
 }
+
+// A checkpoint directory that is another user's link is not followed (it could lead to
+// another run's saves), as resume_path() refuses it; the user's own link is.
+TEST(SnapshotWriteout, AnotherUsersLinkAsTheCheckpointDirectoryIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to make another user's link";
+  temp_dir d;
+  const std::string state = d / "5000.0-n1", target = d / "elsewhere", link = d / "ckpt";
+  ASSERT_EQ(::mkdir(target.c_str(), 0777), 0);
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  ASSERT_EQ(::lchown(link.c_str(), 65534, 65534), 0);
+  snapshots_of(state, 0, 230, 235, link);
+  const snapshot_writeout w = write_out_snapshots(state, true, now() + 60000);
+  ASSERT_EQ(w.failed.size(), 2u);
+  EXPECT_NE(w.failed[0].why.find("not yours: refused"), std::string::npos) << w.failed[0].why;
+  struct stat st {};
+  EXPECT_NE(::stat((target + "/snapshot-235").c_str(), &st), 0);
+}
