@@ -1,6 +1,5 @@
 #include "snapshot_store.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,9 +8,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <stdexcept>
 #include <system_error>
+
+#include "dir_entries.hpp"
 
 namespace trainctl {
 namespace {
@@ -54,6 +54,18 @@ std::string dir_of(const std::string& path) {
 std::string base_of(const std::string& path) {
   const std::size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The slot files beside `state_path` (every rank's), by name, through the directory
+// opened without following a link (dir_entries.hpp).
+std::vector<std::string> slot_names(const std::string& state_path, owned_fd* dir) {
+  std::vector<std::string> out;
+  const std::string prefix = base_of(state_path) + kSlotInfix;
+  dir->reset(::open(dir_of(state_path).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!*dir) return out;
+  for (const std::string& name : dir_entry_names(dir->get()))
+    if (name.compare(0, prefix.size(), prefix) == 0) out.push_back(name);
+  return out;
 }
 
 }  // namespace
@@ -162,14 +174,9 @@ void snapshot_writer::write(const snapshot_meta& m, const void* data, std::size_
 
 std::vector<snapshot_slot> whole_snapshots(const std::string& state_path) {
   std::vector<snapshot_slot> out;
-  const std::string dir = dir_of(state_path), prefix = base_of(state_path) + kSlotInfix;
-  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
-  if (!d) return out;
-  while (const dirent* e = ::readdir(d.get())) {
-    const std::string name = e->d_name;
-    if (name.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string path = dir + "/" + name;
-    const owned_fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  owned_fd dir;
+  for (const std::string& name : slot_names(state_path, &dir)) {
+    const owned_fd fd(::openat(dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     struct stat st {};
     if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) continue;
     std::string header(kSnapshotHeaderBytes, '\0');
@@ -178,7 +185,7 @@ std::vector<snapshot_slot> whole_snapshots(const std::string& state_path) {
     if (!parse_snapshot_header(header, &s.meta, &s.bytes)) continue;
     if (static_cast<std::uint64_t>(st.st_size) != kSnapshotHeaderBytes + s.bytes) continue;
     if (name != base_of(snapshot_slot_path(state_path, s.meta.rank, name.back() - '0'))) continue;  // its own rank
-    s.path = path;
+    s.path = dir_of(state_path) + "/" + name;
     out.push_back(std::move(s));
   }
   return out;
@@ -186,16 +193,11 @@ std::vector<snapshot_slot> whole_snapshots(const std::string& state_path) {
 
 int remove_snapshots(const std::string& state_path) noexcept {
   int removed = 0;
-  const std::string dir = dir_of(state_path), prefix = base_of(state_path) + kSlotInfix;
-  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
-  if (!d) return 0;
-  while (const dirent* e = ::readdir(d.get())) {
-    const std::string name = e->d_name;
-    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+  owned_fd dir;
+  for (const std::string& name : slot_names(state_path, &dir)) {
     struct stat st {};
-    const std::string path = dir + "/" + name;
-    if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
-        ::unlink(path.c_str()) == 0)
+    if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+        st.st_uid == ::geteuid() && ::unlinkat(dir.get(), name.c_str(), 0) == 0)
       ++removed;
   }
   return removed;
